@@ -1,0 +1,533 @@
+//! The engine: the one owner of every map. Sync API, no I/O, no async.
+//!
+//! ```text
+//!   text ─prepare→ Prepared{shingles, signature} ─insert→ ids / docs / lsh
+//!   query: signature ─lsh→ candidate slots ─docs→ records ─exact Jaccard→ matches
+//! ```
+//!
+//! **State and locks.** Three concurrent maps, each a `DashMap` (sharded
+//! `RwLock`s, so no global lock on the hot path):
+//! - `ids`: id → slot. The entry of an id is the serialization point for
+//!   writes to that id: an insert or replace holds it while indexing the new
+//!   record and swapping the slot, so a reader sees the old or the new
+//!   version, never a half-indexed one.
+//! - `docs`: slot → `Arc<Record>`. Readers clone the `Arc` out and drop the
+//!   guard at once.
+//! - `lsh`: band buckets of slots.
+//!
+//! Lock order: a writer may take `docs` and `lsh` guards while holding an
+//! `ids` entry; nobody takes an `ids` guard while holding a `docs` or `lsh`
+//! guard, and no guard is held across two operations on the same map. That
+//! is the whole deadlock argument.
+//!
+//! **Stale candidates are harmless.** A bucket may briefly name a slot whose
+//! record is being removed or replaced, or whose slot was freed and reused.
+//! Every candidate is re-read from `docs`, verified exactly, and accepted only
+//! if `ids` still maps its id to that slot, so every returned match is a
+//! true statement about a document that is stored.
+
+mod id;
+mod params;
+mod record;
+
+pub use id::{DocId, IdError, MAX_ID_BYTES};
+pub use params::{EngineParams, EngineParamsError, MAX_SHINGLE_K};
+pub use record::Record;
+
+use crate::jaccard::{self, Overlap};
+use crate::lsh::index::Slot;
+use crate::lsh::{BandParams, LshIndex};
+use crate::minhash::{self, MinHasher};
+use crate::text::{ShingleSet, TextError, Tokenizer};
+use crossbeam_queue::SegQueue;
+use dashmap::mapref::entry::Entry;
+use dashmap::DashMap;
+use nohash_hasher::BuildNoHashHasher;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// A document ready to index: its shingle set and signature.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prepared {
+    shingles: ShingleSet,
+    signature: Box<[u32]>,
+}
+
+impl Prepared {
+    pub fn shingles(&self) -> &[u32] {
+        self.shingles.as_slice()
+    }
+
+    pub fn signature(&self) -> &[u32] {
+        &self.signature
+    }
+}
+
+/// How an insert treats an id that already exists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Fail with [`EngineError::AlreadyExists`].
+    Create,
+    /// Replace the stored document.
+    Upsert,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Created,
+    Replaced,
+}
+
+/// A query threshold checked against what the index is tuned for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Threshold(f64);
+
+impl Threshold {
+    pub fn value(self) -> f64 {
+        self.0
+    }
+}
+
+/// Errors of engine operations, each carrying what the caller needs to explain it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EngineError {
+    #[error("a document with id {0:?} already exists")]
+    AlreadyExists(DocId),
+    #[error("no document with id {0:?}")]
+    NotFound(String),
+    #[error(transparent)]
+    Text(#[from] TextError),
+    #[error("threshold must be greater than 0 and at most 1, got {0}")]
+    ThresholdOutOfRange(f64),
+    #[error(
+        "threshold {value} is below {min}, the lowest this index finds with recall ≥ 0.99 \
+         (it is tuned for {tuned}); restart with a lower index.threshold to query lower"
+    )]
+    ThresholdBelowTuned { value: f64, min: f64, tuned: f64 },
+}
+
+/// One verified near-duplicate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Match {
+    pub id: DocId,
+    /// Exact Jaccard similarity of the shingle sets.
+    pub jaccard: f64,
+    /// MinHash estimate (fraction of equal signature slots).
+    pub estimate: f64,
+}
+
+/// The answer to a similarity query, with the work it took.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueryOutcome {
+    /// Sorted by Jaccard descending, then id; at most `limit`.
+    pub matches: Vec<Match>,
+    /// Distinct candidates the LSH index proposed (the queried document excluded).
+    pub candidates: usize,
+    /// Candidates whose exact Jaccard fell below the threshold.
+    pub rejected: usize,
+    /// True when the candidate list hit `max_candidates` and was cut.
+    pub truncated: bool,
+}
+
+/// `GET /compare`: both scores and the raw counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub jaccard: f64,
+    pub estimate: f64,
+    pub overlap: Overlap,
+}
+
+/// Approximate heap use by component, for `/stats`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct MemoryStats {
+    pub shingles_bytes: usize,
+    pub signatures_bytes: usize,
+    pub ids_bytes: usize,
+    pub metadata_bytes: usize,
+    /// Record headers, `Arc` counts and allocator rounding (estimated).
+    pub records_overhead_bytes: usize,
+    pub id_map_bytes: usize,
+    pub doc_map_bytes: usize,
+    pub lsh_bytes: usize,
+    pub total_bytes: usize,
+    pub bytes_per_document: f64,
+}
+
+pub struct Engine {
+    params: EngineParams,
+    bands: BandParams,
+    tokenizer: Tokenizer,
+    minhasher: MinHasher,
+    /// id → slot; the per-id write serialization point (see module docs).
+    /// Default SipHash: ids come from clients, so the hasher must resist flooding.
+    ids: DashMap<DocId, Slot>,
+    /// slot → record. Slots are dense small integers: hashed by identity.
+    docs: DashMap<Slot, Arc<Record>, BuildNoHashHasher<Slot>>,
+    lsh: LshIndex,
+    /// Slots released by deletes and replaces, reused before `next_slot` grows.
+    /// Lock-free so that allocation is not a global lock on the write path.
+    free_slots: SegQueue<Slot>,
+    next_slot: AtomicU32,
+    /// Sum of shingle-set sizes of stored records (memory report).
+    shingle_values: AtomicUsize,
+    id_bytes: AtomicUsize,
+    metadata_bytes: AtomicUsize,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("params", &self.params)
+            .field("bands", &self.bands)
+            .field("documents", &self.len())
+            .finish()
+    }
+}
+
+impl Engine {
+    pub fn new(params: EngineParams) -> Result<Self, EngineParamsError> {
+        let bands = params.resolve_bands()?;
+        Ok(Self {
+            tokenizer: Tokenizer::new(params.normalize, params.shingle, params.seed),
+            minhasher: MinHasher::new(params.num_perm, params.seed),
+            lsh: LshIndex::new(bands.bands, bands.rows, params.seed),
+            ids: DashMap::new(),
+            docs: DashMap::with_hasher(BuildNoHashHasher::default()),
+            free_slots: SegQueue::new(),
+            next_slot: AtomicU32::new(0),
+            shingle_values: AtomicUsize::new(0),
+            id_bytes: AtomicUsize::new(0),
+            metadata_bytes: AtomicUsize::new(0),
+            params,
+            bands,
+        })
+    }
+
+    pub fn params(&self) -> &EngineParams {
+        &self.params
+    }
+
+    pub fn band_params(&self) -> &BandParams {
+        &self.bands
+    }
+
+    /// Number of stored documents.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Normalize, shingle and sign `text`. Pure CPU work: callers run it on
+    /// whatever thread suits them (in parallel for batches).
+    pub fn prepare(&self, text: &str) -> Result<Prepared, TextError> {
+        let shingles = self.tokenizer.shingles(text)?;
+        let signature = self.minhasher.sign(shingles.as_slice());
+        Ok(Prepared {
+            shingles,
+            signature,
+        })
+    }
+
+    /// Check a query threshold against the range this index serves.
+    pub fn threshold(&self, value: Option<f64>) -> Result<Threshold, EngineError> {
+        let Some(value) = value else {
+            return Ok(Threshold(self.params.threshold));
+        };
+        if !(value > 0.0 && value <= 1.0) {
+            return Err(EngineError::ThresholdOutOfRange(value));
+        }
+        if value < self.bands.min_query_threshold {
+            return Err(EngineError::ThresholdBelowTuned {
+                value,
+                min: self.bands.min_query_threshold,
+                tuned: self.params.threshold,
+            });
+        }
+        Ok(Threshold(value))
+    }
+
+    fn alloc_slot(&self) -> Slot {
+        self.free_slots.pop().unwrap_or_else(|| {
+            let slot = self.next_slot.fetch_add(1, Ordering::Relaxed);
+            assert!(slot < Slot::MAX, "slot space exhausted");
+            slot
+        })
+    }
+
+    /// Store a prepared document under `id`.
+    pub fn insert(
+        &self,
+        id: DocId,
+        doc: &Prepared,
+        metadata: Option<Box<str>>,
+        mode: WriteMode,
+    ) -> Result<WriteOutcome, EngineError> {
+        let entry = self.ids.entry(id);
+        if mode == WriteMode::Create {
+            if let Entry::Occupied(e) = &entry {
+                return Err(EngineError::AlreadyExists(e.key().clone()));
+            }
+        }
+        let record = Arc::new(Record::new(
+            entry.key().clone(),
+            metadata,
+            &doc.signature,
+            doc.shingles.as_slice(),
+        ));
+        let slot = self.alloc_slot();
+        self.account(&record, true);
+        self.docs.insert(slot, Arc::clone(&record));
+        self.lsh.insert(slot, record.signature());
+        // The swap below is the instant readers switch to the new version.
+        let old = match entry {
+            Entry::Occupied(mut e) => Some(e.insert(slot)),
+            Entry::Vacant(e) => {
+                e.insert(slot);
+                None
+            }
+        };
+        match old {
+            Some(old_slot) => {
+                self.release(old_slot);
+                Ok(WriteOutcome::Replaced)
+            }
+            None => Ok(WriteOutcome::Created),
+        }
+    }
+
+    /// Remove `id`; false if it was not stored.
+    pub fn remove(&self, id: &str) -> bool {
+        match self.ids.remove(id) {
+            Some((_, slot)) => {
+                self.release(slot);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Drop a slot that `ids` no longer points to.
+    fn release(&self, slot: Slot) {
+        if let Some((_, record)) = self.docs.remove(&slot) {
+            self.lsh.remove(slot, record.signature());
+            self.account(&record, false);
+        }
+        self.free_slots.push(slot);
+    }
+
+    fn account(&self, record: &Record, add: bool) {
+        let op = |counter: &AtomicUsize, n: usize| {
+            if add {
+                counter.fetch_add(n, Ordering::Relaxed);
+            } else {
+                counter.fetch_sub(n, Ordering::Relaxed);
+            }
+        };
+        op(&self.shingle_values, record.shingles().len());
+        op(&self.id_bytes, record.id().as_str().len());
+        op(&self.metadata_bytes, record.metadata().map_or(0, str::len));
+    }
+
+    /// The current record of `id`.
+    pub fn get(&self, id: &str) -> Option<Arc<Record>> {
+        let slot = *self.ids.get(id)?;
+        self.docs.get(&slot).map(|r| Arc::clone(&r))
+    }
+
+    /// Near-duplicates of the stored document `id` (never `id` itself).
+    pub fn similar_to_id(
+        &self,
+        id: &str,
+        threshold: Threshold,
+        limit: usize,
+    ) -> Result<QueryOutcome, EngineError> {
+        let record = self
+            .get(id)
+            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        Ok(self.query(
+            record.shingles(),
+            record.signature(),
+            Some(id),
+            threshold,
+            limit,
+        ))
+    }
+
+    /// Near-duplicates of an unstored document; `exclude` skips one id.
+    pub fn similar_to(
+        &self,
+        doc: &Prepared,
+        exclude: Option<&str>,
+        threshold: Threshold,
+        limit: usize,
+    ) -> QueryOutcome {
+        self.query(
+            doc.shingles.as_slice(),
+            &doc.signature,
+            exclude,
+            threshold,
+            limit,
+        )
+    }
+
+    fn query(
+        &self,
+        shingles: &[u32],
+        signature: &[u32],
+        exclude: Option<&str>,
+        threshold: Threshold,
+        limit: usize,
+    ) -> QueryOutcome {
+        let cap = self.params.max_candidates;
+        let mut slots = Vec::with_capacity(self.bands.bands * 2);
+        let complete =
+            self.lsh
+                .candidates(signature, &mut slots, cap.saturating_mul(self.bands.bands));
+        slots.sort_unstable();
+        slots.dedup();
+        let truncated = !complete || slots.len() > cap;
+        slots.truncate(cap);
+
+        let t = threshold.value();
+        let mut out = QueryOutcome {
+            truncated,
+            ..Default::default()
+        };
+        for slot in slots {
+            let Some(record) = self.docs.get(&slot).map(|r| Arc::clone(&r)) else {
+                continue; // removed since the bucket was read
+            };
+            if exclude == Some(record.id().as_str()) {
+                continue;
+            }
+            out.candidates += 1;
+            if jaccard::upper_bound(shingles.len(), record.shingles().len()) < t {
+                out.rejected += 1;
+                continue;
+            }
+            let j = jaccard::overlap(shingles, record.shingles()).jaccard();
+            if j < t {
+                out.rejected += 1;
+                continue;
+            }
+            // Accept only the version `ids` currently points to (see module docs).
+            if self.ids.get(record.id().as_str()).map(|s| *s) != Some(slot) {
+                out.candidates -= 1;
+                continue;
+            }
+            out.matches.push(Match {
+                id: record.id().clone(),
+                jaccard: j,
+                estimate: minhash::estimate(signature, record.signature()),
+            });
+        }
+        // A replace racing this loop can let both versions of one id pass the
+        // `ids` check at different instants; keep the one verified last.
+        if out.matches.len() > 1 {
+            let mut by_id: Vec<(usize, Match)> = out.matches.drain(..).enumerate().collect();
+            by_id.sort_by(|(i, a), (j, b)| a.id.cmp(&b.id).then(j.cmp(i)));
+            by_id.dedup_by(|later, earlier| later.1.id == earlier.1.id);
+            out.matches = by_id.into_iter().map(|(_, m)| m).collect();
+        }
+        out.matches.sort_by(|a, b| {
+            b.jaccard
+                .total_cmp(&a.jaccard)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        out.matches.truncate(limit);
+        out
+    }
+
+    /// Exact and estimated similarity of two stored documents.
+    pub fn compare(&self, a: &str, b: &str) -> Result<Comparison, EngineError> {
+        let ra = self
+            .get(a)
+            .ok_or_else(|| EngineError::NotFound(a.to_owned()))?;
+        let rb = self
+            .get(b)
+            .ok_or_else(|| EngineError::NotFound(b.to_owned()))?;
+        let overlap = jaccard::overlap(ra.shingles(), rb.shingles());
+        Ok(Comparison {
+            jaccard: overlap.jaccard(),
+            estimate: minhash::estimate(ra.signature(), rb.signature()),
+            overlap,
+        })
+    }
+
+    /// Every stored record, current versions only (for snapshots and scans).
+    pub fn records(&self) -> Vec<Arc<Record>> {
+        let slots: Vec<Slot> = self.ids.iter().map(|e| *e.value()).collect();
+        slots
+            .into_iter()
+            .filter_map(|s| self.docs.get(&s).map(|r| Arc::clone(&r)))
+            .collect()
+    }
+
+    /// Rebuild a prepared document from stored parts (restore path): the
+    /// signature is trusted only if it has the right length, and the
+    /// shingles only if sorted and distinct.
+    pub fn prepared_from_parts(
+        &self,
+        signature: Box<[u32]>,
+        shingles: Vec<u32>,
+    ) -> Option<Prepared> {
+        let sorted = shingles.windows(2).all(|w| w[0] < w[1]);
+        (signature.len() == self.params.num_perm && sorted && !shingles.is_empty()).then(|| {
+            Prepared {
+                shingles: ShingleSet::from_hashes(shingles),
+                signature,
+            }
+        })
+    }
+
+    /// Approximate memory by component.
+    pub fn memory(&self) -> MemoryStats {
+        use std::mem::size_of;
+        let docs = self.len();
+        let shingles_bytes = self.shingle_values.load(Ordering::Relaxed) * 4;
+        let signatures_bytes = docs * self.params.num_perm * 4;
+        // The id is held twice: as the `ids` key and inside the record.
+        let ids_bytes = self.id_bytes.load(Ordering::Relaxed) * 2;
+        let metadata_bytes = self.metadata_bytes.load(Ordering::Relaxed);
+        // Arc header + Record + allocator rounding of its three allocations.
+        let records_overhead_bytes = docs * (16 + size_of::<Record>() + 3 * 16);
+        let id_map_bytes = self.ids.capacity() * (size_of::<(DocId, Slot)>() + 1);
+        let doc_map_bytes = self.docs.capacity() * (size_of::<(Slot, Arc<Record>)>() + 1);
+        let lsh_bytes = self.lsh.heap_bytes();
+        let total_bytes = shingles_bytes
+            + signatures_bytes
+            + ids_bytes
+            + metadata_bytes
+            + records_overhead_bytes
+            + id_map_bytes
+            + doc_map_bytes
+            + lsh_bytes;
+        MemoryStats {
+            shingles_bytes,
+            signatures_bytes,
+            ids_bytes,
+            metadata_bytes,
+            records_overhead_bytes,
+            id_map_bytes,
+            doc_map_bytes,
+            lsh_bytes,
+            total_bytes,
+            bytes_per_document: if docs == 0 {
+                0.0
+            } else {
+                total_bytes as f64 / docs as f64
+            },
+        }
+    }
+
+    /// Non-empty LSH buckets across all bands.
+    pub fn lsh_bucket_count(&self) -> usize {
+        self.lsh.bucket_count()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,159 @@
+//! Exact Jaccard similarity of sorted, distinct 32-bit shingle sets.
+//!
+//! This is the verifier behind every answer and the oracle in tests. A linear
+//! merge handles sets of similar size; when one side is much larger the
+//! smaller side gallops (exponential + binary search) through the larger, so
+//! a short query against a huge stored document costs O(m log n).
+
+/// Intersection and union sizes of two sorted, distinct slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overlap {
+    pub intersection: usize,
+    pub union: usize,
+}
+
+impl Overlap {
+    /// |A ∩ B| / |A ∪ B|; two empty sets are defined as 0 (never indexed anyway).
+    pub fn jaccard(&self) -> f64 {
+        if self.union == 0 {
+            0.0
+        } else {
+            self.intersection as f64 / self.union as f64
+        }
+    }
+}
+
+/// Exact overlap of two sorted, deduplicated slices.
+pub fn overlap(a: &[u32], b: &[u32]) -> Overlap {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    let intersection = if small.len() * 16 < large.len() {
+        gallop_intersection(small, large)
+    } else {
+        merge_intersection(small, large)
+    };
+    Overlap {
+        intersection,
+        union: a.len() + b.len() - intersection,
+    }
+}
+
+/// Exact Jaccard similarity of two sorted, deduplicated slices.
+pub fn jaccard(a: &[u32], b: &[u32]) -> f64 {
+    overlap(a, b).jaccard()
+}
+
+/// The best Jaccard score two sets of these sizes could reach: a cheap filter
+/// before the merge.
+pub fn upper_bound(len_a: usize, len_b: usize) -> f64 {
+    let (lo, hi) = if len_a <= len_b {
+        (len_a, len_b)
+    } else {
+        (len_b, len_a)
+    };
+    if hi == 0 {
+        0.0
+    } else {
+        lo as f64 / hi as f64
+    }
+}
+
+fn merge_intersection(a: &[u32], b: &[u32]) -> usize {
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (a[i], b[j]);
+        // Branch-light: advance whichever side is behind (both when equal).
+        n += usize::from(x == y);
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+    }
+    n
+}
+
+fn gallop_intersection(small: &[u32], large: &[u32]) -> usize {
+    let mut rest = large;
+    let mut n = 0;
+    for &x in small {
+        // Exponential search for the first element >= x, then binary search.
+        let mut bound = 1;
+        while bound < rest.len() && rest[bound] < x {
+            bound *= 2;
+        }
+        let window = &rest[..rest.len().min(bound + 1)];
+        match window.binary_search(&x) {
+            Ok(pos) => {
+                n += 1;
+                rest = &rest[pos + 1..];
+            }
+            Err(pos) => rest = &rest[pos..],
+        }
+        if rest.is_empty() {
+            break;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn oracle(a: &BTreeSet<u32>, b: &BTreeSet<u32>) -> Overlap {
+        Overlap {
+            intersection: a.intersection(b).count(),
+            union: a.union(b).count(),
+        }
+    }
+
+    #[test]
+    fn examples_md_char_one_shingles() {
+        // "ad" vs "acd" with k = 1: {a, d} vs {a, c, d} → 2/3.
+        assert_eq!(jaccard(&[1, 4], &[1, 3, 4]), 2.0 / 3.0);
+    }
+
+    #[test]
+    fn disjoint_and_identical() {
+        assert_eq!(jaccard(&[1, 2], &[3, 4]), 0.0);
+        assert_eq!(jaccard(&[1, 2, 3], &[1, 2, 3]), 1.0);
+        assert_eq!(jaccard(&[], &[]), 0.0);
+    }
+
+    #[test]
+    fn gallop_path_agrees_with_merge() {
+        let large: Vec<u32> = (0..10_000).map(|i| i * 3).collect();
+        let small = vec![0, 3, 4, 2999 * 3, 29_997, 40_000];
+        assert_eq!(
+            gallop_intersection(&small, &large),
+            merge_intersection(&small, &large)
+        );
+        assert_eq!(overlap(&small, &large).intersection, 4);
+    }
+
+    proptest! {
+        #[test]
+        fn overlap_matches_btreeset_oracle(
+            a in proptest::collection::btree_set(0u32..500, 0..200),
+            b in proptest::collection::btree_set(0u32..500, 0..40),
+        ) {
+            let va: Vec<u32> = a.iter().copied().collect();
+            let vb: Vec<u32> = b.iter().copied().collect();
+            prop_assert_eq!(overlap(&va, &vb), oracle(&a, &b));
+            prop_assert_eq!(overlap(&vb, &va), oracle(&a, &b));
+        }
+
+        #[test]
+        fn jaccard_is_symmetric_bounded_and_one_on_self(
+            a in proptest::collection::btree_set(any::<u32>(), 1..100),
+            b in proptest::collection::btree_set(any::<u32>(), 1..100),
+        ) {
+            let va: Vec<u32> = a.into_iter().collect();
+            let vb: Vec<u32> = b.into_iter().collect();
+            let j = jaccard(&va, &vb);
+            prop_assert_eq!(j, jaccard(&vb, &va));
+            prop_assert!((0.0..=1.0).contains(&j));
+            prop_assert!(j <= upper_bound(va.len(), vb.len()));
+            prop_assert_eq!(jaccard(&va, &va), 1.0);
+        }
+    }
+}

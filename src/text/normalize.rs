@@ -1,0 +1,203 @@
+//! The normalization recipe (see `EXAMPLES.md`):
+//!
+//! 1. Unicode NFKC (ligatures, full-width forms and compatibility characters fold);
+//! 2. lowercase (full Unicode case mapping);
+//! 3. remove every character that is neither a word character nor whitespace —
+//!    removed, not replaced: `don't` becomes `dont`, `50,000` becomes `50000`;
+//! 4. collapse whitespace runs to one ASCII space and trim.
+//!
+//! A *word character* is a Unicode alphanumeric (`char::is_alphanumeric`: the
+//! Alphabetic and Numeric properties, which keep the combining vowel signs of
+//! Indic scripts inside their words) or `_`. Each step can be switched off.
+//!
+//! The output is built in one pass into a caller-owned buffer; pure ASCII
+//! input skips the NFKC iterator (ASCII is NFKC-invariant) and takes a
+//! byte-level fast path.
+
+use serde::{Deserialize, Serialize};
+use unicode_normalization::UnicodeNormalization;
+
+/// Which steps of the recipe run. The default is the full recipe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NormalizeOptions {
+    /// Apply Unicode NFKC before anything else.
+    pub nfkc: bool,
+    /// Lowercase with full Unicode case mapping.
+    pub lowercase: bool,
+    /// Remove characters that are neither word characters nor whitespace.
+    pub strip_punctuation: bool,
+}
+
+impl Default for NormalizeOptions {
+    fn default() -> Self {
+        Self {
+            nfkc: true,
+            lowercase: true,
+            strip_punctuation: true,
+        }
+    }
+}
+
+/// Normalize `text` into a new `String`.
+pub fn normalize(text: &str, opts: &NormalizeOptions) -> String {
+    let mut out = String::with_capacity(text.len());
+    normalize_into(text, opts, &mut out);
+    out
+}
+
+/// Normalize `text` into `out` (cleared first). Whitespace in the output is
+/// always single ASCII spaces with none at either end.
+pub fn normalize_into(text: &str, opts: &NormalizeOptions, out: &mut String) {
+    out.clear();
+    out.reserve(text.len());
+    let mut sink = Sink {
+        out,
+        pending_space: false,
+        strip: opts.strip_punctuation,
+    };
+    if text.is_ascii() {
+        for &b in text.as_bytes() {
+            let c = if opts.lowercase {
+                b.to_ascii_lowercase()
+            } else {
+                b
+            };
+            sink.push(c as char);
+        }
+    } else if opts.nfkc {
+        push_all(&mut sink, text.nfkc(), opts.lowercase);
+    } else {
+        push_all(&mut sink, text.chars(), opts.lowercase);
+    }
+}
+
+fn push_all(sink: &mut Sink<'_>, chars: impl Iterator<Item = char>, lowercase: bool) {
+    for c in chars {
+        if lowercase && !c.is_lowercase() {
+            for l in c.to_lowercase() {
+                sink.push(l);
+            }
+        } else {
+            sink.push(c);
+        }
+    }
+}
+
+struct Sink<'a> {
+    out: &'a mut String,
+    /// A whitespace run was seen after the last kept character.
+    pending_space: bool,
+    strip: bool,
+}
+
+impl Sink<'_> {
+    #[inline]
+    fn push(&mut self, c: char) {
+        if c.is_whitespace() {
+            self.pending_space = true;
+        } else if !self.strip || c.is_alphanumeric() || c == '_' {
+            if self.pending_space && !self.out.is_empty() {
+                self.out.push(' ');
+            }
+            self.pending_space = false;
+            self.out.push(c);
+        }
+        // Stripped characters leave `pending_space` untouched: "a - b" → "a b".
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(s: &str) -> String {
+        normalize(s, &NormalizeOptions::default())
+    }
+
+    #[test]
+    fn examples_md_documents_normalize_as_specified() {
+        assert_eq!(
+            norm("The night is dark and the moon is red."),
+            "the night is dark and the moon is red"
+        );
+        assert_eq!(
+            norm("I can see moon is red, the night is dark."),
+            "i can see moon is red the night is dark"
+        );
+        assert_eq!(
+            norm("Can I make 50,000 a month by day trading?"),
+            "can i make 50000 a month by day trading"
+        );
+    }
+
+    #[test]
+    fn punctuation_is_removed_not_replaced() {
+        assert_eq!(norm("don't stop"), "dont stop");
+        assert_eq!(norm("snake_case stays"), "snake_case stays");
+    }
+
+    #[test]
+    fn whitespace_collapses_and_trims() {
+        assert_eq!(norm("  a \t\n b  \u{3000} c  "), "a b c");
+        assert_eq!(norm("a - b"), "a b");
+        assert_eq!(norm(" ... "), "");
+        assert_eq!(norm(""), "");
+    }
+
+    #[test]
+    fn nfkc_folds_compatibility_characters() {
+        // Ligature, full-width letters, superscript digit, non-breaking space.
+        assert_eq!(norm("ﬁne ＡＢＣ x²\u{a0}y"), "fine abc x2 y");
+    }
+
+    #[test]
+    fn unicode_lowercase_and_letters_survive() {
+        assert_eq!(norm("Straße ÉCOLE Ωμέγα"), "straße école ωμέγα");
+        assert_eq!(norm("日本語のテキスト。"), "日本語のテキスト");
+        assert_eq!(norm("שלום, עולם"), "שלום עולם");
+    }
+
+    #[test]
+    fn zero_width_and_combining_marks_do_not_split_words() {
+        // U+200B ZERO WIDTH SPACE is not White_Space: it is stripped, joining the halves.
+        assert_eq!(norm("ab\u{200b}cd"), "abcd");
+        // A decomposed é composes under NFKC.
+        assert_eq!(norm("cafe\u{301}"), "café");
+    }
+
+    #[test]
+    fn steps_can_be_switched_off() {
+        let keep_case = NormalizeOptions {
+            lowercase: false,
+            ..Default::default()
+        };
+        assert_eq!(normalize("Hello, World", &keep_case), "Hello World");
+        let keep_punct = NormalizeOptions {
+            strip_punctuation: false,
+            ..Default::default()
+        };
+        assert_eq!(normalize("Hello,  World!", &keep_punct), "hello, world!");
+        let no_nfkc = NormalizeOptions {
+            nfkc: false,
+            ..Default::default()
+        };
+        assert_eq!(normalize("ﬁne", &no_nfkc), "ﬁne");
+    }
+
+    #[test]
+    fn ascii_fast_path_matches_the_unicode_path() {
+        let s = "Mixed CASE, with: punctuation!! and\ttabs";
+        let mut unicode = String::new();
+        push_all(
+            &mut Sink {
+                out: &mut unicode,
+                pending_space: false,
+                strip: true,
+            },
+            s.nfkc(),
+            true,
+        );
+        assert_eq!(norm(s), unicode);
+    }
+}
