@@ -46,6 +46,11 @@ use nohash_hasher::BuildNoHashHasher;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// Names the hash functions a signature depends on; persisted data records
+/// it, and any change to shingle hashing, the permutation family or band
+/// keys must change it.
+pub const HASH_FAMILY: &str = "neardup-v1: xxh3-64 shingles folded to u32; (x^b)*a mod 2^32 permutations from splitmix64; fmix64 band keys";
+
 /// A document ready to index: its shingle set and signature.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Prepared {

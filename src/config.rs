@@ -1,0 +1,319 @@
+//! Typed, layered settings.
+//!
+//! Layers, later wins: compiled-in defaults → `config/default.toml` (if
+//! present in the working directory) → `--config FILE` → environment
+//! variables `NEARDUP_<SECTION>__<KEY>` (e.g. `NEARDUP_INDEX__THRESHOLD=0.9`,
+//! `NEARDUP_SERVER__BIND=127.0.0.1:9000`). Unknown keys are errors, so a
+//! typo never silently falls back to a default. [`Settings::validate`] runs
+//! before anything starts and resolves the engine parameters.
+
+use crate::engine::{EngineParams, EngineParamsError};
+use crate::text::{NormalizeOptions, ShingleOptions};
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The file read after the compiled-in defaults, relative to the working directory.
+pub const DEFAULT_CONFIG_FILE: &str = "config/default.toml";
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub index: IndexSettings,
+    pub shingle: ShingleOptions,
+    pub normalize: NormalizeOptions,
+    pub query: QuerySettings,
+    pub storage: StorageSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Listen address; port 0 picks a free port.
+    pub bind: String,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Most documents in one `POST /documents/batch`.
+    pub max_batch: usize,
+    /// Requests running longer than this are answered 503.
+    pub request_timeout_secs: u64,
+    /// Time in-flight requests get to finish after SIGTERM/SIGINT.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self {
+            bind: "0.0.0.0:8080".into(),
+            max_body_bytes: 16 * 1024 * 1024,
+            max_batch: 10_000,
+            request_timeout_secs: 30,
+            shutdown_grace_secs: 10,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexSettings {
+    pub num_perm: usize,
+    pub seed: u64,
+    pub threshold: f64,
+    pub bands: Option<usize>,
+    pub rows: Option<usize>,
+    pub max_candidates: usize,
+}
+
+impl Default for IndexSettings {
+    fn default() -> Self {
+        let p = EngineParams::default();
+        Self {
+            num_perm: p.num_perm,
+            seed: p.seed,
+            threshold: p.threshold,
+            bands: p.bands,
+            rows: p.rows,
+            max_candidates: p.max_candidates,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct QuerySettings {
+    /// Results returned when a query gives no `limit`.
+    pub default_limit: usize,
+    /// Largest `limit` accepted.
+    pub max_limit: usize,
+}
+
+impl Default for QuerySettings {
+    fn default() -> Self {
+        Self {
+            default_limit: 10,
+            max_limit: 1000,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageSettings {
+    /// Where snapshots and the write-ahead log live.
+    pub data_dir: PathBuf,
+}
+
+impl Default for StorageSettings {
+    fn default() -> Self {
+        Self {
+            data_dir: PathBuf::from("./data"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable, for terminals.
+    Pretty,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// Filter directives when `RUST_LOG` is unset, e.g. `info,neardup=debug`.
+    pub level: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Pretty,
+            level: "info".into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration file {0} does not exist")]
+    MissingFile(PathBuf),
+    #[error("invalid configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+    #[error("invalid configuration: {0}")]
+    Engine(#[from] EngineParamsError),
+}
+
+impl Settings {
+    /// Load all layers. `file` is the optional `--config FILE`.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        Self::load_from(
+            file,
+            Path::new(DEFAULT_CONFIG_FILE),
+            Env::prefixed("NEARDUP_"),
+        )
+    }
+
+    fn load_from(file: Option<&Path>, default_file: &Path, env: Env) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        if default_file.exists() {
+            figment = figment.merge(Toml::file_exact(default_file));
+        }
+        if let Some(file) = file {
+            if !file.exists() {
+                return Err(ConfigError::MissingFile(file.to_owned()));
+            }
+            figment = figment.merge(Toml::file_exact(file));
+        }
+        let settings: Settings = figment
+            .merge(env.split("__").lowercase(true))
+            .extract()
+            .map_err(Box::new)?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Check every value; resolves the engine parameters on the way.
+    pub fn validate(&self) -> Result<EngineParams, ConfigError> {
+        self.bind_addr()?;
+        let invalid = |m: &str| Err(ConfigError::Invalid(m.to_owned()));
+        if self.server.max_body_bytes < 1024 {
+            return invalid("server.max_body_bytes must be at least 1024");
+        }
+        if self.server.max_batch == 0 {
+            return invalid("server.max_batch must be at least 1");
+        }
+        if self.server.request_timeout_secs == 0 {
+            return invalid("server.request_timeout_secs must be at least 1");
+        }
+        if self.query.max_limit == 0 || self.query.default_limit == 0 {
+            return invalid("query.default_limit and query.max_limit must be at least 1");
+        }
+        if self.query.default_limit > self.query.max_limit {
+            return invalid("query.default_limit must not exceed query.max_limit");
+        }
+        let params = self.engine_params();
+        params.resolve_bands()?;
+        Ok(params)
+    }
+
+    pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.server.bind.parse().map_err(|e| {
+            ConfigError::Invalid(format!(
+                "server.bind {:?} is not an address like 0.0.0.0:8080: {e}",
+                self.server.bind
+            ))
+        })
+    }
+
+    pub fn engine_params(&self) -> EngineParams {
+        EngineParams {
+            normalize: self.normalize,
+            shingle: self.shingle,
+            num_perm: self.index.num_perm,
+            seed: self.index.seed,
+            threshold: self.index.threshold,
+            bands: self.index.bands,
+            rows: self.index.rows,
+            max_candidates: self.index.max_candidates,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::text::ShingleKind;
+
+    fn load(toml: Option<&str>, env: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        if let Some(t) = toml {
+            std::fs::write(&file, t).unwrap();
+        }
+        // figment's Env reads the process environment; use a unique prefix per test.
+        let prefix = format!(
+            "NEARDUP_T{}_",
+            std::process::id() ^ (env.len() as u32 * 7919)
+        );
+        for (k, v) in env {
+            std::env::set_var(format!("{prefix}{k}"), v);
+        }
+        let out = Settings::load_from(
+            toml.map(|_| file.as_path()),
+            Path::new("/nonexistent/default.toml"),
+            Env::prefixed(&prefix),
+        );
+        for (k, _) in env {
+            std::env::remove_var(format!("{prefix}{k}"));
+        }
+        out
+    }
+
+    #[test]
+    fn defaults_are_the_documented_ones() {
+        let s = load(None, &[]).unwrap();
+        assert_eq!(s.server.bind, "0.0.0.0:8080");
+        assert_eq!(s.server.max_body_bytes, 16 * 1024 * 1024);
+        assert_eq!(s.server.max_batch, 10_000);
+        assert_eq!(s.index.num_perm, 128);
+        assert_eq!(s.index.threshold, 0.8);
+        assert_eq!(s.shingle.kind, ShingleKind::Word);
+        assert_eq!(s.shingle.k, 3);
+        assert_eq!(s.storage.data_dir, PathBuf::from("./data"));
+    }
+
+    #[test]
+    fn file_then_env_override_in_order() {
+        let s = load(
+            Some("[index]\nthreshold = 0.9\nnum_perm = 256\n[shingle]\nkind = \"char\"\nk = 5\n"),
+            &[("INDEX__THRESHOLD", "0.85"), ("SERVER__MAX_BATCH", "50")],
+        )
+        .unwrap();
+        assert_eq!(s.index.threshold, 0.85);
+        assert_eq!(s.index.num_perm, 256);
+        assert_eq!(s.shingle.kind, ShingleKind::Char);
+        assert_eq!(s.server.max_batch, 50);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_clear_errors() {
+        let e = load(Some("[index]\nthreshhold = 0.9\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("threshhold"), "{e}");
+        let e = load(Some("[index]\nthreshold = 1.5\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("threshold"), "{e}");
+        let e = load(Some("[server]\nbind = \"nope\"\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("server.bind"), "{e}");
+        let e = load(Some("[index]\nbands = 30\nrows = 10\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("num_perm"), "{e}");
+        let e = load(Some("[shingle]\nk = 0\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("shingle.k"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_default_file_parses_and_matches_the_compiled_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG_FILE);
+        let from_file =
+            Settings::load_from(None, &path, Env::prefixed("NEARDUP_UNUSED_PREFIX_")).unwrap();
+        assert_eq!(from_file, Settings::default());
+    }
+}

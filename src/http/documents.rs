@@ -1,0 +1,298 @@
+//! `/documents`: create, replace, read, delete, and bulk load.
+
+use super::dto::{BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, MatchOut, WrittenOut};
+use super::error::ApiError;
+use super::extract::{json_error, parse_json, ApiPath, ApiQuery, JsonBody};
+use crate::app::AppState;
+use crate::engine::{DocId, EngineError, Prepared, WriteMode, WriteOutcome};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+use rayon::prelude::*;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Characters left as-is in a `Location` path segment (RFC 3986 unreserved).
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+fn location(id: &DocId) -> HeaderValue {
+    let path = format!("/documents/{}", utf8_percent_encode(id.as_str(), SEGMENT));
+    HeaderValue::from_str(&path).expect("percent-encoded paths are valid header values")
+}
+
+/// A new server-side id: UUIDv7, so generated ids sort by creation time.
+fn generate_id() -> DocId {
+    DocId::parse(&uuid::Uuid::now_v7().to_string()).expect("a UUID is a valid id")
+}
+
+/// Metadata must be a JSON object (or absent / null).
+fn metadata_text(raw: Option<Box<RawValue>>) -> Result<Option<Box<str>>, ApiError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) if raw.get().trim_start().starts_with('{') => Ok(Some(raw.get().into())),
+        Some(_) => Err(ApiError::InvalidBody(
+            "metadata must be a JSON object".into(),
+        )),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateParams {
+    /// Also return the stored near-duplicates (computed before this insert).
+    #[serde(default)]
+    similar: bool,
+    threshold: Option<f64>,
+    limit: Option<usize>,
+}
+
+/// `POST /documents`.
+pub async fn create(
+    State(app): State<AppState>,
+    ApiQuery(params): ApiQuery<CreateParams>,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let doc: DocumentIn = parse_json(&body.0)?;
+    let id = match doc.id {
+        Some(id) => DocId::parse(&id)?,
+        None => generate_id(),
+    };
+    let metadata = metadata_text(doc.metadata)?;
+    let check = if params.similar {
+        Some((
+            app.engine.threshold(params.threshold)?,
+            app.limit(params.limit)?,
+        ))
+    } else {
+        None
+    };
+    let prepared = app.prepare(doc.text).await?;
+    let similar = check.map(|(threshold, limit)| {
+        let q = app
+            .engine
+            .similar_to(&prepared, Some(id.as_str()), threshold, limit);
+        app.metrics.observe_query(&q);
+        q
+    });
+    app.engine
+        .insert(id.clone(), &prepared, metadata, WriteMode::Create)
+        .inspect_err(|_| app.metrics.observe_write("conflict"))?;
+    app.metrics.observe_write("created");
+    let body = WrittenOut {
+        id: id.to_string(),
+        shingles: prepared.shingles().len(),
+        truncated: similar.as_ref().map(|q| q.truncated),
+        similar: similar.map(|q| q.matches.into_iter().map(MatchOut::from).collect()),
+    };
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location(&id))],
+        Json(body),
+    )
+        .into_response())
+}
+
+/// `PUT /documents/{id}`: create (201) or replace (200).
+pub async fn put(
+    State(app): State<AppState>,
+    ApiPath(raw_id): ApiPath<String>,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let id = DocId::parse(&raw_id)?;
+    let doc: DocumentIn = parse_json(&body.0)?;
+    if let Some(body_id) = &doc.id {
+        if body_id != id.as_str() {
+            return Err(ApiError::InvalidBody(format!(
+                "the body's id {body_id:?} differs from the path's id {:?}; omit it or make them equal",
+                id.as_str()
+            )));
+        }
+    }
+    let metadata = metadata_text(doc.metadata)?;
+    let prepared = app.prepare(doc.text).await?;
+    let outcome = app
+        .engine
+        .insert(id.clone(), &prepared, metadata, WriteMode::Upsert)?;
+    let body = Json(WrittenOut {
+        id: id.to_string(),
+        shingles: prepared.shingles().len(),
+        similar: None,
+        truncated: None,
+    });
+    Ok(match outcome {
+        WriteOutcome::Created => {
+            app.metrics.observe_write("created");
+            (
+                StatusCode::CREATED,
+                [(header::LOCATION, location(&id))],
+                body,
+            )
+                .into_response()
+        }
+        WriteOutcome::Replaced => {
+            app.metrics.observe_write("replaced");
+            (StatusCode::OK, body).into_response()
+        }
+    })
+}
+
+/// `GET /documents/{id}`.
+pub async fn get(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<Response, ApiError> {
+    let record = app.engine.get(&id).ok_or(EngineError::NotFound(id))?;
+    let metadata = record
+        .metadata()
+        .map(|m| serde_json::from_str::<&RawValue>(m))
+        .transpose()
+        .map_err(|e| ApiError::Internal(format!("stored metadata is not JSON: {e}")))?;
+    Ok(Json(DocumentOut {
+        id: record.id().as_str(),
+        metadata,
+        shingles: record.shingles().len(),
+    })
+    .into_response())
+}
+
+/// `DELETE /documents/{id}`.
+pub async fn delete(
+    State(app): State<AppState>,
+    ApiPath(id): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    if app.engine.remove(&id) {
+        app.metrics.observe_write("deleted");
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(EngineError::NotFound(id).into())
+    }
+}
+
+#[derive(Debug, Default, Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BatchMode {
+    /// Existing ids fail with 409, as `POST /documents`.
+    #[default]
+    Create,
+    /// Existing ids are replaced, as `PUT /documents/{id}`.
+    Upsert,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchParams {
+    #[serde(default)]
+    mode: BatchMode,
+}
+
+/// `POST /documents/batch`: parse and sign on every core, insert in order.
+pub async fn batch(
+    State(app): State<AppState>,
+    ApiQuery(params): ApiQuery<BatchParams>,
+    body: JsonBody,
+) -> Result<Json<BatchOut>, ApiError> {
+    let worker = app.clone();
+    tokio::task::spawn_blocking(move || run_batch(&worker, &body.0, params.mode))
+        .await
+        .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))?
+        .map(Json)
+}
+
+type ItemResult = Result<(DocId, Prepared, Option<Box<str>>), (Option<String>, ApiError)>;
+
+fn prepare_item(app: &AppState, raw: &RawValue) -> ItemResult {
+    let doc: DocumentIn = serde_json::from_str(raw.get()).map_err(|e| (None, json_error(e)))?;
+    let given = doc.id.clone();
+    let fail = |e: ApiError| (given.clone(), e);
+    let id = match &doc.id {
+        Some(id) => DocId::parse(id).map_err(|e| fail(e.into()))?,
+        None => generate_id(),
+    };
+    let metadata = metadata_text(doc.metadata).map_err(fail)?;
+    let prepared = app
+        .engine
+        .prepare(&doc.text)
+        .map_err(|e| fail(EngineError::from(e).into()))?;
+    Ok((id, prepared, metadata))
+}
+
+fn run_batch(app: &AppState, bytes: &[u8], mode: BatchMode) -> Result<BatchOut, ApiError> {
+    let batch: BatchIn<'_> = parse_json_borrowed(bytes)?;
+    let max = app.settings.server.max_batch;
+    if batch.documents.len() > max {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "the batch has {} documents; the limit is {max} (server.max_batch)",
+            batch.documents.len()
+        )));
+    }
+    let prepared: Vec<ItemResult> = batch
+        .documents
+        .par_iter()
+        .map(|raw| prepare_item(app, raw))
+        .collect();
+    let write_mode = match mode {
+        BatchMode::Create => WriteMode::Create,
+        BatchMode::Upsert => WriteMode::Upsert,
+    };
+    let mut out = BatchOut {
+        created: 0,
+        replaced: 0,
+        failed: 0,
+        results: Vec::with_capacity(prepared.len()),
+    };
+    // Inserts run in request order so repeated ids behave as sequential calls.
+    for item in prepared {
+        let result = match item {
+            Ok((id, doc, metadata)) => {
+                let shingles = doc.shingles().len();
+                match app.engine.insert(id.clone(), &doc, metadata, write_mode) {
+                    Ok(outcome) => {
+                        let (status, label) = match outcome {
+                            WriteOutcome::Created => {
+                                out.created += 1;
+                                (StatusCode::CREATED, "created")
+                            }
+                            WriteOutcome::Replaced => {
+                                out.replaced += 1;
+                                (StatusCode::OK, "replaced")
+                            }
+                        };
+                        app.metrics.observe_write(label);
+                        BatchItemOut {
+                            id: Some(id.to_string()),
+                            status: status.as_u16(),
+                            shingles: Some(shingles),
+                            detail: None,
+                        }
+                    }
+                    Err(e) => failed_item(Some(id.to_string()), e.into()),
+                }
+            }
+            Err((id, e)) => failed_item(id, e),
+        };
+        if result.status >= 400 {
+            out.failed += 1;
+        }
+        out.results.push(result);
+    }
+    Ok(out)
+}
+
+fn failed_item(id: Option<String>, e: ApiError) -> BatchItemOut {
+    BatchItemOut {
+        id,
+        status: e.status().as_u16(),
+        shingles: None,
+        detail: Some(e.to_string()),
+    }
+}
+
+fn parse_json_borrowed<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(bytes).map_err(json_error)
+}

@@ -1,0 +1,196 @@
+//! Every error leaves as RFC 9457 `application/problem+json`.
+//!
+//! Core errors map to HTTP statuses here and only here, by an exhaustive
+//! match (no `_` arm: a new core error must be given a status). 5xx bodies
+//! are generic; their detail goes to the log. [`problem_for_status`]
+//! turns bodies produced outside our handlers (axum's 405, the timeout and
+//! panic layers) into the same shape, so clients parse one format.
+
+use crate::engine::{EngineError, IdError};
+use crate::text::TextError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// An RFC 9457 problem document.
+#[derive(Debug, Serialize)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub title: &'static str,
+    pub status: u16,
+    pub detail: String,
+}
+
+/// Errors the HTTP layer answers with.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("invalid id: {0}")]
+    InvalidId(#[from] IdError),
+    /// The body is not syntactically valid JSON (or not UTF-8).
+    #[error("{0}")]
+    MalformedJson(String),
+    /// Valid JSON of the wrong shape: missing fields, wrong types, unknown fields.
+    #[error("{0}")]
+    InvalidBody(String),
+    /// A query-string or path parameter is malformed or out of range.
+    #[error("{0}")]
+    InvalidParameter(String),
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("no route for {0}")]
+    RouteNotFound(String),
+    #[error("the service is starting and not ready to serve yet")]
+    NotReady,
+    /// Unexpected failure; the message is logged, never sent.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// A stable problem `type` URI for each kind of error.
+fn type_uri(slug: &str) -> String {
+    format!("urn:neardup:problem:{slug}")
+}
+
+impl ApiError {
+    fn parts(&self) -> (StatusCode, &'static str, &'static str) {
+        use StatusCode as S;
+        match self {
+            ApiError::Engine(e) => match e {
+                EngineError::AlreadyExists(_) => {
+                    (S::CONFLICT, "already-exists", "Document already exists")
+                }
+                EngineError::NotFound(_) => {
+                    (S::NOT_FOUND, "document-not-found", "Document not found")
+                }
+                EngineError::Text(TextError::Empty) => (
+                    S::UNPROCESSABLE_ENTITY,
+                    "empty-text",
+                    "Text has nothing to index",
+                ),
+                EngineError::ThresholdOutOfRange(_) => {
+                    (S::BAD_REQUEST, "invalid-threshold", "Invalid threshold")
+                }
+                EngineError::ThresholdBelowTuned { .. } => (
+                    S::BAD_REQUEST,
+                    "threshold-below-tuning",
+                    "Threshold below what the index is tuned for",
+                ),
+            },
+            ApiError::InvalidId(_) => (S::BAD_REQUEST, "invalid-id", "Invalid document id"),
+            ApiError::MalformedJson(_) => (S::BAD_REQUEST, "malformed-json", "Malformed JSON"),
+            ApiError::InvalidBody(_) => (
+                S::UNPROCESSABLE_ENTITY,
+                "invalid-body",
+                "Invalid request body",
+            ),
+            ApiError::InvalidParameter(_) => {
+                (S::BAD_REQUEST, "invalid-parameter", "Invalid parameter")
+            }
+            ApiError::PayloadTooLarge(_) => (
+                S::PAYLOAD_TOO_LARGE,
+                "payload-too-large",
+                "Payload too large",
+            ),
+            ApiError::UnsupportedMediaType(_) => (
+                S::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "Unsupported media type",
+            ),
+            ApiError::RouteNotFound(_) => (S::NOT_FOUND, "route-not-found", "Not found"),
+            ApiError::NotReady => (S::SERVICE_UNAVAILABLE, "not-ready", "Not ready"),
+            ApiError::Internal(_) => (
+                S::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal server error",
+            ),
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.parts().0
+    }
+
+    /// The problem document for this error.
+    pub fn problem(&self) -> Problem {
+        let (status, slug, title) = self.parts();
+        let detail = match self {
+            ApiError::Internal(_) => {
+                "the server failed to handle this request; it has been logged".to_owned()
+            }
+            other => other.to_string(),
+        };
+        Problem {
+            kind: type_uri(slug),
+            title,
+            status: status.as_u16(),
+            detail,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(msg) = &self {
+            tracing::error!(error = %msg, "internal error");
+        }
+        problem_response(self.problem())
+    }
+}
+
+pub fn problem_response(problem: Problem) -> Response {
+    let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::to_vec(&problem).unwrap_or_default();
+    let mut resp = (status, body).into_response();
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    resp
+}
+
+/// A problem for a bare status produced outside our handlers.
+pub fn problem_for_status(status: StatusCode) -> Problem {
+    let (slug, title, detail): (&str, &'static str, &str) = match status {
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method-not-allowed",
+            "Method not allowed",
+            "this route does not support the request method; see the Allow header",
+        ),
+        StatusCode::REQUEST_TIMEOUT => (
+            "timeout",
+            "Request timeout",
+            "the request took longer than server.request_timeout_secs",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "payload-too-large",
+            "Payload too large",
+            "the request body exceeds server.max_body_bytes",
+        ),
+        StatusCode::SERVICE_UNAVAILABLE => (
+            "unavailable",
+            "Service unavailable",
+            "the service cannot handle the request right now; retry later",
+        ),
+        s if s.is_server_error() => (
+            "internal",
+            "Internal server error",
+            "the server failed to handle this request; it has been logged",
+        ),
+        _ => (
+            "http-error",
+            "Request failed",
+            "the request could not be handled",
+        ),
+    };
+    Problem {
+        kind: type_uri(slug),
+        title,
+        status: status.as_u16(),
+        detail: detail.to_owned(),
+    }
+}

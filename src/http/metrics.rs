@@ -1,0 +1,198 @@
+//! Prometheus metrics (OpenMetrics text at `GET /metrics`).
+//!
+//! One registry per app instance (not a process global), so tests can run
+//! many servers in one process. Gauges that mirror engine state are set at
+//! scrape time rather than on every write.
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use crate::app::AppState;
+use crate::engine::{Engine, QueryOutcome};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HttpLabels {
+    pub route: String,
+    pub method: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ComponentLabels {
+    pub component: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    pub outcome: &'static str,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<HttpLabels, Counter>,
+    latency: Family<HttpLabels, Histogram>,
+    documents: Gauge,
+    memory: Family<ComponentLabels, Gauge>,
+    query_candidates: Histogram,
+    candidates_verified: Counter,
+    candidates_rejected: Counter,
+    rejected_ratio: Gauge<f64, AtomicU64>,
+    truncated_queries: Counter,
+    writes: Family<OutcomeLabels, Counter>,
+}
+
+fn latency_histogram() -> Histogram {
+    // 25 µs .. ~0.8 s
+    Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("neardup");
+        let requests = Family::<HttpLabels, Counter>::default();
+        let latency = Family::<HttpLabels, Histogram>::new_with_constructor(
+            latency_histogram as fn() -> Histogram,
+        );
+        let documents = Gauge::default();
+        let memory = Family::<ComponentLabels, Gauge>::default();
+        let query_candidates = Histogram::new(exponential_buckets(1.0, 2.0, 15));
+        let candidates_verified = Counter::default();
+        let candidates_rejected = Counter::default();
+        let rejected_ratio = Gauge::<f64, AtomicU64>::default();
+        let truncated_queries = Counter::default();
+        let writes = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests by route, method and status",
+            requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "HTTP request latency by route, method and status",
+            latency.clone(),
+        );
+        registry.register("documents", "Documents stored", documents.clone());
+        registry.register(
+            "memory_bytes",
+            "Estimated heap bytes by component",
+            memory.clone(),
+        );
+        registry.register(
+            "query_candidates",
+            "Distinct LSH candidates verified per similarity query",
+            query_candidates.clone(),
+        );
+        registry.register(
+            "candidates_verified",
+            "LSH candidates checked by exact Jaccard",
+            candidates_verified.clone(),
+        );
+        registry.register(
+            "candidates_rejected",
+            "LSH candidates whose exact Jaccard fell below the threshold",
+            candidates_rejected.clone(),
+        );
+        registry.register(
+            "candidates_rejected_ratio",
+            "Fraction of all verified candidates rejected by exact verification",
+            rejected_ratio.clone(),
+        );
+        registry.register(
+            "queries_truncated",
+            "Queries whose candidate list was cut at index.max_candidates",
+            truncated_queries.clone(),
+        );
+        registry.register("writes", "Document writes by outcome", writes.clone());
+        Self {
+            registry,
+            requests,
+            latency,
+            documents,
+            memory,
+            query_candidates,
+            candidates_verified,
+            candidates_rejected,
+            rejected_ratio,
+            truncated_queries,
+            writes,
+        }
+    }
+}
+
+impl Metrics {
+    /// Record the verification work of one query.
+    pub fn observe_query(&self, q: &QueryOutcome) {
+        self.query_candidates.observe(q.candidates as f64);
+        self.candidates_verified.inc_by(q.candidates as u64);
+        self.candidates_rejected.inc_by(q.rejected as u64);
+        if q.truncated {
+            self.truncated_queries.inc();
+        }
+    }
+
+    pub fn observe_write(&self, outcome: &'static str) {
+        self.writes.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+
+    /// The OpenMetrics text, with engine gauges refreshed.
+    pub fn render(&self, engine: &Engine) -> String {
+        self.documents.set(engine.len() as i64);
+        let m = engine.memory();
+        for (component, bytes) in [
+            ("shingles", m.shingles_bytes),
+            ("signatures", m.signatures_bytes),
+            ("ids", m.ids_bytes),
+            ("metadata", m.metadata_bytes),
+            ("records_overhead", m.records_overhead_bytes),
+            ("id_map", m.id_map_bytes),
+            ("doc_map", m.doc_map_bytes),
+            ("lsh", m.lsh_bytes),
+        ] {
+            self.memory
+                .get_or_create(&ComponentLabels { component })
+                .set(bytes as i64);
+        }
+        let verified = self.candidates_verified.get();
+        let ratio = if verified == 0 {
+            0.0
+        } else {
+            self.candidates_rejected.get() as f64 / verified as f64
+        };
+        self.rejected_ratio.set(ratio);
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+/// Middleware: count and time every request by its route template.
+pub async fn track(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let method = req.method().as_str().to_owned();
+    let start = Instant::now();
+    let resp = next.run(req).await;
+    let labels = HttpLabels {
+        route,
+        method,
+        status: resp.status().as_u16(),
+    };
+    app.metrics.requests.get_or_create(&labels).inc();
+    app.metrics
+        .latency
+        .get_or_create(&labels)
+        .observe(start.elapsed().as_secs_f64());
+    resp
+}

@@ -1,0 +1,131 @@
+//! The HTTP layer: routes, middleware, and the mapping of core errors to
+//! problem+json. The only module that imports axum and tower-http.
+
+mod documents;
+pub mod dto;
+pub mod error;
+pub mod extract;
+pub mod metrics;
+mod ops;
+mod similar;
+
+use crate::app::AppState;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use error::{problem_for_status, problem_response, ApiError, PROBLEM_JSON};
+use std::time::Duration;
+use tower::ServiceBuilder;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+/// Every (method, path template) the router serves. `openapi.yaml` must
+/// list exactly these; the integration tests check both directions.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/documents"),
+    ("POST", "/documents/batch"),
+    ("GET", "/documents/{id}"),
+    ("PUT", "/documents/{id}"),
+    ("DELETE", "/documents/{id}"),
+    ("GET", "/similar"),
+    ("POST", "/similar"),
+    ("GET", "/compare"),
+    ("GET", "/stats"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+];
+
+/// The application router with every layer applied.
+pub fn router(state: AppState) -> Router {
+    let settings = &state.settings.server;
+    let timeout = Duration::from_secs(settings.request_timeout_secs);
+    let body_limit = settings.max_body_bytes;
+    Router::new()
+        .route("/documents", post(documents::create))
+        .route("/documents/batch", post(documents::batch))
+        .route(
+            "/documents/{id}",
+            get(documents::get)
+                .put(documents::put)
+                .delete(documents::delete),
+        )
+        .route("/similar", get(similar::by_id).post(similar::by_text))
+        .route("/compare", get(similar::compare))
+        .route("/stats", get(ops::stats))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+        .layer(
+            ServiceBuilder::new()
+                .layer(CatchPanicLayer::new())
+                .layer(middleware::from_fn(problem_bodies))
+                .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(
+                    TraceLayer::new_for_http().make_span_with(|req: &Request<Body>| {
+                        let request_id = req
+                            .headers()
+                            .get("x-request-id")
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("");
+                        tracing::info_span!(
+                            "request",
+                            method = %req.method(),
+                            uri = %req.uri(),
+                            request_id = %request_id,
+                        )
+                    }),
+                )
+                .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(TimeoutLayer::with_status_code(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    timeout,
+                )),
+        )
+}
+
+async fn not_found(req: Request) -> ApiError {
+    ApiError::RouteNotFound(format!("{} {}", req.method(), req.uri().path()))
+}
+
+/// Give every error response produced outside our handlers (405 from the
+/// router, the timeout, a caught panic) a problem+json body.
+async fn problem_bodies(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    let status = resp.status();
+    let is_problem = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return resp;
+    }
+    let (mut parts, _) = resp.into_parts();
+    let problem = problem_response(problem_for_status(status));
+    // Keep Allow, Retry-After, x-request-id and the rest; replace the body's headers.
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    if status == StatusCode::SERVICE_UNAVAILABLE && !parts.headers.contains_key(header::RETRY_AFTER)
+    {
+        parts
+            .headers
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    let new = Response::from_parts(parts, problem.into_body());
+    new.into_response()
+}

@@ -1,0 +1,67 @@
+//! Operational routes: probes, stats, metrics.
+
+use super::dto::StatusOut;
+use super::error::ApiError;
+use crate::app::AppState;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::Json;
+use serde_json::{json, Value};
+
+/// `GET /healthz`: the process is alive and serving HTTP.
+pub async fn healthz() -> Json<StatusOut> {
+    Json(StatusOut { status: "ok" })
+}
+
+/// `GET /readyz`: 200 once the index is loaded, 503 before and while draining.
+pub async fn readyz(State(app): State<AppState>) -> Result<Json<StatusOut>, ApiError> {
+    if app.is_ready() {
+        Ok(Json(StatusOut { status: "ready" }))
+    } else {
+        Err(ApiError::NotReady)
+    }
+}
+
+/// `GET /stats`.
+pub async fn stats(State(app): State<AppState>) -> Json<Value> {
+    let engine = &app.engine;
+    let p = engine.params();
+    let b = engine.band_params();
+    Json(json!({
+        "documents": engine.len(),
+        "index": {
+            "num_perm": p.num_perm,
+            "seed": p.seed,
+            "threshold": p.threshold,
+            "bands": b.bands,
+            "rows": b.rows,
+            "recall_at_threshold": b.recall_at_threshold,
+            "min_query_threshold": b.min_query_threshold,
+            "max_candidates": p.max_candidates,
+            "lsh_buckets": engine.lsh_bucket_count(),
+            "hash_family": crate::engine::HASH_FAMILY,
+        },
+        "shingle": {
+            "kind": p.shingle.kind.as_str(),
+            "k": p.shingle.k,
+            "multiset": p.shingle.multiset,
+            "hash_bits": 32,
+        },
+        "normalize": p.normalize,
+        "memory": engine.memory(),
+        "uptime_seconds": app.started.elapsed().as_secs(),
+        "version": env!("CARGO_PKG_VERSION"),
+    }))
+}
+
+/// `GET /metrics`.
+pub async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.metrics.render(&app.engine),
+    )
+}

@@ -1,0 +1,25 @@
+//! neardup: find near-duplicate text documents, with exact answers.
+//!
+//! The pipeline (*Mining of Massive Datasets*, ch. 3):
+//!
+//! ```text
+//! text ─normalize→ ─shingle→ set of 32-bit hashes ─minhash→ signature (num_perm × u32)
+//!      signature ─lsh bands→ candidates ─exact Jaccard on the stored sets→ matches
+//! ```
+//!
+//! Module map — dependencies point inward, and the core never touches I/O:
+//! - core: [`text`] (normalize, shingle), [`minhash`], [`jaccard`], [`lsh`]
+//!   (banding parameters and index), [`engine`] (the owner of all state);
+//! - around it: [`config`] (layered settings), [`telemetry`] (logs),
+//!   [`http`] (axum router, problem+json errors, metrics), [`app`] (build
+//!   and run the server).
+
+pub mod app;
+pub mod config;
+pub mod engine;
+pub mod http;
+pub mod jaccard;
+pub mod lsh;
+pub mod minhash;
+pub mod telemetry;
+pub mod text;
