@@ -1,6 +1,8 @@
 //! The `neardup` binary: settings → logs → build → serve until a signal.
+//! `neardup healthcheck` probes a running server (for container HEALTHCHECKs,
+//! which should not need curl in the image).
 
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use neardup::app::{shutdown_signal, App};
 use neardup::config::Settings;
 use std::path::PathBuf;
@@ -10,11 +12,27 @@ use std::path::PathBuf;
 #[command(version, about)]
 struct Cli {
     /// A TOML file layered over config/default.toml (env vars NEARDUP_* still win).
-    #[arg(long, short, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE", global = true)]
     config: Option<PathBuf>,
-    /// Print the effective configuration as TOML-compatible JSON and exit.
-    #[arg(long)]
-    print_config: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the HTTP API (the default).
+    Serve,
+    /// Print the effective configuration (all layers applied) as JSON and exit.
+    PrintConfig,
+    /// Exit 0 if the server answers GET /readyz with 200, else 1.
+    Healthcheck {
+        /// Address to probe; defaults to 127.0.0.1 on the configured port.
+        #[arg(long)]
+        addr: Option<String>,
+        /// Probe /healthz (alive) instead of /readyz (ready).
+        #[arg(long)]
+        live: bool,
+    },
 }
 
 #[tokio::main]
@@ -27,11 +45,51 @@ async fn main() -> anyhow::Result<()> {
             std::process::exit(2);
         }
     };
-    if cli.print_config {
-        println!("{}", serde_json::to_string_pretty(&settings)?);
-        return Ok(());
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => {
+            neardup::telemetry::init(&settings.log);
+            let app = App::build(settings).await?;
+            app.run_until_stopped(shutdown_signal()).await
+        }
+        Command::PrintConfig => {
+            println!("{}", serde_json::to_string_pretty(&settings)?);
+            Ok(())
+        }
+        Command::Healthcheck { addr, live } => {
+            let addr = match addr {
+                Some(a) => a,
+                None => format!("127.0.0.1:{}", settings.bind_addr()?.port()),
+            };
+            let path = if live { "/healthz" } else { "/readyz" };
+            match probe(&addr, path) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    eprintln!("neardup healthcheck: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
     }
-    neardup::telemetry::init(&settings.log);
-    let app = App::build(settings).await?;
-    app.run_until_stopped(shutdown_signal()).await
+}
+
+/// A minimal HTTP/1.1 GET with a 3 s budget; succeeds on status 200.
+fn probe(addr: &str, path: &str) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    use std::net::{TcpStream, ToSocketAddrs};
+    use std::time::Duration;
+    let timeout = Duration::from_secs(3);
+    let sock = addr
+        .to_socket_addrs()?
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("{addr} resolves to no address"))?;
+    let mut stream = TcpStream::connect_timeout(&sock, timeout)?;
+    stream.set_read_timeout(Some(timeout))?;
+    stream.set_write_timeout(Some(timeout))?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    let mut head = [0u8; 64];
+    let n = stream.read(&mut head)?;
+    let line = String::from_utf8_lossy(&head[..n]);
+    let status = line.split_whitespace().nth(1).unwrap_or("");
+    anyhow::ensure!(status == "200", "{path} answered {:?}", line.lines().next().unwrap_or(""));
+    Ok(())
 }
