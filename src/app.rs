@@ -6,14 +6,16 @@
 //! argument so tests pass their own.
 
 use crate::config::Settings;
-use crate::engine::{Engine, Prepared};
+use crate::engine::{Engine, EngineError, Prepared};
 use crate::http::{self, error::ApiError, metrics::Metrics};
+use crate::persist::{SnapshotInfo, Store};
 use anyhow::Context;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::ops::Deref;
+use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 
@@ -28,6 +30,8 @@ pub struct AppState(Arc<AppInner>);
 pub struct AppInner {
     /// The index; `Arc` so blocking tasks can own a handle.
     pub engine: Arc<Engine>,
+    /// The durable write path; set once recovery has finished.
+    store: OnceLock<Arc<Store>>,
     pub settings: Settings,
     pub metrics: Metrics,
     /// False until the index is loaded, and again while draining.
@@ -48,11 +52,40 @@ impl AppState {
         let engine = Engine::new(params).context("invalid index parameters")?;
         Ok(Self(Arc::new(AppInner {
             engine: Arc::new(engine),
+            store: OnceLock::new(),
             settings,
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),
             started: Instant::now(),
         })))
+    }
+
+    /// The store, once recovery has finished; 503 before.
+    pub fn store(&self) -> Result<&Arc<Store>, ApiError> {
+        self.store.get().ok_or(ApiError::NotReady)
+    }
+
+    /// Run a durable write on a blocking thread (it may wait for an fsync).
+    pub async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, EngineError> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let store = Arc::clone(self.store()?);
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| ApiError::Internal(format!("write task failed: {e}")))?
+            .map_err(ApiError::from)
+    }
+
+    /// Snapshot now (off the async workers), recording the metrics.
+    pub async fn snapshot(&self) -> Result<SnapshotInfo, ApiError> {
+        let store = Arc::clone(self.store()?);
+        let info = tokio::task::spawn_blocking(move || store.snapshot())
+            .await
+            .map_err(|e| ApiError::Internal(format!("snapshot task failed: {e}")))?
+            .map_err(|e| ApiError::Internal(format!("snapshot failed: {e}")))?;
+        self.metrics.observe_snapshot(&info);
+        Ok(info)
     }
 
     pub fn is_ready(&self) -> bool {
@@ -95,12 +128,35 @@ impl AppState {
 pub struct App {
     listener: TcpListener,
     state: AppState,
+    /// Held for the process lifetime: two servers on one data dir would
+    /// interleave their logs.
+    _dir_lock: File,
+}
+
+/// Take an exclusive lock on `data_dir/LOCK`.
+fn lock_data_dir(dir: &std::path::Path) -> anyhow::Result<File> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create storage.data_dir {}", dir.display()))?;
+    let path = dir.join("LOCK");
+    let file = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "{} is locked: another neardup process is using storage.data_dir {}",
+            path.display(),
+            dir.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", path.display()))
+        }
+    }
 }
 
 impl App {
     /// Validate settings, build the engine and bind the listener.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let addr = settings.bind_addr()?;
+        let dir_lock = lock_data_dir(&settings.storage.data_dir)?;
         let state = AppState::new(settings)?;
         let listener = TcpListener::bind(addr)
             .await
@@ -115,7 +171,11 @@ impl App {
             recall_at_threshold = b.recall_at_threshold,
             "neardup listening"
         );
-        Ok(Self { listener, state })
+        Ok(Self {
+            listener,
+            state,
+            _dir_lock: dir_lock,
+        })
     }
 
     /// The bound address (the real port when configured with port 0).
@@ -129,8 +189,11 @@ impl App {
         self.state.clone()
     }
 
-    /// Serve until `shutdown` resolves, then drain in-flight requests for up
-    /// to `server.shutdown_grace_secs`.
+    /// Recover the index in the background (the socket already answers
+    /// `/healthz`; `/readyz` says 503 until recovery is done), serve until
+    /// `shutdown` resolves, drain in-flight requests for up to
+    /// `server.shutdown_grace_secs`, then write a final snapshot.
+    /// A recovery failure stops the server and is returned.
     pub async fn run_until_stopped(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -138,15 +201,24 @@ impl App {
         let state = self.state.clone();
         let grace = Duration::from_secs(state.settings.server.shutdown_grace_secs);
         let router = http::router(state.clone());
+        let (fatal_tx, fatal_rx) = tokio::sync::oneshot::channel::<anyhow::Error>();
+        let recovery = tokio::spawn(recover(state.clone(), fatal_tx));
+
         let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
+        let fatal: Arc<std::sync::Mutex<Option<anyhow::Error>>> = Default::default();
+        let fatal_slot = Arc::clone(&fatal);
         let drain_state = state.clone();
         let serve = axum::serve(self.listener, router).with_graceful_shutdown(async move {
-            shutdown.await;
+            tokio::select! {
+                _ = shutdown => {}
+                Ok(e) = fatal_rx => {
+                    *fatal_slot.lock().expect("fatal slot") = Some(e);
+                }
+            }
             drain_state.set_ready(false);
             tracing::info!("shutdown requested; draining in-flight requests");
             let _ = draining_tx.send(());
         });
-        state.set_ready(true);
         tokio::select! {
             result = serve => result.context("server error")?,
             _ = async {
@@ -157,8 +229,64 @@ impl App {
                 }
             } => tracing::warn!(grace_secs = grace.as_secs(), "grace period elapsed; closing remaining connections"),
         }
+        recovery.abort();
+        if let Some(e) = fatal.lock().expect("fatal slot").take() {
+            return Err(e);
+        }
+        if state.store.get().is_some() {
+            match state.snapshot().await {
+                Ok(info) => tracing::info!(documents = info.documents, path = %info.path.display(), "final snapshot written"),
+                Err(e) => tracing::error!(error = %e, "final snapshot failed; the log still holds every write"),
+            }
+        }
         tracing::info!(documents = state.engine.len(), "stopped");
         Ok(())
+    }
+}
+
+/// Load the stored state, then mark the app ready and start the snapshot timer.
+async fn recover(state: AppState, fatal: tokio::sync::oneshot::Sender<anyhow::Error>) {
+    let engine = Arc::clone(&state.engine);
+    let storage = state.settings.storage.clone();
+    let opened = tokio::task::spawn_blocking(move || Store::open(engine, &storage)).await;
+    let store = match opened {
+        Ok(Ok(store)) => store,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "cannot restore the stored index; refusing to start");
+            let _ = fatal.send(anyhow::Error::new(e).context("cannot restore the stored index"));
+            return;
+        }
+        Err(e) => {
+            let _ = fatal.send(anyhow::anyhow!("recovery task failed: {e}"));
+            return;
+        }
+    };
+    let r = &store.recovery;
+    tracing::info!(
+        documents = r.documents,
+        snapshot = ?r.snapshot,
+        replayed_records = r.replayed_records,
+        torn_bytes_dropped = r.torn_bytes_dropped,
+        seconds = r.seconds,
+        "index restored; ready"
+    );
+    let _ = state.store.set(Arc::new(store));
+    state.set_ready(true);
+    let every = state.settings.storage.snapshot_interval_secs;
+    if every == 0 {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(every));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await; // the first tick is immediate
+    loop {
+        tick.tick().await;
+        let changed = state.store.get().is_some_and(|s| s.changed_since_snapshot());
+        if changed {
+            if let Err(e) = state.snapshot().await {
+                tracing::error!(error = %e, "periodic snapshot failed");
+            }
+        }
     }
 }
 

@@ -100,17 +100,50 @@ impl Default for QuerySettings {
     }
 }
 
+/// When the write-ahead log is fsynced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WalFsync {
+    /// Before every acknowledgement (group-committed): nothing acknowledged is lost.
+    Always,
+    /// Every `wal_fsync_interval_ms`: a power loss may lose that window
+    /// (a process crash loses nothing: records are written before the ack).
+    Interval,
+    /// Never: the OS decides; a power loss may lose recent writes.
+    Never,
+}
+
+impl WalFsync {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WalFsync::Always => "always",
+            WalFsync::Interval => "interval",
+            WalFsync::Never => "never",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StorageSettings {
     /// Where snapshots and the write-ahead log live.
     pub data_dir: PathBuf,
+    pub wal_fsync: WalFsync,
+    pub wal_fsync_interval_ms: u64,
+    /// Snapshot this often when something changed; 0 disables the timer.
+    pub snapshot_interval_secs: u64,
+    /// Snapshots kept (the log is kept back to the oldest of them).
+    pub snapshots_keep: usize,
 }
 
 impl Default for StorageSettings {
     fn default() -> Self {
         Self {
             data_dir: PathBuf::from("./data"),
+            wal_fsync: WalFsync::Always,
+            wal_fsync_interval_ms: 100,
+            snapshot_interval_secs: 300,
+            snapshots_keep: 2,
         }
     }
 }
@@ -200,6 +233,12 @@ impl Settings {
         }
         if self.query.default_limit > self.query.max_limit {
             return invalid("query.default_limit must not exceed query.max_limit");
+        }
+        if self.storage.snapshots_keep == 0 {
+            return invalid("storage.snapshots_keep must be at least 1");
+        }
+        if self.storage.wal_fsync_interval_ms == 0 {
+            return invalid("storage.wal_fsync_interval_ms must be at least 1");
         }
         let params = self.engine_params();
         params.resolve_bands()?;

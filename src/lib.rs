@@ -21,5 +21,6 @@ pub mod http;
 pub mod jaccard;
 pub mod lsh;
 pub mod minhash;
+pub mod persist;
 pub mod telemetry;
 pub mod text;

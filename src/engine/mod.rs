@@ -68,6 +68,31 @@ impl Prepared {
     }
 }
 
+/// A write as the journal sees it: enough to replay it without re-signing.
+#[derive(Debug, Clone, Copy)]
+pub enum JournalEntry<'a> {
+    Upsert(&'a Record),
+    Delete(&'a str),
+}
+
+/// A write-ahead log the engine appends to *under the id's entry lock*, so
+/// the log order of writes to one id is the order they were applied in.
+/// `append` must be quick (buffer the entry); durability is the caller's
+/// next step, outside the lock. The engine itself does no I/O.
+pub trait Journal: Send + Sync {
+    /// Record `entry`; returns a sequence number to wait on for durability.
+    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, String>;
+}
+
+/// No journal: an in-memory engine (tests, benches, offline tools).
+pub struct NoJournal;
+
+impl Journal for NoJournal {
+    fn append(&self, _: JournalEntry<'_>) -> Result<u64, String> {
+        Ok(0)
+    }
+}
+
 /// How an insert treats an id that already exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteMode {
@@ -104,6 +129,9 @@ pub enum EngineError {
     Text(#[from] TextError),
     #[error("threshold must be greater than 0 and at most 1, got {0}")]
     ThresholdOutOfRange(f64),
+    /// The journal refused the write (e.g. the disk is full); nothing was applied.
+    #[error("the write could not be logged: {0}")]
+    Journal(String),
     #[error(
         "threshold {value} is below {min}, the lowest this index finds with recall ≥ 0.99 \
          (it is tuned for {tuned}); restart with a lower index.threshold to query lower"
@@ -158,6 +186,10 @@ pub struct MemoryStats {
     pub bytes_per_document: f64,
 }
 
+/// Shards of the `ids` map: scans (snapshots, `records()`) hold one shard's
+/// read lock at a time, so more shards mean shorter writer stalls.
+const ID_SHARDS: usize = 64;
+
 pub struct Engine {
     params: EngineParams,
     bands: BandParams,
@@ -196,7 +228,7 @@ impl Engine {
             tokenizer: Tokenizer::new(params.normalize, params.shingle, params.seed),
             minhasher: MinHasher::new(params.num_perm, params.seed),
             lsh: LshIndex::new(bands.bands, bands.rows, params.seed),
-            ids: DashMap::new(),
+            ids: DashMap::with_shard_amount(ID_SHARDS),
             docs: DashMap::with_hasher(BuildNoHashHasher::default()),
             free_slots: SegQueue::new(),
             next_slot: AtomicU32::new(0),
@@ -262,7 +294,7 @@ impl Engine {
         })
     }
 
-    /// Store a prepared document under `id`.
+    /// Store a prepared document under `id` (no journal).
     pub fn insert(
         &self,
         id: DocId,
@@ -270,6 +302,21 @@ impl Engine {
         metadata: Option<Box<str>>,
         mode: WriteMode,
     ) -> Result<WriteOutcome, EngineError> {
+        self.insert_journaled(id, doc, metadata, mode, &NoJournal)
+            .map(|(outcome, _)| outcome)
+    }
+
+    /// Store a prepared document under `id`, appending it to `journal`
+    /// first; returns the outcome and the journal's sequence number. If the
+    /// append fails nothing is applied.
+    pub fn insert_journaled(
+        &self,
+        id: DocId,
+        doc: &Prepared,
+        metadata: Option<Box<str>>,
+        mode: WriteMode,
+        journal: &dyn Journal,
+    ) -> Result<(WriteOutcome, u64), EngineError> {
         let entry = self.ids.entry(id);
         if mode == WriteMode::Create {
             if let Entry::Occupied(e) = &entry {
@@ -282,6 +329,9 @@ impl Engine {
             &doc.signature,
             doc.shingles.as_slice(),
         ));
+        let seq = journal
+            .append(JournalEntry::Upsert(&record))
+            .map_err(EngineError::Journal)?;
         let slot = self.alloc_slot();
         self.account(&record, true);
         self.docs.insert(slot, Arc::clone(&record));
@@ -297,20 +347,43 @@ impl Engine {
         match old {
             Some(old_slot) => {
                 self.release(old_slot);
-                Ok(WriteOutcome::Replaced)
+                Ok((WriteOutcome::Replaced, seq))
             }
-            None => Ok(WriteOutcome::Created),
+            None => Ok((WriteOutcome::Created, seq)),
         }
     }
 
     /// Remove `id`; false if it was not stored.
     pub fn remove(&self, id: &str) -> bool {
-        match self.ids.remove(id) {
-            Some((_, slot)) => {
-                self.release(slot);
-                true
-            }
-            None => false,
+        matches!(self.remove_journaled(id, &NoJournal), Ok(Some(_)))
+    }
+
+    /// Remove `id`, journaling the delete first; `None` if it was not stored.
+    pub fn remove_journaled(
+        &self,
+        id: &str,
+        journal: &dyn Journal,
+    ) -> Result<Option<u64>, EngineError> {
+        // `entry` needs an owned key; an id that does not parse cannot be stored.
+        let Ok(key) = DocId::parse(id) else {
+            return Ok(None);
+        };
+        let Entry::Occupied(entry) = self.ids.entry(key) else {
+            return Ok(None);
+        };
+        let seq = journal
+            .append(JournalEntry::Delete(id))
+            .map_err(EngineError::Journal)?;
+        let (_, slot) = entry.remove_entry();
+        self.release(slot);
+        Ok(Some(seq))
+    }
+
+    /// Remove every document (recovery discards a damaged snapshot's part).
+    pub fn clear(&self) {
+        let ids: Vec<DocId> = self.ids.iter().map(|e| e.key().clone()).collect();
+        for id in ids {
+            self.remove(id.as_str());
         }
     }
 
@@ -536,3 +609,4 @@ impl Engine {
 
 #[cfg(test)]
 mod tests;
+

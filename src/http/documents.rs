@@ -5,6 +5,8 @@ use super::error::ApiError;
 use super::extract::{json_error, parse_json, ApiPath, ApiQuery, JsonBody};
 use crate::app::AppState;
 use crate::engine::{DocId, EngineError, Prepared, WriteMode, WriteOutcome};
+use crate::persist::Store;
+use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -80,13 +82,15 @@ pub async fn create(
         app.metrics.observe_query(&q);
         q
     });
-    app.engine
-        .insert(id.clone(), &prepared, metadata, WriteMode::Create)
-        .inspect_err(|_| app.metrics.observe_write("conflict"))?;
+    let shingles = prepared.shingles().len();
+    let key = id.clone();
+    app.write(move |store| store.insert(key, &prepared, metadata, WriteMode::Create))
+        .await
+        .inspect_err(|_| app.metrics.observe_write("failed"))?;
     app.metrics.observe_write("created");
     let body = WrittenOut {
         id: id.to_string(),
-        shingles: prepared.shingles().len(),
+        shingles,
         truncated: similar.as_ref().map(|q| q.truncated),
         similar: similar.map(|q| q.matches.into_iter().map(MatchOut::from).collect()),
     };
@@ -116,12 +120,14 @@ pub async fn put(
     }
     let metadata = metadata_text(doc.metadata)?;
     let prepared = app.prepare(doc.text).await?;
+    let shingles = prepared.shingles().len();
+    let key = id.clone();
     let outcome = app
-        .engine
-        .insert(id.clone(), &prepared, metadata, WriteMode::Upsert)?;
+        .write(move |store| store.insert(key, &prepared, metadata, WriteMode::Upsert))
+        .await?;
     let body = Json(WrittenOut {
         id: id.to_string(),
-        shingles: prepared.shingles().len(),
+        shingles,
         similar: None,
         truncated: None,
     });
@@ -150,7 +156,7 @@ pub async fn get(
     let record = app.engine.get(&id).ok_or(EngineError::NotFound(id))?;
     let metadata = record
         .metadata()
-        .map(|m| serde_json::from_str::<&RawValue>(m))
+        .map(serde_json::from_str::<&RawValue>)
         .transpose()
         .map_err(|e| ApiError::Internal(format!("stored metadata is not JSON: {e}")))?;
     Ok(Json(DocumentOut {
@@ -166,7 +172,8 @@ pub async fn delete(
     State(app): State<AppState>,
     ApiPath(id): ApiPath<String>,
 ) -> Result<StatusCode, ApiError> {
-    if app.engine.remove(&id) {
+    let key = id.clone();
+    if app.write(move |store| store.remove(&key)).await? {
         app.metrics.observe_write("deleted");
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -197,8 +204,9 @@ pub async fn batch(
     ApiQuery(params): ApiQuery<BatchParams>,
     body: JsonBody,
 ) -> Result<Json<BatchOut>, ApiError> {
+    let store = Arc::clone(app.store()?);
     let worker = app.clone();
-    tokio::task::spawn_blocking(move || run_batch(&worker, &body.0, params.mode))
+    tokio::task::spawn_blocking(move || run_batch(&worker, &store, &body.0, params.mode))
         .await
         .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))?
         .map(Json)
@@ -222,7 +230,12 @@ fn prepare_item(app: &AppState, raw: &RawValue) -> ItemResult {
     Ok((id, prepared, metadata))
 }
 
-fn run_batch(app: &AppState, bytes: &[u8], mode: BatchMode) -> Result<BatchOut, ApiError> {
+fn run_batch(
+    app: &AppState,
+    store: &Store,
+    bytes: &[u8],
+    mode: BatchMode,
+) -> Result<BatchOut, ApiError> {
     let batch: BatchIn<'_> = parse_json_borrowed(bytes)?;
     let max = app.settings.server.max_batch;
     if batch.documents.len() > max {
@@ -231,6 +244,7 @@ fn run_batch(app: &AppState, bytes: &[u8], mode: BatchMode) -> Result<BatchOut, 
             batch.documents.len()
         )));
     }
+    // Parse and sign on every core.
     let prepared: Vec<ItemResult> = batch
         .documents
         .par_iter()
@@ -240,41 +254,51 @@ fn run_batch(app: &AppState, bytes: &[u8], mode: BatchMode) -> Result<BatchOut, 
         BatchMode::Create => WriteMode::Create,
         BatchMode::Upsert => WriteMode::Upsert,
     };
+    // Insert the valid items in request order (repeated ids behave as
+    // sequential calls) with one log commit for the whole batch.
+    let mut valid = Vec::with_capacity(prepared.len());
+    let mut slots: Vec<Result<(String, usize), BatchItemOut>> = Vec::with_capacity(prepared.len());
+    for item in prepared {
+        match item {
+            Ok((id, doc, metadata)) => {
+                slots.push(Ok((id.to_string(), doc.shingles().len())));
+                valid.push((id, doc, metadata));
+            }
+            Err((id, e)) => slots.push(Err(failed_item(id, e))),
+        }
+    }
+    let mut outcomes = store.insert_many(valid, write_mode)?.into_iter();
     let mut out = BatchOut {
         created: 0,
         replaced: 0,
         failed: 0,
-        results: Vec::with_capacity(prepared.len()),
+        results: Vec::with_capacity(slots.len()),
     };
-    // Inserts run in request order so repeated ids behave as sequential calls.
-    for item in prepared {
-        let result = match item {
-            Ok((id, doc, metadata)) => {
-                let shingles = doc.shingles().len();
-                match app.engine.insert(id.clone(), &doc, metadata, write_mode) {
-                    Ok(outcome) => {
-                        let (status, label) = match outcome {
-                            WriteOutcome::Created => {
-                                out.created += 1;
-                                (StatusCode::CREATED, "created")
-                            }
-                            WriteOutcome::Replaced => {
-                                out.replaced += 1;
-                                (StatusCode::OK, "replaced")
-                            }
-                        };
-                        app.metrics.observe_write(label);
-                        BatchItemOut {
-                            id: Some(id.to_string()),
-                            status: status.as_u16(),
-                            shingles: Some(shingles),
-                            detail: None,
+    for slot in slots {
+        let result = match slot {
+            Err(failed) => failed,
+            Ok((id, shingles)) => match outcomes.next().expect("one outcome per valid item") {
+                Ok(outcome) => {
+                    let (status, label) = match outcome {
+                        WriteOutcome::Created => {
+                            out.created += 1;
+                            (StatusCode::CREATED, "created")
                         }
+                        WriteOutcome::Replaced => {
+                            out.replaced += 1;
+                            (StatusCode::OK, "replaced")
+                        }
+                    };
+                    app.metrics.observe_write(label);
+                    BatchItemOut {
+                        id: Some(id),
+                        status: status.as_u16(),
+                        shingles: Some(shingles),
+                        detail: None,
                     }
-                    Err(e) => failed_item(Some(id.to_string()), e.into()),
                 }
-            }
-            Err((id, e)) => failed_item(id, e),
+                Err(e) => failed_item(Some(id), e.into()),
+            },
         };
         if result.status >= 400 {
             out.failed += 1;

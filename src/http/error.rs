@@ -74,6 +74,9 @@ impl ApiError {
                     "empty-text",
                     "Text has nothing to index",
                 ),
+                EngineError::Journal(_) => {
+                    (S::SERVICE_UNAVAILABLE, "storage-unavailable", "Storage unavailable")
+                }
                 EngineError::ThresholdOutOfRange(_) => {
                     (S::BAD_REQUEST, "invalid-threshold", "Invalid threshold")
                 }
@@ -137,8 +140,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let ApiError::Internal(msg) = &self {
-            tracing::error!(error = %msg, "internal error");
+        match &self {
+            ApiError::Internal(msg) => tracing::error!(error = %msg, "internal error"),
+            ApiError::Engine(EngineError::Journal(msg)) => tracing::error!(error = %msg, "write not durable"),
+            _ => {}
         }
         problem_response(self.problem())
     }

@@ -18,6 +18,8 @@ use std::time::Instant;
 
 use crate::app::AppState;
 use crate::engine::{Engine, QueryOutcome};
+use crate::persist::{SnapshotInfo, Store};
+use std::sync::atomic::Ordering;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HttpLabels {
@@ -48,6 +50,15 @@ pub struct Metrics {
     rejected_ratio: Gauge<f64, AtomicU64>,
     truncated_queries: Counter,
     writes: Family<OutcomeLabels, Counter>,
+    snapshot_seconds: Histogram,
+    snapshot_bytes: Gauge,
+    wal_appends: Counter,
+    wal_append_seconds: Counter<f64, AtomicU64>,
+    wal_fsyncs: Counter,
+    wal_fsync_seconds: Counter<f64, AtomicU64>,
+    wal_bytes: Gauge,
+    /// WAL counter values already exported (the WAL keeps plain atomics).
+    wal_seen: std::sync::Mutex<[u64; 4]>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -70,6 +81,24 @@ impl Default for Metrics {
         let rejected_ratio = Gauge::<f64, AtomicU64>::default();
         let truncated_queries = Counter::default();
         let writes = Family::<OutcomeLabels, Counter>::default();
+        let snapshot_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        let snapshot_bytes = Gauge::default();
+        let wal_appends = Counter::default();
+        let wal_append_seconds = Counter::<f64, AtomicU64>::default();
+        let wal_fsyncs = Counter::default();
+        let wal_fsync_seconds = Counter::<f64, AtomicU64>::default();
+        let wal_bytes = Gauge::default();
+        registry.register("snapshot_duration_seconds", "Time to write a snapshot", snapshot_seconds.clone());
+        registry.register("snapshot_size_bytes", "Size of the last snapshot", snapshot_bytes.clone());
+        registry.register("wal_appends", "Records appended to the write-ahead log", wal_appends.clone());
+        registry.register(
+            "wal_append_seconds",
+            "Time spent appending records to the log buffer (divide by wal_appends_total for the mean)",
+            wal_append_seconds.clone(),
+        );
+        registry.register("wal_fsyncs", "fsync calls on the write-ahead log", wal_fsyncs.clone());
+        registry.register("wal_fsync_seconds", "Time spent in log fsyncs", wal_fsync_seconds.clone());
+        registry.register("wal_size_bytes", "Bytes in live log segments", wal_bytes.clone());
         registry.register(
             "http_requests",
             "HTTP requests by route, method and status",
@@ -124,6 +153,14 @@ impl Default for Metrics {
             rejected_ratio,
             truncated_queries,
             writes,
+            snapshot_seconds,
+            snapshot_bytes,
+            wal_appends,
+            wal_append_seconds,
+            wal_fsyncs,
+            wal_fsync_seconds,
+            wal_bytes,
+            wal_seen: Default::default(),
         }
     }
 }
@@ -143,8 +180,35 @@ impl Metrics {
         self.writes.get_or_create(&OutcomeLabels { outcome }).inc();
     }
 
+    pub fn observe_snapshot(&self, info: &SnapshotInfo) {
+        self.snapshot_seconds.observe(info.milliseconds / 1e3);
+        self.snapshot_bytes.set(info.bytes as i64);
+    }
+
+    fn export_wal(&self, store: &Store) {
+        let wal = store.wal();
+        let c = &wal.counters;
+        let now = [
+            c.appends.load(Ordering::Relaxed),
+            c.append_nanos.load(Ordering::Relaxed),
+            c.fsyncs.load(Ordering::Relaxed),
+            c.fsync_nanos.load(Ordering::Relaxed),
+        ];
+        let mut seen = self.wal_seen.lock().expect("metrics lock");
+        let d: Vec<u64> = now.iter().zip(seen.iter()).map(|(n, s)| n.saturating_sub(*s)).collect();
+        self.wal_appends.inc_by(d[0]);
+        self.wal_append_seconds.inc_by(d[1] as f64 / 1e9);
+        self.wal_fsyncs.inc_by(d[2]);
+        self.wal_fsync_seconds.inc_by(d[3] as f64 / 1e9);
+        *seen = now;
+        self.wal_bytes.set(wal.bytes() as i64);
+    }
+
     /// The OpenMetrics text, with engine gauges refreshed.
-    pub fn render(&self, engine: &Engine) -> String {
+    pub fn render(&self, engine: &Engine, store: Option<&Store>) -> String {
+        if let Some(store) = store {
+            self.export_wal(store);
+        }
         self.documents.set(engine.len() as i64);
         let m = engine.memory();
         for (component, bytes) in [

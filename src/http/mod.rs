@@ -40,7 +40,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
+    ("POST", "/admin/snapshot"),
 ];
+
+/// Routes served while the index is still being restored.
+const ALWAYS_SERVED: &[&str] = &["/healthz", "/readyz", "/metrics"];
 
 /// The application router with every layer applied.
 pub fn router(state: AppState) -> Router {
@@ -62,7 +66,9 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
+        .route("/admin/snapshot", post(ops::snapshot))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), until_restored))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
@@ -95,6 +101,21 @@ pub fn router(state: AppState) -> Router {
                     timeout,
                 )),
         )
+}
+
+/// Until recovery finishes, answer everything but the probes with 503.
+async fn until_restored(
+    axum::extract::State(app): axum::extract::State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if app.store().is_err() && !ALWAYS_SERVED.contains(&req.uri().path()) {
+        let mut resp = ApiError::NotReady.into_response();
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return resp;
+    }
+    next.run(req).await
 }
 
 async fn not_found(req: Request) -> ApiError {

@@ -49,6 +49,7 @@ pub async fn stats(State(app): State<AppState>) -> Json<Value> {
             "hash_bits": 32,
         },
         "normalize": p.normalize,
+        "storage": storage_stats(&app),
         "memory": engine.memory(),
         "uptime_seconds": app.started.elapsed().as_secs(),
         "version": env!("CARGO_PKG_VERSION"),
@@ -62,6 +63,45 @@ pub async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        app.metrics.render(&app.engine),
+        app.metrics
+            .render(&app.engine, app.store().ok().map(|s| &**s)),
     )
+}
+
+fn storage_stats(app: &AppState) -> Value {
+    let storage = &app.settings.storage;
+    let Ok(store) = app.store() else {
+        return json!({
+            "data_dir": storage.data_dir,
+            "wal_fsync": storage.wal_fsync.as_str(),
+            "state": "recovering",
+        });
+    };
+    let wal = store.wal();
+    let c = &wal.counters;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    json!({
+        "data_dir": store.data_dir(),
+        "wal_fsync": wal.mode().as_str(),
+        "wal_fsync_interval_ms": storage.wal_fsync_interval_ms,
+        "wal_bytes": wal.bytes(),
+        "wal_next_lsn": wal.next_lsn(),
+        "wal_appends": load(&c.appends),
+        "wal_fsyncs": load(&c.fsyncs),
+        "snapshot_interval_secs": storage.snapshot_interval_secs,
+        "snapshots_keep": storage.snapshots_keep,
+        "last_snapshot": store.last_snapshot(),
+        "recovery": store.recovery,
+    })
+}
+
+/// `POST /admin/snapshot`: write a snapshot now.
+pub async fn snapshot(State(app): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let info = app.snapshot().await?;
+    Ok(Json(json!({
+        "path": info.path,
+        "documents": info.documents,
+        "bytes": info.bytes,
+        "milliseconds": info.milliseconds,
+    })))
 }

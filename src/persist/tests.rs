@@ -1,0 +1,352 @@
+use super::*;
+use crate::engine::EngineParams;
+use std::collections::BTreeMap;
+use std::fs;
+
+type State = BTreeMap<String, (Vec<u32>, Vec<u32>, Option<String>)>;
+
+fn settings(dir: &Path) -> StorageSettings {
+    StorageSettings {
+        data_dir: dir.to_owned(),
+        ..Default::default()
+    }
+}
+
+fn open_with(dir: &Path, params: EngineParams) -> Result<Store, PersistError> {
+    Store::open(Arc::new(Engine::new(params).unwrap()), &settings(dir))
+}
+
+fn open(dir: &Path) -> Store {
+    open_with(dir, EngineParams::default()).unwrap()
+}
+
+fn state(e: &Engine) -> State {
+    e.records()
+        .iter()
+        .map(|r| {
+            (
+                r.id().to_string(),
+                (r.signature().to_vec(), r.shingles().to_vec(), r.metadata().map(str::to_owned)),
+            )
+        })
+        .collect()
+}
+
+fn put(s: &Store, id: &str, text: &str) {
+    let doc = s.engine().prepare(text).unwrap();
+    s.insert(DocId::parse(id).unwrap(), &doc, Some("{\"n\":1}".into()), WriteMode::Upsert)
+        .unwrap();
+}
+
+fn text(i: usize) -> String {
+    format!("document number {i} talks about topic {} and more words {}", i % 7, i * 31)
+}
+
+#[test]
+fn writes_survive_a_restart_through_the_log_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = {
+        let s = open(dir.path());
+        for i in 0..50 {
+            put(&s, &format!("d{i}"), &text(i));
+        }
+        s.remove("d3").unwrap();
+        put(&s, "d4", "replaced text of four");
+        state(s.engine())
+    };
+    let s = open(dir.path());
+    assert_eq!(state(s.engine()), before);
+    assert_eq!(s.recovery.replayed_records, 52);
+    assert!(s.recovery.snapshot.is_none());
+}
+
+#[test]
+fn a_snapshot_plus_the_log_after_it_restores_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = {
+        let s = open(dir.path());
+        for i in 0..30 {
+            put(&s, &format!("d{i}"), &text(i));
+        }
+        let info = s.snapshot().unwrap();
+        assert_eq!(info.documents, 30);
+        assert!(info.path.file_name().unwrap().to_str().unwrap().contains("snapshot"));
+        for i in 30..40 {
+            put(&s, &format!("d{i}"), &text(i));
+        }
+        s.remove("d0").unwrap();
+        state(s.engine())
+    };
+    let s = open(dir.path());
+    assert_eq!(state(s.engine()), before);
+    assert_eq!(s.recovery.snapshot_documents, 30);
+    assert_eq!(s.recovery.replayed_records, 11);
+}
+
+#[test]
+fn a_final_snapshot_leaves_nothing_to_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path());
+        for i in 0..10 {
+            put(&s, &format!("d{i}"), &text(i));
+        }
+        s.snapshot().unwrap();
+    }
+    let s = open(dir.path());
+    assert_eq!(s.recovery.replayed_records, 0);
+    assert_eq!(s.engine().len(), 10);
+}
+
+#[test]
+fn old_snapshots_and_covered_log_segments_are_pruned() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    for round in 0..4 {
+        put(&s, &format!("r{round}"), &text(round));
+        s.snapshot().unwrap();
+    }
+    let snaps = snapshot::list_snapshots(dir.path()).unwrap();
+    assert_eq!(snaps.len(), 2, "{snaps:?}");
+    // The log reaches back to the oldest kept snapshot and no further.
+    let oldest = snapshot::read_header(&snaps[0].1).unwrap().wal_lsn;
+    let segs = wal::list_segments(dir.path()).unwrap();
+    assert!(segs[0].0 <= oldest && segs.len() <= 3, "{segs:?}");
+    drop(s);
+    assert_eq!(open(dir.path()).engine().len(), 4);
+}
+
+fn last_segment(dir: &Path) -> PathBuf {
+    wal::list_segments(dir).unwrap().pop().unwrap().1
+}
+
+#[test]
+fn a_torn_final_log_record_is_dropped_and_the_rest_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = {
+        let s = open(dir.path());
+        for i in 0..5 {
+            put(&s, &format!("d{i}"), &text(i));
+        }
+        state(s.engine())
+    };
+    // Simulate a crash in the middle of appending a sixth record.
+    let seg = last_segment(dir.path());
+    let mut frame = Vec::new();
+    format::push_frame(&mut frame, &[7u8; 300]);
+    let mut data = fs::read(&seg).unwrap();
+    data.extend_from_slice(&frame[..100]);
+    fs::write(&seg, &data).unwrap();
+    let s = open(dir.path());
+    assert_eq!(state(s.engine()), before);
+    assert_eq!(s.recovery.torn_bytes_dropped, 100);
+    drop(s);
+    // The truncation is durable: the next start is clean.
+    let s = open(dir.path());
+    assert_eq!(s.recovery.torn_bytes_dropped, 0);
+    assert_eq!(state(s.engine()), before);
+}
+
+#[test]
+fn a_flipped_byte_in_the_middle_of_the_log_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path());
+        for i in 0..20 {
+            put(&s, &format!("d{i}"), &text(i));
+        }
+    }
+    let seg = last_segment(dir.path());
+    let mut data = fs::read(&seg).unwrap();
+    let mid = data.len() / 2;
+    data[mid] ^= 0x01;
+    fs::write(&seg, &data).unwrap();
+    let err = open_with(dir.path(), EngineParams::default()).unwrap_err();
+    match &err {
+        PersistError::Corrupt { path, offset, .. } => {
+            assert_eq!(path, &seg);
+            assert!(*offset > 0 && *offset <= mid as u64, "{err}");
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
+    let msg = err.to_string();
+    assert!(msg.contains("wal-") && msg.contains("offset"), "{msg}");
+}
+
+#[test]
+fn a_damaged_snapshot_falls_back_to_an_older_one_when_the_log_covers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = {
+        let s = open(dir.path());
+        for i in 0..10 {
+            put(&s, &format!("a{i}"), &text(i));
+        }
+        s.snapshot().unwrap();
+        for i in 0..10 {
+            put(&s, &format!("b{i}"), &text(i + 100));
+        }
+        s.snapshot().unwrap();
+        put(&s, "c", "after both snapshots");
+        state(s.engine())
+    };
+    let newest = snapshot::list_snapshots(dir.path()).unwrap().pop().unwrap().1;
+    let mut data = fs::read(&newest).unwrap();
+    let at = data.len() - 100;
+    data[at] ^= 0xff;
+    fs::write(&newest, &data).unwrap();
+    let s = open(dir.path());
+    assert_eq!(state(s.engine()), before);
+    assert_eq!(s.recovery.fallbacks.len(), 1);
+    assert!(s.recovery.fallbacks[0].contains("snapshot-"), "{:?}", s.recovery.fallbacks);
+}
+
+#[test]
+fn a_damaged_snapshot_without_log_coverage_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path());
+        for i in 0..10 {
+            put(&s, &format!("a{i}"), &text(i));
+        }
+        s.snapshot().unwrap();
+    }
+    let snap = snapshot::list_snapshots(dir.path()).unwrap().pop().unwrap().1;
+    let mut data = fs::read(&snap).unwrap();
+    let at = data.len() / 2;
+    data[at] ^= 0x10;
+    fs::write(&snap, &data).unwrap();
+    let err = open_with(dir.path(), EngineParams::default()).unwrap_err().to_string();
+    assert!(err.contains("snapshot-000001.bin") && err.contains("offset"), "{err}");
+}
+
+#[test]
+fn a_crash_between_snapshot_write_and_rename_keeps_the_old_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = {
+        let s = open(dir.path());
+        for i in 0..10 {
+            put(&s, &format!("d{i}"), &text(i));
+        }
+        s.snapshot().unwrap();
+        put(&s, "late", "written after the snapshot");
+        state(s.engine())
+    };
+    // A snapshot that was fully written but never renamed: garbage to us.
+    fs::write(dir.path().join("snapshot-000002.bin.tmp"), b"half a snapshot").unwrap();
+    let s = open(dir.path());
+    assert_eq!(state(s.engine()), before);
+    assert!(!dir.path().join("snapshot-000002.bin.tmp").exists());
+}
+
+#[test]
+fn different_signature_parameters_refuse_to_start_but_a_new_threshold_is_fine() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path());
+        put(&s, "x", &text(1));
+        s.snapshot().unwrap();
+        put(&s, "y", &text(2));
+    }
+    let err = open_with(
+        dir.path(),
+        EngineParams {
+            num_perm: 64,
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("index.num_perm: stored 128, configured 64"), "{err}");
+    let err = open_with(
+        dir.path(),
+        EngineParams {
+            shingle: crate::text::ShingleOptions {
+                kind: crate::text::ShingleKind::Char,
+                k: 5,
+                multiset: false,
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("shingle.kind"), "{err}");
+    // Threshold and banding are not part of the stored format: tables are rebuilt.
+    let s = open_with(
+        dir.path(),
+        EngineParams {
+            threshold: 0.9,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(s.engine().len(), 2);
+    let t = s.engine().threshold(None).unwrap();
+    put(&s, "x-copy", &text(1));
+    let found = s.engine().similar_to_id("x", t, 10).unwrap();
+    assert_eq!(found.matches[0].id.as_str(), "x-copy");
+}
+
+#[test]
+fn a_segment_whose_header_was_never_finished_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open(dir.path());
+        put(&s, "x", &text(1));
+    }
+    fs::write(dir.path().join(wal::segment_name(999)), b"NDUPW").unwrap();
+    let s = open(dir.path());
+    assert_eq!(s.engine().len(), 1);
+    assert!(!dir.path().join(wal::segment_name(999)).exists());
+}
+
+#[test]
+fn batches_commit_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let items: Vec<_> = (0..100)
+        .map(|i| {
+            (
+                DocId::parse(&format!("b{i}")).unwrap(),
+                s.engine().prepare(&text(i)).unwrap(),
+                None,
+            )
+        })
+        .collect();
+    let before = s.wal().counters.fsyncs.load(Ordering::Relaxed);
+    let results = s.insert_many(items, WriteMode::Create).unwrap();
+    assert!(results.iter().all(|r| r.is_ok()));
+    assert_eq!(s.wal().counters.fsyncs.load(Ordering::Relaxed) - before, 1);
+}
+
+#[test]
+fn concurrent_writers_share_fsyncs_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = {
+        let s = Arc::new(open(dir.path()));
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let s = Arc::clone(&s);
+                scope.spawn(move || {
+                    for i in 0..100 {
+                        put(&s, &format!("t{t}-{i}"), &text(i));
+                        if i % 10 == 0 {
+                            s.remove(&format!("t{t}-{}", i / 2)).unwrap();
+                        }
+                    }
+                });
+            }
+            let s = Arc::clone(&s);
+            scope.spawn(move || {
+                for _ in 0..3 {
+                    s.snapshot().unwrap();
+                }
+            });
+        });
+        let fsyncs = s.wal().counters.fsyncs.load(Ordering::Relaxed);
+        let commits = s.wal().counters.appends.load(Ordering::Relaxed);
+        assert!(fsyncs <= commits, "{fsyncs} fsyncs for {commits} appends");
+        state(s.engine())
+    };
+    assert_eq!(state(open(dir.path()).engine()), before);
+}

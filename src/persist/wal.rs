@@ -1,0 +1,400 @@
+//! The write-ahead log: segment files `wal-<first lsn>.log` in the data dir.
+//!
+//! A segment is a header (magic, then a checksummed [`SegmentHeader`] with
+//! the first LSN and the parameter fingerprint) followed by frames (see
+//! [`format`](super::format)), one per write: `lsn: u64 | op`.
+//!
+//! **Appending** happens under the engine's entry lock for the id and only
+//! copies the frame into an in-memory buffer. **Committing** (before the
+//! HTTP response) is a group commit: the first waiter takes the I/O lock,
+//! writes everything buffered so far with one `write`, fsyncs once (mode
+//! `always`), and publishes the durable LSN; waiters whose LSN is covered
+//! return without touching the disk. A kill -9 after `write` loses nothing
+//! (the data is in the page cache); fsync protects against power loss.
+//!
+//! If a write or fsync fails the log is poisoned: every later write is
+//! refused (503) until a restart re-reads the disk, because after a failed
+//! fsync nobody can say what reached it.
+
+use super::format::{self, Fingerprint, Frame, RecordRef, StoredRecord};
+use super::fsops::{io_err, sync_dir};
+use super::PersistError;
+use crate::config::WalFsync;
+use crate::engine::{Journal, JournalEntry};
+use bincode::{Decode, Encode};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+const MAGIC: &[u8; 8] = b"NDUPWAL1";
+
+#[derive(Debug, Clone, PartialEq, Encode, Decode)]
+pub struct SegmentHeader {
+    pub start_lsn: u64,
+    pub fingerprint: Fingerprint,
+}
+
+#[derive(Encode)]
+enum OpRef<'a> {
+    Upsert(RecordRef<'a>),
+    Delete(&'a str),
+}
+
+/// A logged write, as read back.
+#[derive(Debug, Clone, PartialEq, Decode)]
+pub enum WalOp {
+    Upsert(StoredRecord),
+    Delete(String),
+}
+
+pub fn segment_name(start_lsn: u64) -> String {
+    format!("wal-{start_lsn:020}.log")
+}
+
+/// `(start_lsn, path)` of every segment in `dir`, oldest first.
+pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, PersistError> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+        let path = entry.map_err(io_err(dir))?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if let Some(num) = name.strip_prefix("wal-").and_then(|n| n.strip_suffix(".log")) {
+            if let Ok(lsn) = num.parse() {
+                out.push((lsn, path));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn encode_header(h: &SegmentHeader) -> Vec<u8> {
+    let body = bincode::encode_to_vec(h, format::config()).expect("encoding to a Vec cannot fail");
+    let mut out = Vec::with_capacity(MAGIC.len() + 8 + body.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(&body);
+    out.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    out
+}
+
+/// The contents of one segment.
+#[derive(Debug)]
+pub struct SegmentContents {
+    pub header: SegmentHeader,
+    pub entries: Vec<(u64, WalOp)>,
+    /// Length of the valid prefix (header + complete frames).
+    pub valid_len: u64,
+    /// Bytes after `valid_len` that form an incomplete final frame.
+    pub torn_bytes: u64,
+}
+
+/// Read and check a whole segment. An incomplete final frame is reported
+/// in `torn_bytes` (the caller decides if that is acceptable); anything
+/// else that is wrong is an error naming the file and offset.
+pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
+    let data = fs::read(path).map_err(io_err(path))?;
+    let corrupt = |offset: usize, reason: String| PersistError::Corrupt {
+        path: path.to_owned(),
+        offset: offset as u64,
+        reason,
+    };
+    let incomplete = || PersistError::IncompleteHeader {
+        path: path.to_owned(),
+    };
+    let magic_len = data.len().min(MAGIC.len());
+    if data[..magic_len] != MAGIC[..magic_len] {
+        return Err(corrupt(0, "not a neardup log segment (bad magic)".into()));
+    }
+    if data.len() < 12 {
+        return Err(incomplete());
+    }
+    let hlen = u32::from_le_bytes(data[8..12].try_into().expect("4 bytes")) as usize;
+    if hlen > 1 << 20 {
+        return Err(corrupt(8, "segment header length is implausible".into()));
+    }
+    let hend = 12 + hlen;
+    if data.len() < hend + 4 {
+        return Err(incomplete());
+    }
+    let hbytes = &data[12..hend];
+    let hcrc = &data[hend..hend + 4];
+    if crc32c::crc32c(hbytes).to_le_bytes() != hcrc {
+        return Err(corrupt(12, "segment header checksum mismatch".into()));
+    }
+    let (header, _): (SegmentHeader, usize) = bincode::decode_from_slice(hbytes, format::config())
+        .map_err(|e| corrupt(12, format!("unreadable segment header: {e}")))?;
+    let mut pos = hend + 4;
+    let mut entries = Vec::new();
+    let mut expected = header.start_lsn;
+    let torn_bytes;
+    loop {
+        if pos == data.len() {
+            torn_bytes = 0;
+            break;
+        }
+        match format::read_frame(&data[pos..]) {
+            Frame::Ok(payload, n) => {
+                let ((lsn, op), _): ((u64, WalOp), usize) =
+                    bincode::decode_from_slice(payload, format::config())
+                        .map_err(|e| corrupt(pos, format!("unreadable log record: {e}")))?;
+                if lsn != expected {
+                    return Err(corrupt(pos, format!("log sequence jumps from {expected} to {lsn}")));
+                }
+                expected += 1;
+                entries.push((lsn, op));
+                pos += n;
+            }
+            Frame::Incomplete => {
+                torn_bytes = (data.len() - pos) as u64;
+                break;
+            }
+            Frame::Corrupt(reason) => return Err(corrupt(pos, reason.into())),
+        }
+    }
+    Ok(SegmentContents {
+        header,
+        entries,
+        valid_len: pos as u64,
+        torn_bytes,
+    })
+}
+
+/// Counters for `/stats` and `/metrics`.
+#[derive(Debug, Default)]
+pub struct WalCounters {
+    pub appends: AtomicU64,
+    pub append_nanos: AtomicU64,
+    pub commits: AtomicU64,
+    pub fsyncs: AtomicU64,
+    pub fsync_nanos: AtomicU64,
+    pub bytes_written: AtomicU64,
+}
+
+struct Pending {
+    buf: Vec<u8>,
+    next_lsn: u64,
+}
+
+struct Segment {
+    file: File,
+    path: PathBuf,
+    start_lsn: u64,
+    bytes: u64,
+    /// Written since the last fsync (interval mode).
+    dirty: bool,
+}
+
+pub struct Wal {
+    dir: PathBuf,
+    mode: WalFsync,
+    fingerprint: Fingerprint,
+    /// Frames not yet written; held only to copy a frame in or swap it out.
+    pending: Mutex<Pending>,
+    /// The open segment; holding it is the right to write, fsync or rotate.
+    io: Mutex<Segment>,
+    /// Every LSN below this is written (and fsynced in `always` mode).
+    durable: AtomicU64,
+    poisoned: AtomicBool,
+    /// Bytes in segments before the open one.
+    older_bytes: AtomicU64,
+    pub counters: WalCounters,
+}
+
+impl Wal {
+    /// Start a fresh segment at `next_lsn` (recovery has read everything before it).
+    pub fn open(
+        dir: &Path,
+        next_lsn: u64,
+        mode: WalFsync,
+        fingerprint: Fingerprint,
+        older_bytes: u64,
+    ) -> Result<Self, PersistError> {
+        let segment = create_segment(dir, next_lsn, &fingerprint)?;
+        Ok(Self {
+            dir: dir.to_owned(),
+            mode,
+            fingerprint,
+            pending: Mutex::new(Pending {
+                buf: Vec::with_capacity(1 << 16),
+                next_lsn,
+            }),
+            io: Mutex::new(segment),
+            durable: AtomicU64::new(next_lsn),
+            poisoned: AtomicBool::new(false),
+            older_bytes: AtomicU64::new(older_bytes),
+            counters: WalCounters::default(),
+        })
+    }
+
+    pub fn mode(&self) -> WalFsync {
+        self.mode
+    }
+
+    /// The LSN the next append gets.
+    pub fn next_lsn(&self) -> u64 {
+        self.pending.lock().expect("wal lock").next_lsn
+    }
+
+    /// Total bytes in all live segments.
+    pub fn bytes(&self) -> u64 {
+        self.older_bytes.load(Ordering::Relaxed) + self.io.lock().expect("wal lock").bytes
+    }
+
+    fn poison<E: std::fmt::Display>(&self, path: &Path, e: E) -> PersistError {
+        self.poisoned.store(true, Ordering::Release);
+        tracing::error!(path = %path.display(), error = %e, "write-ahead log failed; refusing writes until restart");
+        PersistError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other(e.to_string()),
+        }
+    }
+
+    /// Make every append up to and including `lsn` durable (per the mode).
+    pub fn commit(&self, lsn: u64) -> Result<(), PersistError> {
+        if self.durable.load(Ordering::Acquire) > lsn {
+            return Ok(());
+        }
+        let mut seg = self.io.lock().expect("wal lock");
+        if self.durable.load(Ordering::Acquire) > lsn {
+            return Ok(()); // another committer covered us while we waited
+        }
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(PersistError::Poisoned);
+        }
+        self.flush_pending(&mut seg)?;
+        if self.mode == WalFsync::Always {
+            self.fsync(&mut seg)?;
+        }
+        Ok(())
+    }
+
+    /// Write the buffered frames to the open segment; returns the new durable LSN.
+    fn flush_pending(&self, seg: &mut Segment) -> Result<u64, PersistError> {
+        let (buf, upto) = {
+            let mut p = self.pending.lock().expect("wal lock");
+            let cap = p.buf.capacity().min(1 << 20);
+            (std::mem::replace(&mut p.buf, Vec::with_capacity(cap)), p.next_lsn)
+        };
+        if !buf.is_empty() {
+            seg.file
+                .write_all(&buf)
+                .map_err(|e| self.poison(&seg.path, e))?;
+            seg.bytes += buf.len() as u64;
+            seg.dirty = true;
+            self.counters.bytes_written.fetch_add(buf.len() as u64, Ordering::Relaxed);
+        }
+        self.counters.commits.fetch_add(1, Ordering::Relaxed);
+        self.durable.store(upto, Ordering::Release);
+        Ok(upto)
+    }
+
+    fn fsync(&self, seg: &mut Segment) -> Result<(), PersistError> {
+        if !seg.dirty {
+            return Ok(());
+        }
+        let start = Instant::now();
+        seg.file.sync_data().map_err(|e| self.poison(&seg.path, e))?;
+        seg.dirty = false;
+        self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .fsync_nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// `interval` mode: fsync whatever was written since the last call.
+    pub fn sync_now(&self) -> Result<(), PersistError> {
+        let mut seg = self.io.lock().expect("wal lock");
+        self.flush_pending(&mut seg)?;
+        self.fsync(&mut seg)
+    }
+
+    /// Close the open segment (flushed and fsynced) and start a new one.
+    /// Returns the boundary: every LSN below it is in the closed segments.
+    pub fn rotate(&self) -> Result<u64, PersistError> {
+        let mut seg = self.io.lock().expect("wal lock");
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(PersistError::Poisoned);
+        }
+        let boundary = self.flush_pending(&mut seg)?;
+        self.fsync(&mut seg)?;
+        if boundary == seg.start_lsn {
+            return Ok(boundary); // nothing in this segment yet: keep it
+        }
+        let new = create_segment(&self.dir, boundary, &self.fingerprint)?;
+        self.older_bytes.fetch_add(seg.bytes, Ordering::Relaxed);
+        *seg = new;
+        Ok(boundary)
+    }
+
+    /// Delete closed segments holding only LSNs below `lsn`.
+    pub fn prune_before(&self, lsn: u64) -> Result<(), PersistError> {
+        let open_start = self.io.lock().expect("wal lock").start_lsn;
+        let segments = list_segments(&self.dir)?;
+        for (i, (start, path)) in segments.iter().enumerate() {
+            let end = segments.get(i + 1).map_or(open_start, |s| s.0);
+            if *start >= open_start || end > lsn {
+                continue;
+            }
+            let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            fs::remove_file(path).map_err(io_err(path))?;
+            self.older_bytes.fetch_sub(size.min(self.older_bytes.load(Ordering::Relaxed)), Ordering::Relaxed);
+            tracing::debug!(path = %path.display(), "removed log segment covered by a snapshot");
+        }
+        sync_dir(&self.dir)
+    }
+}
+
+impl Journal for Wal {
+    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, String> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(PersistError::Poisoned.to_string());
+        }
+        let start = Instant::now();
+        let op = match entry {
+            JournalEntry::Upsert(r) => OpRef::Upsert(RecordRef::from(r)),
+            JournalEntry::Delete(id) => OpRef::Delete(id),
+        };
+        let lsn = {
+            let mut p = self.pending.lock().expect("wal lock");
+            let lsn = p.next_lsn;
+            let payload = bincode::encode_to_vec((lsn, &op), format::config())
+                .map_err(|e| e.to_string())?;
+            format::push_frame(&mut p.buf, &payload);
+            p.next_lsn += 1;
+            lsn
+        };
+        self.counters.appends.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .append_nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        Ok(lsn)
+    }
+}
+
+fn create_segment(dir: &Path, start_lsn: u64, fingerprint: &Fingerprint) -> Result<Segment, PersistError> {
+    let path = dir.join(segment_name(start_lsn));
+    let header = encode_header(&SegmentHeader {
+        start_lsn,
+        fingerprint: fingerprint.clone(),
+    });
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .open(&path)
+        .map_err(io_err(&path))?;
+    file.write_all(&header).map_err(io_err(&path))?;
+    file.sync_all().map_err(io_err(&path))?;
+    sync_dir(dir)?;
+    Ok(Segment {
+        file,
+        path,
+        start_lsn,
+        bytes: header.len() as u64,
+        dirty: false,
+    })
+}
