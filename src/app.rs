@@ -10,10 +10,10 @@ use crate::engine::{Engine, EngineError, Prepared};
 use crate::http::{self, error::ApiError, metrics::Metrics};
 use crate::persist::{SnapshotInfo, Store};
 use anyhow::Context;
+use std::fs::File;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::ops::Deref;
-use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -235,8 +235,12 @@ impl App {
         }
         if state.store.get().is_some() {
             match state.snapshot().await {
-                Ok(info) => tracing::info!(documents = info.documents, path = %info.path.display(), "final snapshot written"),
-                Err(e) => tracing::error!(error = %e, "final snapshot failed; the log still holds every write"),
+                Ok(info) => {
+                    tracing::info!(documents = info.documents, path = %info.path.display(), "final snapshot written")
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "final snapshot failed; the log still holds every write")
+                }
             }
         }
         tracing::info!(documents = state.engine.len(), "stopped");
@@ -281,7 +285,10 @@ async fn recover(state: AppState, fatal: tokio::sync::oneshot::Sender<anyhow::Er
     tick.tick().await; // the first tick is immediate
     loop {
         tick.tick().await;
-        let changed = state.store.get().is_some_and(|s| s.changed_since_snapshot());
+        let changed = state
+            .store
+            .get()
+            .is_some_and(|s| s.changed_since_snapshot());
         if changed {
             if let Err(e) = state.snapshot().await {
                 tracing::error!(error = %e, "periodic snapshot failed");

@@ -85,11 +85,18 @@ fn probe(addr: &str, path: &str) -> anyhow::Result<()> {
     let mut stream = TcpStream::connect_timeout(&sock, timeout)?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut head = [0u8; 64];
     let n = stream.read(&mut head)?;
     let line = String::from_utf8_lossy(&head[..n]);
     let status = line.split_whitespace().nth(1).unwrap_or("");
-    anyhow::ensure!(status == "200", "{path} answered {:?}", line.lines().next().unwrap_or(""));
+    anyhow::ensure!(
+        status == "200",
+        "{path} answered {:?}",
+        line.lines().next().unwrap_or("")
+    );
     Ok(())
 }

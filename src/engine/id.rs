@@ -18,6 +18,8 @@ pub enum IdError {
     TooLong(usize),
     #[error("id contains a control character at byte {0}")]
     ControlCharacter(usize),
+    #[error("id {0:?} is reserved (it cannot be addressed as /documents/{{id}})")]
+    Reserved(String),
 }
 
 impl DocId {

@@ -460,12 +460,19 @@ impl Engine {
         limit: usize,
     ) -> QueryOutcome {
         let cap = self.params.max_candidates;
+        // The queried document never counts against the cap.
+        let own_slot = exclude.and_then(|id| self.ids.get(id).map(|s| *s));
         let mut slots = Vec::with_capacity(self.bands.bands * 2);
-        let complete =
-            self.lsh
-                .candidates(signature, &mut slots, cap.saturating_mul(self.bands.bands));
+        let complete = self.lsh.candidates(
+            signature,
+            &mut slots,
+            cap.saturating_add(1).saturating_mul(self.bands.bands),
+        );
         slots.sort_unstable();
         slots.dedup();
+        if let Some(own) = own_slot {
+            slots.retain(|&s| s != own);
+        }
         let truncated = !complete || slots.len() > cap;
         slots.truncate(cap);
 

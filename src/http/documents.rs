@@ -2,11 +2,10 @@
 
 use super::dto::{BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, MatchOut, WrittenOut};
 use super::error::ApiError;
-use super::extract::{json_error, parse_json, ApiPath, ApiQuery, JsonBody};
+use super::extract::{parse_json, ApiPath, ApiQuery, JsonBody};
 use crate::app::AppState;
-use crate::engine::{DocId, EngineError, Prepared, WriteMode, WriteOutcome};
+use crate::engine::{DocId, EngineError, IdError, Prepared, WriteMode, WriteOutcome};
 use crate::persist::Store;
-use std::sync::Arc;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -15,6 +14,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::sync::Arc;
 
 /// Characters left as-is in a `Location` path segment (RFC 3986 unreserved).
 const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
@@ -26,6 +26,19 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
 fn location(id: &DocId) -> HeaderValue {
     let path = format!("/documents/{}", utf8_percent_encode(id.as_str(), SEGMENT));
     HeaderValue::from_str(&path).expect("percent-encoded paths are valid header values")
+}
+
+/// Ids a client may not choose: `batch` is the bulk route's path, and URL
+/// clients rewrite `.` and `..` path segments, so those documents could be
+/// created but never addressed again.
+const RESERVED_IDS: &[&str] = &["batch", ".", ".."];
+
+/// Parse a client-chosen id for a write.
+fn client_id(raw: &str) -> Result<DocId, ApiError> {
+    if RESERVED_IDS.contains(&raw) {
+        return Err(ApiError::InvalidId(IdError::Reserved(raw.to_owned())));
+    }
+    Ok(DocId::parse(raw)?)
 }
 
 /// A new server-side id: UUIDv7, so generated ids sort by creation time.
@@ -62,18 +75,14 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     let doc: DocumentIn = parse_json(&body.0)?;
     let id = match doc.id {
-        Some(id) => DocId::parse(&id)?,
+        Some(id) => client_id(&id)?,
         None => generate_id(),
     };
     let metadata = metadata_text(doc.metadata)?;
-    let check = if params.similar {
-        Some((
-            app.engine.threshold(params.threshold)?,
-            app.limit(params.limit)?,
-        ))
-    } else {
-        None
-    };
+    // Checked even without `similar=true`: a bad value is never silently ignored.
+    let threshold = app.engine.threshold(params.threshold)?;
+    let limit = app.limit(params.limit)?;
+    let check = params.similar.then_some((threshold, limit));
     let prepared = app.prepare(doc.text).await?;
     let similar = check.map(|(threshold, limit)| {
         let q = app
@@ -108,7 +117,7 @@ pub async fn put(
     ApiPath(raw_id): ApiPath<String>,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
-    let id = DocId::parse(&raw_id)?;
+    let id = client_id(&raw_id)?;
     let doc: DocumentIn = parse_json(&body.0)?;
     if let Some(body_id) = &doc.id {
         if body_id != id.as_str() {
@@ -215,11 +224,11 @@ pub async fn batch(
 type ItemResult = Result<(DocId, Prepared, Option<Box<str>>), (Option<String>, ApiError)>;
 
 fn prepare_item(app: &AppState, raw: &RawValue) -> ItemResult {
-    let doc: DocumentIn = serde_json::from_str(raw.get()).map_err(|e| (None, json_error(e)))?;
+    let doc: DocumentIn = parse_json(raw.get().as_bytes()).map_err(|e| (None, e))?;
     let given = doc.id.clone();
     let fail = |e: ApiError| (given.clone(), e);
     let id = match &doc.id {
-        Some(id) => DocId::parse(id).map_err(|e| fail(e.into()))?,
+        Some(id) => client_id(id).map_err(fail)?,
         None => generate_id(),
     };
     let metadata = metadata_text(doc.metadata).map_err(fail)?;
@@ -236,7 +245,7 @@ fn run_batch(
     bytes: &[u8],
     mode: BatchMode,
 ) -> Result<BatchOut, ApiError> {
-    let batch: BatchIn<'_> = parse_json_borrowed(bytes)?;
+    let batch: BatchIn<'_> = parse_json(bytes)?;
     let max = app.settings.server.max_batch;
     if batch.documents.len() > max {
         return Err(ApiError::PayloadTooLarge(format!(
@@ -315,8 +324,4 @@ fn failed_item(id: Option<String>, e: ApiError) -> BatchItemOut {
         shingles: None,
         detail: Some(e.to_string()),
     }
-}
-
-fn parse_json_borrowed<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(json_error)
 }

@@ -74,9 +74,11 @@ impl ApiError {
                     "empty-text",
                     "Text has nothing to index",
                 ),
-                EngineError::Journal(_) => {
-                    (S::SERVICE_UNAVAILABLE, "storage-unavailable", "Storage unavailable")
-                }
+                EngineError::Journal(_) => (
+                    S::SERVICE_UNAVAILABLE,
+                    "storage-unavailable",
+                    "Storage unavailable",
+                ),
                 EngineError::ThresholdOutOfRange(_) => {
                     (S::BAD_REQUEST, "invalid-threshold", "Invalid threshold")
                 }
@@ -142,10 +144,17 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match &self {
             ApiError::Internal(msg) => tracing::error!(error = %msg, "internal error"),
-            ApiError::Engine(EngineError::Journal(msg)) => tracing::error!(error = %msg, "write not durable"),
+            ApiError::Engine(EngineError::Journal(msg)) => {
+                tracing::error!(error = %msg, "write not durable")
+            }
             _ => {}
         }
-        problem_response(self.problem())
+        let mut resp = problem_response(self.problem());
+        if resp.status() == StatusCode::SERVICE_UNAVAILABLE {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        resp
     }
 }
 

@@ -62,9 +62,30 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     }
 }
 
-/// Parse JSON, mapping errors to 400 (not JSON) or 422 (wrong shape).
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(json_error)
+/// Parse a JSON object body, mapping errors to 400 (not JSON) or 422
+/// (wrong shape). serde's derive would also accept an array of the fields
+/// in order; our bodies are objects only, so anything else is refused.
+pub fn parse_json<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError> {
+    let value: T = serde_json::from_slice(bytes).map_err(|e| {
+        // serde reports the first problem it meets; a body that is not JSON
+        // at all is a 400 even if a shape error came first.
+        match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+            Err(syntax) => json_error(syntax),
+            Ok(_) => json_error(e),
+        }
+    })?;
+    require_object(bytes)?;
+    Ok(value)
+}
+
+/// 422 unless the JSON text is an object (syntax was checked by the caller).
+pub fn require_object(json: &[u8]) -> Result<(), ApiError> {
+    match json.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => Ok(()),
+        _ => Err(ApiError::InvalidBody(
+            "the body must be a JSON object".into(),
+        )),
+    }
 }
 
 pub fn json_error(e: serde_json::Error) -> ApiError {

@@ -88,17 +88,41 @@ impl Default for Metrics {
         let wal_fsyncs = Counter::default();
         let wal_fsync_seconds = Counter::<f64, AtomicU64>::default();
         let wal_bytes = Gauge::default();
-        registry.register("snapshot_duration_seconds", "Time to write a snapshot", snapshot_seconds.clone());
-        registry.register("snapshot_size_bytes", "Size of the last snapshot", snapshot_bytes.clone());
-        registry.register("wal_appends", "Records appended to the write-ahead log", wal_appends.clone());
+        registry.register(
+            "snapshot_duration_seconds",
+            "Time to write a snapshot",
+            snapshot_seconds.clone(),
+        );
+        registry.register(
+            "snapshot_size_bytes",
+            "Size of the last snapshot",
+            snapshot_bytes.clone(),
+        );
+        registry.register(
+            "wal_appends",
+            "Records appended to the write-ahead log",
+            wal_appends.clone(),
+        );
         registry.register(
             "wal_append_seconds",
             "Time spent appending records to the log buffer (divide by wal_appends_total for the mean)",
             wal_append_seconds.clone(),
         );
-        registry.register("wal_fsyncs", "fsync calls on the write-ahead log", wal_fsyncs.clone());
-        registry.register("wal_fsync_seconds", "Time spent in log fsyncs", wal_fsync_seconds.clone());
-        registry.register("wal_size_bytes", "Bytes in live log segments", wal_bytes.clone());
+        registry.register(
+            "wal_fsyncs",
+            "fsync calls on the write-ahead log",
+            wal_fsyncs.clone(),
+        );
+        registry.register(
+            "wal_fsync_seconds",
+            "Time spent in log fsyncs",
+            wal_fsync_seconds.clone(),
+        );
+        registry.register(
+            "wal_size_bytes",
+            "Bytes in live log segments",
+            wal_bytes.clone(),
+        );
         registry.register(
             "http_requests",
             "HTTP requests by route, method and status",
@@ -195,7 +219,11 @@ impl Metrics {
             c.fsync_nanos.load(Ordering::Relaxed),
         ];
         let mut seen = self.wal_seen.lock().expect("metrics lock");
-        let d: Vec<u64> = now.iter().zip(seen.iter()).map(|(n, s)| n.saturating_sub(*s)).collect();
+        let d: Vec<u64> = now
+            .iter()
+            .zip(seen.iter())
+            .map(|(n, s)| n.saturating_sub(*s))
+            .collect();
         self.wal_appends.inc_by(d[0]);
         self.wal_append_seconds.inc_by(d[1] as f64 / 1e9);
         self.wal_fsyncs.inc_by(d[2]);

@@ -68,7 +68,10 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(ops::metrics))
         .route("/admin/snapshot", post(ops::snapshot))
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), until_restored))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            until_restored,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
@@ -110,10 +113,7 @@ async fn until_restored(
     next: Next,
 ) -> Response {
     if app.store().is_err() && !ALWAYS_SERVED.contains(&req.uri().path()) {
-        let mut resp = ApiError::NotReady.into_response();
-        resp.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return resp;
+        return ApiError::NotReady.into_response();
     }
     next.run(req).await
 }

@@ -70,12 +70,9 @@ pub async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
 
 fn storage_stats(app: &AppState) -> Value {
     let storage = &app.settings.storage;
+    // `/stats` is answered only once the store is open (see `until_restored`).
     let Ok(store) = app.store() else {
-        return json!({
-            "data_dir": storage.data_dir,
-            "wal_fsync": storage.wal_fsync.as_str(),
-            "state": "recovering",
-        });
+        return Value::Null;
     };
     let wal = store.wal();
     let c = &wal.counters;

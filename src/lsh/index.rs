@@ -139,8 +139,8 @@ impl LshIndex {
     }
 
     /// Append every slot sharing a band with `signature` to `out` (with
-    /// repeats; the caller sorts and dedups). Stops adding once `out` holds
-    /// `cap` slots and returns false if it had to stop early.
+    /// repeats; the caller sorts and dedups). Returns false if more than
+    /// `cap` slots were found, in which case `out` keeps the first `cap`.
     pub fn candidates(&self, signature: &[u32], out: &mut Vec<Slot>, cap: usize) -> bool {
         for key in self.keys(signature) {
             if let Some(bucket) = self.buckets.get(&key) {
@@ -149,7 +149,7 @@ impl LshIndex {
                     Bucket::Many(v) => out.extend_from_slice(v),
                 }
             }
-            if out.len() >= cap {
+            if out.len() > cap {
                 out.truncate(cap);
                 return false;
             }

@@ -23,7 +23,8 @@ pub const FRAME_HEADER: usize = 12;
 /// Largest payload accepted when reading (a 16 MiB text has far fewer shingles).
 pub const MAX_FRAME: usize = 256 << 20;
 
-pub fn config() -> bincode::config::Configuration<bincode::config::LittleEndian, bincode::config::Fixint> {
+pub fn config(
+) -> bincode::config::Configuration<bincode::config::LittleEndian, bincode::config::Fixint> {
     bincode::config::standard().with_fixed_int_encoding()
 }
 
@@ -64,14 +65,46 @@ impl Fingerprint {
                 out.push(format!("{name}: stored {a}, configured {b}"));
             }
         };
-        cmp("hash family", self.hash_family.clone(), configured.hash_family.clone());
-        cmp("index.num_perm", self.num_perm.to_string(), configured.num_perm.to_string());
-        cmp("index.seed", self.seed.to_string(), configured.seed.to_string());
-        cmp("shingle.kind", self.shingle_kind.clone(), configured.shingle_kind.clone());
-        cmp("shingle.k", self.shingle_k.to_string(), configured.shingle_k.to_string());
-        cmp("shingle.multiset", self.multiset.to_string(), configured.multiset.to_string());
-        cmp("normalize.nfkc", self.nfkc.to_string(), configured.nfkc.to_string());
-        cmp("normalize.lowercase", self.lowercase.to_string(), configured.lowercase.to_string());
+        cmp(
+            "hash family",
+            self.hash_family.clone(),
+            configured.hash_family.clone(),
+        );
+        cmp(
+            "index.num_perm",
+            self.num_perm.to_string(),
+            configured.num_perm.to_string(),
+        );
+        cmp(
+            "index.seed",
+            self.seed.to_string(),
+            configured.seed.to_string(),
+        );
+        cmp(
+            "shingle.kind",
+            self.shingle_kind.clone(),
+            configured.shingle_kind.clone(),
+        );
+        cmp(
+            "shingle.k",
+            self.shingle_k.to_string(),
+            configured.shingle_k.to_string(),
+        );
+        cmp(
+            "shingle.multiset",
+            self.multiset.to_string(),
+            configured.multiset.to_string(),
+        );
+        cmp(
+            "normalize.nfkc",
+            self.nfkc.to_string(),
+            configured.nfkc.to_string(),
+        );
+        cmp(
+            "normalize.lowercase",
+            self.lowercase.to_string(),
+            configured.lowercase.to_string(),
+        );
         cmp(
             "normalize.strip_punctuation",
             self.strip_punctuation.to_string(),
@@ -164,7 +197,9 @@ mod tests {
         let mut buf = Vec::new();
         push_frame(&mut buf, b"hello");
         push_frame(&mut buf, b"world!");
-        let Frame::Ok(p, n) = read_frame(&buf) else { panic!() };
+        let Frame::Ok(p, n) = read_frame(&buf) else {
+            panic!()
+        };
         assert_eq!(p, b"hello");
         assert_eq!(read_frame(&buf[n..]), Frame::Ok(b"world!", 18));
         // Every proper prefix of a frame is incomplete, never corrupt.
@@ -189,7 +224,10 @@ mod tests {
         });
         assert!(a.differences(&a).is_empty());
         let d = a.differences(&b).join("; ");
-        assert!(d.contains("index.num_perm: stored 128, configured 64"), "{d}");
+        assert!(
+            d.contains("index.num_perm: stored 128, configured 64"),
+            "{d}"
+        );
         assert!(d.contains("index.seed"), "{d}");
     }
 
@@ -202,7 +240,8 @@ mod tests {
             shingles: &[3],
         };
         let bytes = bincode::encode_to_vec(&r, config()).unwrap();
-        let (back, _): (StoredRecord, usize) = bincode::decode_from_slice(&bytes, config()).unwrap();
+        let (back, _): (StoredRecord, usize) =
+            bincode::decode_from_slice(&bytes, config()).unwrap();
         assert_eq!(
             back,
             StoredRecord {

@@ -150,7 +150,9 @@ impl Store {
         if settings.wal_fsync == WalFsync::Interval {
             spawn_interval_sync(&wal, Duration::from_millis(settings.wal_fsync_interval_ms));
         }
-        let next_seq = snapshot::list_snapshots(&dir)?.last().map_or(1, |(s, _)| s + 1);
+        let next_seq = snapshot::list_snapshots(&dir)?
+            .last()
+            .map_or(1, |(s, _)| s + 1);
         Ok(Self {
             engine,
             dir,
@@ -301,7 +303,10 @@ impl Store {
     }
 
     pub fn last_snapshot(&self) -> Option<SnapshotInfo> {
-        self.last_snapshot.lock().expect("snapshot info lock").clone()
+        self.last_snapshot
+            .lock()
+            .expect("snapshot info lock")
+            .clone()
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -417,10 +422,25 @@ fn restore_record(engine: &Engine, path: &Path, rec: StoredRecord) -> Result<(),
         .map_err(|e| corrupt_record(path, format!("record {:?} has an invalid id: {e}", rec.id)))?;
     let doc = engine
         .prepared_from_parts(rec.signature.into(), rec.shingles)
-        .ok_or_else(|| corrupt_record(path, format!("record {:?} has an invalid signature or shingle set", rec.id)))?;
+        .ok_or_else(|| {
+            corrupt_record(
+                path,
+                format!(
+                    "record {:?} has an invalid signature or shingle set",
+                    rec.id
+                ),
+            )
+        })?;
     engine
-        .insert(id, &doc, rec.metadata.map(String::into_boxed_str), WriteMode::Upsert)
-        .map_err(|e| corrupt_record(path, format!("record {:?} cannot be restored: {e}", rec.id)))?;
+        .insert(
+            id,
+            &doc,
+            rec.metadata.map(String::into_boxed_str),
+            WriteMode::Upsert,
+        )
+        .map_err(|e| {
+            corrupt_record(path, format!("record {:?} cannot be restored: {e}", rec.id))
+        })?;
     Ok(())
 }
 
@@ -530,7 +550,12 @@ fn replay(
     }
     if report.replayed_records > 0 {
         let (secs, rate) = now_stats(start, report.replayed_records);
-        tracing::info!(records = report.replayed_records, seconds = secs, per_second = rate as u64, "log replayed");
+        tracing::info!(
+            records = report.replayed_records,
+            seconds = secs,
+            per_second = rate as u64,
+            "log replayed"
+        );
     }
     Ok(next)
 }

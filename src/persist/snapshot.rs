@@ -49,7 +49,10 @@ pub fn list_snapshots(dir: &Path) -> Result<Vec<(u64, PathBuf)>, PersistError> {
     for entry in fs::read_dir(dir).map_err(io_err(dir))? {
         let path = entry.map_err(io_err(dir))?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if let Some(num) = name.strip_prefix("snapshot-").and_then(|n| n.strip_suffix(".bin")) {
+        if let Some(num) = name
+            .strip_prefix("snapshot-")
+            .and_then(|n| n.strip_suffix(".bin"))
+        {
             if let Ok(seq) = num.parse() {
                 out.push((seq, path));
             }
@@ -83,7 +86,8 @@ pub fn write(
     let tmp = path.with_extension("bin.tmp");
     let file = File::create(&tmp).map_err(io_err(&tmp))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
-    let hbytes = bincode::encode_to_vec(header, format::config()).expect("encoding to a Vec cannot fail");
+    let hbytes =
+        bincode::encode_to_vec(header, format::config()).expect("encoding to a Vec cannot fail");
     let mut head = Vec::with_capacity(16 + hbytes.len());
     head.extend_from_slice(MAGIC);
     head.extend_from_slice(&(hbytes.len() as u32).to_le_bytes());
@@ -150,8 +154,9 @@ fn read_header_from(path: &Path, r: &mut impl Read) -> Result<(SnapshotHeader, u
     if crc32c::crc32c(body).to_le_bytes() != crc {
         return Err(corrupt(path, 12, "snapshot header checksum mismatch"));
     }
-    let (header, _): (SnapshotHeader, usize) = bincode::decode_from_slice(body, format::config())
-        .map_err(|e| corrupt(path, 12, format!("unreadable snapshot header: {e}")))?;
+    let (header, _): (SnapshotHeader, usize) =
+        bincode::decode_from_slice(body, format::config())
+            .map_err(|e| corrupt(path, 12, format!("unreadable snapshot header: {e}")))?;
     if header.format_version != FORMAT_VERSION {
         return Err(corrupt(
             path,
@@ -210,14 +215,22 @@ pub fn read(
     let count = u64::from_le_bytes(trailer[8..16].try_into().expect("8 bytes"));
     let crc = u32::from_le_bytes(trailer[16..20].try_into().expect("4 bytes"));
     if &trailer[..8] != END || count != header.documents {
-        return Err(corrupt(path, offset, "snapshot trailer does not match its header"));
+        return Err(corrupt(
+            path,
+            offset,
+            "snapshot trailer does not match its header",
+        ));
     }
     if crc != body_crc {
         return Err(corrupt(path, offset, "snapshot body checksum mismatch"));
     }
     let mut rest = [0u8; 1];
     if r.read(&mut rest).map_err(io_err(path))? != 0 {
-        return Err(corrupt(path, offset + 20, "unexpected bytes after the snapshot trailer"));
+        return Err(corrupt(
+            path,
+            offset + 20,
+            "unexpected bytes after the snapshot trailer",
+        ));
     }
     if !batch.is_empty() {
         sink(batch)?;

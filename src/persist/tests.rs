@@ -26,7 +26,11 @@ fn state(e: &Engine) -> State {
         .map(|r| {
             (
                 r.id().to_string(),
-                (r.signature().to_vec(), r.shingles().to_vec(), r.metadata().map(str::to_owned)),
+                (
+                    r.signature().to_vec(),
+                    r.shingles().to_vec(),
+                    r.metadata().map(str::to_owned),
+                ),
             )
         })
         .collect()
@@ -34,12 +38,21 @@ fn state(e: &Engine) -> State {
 
 fn put(s: &Store, id: &str, text: &str) {
     let doc = s.engine().prepare(text).unwrap();
-    s.insert(DocId::parse(id).unwrap(), &doc, Some("{\"n\":1}".into()), WriteMode::Upsert)
-        .unwrap();
+    s.insert(
+        DocId::parse(id).unwrap(),
+        &doc,
+        Some("{\"n\":1}".into()),
+        WriteMode::Upsert,
+    )
+    .unwrap();
 }
 
 fn text(i: usize) -> String {
-    format!("document number {i} talks about topic {} and more words {}", i % 7, i * 31)
+    format!(
+        "document number {i} talks about topic {} and more words {}",
+        i % 7,
+        i * 31
+    )
 }
 
 #[test]
@@ -70,7 +83,13 @@ fn a_snapshot_plus_the_log_after_it_restores_everything() {
         }
         let info = s.snapshot().unwrap();
         assert_eq!(info.documents, 30);
-        assert!(info.path.file_name().unwrap().to_str().unwrap().contains("snapshot"));
+        assert!(info
+            .path
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .contains("snapshot"));
         for i in 30..40 {
             put(&s, &format!("d{i}"), &text(i));
         }
@@ -189,7 +208,11 @@ fn a_damaged_snapshot_falls_back_to_an_older_one_when_the_log_covers_it() {
         put(&s, "c", "after both snapshots");
         state(s.engine())
     };
-    let newest = snapshot::list_snapshots(dir.path()).unwrap().pop().unwrap().1;
+    let newest = snapshot::list_snapshots(dir.path())
+        .unwrap()
+        .pop()
+        .unwrap()
+        .1;
     let mut data = fs::read(&newest).unwrap();
     let at = data.len() - 100;
     data[at] ^= 0xff;
@@ -197,7 +220,11 @@ fn a_damaged_snapshot_falls_back_to_an_older_one_when_the_log_covers_it() {
     let s = open(dir.path());
     assert_eq!(state(s.engine()), before);
     assert_eq!(s.recovery.fallbacks.len(), 1);
-    assert!(s.recovery.fallbacks[0].contains("snapshot-"), "{:?}", s.recovery.fallbacks);
+    assert!(
+        s.recovery.fallbacks[0].contains("snapshot-"),
+        "{:?}",
+        s.recovery.fallbacks
+    );
 }
 
 #[test]
@@ -210,13 +237,22 @@ fn a_damaged_snapshot_without_log_coverage_refuses_to_start() {
         }
         s.snapshot().unwrap();
     }
-    let snap = snapshot::list_snapshots(dir.path()).unwrap().pop().unwrap().1;
+    let snap = snapshot::list_snapshots(dir.path())
+        .unwrap()
+        .pop()
+        .unwrap()
+        .1;
     let mut data = fs::read(&snap).unwrap();
     let at = data.len() / 2;
     data[at] ^= 0x10;
     fs::write(&snap, &data).unwrap();
-    let err = open_with(dir.path(), EngineParams::default()).unwrap_err().to_string();
-    assert!(err.contains("snapshot-000001.bin") && err.contains("offset"), "{err}");
+    let err = open_with(dir.path(), EngineParams::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("snapshot-000001.bin") && err.contains("offset"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -232,7 +268,11 @@ fn a_crash_between_snapshot_write_and_rename_keeps_the_old_state() {
         state(s.engine())
     };
     // A snapshot that was fully written but never renamed: garbage to us.
-    fs::write(dir.path().join("snapshot-000002.bin.tmp"), b"half a snapshot").unwrap();
+    fs::write(
+        dir.path().join("snapshot-000002.bin.tmp"),
+        b"half a snapshot",
+    )
+    .unwrap();
     let s = open(dir.path());
     assert_eq!(state(s.engine()), before);
     assert!(!dir.path().join("snapshot-000002.bin.tmp").exists());
@@ -256,7 +296,10 @@ fn different_signature_parameters_refuse_to_start_but_a_new_threshold_is_fine() 
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("index.num_perm: stored 128, configured 64"), "{err}");
+    assert!(
+        err.contains("index.num_perm: stored 128, configured 64"),
+        "{err}"
+    );
     let err = open_with(
         dir.path(),
         EngineParams {

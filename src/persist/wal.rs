@@ -60,7 +60,10 @@ pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, PersistError> {
     for entry in fs::read_dir(dir).map_err(io_err(dir))? {
         let path = entry.map_err(io_err(dir))?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if let Some(num) = name.strip_prefix("wal-").and_then(|n| n.strip_suffix(".log")) {
+        if let Some(num) = name
+            .strip_prefix("wal-")
+            .and_then(|n| n.strip_suffix(".log"))
+        {
             if let Ok(lsn) = num.parse() {
                 out.push((lsn, path));
             }
@@ -141,7 +144,10 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
                     bincode::decode_from_slice(payload, format::config())
                         .map_err(|e| corrupt(pos, format!("unreadable log record: {e}")))?;
                 if lsn != expected {
-                    return Err(corrupt(pos, format!("log sequence jumps from {expected} to {lsn}")));
+                    return Err(corrupt(
+                        pos,
+                        format!("log sequence jumps from {expected} to {lsn}"),
+                    ));
                 }
                 expected += 1;
                 entries.push((lsn, op));
@@ -276,7 +282,10 @@ impl Wal {
         let (buf, upto) = {
             let mut p = self.pending.lock().expect("wal lock");
             let cap = p.buf.capacity().min(1 << 20);
-            (std::mem::replace(&mut p.buf, Vec::with_capacity(cap)), p.next_lsn)
+            (
+                std::mem::replace(&mut p.buf, Vec::with_capacity(cap)),
+                p.next_lsn,
+            )
         };
         if !buf.is_empty() {
             seg.file
@@ -284,7 +293,9 @@ impl Wal {
                 .map_err(|e| self.poison(&seg.path, e))?;
             seg.bytes += buf.len() as u64;
             seg.dirty = true;
-            self.counters.bytes_written.fetch_add(buf.len() as u64, Ordering::Relaxed);
+            self.counters
+                .bytes_written
+                .fetch_add(buf.len() as u64, Ordering::Relaxed);
         }
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         self.durable.store(upto, Ordering::Release);
@@ -296,7 +307,9 @@ impl Wal {
             return Ok(());
         }
         let start = Instant::now();
-        seg.file.sync_data().map_err(|e| self.poison(&seg.path, e))?;
+        seg.file
+            .sync_data()
+            .map_err(|e| self.poison(&seg.path, e))?;
         seg.dirty = false;
         self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.counters
@@ -341,7 +354,10 @@ impl Wal {
             }
             let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
             fs::remove_file(path).map_err(io_err(path))?;
-            self.older_bytes.fetch_sub(size.min(self.older_bytes.load(Ordering::Relaxed)), Ordering::Relaxed);
+            self.older_bytes.fetch_sub(
+                size.min(self.older_bytes.load(Ordering::Relaxed)),
+                Ordering::Relaxed,
+            );
             tracing::debug!(path = %path.display(), "removed log segment covered by a snapshot");
         }
         sync_dir(&self.dir)
@@ -361,8 +377,8 @@ impl Journal for Wal {
         let lsn = {
             let mut p = self.pending.lock().expect("wal lock");
             let lsn = p.next_lsn;
-            let payload = bincode::encode_to_vec((lsn, &op), format::config())
-                .map_err(|e| e.to_string())?;
+            let payload =
+                bincode::encode_to_vec((lsn, &op), format::config()).map_err(|e| e.to_string())?;
             format::push_frame(&mut p.buf, &payload);
             p.next_lsn += 1;
             lsn
@@ -375,7 +391,11 @@ impl Journal for Wal {
     }
 }
 
-fn create_segment(dir: &Path, start_lsn: u64, fingerprint: &Fingerprint) -> Result<Segment, PersistError> {
+fn create_segment(
+    dir: &Path,
+    start_lsn: u64,
+    fingerprint: &Fingerprint,
+) -> Result<Segment, PersistError> {
     let path = dir.join(segment_name(start_lsn));
     let header = encode_header(&SegmentHeader {
         start_lsn,

@@ -1,0 +1,484 @@
+//! `spawn_app()`: a real server on 127.0.0.1:0 with typed request helpers.
+
+use neardup::app::App;
+use neardup::config::Settings;
+use serde_json::Value;
+use std::net::SocketAddr;
+use tokio::sync::oneshot;
+
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub base: String,
+    pub client: reqwest::Client,
+    /// Dropping the sender (with the TestApp) stops the server.
+    _shutdown: oneshot::Sender<()>,
+    pub server: tokio::task::JoinHandle<anyhow::Result<()>>,
+    /// The server's storage.data_dir when the test did not choose one
+    /// (removed when the TestApp is dropped).
+    pub data_dir: Option<tempfile::TempDir>,
+}
+
+/// Default settings on a random loopback port.
+pub fn test_settings() -> Settings {
+    let mut settings = Settings::default();
+    settings.server.bind = "127.0.0.1:0".into();
+    settings
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(test_settings()).await
+}
+
+/// Start a server with `settings` (its `bind` is forced to a random loopback port).
+/// Start a server with `settings` (its `bind` is forced to a random loopback
+/// port; a default `storage.data_dir` is replaced by a fresh temporary one)
+/// and wait until it is ready.
+pub async fn spawn_app_with(mut settings: Settings) -> TestApp {
+    settings.server.bind = "127.0.0.1:0".into();
+    let mut data_dir = None;
+    if settings.storage.data_dir == Settings::default().storage.data_dir {
+        let dir = tempfile::tempdir().expect("temporary data dir");
+        settings.storage.data_dir = dir.path().to_owned();
+        data_dir = Some(dir);
+    }
+    let app = App::build(settings).await.expect("app builds");
+    let addr = app.local_addr();
+    let (tx, rx) = oneshot::channel::<()>();
+    let server = tokio::spawn(app.run_until_stopped(async move {
+        let _ = rx.await;
+    }));
+    let test_app = TestApp {
+        addr,
+        base: format!("http://{addr}"),
+        client: reqwest::Client::new(),
+        _shutdown: tx,
+        server,
+        data_dir,
+    };
+    test_app.wait_ready().await;
+    test_app
+}
+
+impl TestApp {
+    /// Poll `/readyz` until 200 (recovery runs in the background).
+    pub async fn wait_ready(&self) {
+        for _ in 0..500 {
+            if let Ok(r) = self.client.get(self.url("/readyz")).send().await {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("server at {} never became ready", self.base);
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn delete(&self, path: &str) -> reqwest::Response {
+        self.client
+            .delete(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn put_json(&self, path: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .put(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// POST raw bytes with an explicit content type.
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Store a document, asserting 201.
+    pub async fn insert(&self, id: &str, text: &str) -> Value {
+        let resp = self
+            .post_json("/documents", &serde_json::json!({"id": id, "text": text}))
+            .await;
+        assert_eq!(resp.status(), 201, "inserting {id}");
+        resp.json().await.unwrap()
+    }
+}
+
+/// Assert an RFC 9457 problem with `status`; returns the body.
+pub async fn assert_problem(resp: reqwest::Response, status: u16) -> Value {
+    assert_eq!(resp.status().as_u16(), status, "status");
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    assert!(
+        ct.starts_with("application/problem+json"),
+        "content-type {ct:?}"
+    );
+    let body: Value = resp.json().await.expect("problem body is JSON");
+    assert_eq!(body["status"], status, "{body}");
+    for key in ["type", "title", "detail"] {
+        assert!(body[key].is_string(), "problem lacks {key}: {body}");
+    }
+    body
+}
+
+// ---------------------------------------------------------------------------
+// Additions for the endpoint suites (documents, similar, errors, ops,
+// concurrency). Everything below is new; nothing above changed.
+// ---------------------------------------------------------------------------
+
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Percent-encode one path segment or query value (every non-alphanumeric byte).
+pub fn encode(s: &str) -> String {
+    utf8_percent_encode(s, NON_ALPHANUMERIC).to_string()
+}
+
+/// `/documents/<encoded id>`.
+pub fn doc_path(id: &str) -> String {
+    format!("/documents/{}", encode(id))
+}
+
+/// `/similar?id=..&threshold=..&limit=..`, omitting absent parameters.
+pub fn similar_path(id: &str, threshold: Option<f64>, limit: Option<usize>) -> String {
+    let mut path = format!("/similar?id={}", encode(id));
+    if let Some(t) = threshold {
+        path.push_str(&format!("&threshold={t}"));
+    }
+    if let Some(l) = limit {
+        path.push_str(&format!("&limit={l}"));
+    }
+    path
+}
+
+/// `/compare?a=..&b=..`.
+pub fn compare_path(a: &str, b: &str) -> String {
+    format!("/compare?a={}&b={}", encode(a), encode(b))
+}
+
+impl TestApp {
+    /// Any method, no body.
+    pub async fn request(&self, method: reqwest::Method, path: &str) -> reqwest::Response {
+        self.client
+            .request(method, self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Stop the server (as dropping the TestApp does) and wait for its task.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        let TestApp {
+            _shutdown, server, ..
+        } = self;
+        drop(_shutdown);
+        server.await.expect("server task did not panic")
+    }
+
+    /// GET a path, assert `200`, and return the JSON body.
+    pub async fn get_json(&self, path: &str) -> Value {
+        let resp = self.get(path).await;
+        let status = resp.status();
+        let text = resp.text().await.unwrap();
+        assert_eq!(status, 200, "GET {path}: {text}");
+        serde_json::from_str(&text).expect("JSON body")
+    }
+
+    /// `GET /stats`.
+    pub async fn stats(&self) -> Value {
+        self.get_json("/stats").await
+    }
+
+    /// `GET /metrics` as text.
+    pub async fn metrics(&self) -> String {
+        let resp = self.get("/metrics").await;
+        assert_eq!(resp.status(), 200);
+        resp.text().await.unwrap()
+    }
+
+    /// `GET /similar`, asserting `200`.
+    pub async fn similar(&self, id: &str, threshold: Option<f64>, limit: Option<usize>) -> Value {
+        self.get_json(&similar_path(id, threshold, limit)).await
+    }
+
+    /// `GET /compare`, asserting `200`.
+    pub async fn compare(&self, a: &str, b: &str) -> Value {
+        self.get_json(&compare_path(a, b)).await
+    }
+}
+
+/// The ids of a `results`/`similar` array, in order.
+pub fn result_ids(results: &Value) -> Vec<String> {
+    results
+        .as_array()
+        .expect("results is an array")
+        .iter()
+        .map(|m| m["id"].as_str().expect("id is a string").to_owned())
+        .collect()
+}
+
+/// The value of the sample `name{labels...}` whose labels include every
+/// `key="value"` in `labels` (label order does not matter); `None` if absent.
+pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (metric, rest) = match series.split_once('{') {
+                Some((m, rest)) => (m, rest.trim_end_matches('}')),
+                None => (series, ""),
+            };
+            if metric != name {
+                return None;
+            }
+            let have: Vec<&str> = rest.split(',').collect();
+            labels
+                .iter()
+                .all(|(k, v)| have.contains(&format!("{k}=\"{v}\"").as_str()))
+                .then(|| value.parse().expect("numeric sample"))
+        })
+}
+
+// --- A reference shingler: the EXAMPLES.md recipe on ASCII text, written
+// --- independently of the server, used as the oracle for exact Jaccard.
+
+/// Lowercase, drop everything but ASCII letters, digits, `_` and whitespace,
+/// collapse whitespace, trim (NFKC is the identity on the ASCII texts the tests use).
+pub fn reference_normalize(text: &str) -> String {
+    assert!(text.is_ascii(), "the reference shingler handles ASCII only");
+    let kept: String = text
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || c.is_whitespace())
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Distinct word k-shingles of `text` (one shingle of all words if fewer than k).
+pub fn reference_word_shingles(text: &str, k: usize) -> BTreeSet<String> {
+    let norm = reference_normalize(text);
+    let words: Vec<&str> = norm.split(' ').filter(|w| !w.is_empty()).collect();
+    if words.is_empty() {
+        return BTreeSet::new();
+    }
+    if words.len() < k {
+        return BTreeSet::from([words.join(" ")]);
+    }
+    words.windows(k).map(|w| w.join(" ")).collect()
+}
+
+/// (intersection, union) of the word 3-shingle sets of `a` and `b`.
+pub fn reference_overlap(a: &str, b: &str) -> (usize, usize) {
+    let (sa, sb) = (reference_word_shingles(a, 3), reference_word_shingles(b, 3));
+    let inter = sa.intersection(&sb).count();
+    (inter, sa.len() + sb.len() - inter)
+}
+
+/// `n` distinct pseudo-words derived from `seed` (deterministic: LSH answers
+/// depend on the text, so a fixed corpus keeps every test deterministic).
+pub fn vocabulary(seed: u64, n: usize) -> Vec<String> {
+    const SYLLABLES: [&str; 16] = [
+        "ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "va", "ze", "bo", "du", "fi", "gu", "ho",
+        "ju",
+    ];
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
+    let mut next = || {
+        // splitmix64
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let r = next();
+        let word: String = (0..4)
+            .map(|i| SYLLABLES[((r >> (i * 4)) & 15) as usize])
+            .collect::<String>()
+            + &format!("{}", (r >> 16) % 100);
+        if seen.insert(word.clone()) {
+            out.push(word);
+        }
+    }
+    out
+}
+
+// --- Raw HTTP/1.1 over TCP, for requests reqwest cannot hold half-sent.
+
+/// A connection that has sent a request's head and part of its body.
+pub struct PartialRequest {
+    pub stream: TcpStream,
+    pub rest: Vec<u8>,
+}
+
+/// Send `POST path` with a JSON `body`, but only its first `sent` bytes.
+pub async fn start_partial_post(
+    addr: SocketAddr,
+    path: &str,
+    body: &[u8],
+    sent: usize,
+) -> PartialRequest {
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body[..sent]).await.unwrap();
+    stream.flush().await.unwrap();
+    PartialRequest {
+        stream,
+        rest: body[sent..].to_vec(),
+    }
+}
+
+/// A raw response: status, lower-cased headers, body.
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RawResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl PartialRequest {
+    /// Send the rest of the body (if `finish`) and read the whole response
+    /// (the request asked for `Connection: close`).
+    pub async fn complete(mut self, finish: bool) -> RawResponse {
+        if finish {
+            self.stream.write_all(&self.rest).await.unwrap();
+            self.stream.flush().await.unwrap();
+        }
+        let mut raw = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), self.stream.read_to_end(&mut raw))
+            .await
+            .expect("response within 10 s")
+            .expect("read response");
+        parse_raw_response(&raw)
+    }
+}
+
+fn parse_raw_response(raw: &[u8]) -> RawResponse {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head = std::str::from_utf8(&raw[..split]).expect("ASCII head");
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status line");
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect::<Vec<_>>();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+    if chunked {
+        body = dechunk(&body);
+    }
+    RawResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = data
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("chunk size");
+        let size = usize::from_str_radix(
+            std::str::from_utf8(&data[..line_end])
+                .unwrap()
+                .split(';')
+                .next()
+                .unwrap()
+                .trim(),
+            16,
+        )
+        .expect("hex chunk size");
+        data = &data[line_end + 2..];
+        if size == 0 {
+            return out;
+        }
+        out.extend_from_slice(&data[..size]);
+        data = &data[size + 2..];
+    }
+}
+
+/// Equal up to the last bits lost by a JSON round trip (serde_json's
+/// default float parser is not always correctly rounded).
+pub fn approx_eq(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12
+}
+
+/// Assert two (id, score) lists are equal: ids exactly, scores up to [`approx_eq`].
+#[track_caller]
+pub fn assert_scores_eq(actual: &[(String, f64)], expected: &[(String, f64)]) {
+    let same = actual.len() == expected.len()
+        && actual
+            .iter()
+            .zip(expected)
+            .all(|(a, e)| a.0 == e.0 && approx_eq(a.1, e.1));
+    assert!(
+        same,
+        "scores differ:\n  actual:   {actual:?}\n  expected: {expected:?}"
+    );
+}

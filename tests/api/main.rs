@@ -1,0 +1,12 @@
+//! The one integration-test binary: every test talks to a real server on a
+//! random local port (see `helpers::spawn_app`).
+
+mod helpers;
+
+mod concurrency;
+mod crash;
+mod documents;
+mod errors;
+mod openapi;
+mod ops;
+mod similar;
