@@ -174,6 +174,11 @@ impl Store {
         &self.wal
     }
 
+    #[cfg(test)]
+    fn wal_arc(&self) -> &Arc<Wal> {
+        &self.wal
+    }
+
     fn commit(&self, lsn: u64) -> Result<(), EngineError> {
         self.wal
             .commit(lsn)

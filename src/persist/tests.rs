@@ -393,3 +393,35 @@ fn concurrent_writers_share_fsyncs_and_lose_nothing() {
     };
     assert_eq!(state(open(dir.path()).engine()), before);
 }
+
+#[test]
+fn always_mode_acknowledges_only_what_is_fsynced() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    put(&s, "a", &text(1));
+    let c = &s.wal().counters;
+    // One fsync per committed write when nobody else is waiting.
+    assert_eq!(c.fsyncs.load(Ordering::Relaxed), 1);
+    // A commit for an LSN that is written but not yet fsynced (another
+    // committer is mid-fsync) must not return before its own fsync.
+    let doc = s.engine().prepare(&text(2)).unwrap();
+    let (_, lsn) = s
+        .engine()
+        .insert_journaled(
+            DocId::parse("b").unwrap(),
+            &doc,
+            None,
+            WriteMode::Upsert,
+            &**s.wal_arc(),
+        )
+        .unwrap();
+    s.wal().write_without_fsync();
+    s.wal().commit(lsn).unwrap();
+    assert_eq!(c.fsyncs.load(Ordering::Relaxed), 2);
+    s.wal().commit(lsn).unwrap();
+    assert_eq!(
+        c.fsyncs.load(Ordering::Relaxed),
+        2,
+        "an fsynced LSN needs no second fsync"
+    );
+}

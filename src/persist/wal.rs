@@ -201,8 +201,10 @@ pub struct Wal {
     pending: Mutex<Pending>,
     /// The open segment; holding it is the right to write, fsync or rotate.
     io: Mutex<Segment>,
-    /// Every LSN below this is written (and fsynced in `always` mode).
-    durable: AtomicU64,
+    /// Every LSN below this has been written to the file (page cache).
+    written: AtomicU64,
+    /// Every LSN below this has been fsynced.
+    synced: AtomicU64,
     poisoned: AtomicBool,
     /// Bytes in segments before the open one.
     older_bytes: AtomicU64,
@@ -228,7 +230,8 @@ impl Wal {
                 next_lsn,
             }),
             io: Mutex::new(segment),
-            durable: AtomicU64::new(next_lsn),
+            written: AtomicU64::new(next_lsn),
+            synced: AtomicU64::new(next_lsn),
             poisoned: AtomicBool::new(false),
             older_bytes: AtomicU64::new(older_bytes),
             counters: WalCounters::default(),
@@ -258,18 +261,30 @@ impl Wal {
         }
     }
 
+    /// The watermark a commit waits for: fsynced in `always` mode, written
+    /// (safe from a process crash) otherwise.
+    fn acknowledged(&self) -> &AtomicU64 {
+        match self.mode {
+            WalFsync::Always => &self.synced,
+            WalFsync::Interval | WalFsync::Never => &self.written,
+        }
+    }
+
     /// Make every append up to and including `lsn` durable (per the mode).
     pub fn commit(&self, lsn: u64) -> Result<(), PersistError> {
-        if self.durable.load(Ordering::Acquire) > lsn {
+        let mark = self.acknowledged();
+        if mark.load(Ordering::Acquire) > lsn {
             return Ok(());
         }
         let mut seg = self.io.lock().expect("wal lock");
-        if self.durable.load(Ordering::Acquire) > lsn {
+        if mark.load(Ordering::Acquire) > lsn {
             return Ok(()); // another committer covered us while we waited
         }
         if self.poisoned.load(Ordering::Acquire) {
             return Err(PersistError::Poisoned);
         }
+        // Everything appended while the previous holder was in fsync goes
+        // out now, with one write and one fsync: the group commit.
         self.flush_pending(&mut seg)?;
         if self.mode == WalFsync::Always {
             self.fsync(&mut seg)?;
@@ -277,7 +292,8 @@ impl Wal {
         Ok(())
     }
 
-    /// Write the buffered frames to the open segment; returns the new durable LSN.
+    /// Write the buffered frames to the open segment; returns the new
+    /// `written` mark. Caller holds `io`.
     fn flush_pending(&self, seg: &mut Segment) -> Result<u64, PersistError> {
         let (buf, upto) = {
             let mut p = self.pending.lock().expect("wal lock");
@@ -298,24 +314,34 @@ impl Wal {
                 .fetch_add(buf.len() as u64, Ordering::Relaxed);
         }
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
-        self.durable.store(upto, Ordering::Release);
+        self.written.store(upto, Ordering::Release);
         Ok(upto)
     }
 
+    /// fsync what has been written; advances `synced`. Caller holds `io`.
     fn fsync(&self, seg: &mut Segment) -> Result<(), PersistError> {
-        if !seg.dirty {
-            return Ok(());
+        let upto = self.written.load(Ordering::Acquire);
+        if seg.dirty {
+            let start = Instant::now();
+            seg.file
+                .sync_data()
+                .map_err(|e| self.poison(&seg.path, e))?;
+            seg.dirty = false;
+            self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .fsync_nanos
+                .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
-        let start = Instant::now();
-        seg.file
-            .sync_data()
-            .map_err(|e| self.poison(&seg.path, e))?;
-        seg.dirty = false;
-        self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .fsync_nanos
-            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.synced.store(upto, Ordering::Release);
         Ok(())
+    }
+
+    /// Write pending frames without fsyncing: the state another committer
+    /// leaves while its fsync is still running.
+    #[cfg(test)]
+    pub(crate) fn write_without_fsync(&self) {
+        let mut seg = self.io.lock().expect("wal lock");
+        self.flush_pending(&mut seg).unwrap();
     }
 
     /// `interval` mode: fsync whatever was written since the last call.
