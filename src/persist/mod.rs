@@ -71,6 +71,10 @@ pub struct SnapshotInfo {
     pub documents: u64,
     pub bytes: u64,
     pub milliseconds: f64,
+    /// Phases: closing the log segment, copying record handles, writing the file.
+    pub rotate_ms: f64,
+    pub collect_ms: f64,
+    pub write_ms: f64,
     pub created_unix_ms: u64,
     pub wal_lsn: u64,
 }
@@ -253,7 +257,9 @@ impl Store {
         let _one = self.snapshot_lock.lock().expect("snapshot lock");
         let start = Instant::now();
         let wal_lsn = self.wal.rotate()?;
+        let rotated = Instant::now();
         let records = self.engine.records();
+        let collected = Instant::now();
         let bands = self.engine.band_params();
         let header = SnapshotHeader {
             format_version: snapshot::FORMAT_VERSION,
@@ -267,6 +273,7 @@ impl Store {
             rows: bands.rows as u32,
         };
         let (path, bytes) = snapshot::write(&self.dir, &header, &records)?;
+        let written = Instant::now();
         drop(records);
         self.prune()?;
         let info = SnapshotInfo {
@@ -275,6 +282,9 @@ impl Store {
             documents: header.documents,
             bytes,
             milliseconds: start.elapsed().as_secs_f64() * 1e3,
+            rotate_ms: (rotated - start).as_secs_f64() * 1e3,
+            collect_ms: (collected - rotated).as_secs_f64() * 1e3,
+            write_ms: (written - collected).as_secs_f64() * 1e3,
             created_unix_ms: header.created_unix_ms,
             wal_lsn,
         };
@@ -403,6 +413,9 @@ fn recover(
         documents: h.documents,
         bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
         milliseconds: 0.0,
+        rotate_ms: 0.0,
+        collect_ms: 0.0,
+        write_ms: 0.0,
         created_unix_ms: h.created_unix_ms,
         wal_lsn: h.wal_lsn,
     });

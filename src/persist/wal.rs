@@ -353,19 +353,43 @@ impl Wal {
 
     /// Close the open segment (flushed and fsynced) and start a new one.
     /// Returns the boundary: every LSN below it is in the closed segments.
+    ///
+    /// Committers wait only for the flush and the new segment's creation.
+    /// In `always` mode the closed segment's unsynced tail (what this flush
+    /// wrote) is fsynced under the lock, because acknowledgements rest on
+    /// `synced` and a later fsync of the new segment must not claim it. In
+    /// the other modes acknowledgements do not depend on fsync, so the
+    /// closed segment, which may hold every write since the last snapshot,
+    /// is fsynced after the lock is released.
     pub fn rotate(&self) -> Result<u64, PersistError> {
-        let mut seg = self.io.lock().expect("wal lock");
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(PersistError::Poisoned);
+        let (mut closed, boundary) = {
+            let mut seg = self.io.lock().expect("wal lock");
+            if self.poisoned.load(Ordering::Acquire) {
+                return Err(PersistError::Poisoned);
+            }
+            let boundary = self.flush_pending(&mut seg)?;
+            if self.mode == WalFsync::Always {
+                self.fsync(&mut seg)?;
+            }
+            if boundary == seg.start_lsn {
+                return Ok(boundary); // nothing in this segment yet: keep it
+            }
+            let new = create_segment(&self.dir, boundary, &self.fingerprint)?;
+            self.older_bytes.fetch_add(seg.bytes, Ordering::Relaxed);
+            (std::mem::replace(&mut *seg, new), boundary)
+        };
+        if closed.dirty {
+            let start = Instant::now();
+            closed
+                .file
+                .sync_data()
+                .map_err(|e| self.poison(&closed.path, e))?;
+            closed.dirty = false;
+            self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
+            self.counters
+                .fsync_nanos
+                .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
-        let boundary = self.flush_pending(&mut seg)?;
-        self.fsync(&mut seg)?;
-        if boundary == seg.start_lsn {
-            return Ok(boundary); // nothing in this segment yet: keep it
-        }
-        let new = create_segment(&self.dir, boundary, &self.fingerprint)?;
-        self.older_bytes.fetch_add(seg.bytes, Ordering::Relaxed);
-        *seg = new;
         Ok(boundary)
     }
 
