@@ -617,3 +617,5 @@ impl Engine {
 #[cfg(test)]
 mod tests;
 
+#[cfg(test)]
+mod recall_tests;

@@ -1,0 +1,615 @@
+//! Criterion benches of every pipeline stage, on a fixed generated corpus.
+//!
+//! Documents are ~130 words (110–150) of synthetic English-like text:
+//! sentences of made-up words mixed with a few frequent stop words, so
+//! unrelated documents share some shingles as real text does. Everything is
+//! derived from fixed seeds, so every run measures the same work.
+//!
+//! **Benchmarks that check themselves.** Each timed closure asserts its
+//! answer — the normalized length, the shingle count (computed from the
+//! generator's word ids, not by the code under test), the signature the
+//! engine stored, the planted near-duplicate found with its exact Jaccard —
+//! so a fast wrong result fails instead of looking good. Where it helps to
+//! read a number, a baseline runs in the same group (Unicode vs ASCII text,
+//! char vs word shingles, `HashSet` vs merge, brute-force scan vs LSH).
+//!
+//! The 100k-document index (plus 1,000 planted near-duplicates, one
+//! substituted word each) is built once, lazily, by the first bench that
+//! needs it; its build rate and memory are printed to stderr.
+//!
+//! ```text
+//! cargo bench --bench engine -- --quick            # all groups, short
+//! cargo bench --bench engine -- similar_end_to_end # one group
+//! ```
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use neardup::engine::{DocId, Engine, EngineParams, Record, WriteMode};
+use neardup::jaccard;
+use neardup::lsh::{BandParams, LshIndex};
+use neardup::minhash::MinHasher;
+use neardup::text::{normalize, NormalizeOptions, ShingleKind, ShingleOptions, Shingler};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Documents in the sample used by the per-document benches.
+const SAMPLE_DOCS: usize = 1_000;
+/// Documents in the big index (the planted variants come on top).
+const INDEX_DOCS: usize = 100_000;
+/// Every this many index documents gets a planted near-duplicate.
+const PLANT_EVERY: usize = 100;
+const SEED: u64 = 0x006e_6561_7264_7570;
+
+const STOP_WORDS: &[&str] = &[
+    "the", "of", "and", "a", "to", "in", "is", "that", "it", "for", "as", "with", "was", "on",
+    "be", "by", "or", "this", "which", "from",
+];
+
+// ------------------------------------------------------------ the corpus --
+
+struct Vocabulary {
+    /// Stop words first, then made-up content words.
+    ascii: Vec<String>,
+    /// The same words with some vowels accented (é, ü, ô): the NFKC path.
+    unicode: Vec<String>,
+}
+
+fn vocabulary() -> &'static Vocabulary {
+    static VOCAB: OnceLock<Vocabulary> = OnceLock::new();
+    VOCAB.get_or_init(|| {
+        let mut rng = StdRng::seed_from_u64(SEED);
+        let mut seen: HashSet<String> = STOP_WORDS.iter().map(|w| w.to_string()).collect();
+        let mut ascii: Vec<String> = STOP_WORDS.iter().map(|w| w.to_string()).collect();
+        while ascii.len() < 8_000 {
+            let len = rng.gen_range(3..=9);
+            let w: String = (0..len)
+                .map(|_| rng.gen_range(b'a'..=b'z') as char)
+                .collect();
+            if seen.insert(w.clone()) {
+                ascii.push(w);
+            }
+        }
+        let unicode = ascii
+            .iter()
+            .map(|w| {
+                w.chars()
+                    .map(|c| match c {
+                        'e' if rng.gen_bool(0.5) => 'é',
+                        'u' if rng.gen_bool(0.5) => 'ü',
+                        'o' if rng.gen_bool(0.3) => 'ô',
+                        c => c,
+                    })
+                    .collect()
+            })
+            .collect();
+        Vocabulary { ascii, unicode }
+    })
+}
+
+/// Word ids of document `n` of stream `stream`: 110–150 words, a quarter of
+/// them stop words. Seeded per document, so generation parallelizes.
+fn doc_words(stream: u64, n: usize) -> Vec<u32> {
+    let mut rng = StdRng::seed_from_u64(SEED ^ (stream << 40) ^ n as u64);
+    let vocab = vocabulary().ascii.len() as u32;
+    let stops = STOP_WORDS.len() as u32;
+    let len = rng.gen_range(110..=150);
+    (0..len)
+        .map(|_| {
+            if rng.gen_bool(0.25) {
+                rng.gen_range(0..stops)
+            } else {
+                rng.gen_range(stops..vocab)
+            }
+        })
+        .collect()
+}
+
+/// Sentences of 6–20 words: capitalized first word, commas, a full stop
+/// (a Unicode text gets curly quotes and an ellipsis instead).
+fn render(words: &[u32], seed: u64, unicode: bool) -> String {
+    let vocab = if unicode {
+        &vocabulary().unicode
+    } else {
+        &vocabulary().ascii
+    };
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut out = String::with_capacity(words.len() * 8);
+    let mut left = 0;
+    for &w in words {
+        let word = &vocab[w as usize];
+        if left == 0 {
+            if !out.is_empty() {
+                out.push_str(if unicode { "… " } else { ". " });
+            }
+            left = rng.gen_range(6..=20);
+            let mut cs = word.chars();
+            let first = cs.next().expect("words are not empty");
+            out.extend(first.to_uppercase());
+            out.push_str(cs.as_str());
+        } else {
+            out.push(' ');
+            if unicode && rng.gen_bool(0.05) {
+                out.push('“');
+                out.push_str(word);
+                out.push('”');
+            } else {
+                out.push_str(word);
+            }
+            if rng.gen_bool(0.06) {
+                out.push(',');
+            }
+        }
+        left -= 1;
+    }
+    out.push('.');
+    out
+}
+
+/// The normalized text, built from the word ids: words joined by one space.
+fn normalized_len(words: &[u32], unicode: bool) -> usize {
+    let vocab = if unicode {
+        &vocabulary().unicode
+    } else {
+        &vocabulary().ascii
+    };
+    words
+        .iter()
+        .map(|&w| vocab[w as usize].len())
+        .sum::<usize>()
+        + words.len()
+        - 1
+}
+
+/// Distinct word 3-grams, from the word ids alone.
+fn trigram_set(words: &[u32]) -> BTreeSet<[u32; 3]> {
+    words.windows(3).map(|w| [w[0], w[1], w[2]]).collect()
+}
+
+fn trigram_jaccard(a: &[u32], b: &[u32]) -> f64 {
+    let (sa, sb) = (trigram_set(a), trigram_set(b));
+    let inter = sa.intersection(&sb).count();
+    inter as f64 / (sa.len() + sb.len() - inter) as f64
+}
+
+/// A near-duplicate: one content word in the middle substituted.
+fn plant(words: &[u32], n: usize) -> Vec<u32> {
+    let mut rng = StdRng::seed_from_u64(SEED ^ 0xdead ^ n as u64);
+    let mut v = words.to_vec();
+    let at = v.len() / 2;
+    let stops = STOP_WORDS.len() as u32;
+    loop {
+        let w = rng.gen_range(stops..vocabulary().ascii.len() as u32);
+        if w != v[at] {
+            v[at] = w;
+            return v;
+        }
+    }
+}
+
+struct SampleDoc {
+    text: String,
+    unicode_text: String,
+    normalized: String,
+    normalized_len: usize,
+    unicode_normalized_len: usize,
+    shingles: usize,
+    char5_shingles: usize,
+}
+
+/// The per-document sample (stream 1), with answers computed from word ids.
+fn sample() -> &'static [SampleDoc] {
+    static SAMPLE: OnceLock<Vec<SampleDoc>> = OnceLock::new();
+    SAMPLE.get_or_init(|| {
+        (0..SAMPLE_DOCS)
+            .map(|n| {
+                let words = doc_words(1, n);
+                let normalized = words
+                    .iter()
+                    .map(|&w| vocabulary().ascii[w as usize].as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let char5_shingles = (0..=normalized.len() - 5)
+                    .map(|i| &normalized[i..i + 5])
+                    .collect::<HashSet<_>>()
+                    .len();
+                SampleDoc {
+                    text: render(&words, n as u64, false),
+                    unicode_text: render(&words, n as u64, true),
+                    normalized_len: normalized_len(&words, false),
+                    unicode_normalized_len: normalized_len(&words, true),
+                    normalized,
+                    shingles: trigram_set(&words).len(),
+                    char5_shingles,
+                }
+            })
+            .collect()
+    })
+}
+
+fn engine() -> Engine {
+    Engine::new(EngineParams::default()).expect("defaults are valid")
+}
+
+// ------------------------------------------------------- the 100k index --
+
+struct Planted {
+    base: String,
+    variant: String,
+    base_text: String,
+    /// Exact Jaccard from the word ids.
+    jaccard: f64,
+    /// Positions in `World::records`, the slots of `World::lsh`.
+    base_slot: u32,
+    variant_slot: u32,
+}
+
+struct World {
+    engine: Engine,
+    /// Every stored record; index = slot in `lsh`.
+    records: Vec<Arc<Record>>,
+    /// A standalone band index over the same signatures, for `lsh_query`.
+    lsh: LshIndex,
+    planted: Vec<Planted>,
+}
+
+fn world() -> &'static World {
+    static WORLD: OnceLock<World> = OnceLock::new();
+    WORLD.get_or_init(|| {
+        let started = Instant::now();
+        let engine = engine();
+        // Generate, prepare and insert on every core; nothing is kept but
+        // the engine's records and the planted pairs' answers.
+        let planted: Vec<(String, String, String, f64)> = (0..INDEX_DOCS)
+            .into_par_iter()
+            .filter_map(|n| {
+                let words = doc_words(2, n);
+                let text = render(&words, n as u64, false);
+                let base = format!("doc-{n:06}");
+                insert(&engine, &base, &text);
+                if n % PLANT_EVERY != 0 {
+                    return None;
+                }
+                let twin = plant(&words, n);
+                let variant = format!("doc-{n:06}-dup");
+                insert(&engine, &variant, &render(&twin, !n as u64, false));
+                Some((base, variant, text, trigram_jaccard(&words, &twin)))
+            })
+            .collect();
+        let built = started.elapsed();
+        let records = engine.records();
+        let bands = engine.band_params();
+        let lsh = LshIndex::new(bands.bands, bands.rows, engine.params().seed);
+        let mut slot_of = std::collections::HashMap::new();
+        for (slot, r) in records.iter().enumerate() {
+            lsh.insert(slot as u32, r.signature());
+            slot_of.insert(r.id().as_str(), slot as u32);
+        }
+        let planted = planted
+            .into_iter()
+            .map(|(base, variant, base_text, jaccard)| Planted {
+                base_slot: slot_of[base.as_str()],
+                variant_slot: slot_of[variant.as_str()],
+                base,
+                variant,
+                base_text,
+                jaccard,
+            })
+            .collect();
+        let mem = engine.memory();
+        eprintln!(
+            "index: {} documents built in {:.2?} ({:.0} docs/s: generate + prepare + insert on {} threads); \
+             {} LSH buckets; engine memory {:.1} MB, {:.0} bytes/document",
+            engine.len(),
+            built,
+            engine.len() as f64 / built.as_secs_f64(),
+            rayon::current_num_threads(),
+            engine.lsh_bucket_count(),
+            mem.total_bytes as f64 / 1e6,
+            mem.bytes_per_document
+        );
+        World {
+            engine,
+            records,
+            lsh,
+            planted,
+        }
+    })
+}
+
+fn insert(engine: &Engine, id: &str, text: &str) {
+    let p = engine.prepare(text).expect("generated texts have words");
+    engine
+        .insert(DocId::parse(id).unwrap(), &p, None, WriteMode::Create)
+        .expect("ids are distinct");
+}
+
+/// Cycles through `0..n`, one step per timed iteration.
+struct Cycle(usize, usize);
+
+impl Cycle {
+    fn new(n: usize) -> Self {
+        Self(0, n)
+    }
+    fn next(&mut self) -> usize {
+        let i = self.0;
+        self.0 = (i + 1) % self.1;
+        i
+    }
+}
+
+// ---------------------------------------------------------------- benches --
+
+fn prepare(c: &mut Criterion) {
+    let mut g = c.benchmark_group("prepare");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("one_document", |b| {
+        let (docs, engine) = (sample(), engine());
+        let mut i = Cycle::new(docs.len());
+        b.iter(|| {
+            let d = &docs[i.next()];
+            let p = engine.prepare(black_box(&d.text)).unwrap();
+            assert_eq!(p.shingles().len(), d.shingles);
+            p
+        })
+    });
+    g.throughput(Throughput::Elements(SAMPLE_DOCS as u64));
+    g.bench_function("batch_of_1000_on_all_cores", |b| {
+        let (docs, engine) = (sample(), engine());
+        let expected: usize = docs.iter().map(|d| d.shingles).sum();
+        b.iter(|| {
+            let total: usize = docs
+                .par_iter()
+                .map(|d| engine.prepare(black_box(&d.text)).unwrap().shingles().len())
+                .sum();
+            assert_eq!(total, expected);
+        })
+    });
+    g.finish();
+}
+
+fn normalize_text(c: &mut Criterion) {
+    let mut g = c.benchmark_group("normalize");
+    g.throughput(Throughput::Elements(1));
+    let opts = NormalizeOptions::default();
+    g.bench_function("ascii", |b| {
+        let docs = sample();
+        let mut i = Cycle::new(docs.len());
+        b.iter(|| {
+            let d = &docs[i.next()];
+            let out = normalize(black_box(&d.text), &opts);
+            assert_eq!(out.len(), d.normalized_len);
+            out
+        })
+    });
+    g.bench_function("unicode_nfkc_path", |b| {
+        let docs = sample();
+        let mut i = Cycle::new(docs.len());
+        b.iter(|| {
+            let d = &docs[i.next()];
+            let out = normalize(black_box(&d.unicode_text), &opts);
+            assert_eq!(out.len(), d.unicode_normalized_len);
+            out
+        })
+    });
+    g.finish();
+}
+
+fn shingle(c: &mut Criterion) {
+    let mut g = c.benchmark_group("shingle");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("word_3", |b| {
+        let docs = sample();
+        let s = Shingler::new(ShingleOptions::default(), 1);
+        let mut i = Cycle::new(docs.len());
+        b.iter(|| {
+            let d = &docs[i.next()];
+            let set = s.shingle(black_box(&d.normalized)).unwrap();
+            assert_eq!(set.len(), d.shingles);
+            set
+        })
+    });
+    g.bench_function("char_5", |b| {
+        let docs = sample();
+        let opts = ShingleOptions {
+            kind: ShingleKind::Char,
+            k: 5,
+            multiset: false,
+        };
+        let s = Shingler::new(opts, 1);
+        let mut i = Cycle::new(docs.len());
+        b.iter(|| {
+            let d = &docs[i.next()];
+            let set = s.shingle(black_box(&d.normalized)).unwrap();
+            // Distinct strings may share a 32-bit hash: allow the rare merge.
+            assert!(set.len() <= d.char5_shingles && set.len() + 2 >= d.char5_shingles);
+            set
+        })
+    });
+    g.finish();
+}
+
+fn minhash_sign(c: &mut Criterion) {
+    let mut g = c.benchmark_group("minhash_sign");
+    g.throughput(Throughput::Elements(1));
+    // Shingles and the signature the engine computed for them: signing
+    // here must reproduce it exactly.
+    let prepared = || {
+        let engine = engine();
+        sample()
+            .iter()
+            .map(|d| engine.prepare(&d.text).unwrap())
+            .collect::<Vec<_>>()
+    };
+    g.bench_function("128_perm", |b| {
+        let docs = prepared();
+        let m = MinHasher::new(128, 1);
+        let mut i = Cycle::new(docs.len());
+        b.iter(|| {
+            let p = &docs[i.next()];
+            let sig = m.sign(black_box(p.shingles()));
+            assert_eq!(&sig[..], p.signature());
+            sig
+        })
+    });
+    g.bench_function("128_perm_into_reused_buffer", |b| {
+        let docs = prepared();
+        let m = MinHasher::new(128, 1);
+        let mut sig = vec![0u32; 128];
+        let mut i = Cycle::new(docs.len());
+        b.iter(|| {
+            let p = &docs[i.next()];
+            m.sign_into(black_box(p.shingles()), &mut sig);
+            assert_eq!(sig[0], p.signature()[0]);
+        })
+    });
+    g.finish();
+}
+
+fn lsh_query(c: &mut Criterion) {
+    let mut g = c.benchmark_group("lsh_query");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("candidates_in_101k", |b| {
+        let w = world();
+        let mut out = Vec::with_capacity(64);
+        let mut i = Cycle::new(w.planted.len());
+        b.iter(|| {
+            let p = &w.planted[i.next()];
+            out.clear();
+            let sig = w.records[p.base_slot as usize].signature();
+            assert!(w.lsh.candidates(black_box(sig), &mut out, usize::MAX));
+            assert!(
+                out.contains(&p.variant_slot),
+                "planted twin not a candidate"
+            );
+            out.len()
+        })
+    });
+    g.finish();
+}
+
+fn verify(c: &mut Criterion) {
+    let mut g = c.benchmark_group("verify");
+    g.throughput(Throughput::Elements(1));
+    // A base and its twin (one word substituted), ~128 shingles each.
+    let words = doc_words(3, 0);
+    let twin = plant(&words, 0);
+    let engine = engine();
+    let base_doc = engine.prepare(&render(&words, 0, false)).unwrap();
+    let twin_doc = engine.prepare(&render(&twin, 1, false)).unwrap();
+    let expected = trigram_jaccard(&words, &twin);
+    let (base_set, twin_set) = (base_doc.shingles().to_vec(), twin_doc.shingles().to_vec());
+    g.bench_function(
+        format!("merge_{}x{}", base_set.len(), twin_set.len()),
+        |b| {
+            b.iter(|| {
+                let j = jaccard::jaccard(black_box(&base_set), black_box(&twin_set));
+                assert_eq!(j.to_bits(), expected.to_bits());
+                j
+            })
+        },
+    );
+    g.bench_function("hashset_baseline", |b| {
+        let (ha, hb): (HashSet<u32>, HashSet<u32>) = (
+            base_set.iter().copied().collect(),
+            twin_set.iter().copied().collect(),
+        );
+        b.iter(|| {
+            let inter = black_box(&ha).intersection(black_box(&hb)).count();
+            let j = inter as f64 / (ha.len() + hb.len() - inter) as f64;
+            assert_eq!(j.to_bits(), expected.to_bits());
+            j
+        })
+    });
+    // A short query against a huge stored set: the galloping path.
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let mut large: Vec<u32> = base_set.clone();
+    large.extend((0..16_000).map(|_| rng.gen::<u32>()));
+    large.sort_unstable();
+    large.dedup();
+    let gallop_expected = base_set.len() as f64 / large.len() as f64;
+    g.bench_function(format!("gallop_{}x{}", base_set.len(), large.len()), |b| {
+        b.iter(|| {
+            let j = jaccard::jaccard(black_box(&base_set), black_box(&large));
+            assert_eq!(j.to_bits(), gallop_expected.to_bits());
+            j
+        })
+    });
+    g.finish();
+}
+
+fn similar_end_to_end(c: &mut Criterion) {
+    let mut g = c.benchmark_group("similar_end_to_end");
+    g.throughput(Throughput::Elements(1));
+    g.bench_function("similar_to_id_in_101k", |b| {
+        let w = world();
+        let t = w.engine.threshold(None).unwrap();
+        let mut i = Cycle::new(w.planted.len());
+        b.iter(|| {
+            let p = &w.planted[i.next()];
+            let q = w.engine.similar_to_id(black_box(&p.base), t, 10).unwrap();
+            assert_eq!(q.matches.len(), 1, "{}: {:?}", p.base, q.matches);
+            assert_eq!(q.matches[0].id.as_str(), p.variant);
+            assert_eq!(q.matches[0].jaccard.to_bits(), p.jaccard.to_bits());
+            q
+        })
+    });
+    g.bench_function("similar_to_text_in_101k", |b| {
+        // POST /similar: prepare the text, then query; finds the stored
+        // original (J = 1) and its twin.
+        let w = world();
+        let t = w.engine.threshold(None).unwrap();
+        let mut i = Cycle::new(w.planted.len());
+        b.iter(|| {
+            let p = &w.planted[i.next()];
+            let doc = w.engine.prepare(black_box(&p.base_text)).unwrap();
+            let q = w.engine.similar_to(&doc, None, t, 10);
+            assert_eq!(q.matches.len(), 2);
+            assert_eq!(
+                (q.matches[0].id.as_str(), q.matches[0].jaccard),
+                (&*p.base, 1.0)
+            );
+            assert_eq!(q.matches[1].id.as_str(), p.variant);
+            q
+        })
+    });
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(3));
+    g.bench_function("brute_force_scan_baseline_101k", |b| {
+        let w = world();
+        let mut i = Cycle::new(w.planted.len());
+        b.iter(|| {
+            let p = &w.planted[i.next()];
+            let query = w.records[p.base_slot as usize].shingles();
+            let found: Vec<u32> = (0..w.records.len() as u32)
+                .filter(|&s| {
+                    s != p.base_slot
+                        && jaccard::jaccard(query, w.records[s as usize].shingles()) >= 0.8
+                })
+                .collect();
+            assert_eq!(found, [p.variant_slot]);
+        })
+    });
+    g.finish();
+}
+
+/// (21, 6) is what every bench above assumes.
+fn check_tuning(_: &mut Criterion) {
+    let b = BandParams::resolve(0.8, 128, None, None).unwrap();
+    assert_eq!((b.bands, b.rows), (21, 6));
+}
+
+criterion_group!(
+    benches,
+    check_tuning,
+    prepare,
+    normalize_text,
+    shingle,
+    minhash_sign,
+    lsh_query,
+    verify,
+    similar_end_to_end
+);
+criterion_main!(benches);
