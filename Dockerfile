@@ -8,6 +8,7 @@ FROM rust:${RUST_VERSION}-slim-bookworm AS builder
 WORKDIR /build
 # 1) Dependencies only: a dummy crate with the real manifest and lockfile.
 COPY Cargo.toml Cargo.lock ./
+COPY .cargo ./.cargo
 RUN mkdir -p src benches \
     && echo 'fn main() {}' > src/main.rs \
     && echo '' > src/lib.rs \
