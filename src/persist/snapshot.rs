@@ -11,7 +11,7 @@
 //! the old snapshot or the new one, never a torn one.
 
 use super::format::{self, Fingerprint, Frame, RecordRef, StoredRecord, FRAME_HEADER};
-use super::fsops::{commit_rename, io_err};
+use super::fsops::{commit_rename, io_err, list_numbered};
 use super::PersistError;
 use crate::engine::Record;
 use bincode::{Decode, Encode};
@@ -45,21 +45,7 @@ pub fn snapshot_name(seq: u64) -> String {
 
 /// `(seq, path)` of every finished snapshot in `dir`, oldest first.
 pub fn list_snapshots(dir: &Path) -> Result<Vec<(u64, PathBuf)>, PersistError> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let path = entry.map_err(io_err(dir))?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if let Some(num) = name
-            .strip_prefix("snapshot-")
-            .and_then(|n| n.strip_suffix(".bin"))
-        {
-            if let Ok(seq) = num.parse() {
-                out.push((seq, path));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+    list_numbered(dir, "snapshot-", ".bin")
 }
 
 /// Remove `*.tmp` files left by a crash mid-write.

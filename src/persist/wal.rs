@@ -17,7 +17,7 @@
 //! fsync nobody can say what reached it.
 
 use super::format::{self, Fingerprint, Frame, RecordRef, StoredRecord};
-use super::fsops::{io_err, sync_dir};
+use super::fsops::{io_err, list_numbered, sync_dir};
 use super::PersistError;
 use crate::config::WalFsync;
 use crate::engine::{Journal, JournalEntry};
@@ -56,21 +56,7 @@ pub fn segment_name(start_lsn: u64) -> String {
 
 /// `(start_lsn, path)` of every segment in `dir`, oldest first.
 pub fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, PersistError> {
-    let mut out = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let path = entry.map_err(io_err(dir))?.path();
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if let Some(num) = name
-            .strip_prefix("wal-")
-            .and_then(|n| n.strip_suffix(".log"))
-        {
-            if let Ok(lsn) = num.parse() {
-                out.push((lsn, path));
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
+    list_numbered(dir, "wal-", ".log")
 }
 
 fn encode_header(h: &SegmentHeader) -> Vec<u8> {
@@ -321,18 +307,25 @@ impl Wal {
     /// fsync what has been written; advances `synced`. Caller holds `io`.
     fn fsync(&self, seg: &mut Segment) -> Result<(), PersistError> {
         let upto = self.written.load(Ordering::Acquire);
-        if seg.dirty {
-            let start = Instant::now();
-            seg.file
-                .sync_data()
-                .map_err(|e| self.poison(&seg.path, e))?;
-            seg.dirty = false;
-            self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
-            self.counters
-                .fsync_nanos
-                .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        }
+        self.sync_segment(seg)?;
         self.synced.store(upto, Ordering::Release);
+        Ok(())
+    }
+
+    /// fsync one segment if anything was written to it since its last fsync.
+    fn sync_segment(&self, seg: &mut Segment) -> Result<(), PersistError> {
+        if !seg.dirty {
+            return Ok(());
+        }
+        let start = Instant::now();
+        seg.file
+            .sync_data()
+            .map_err(|e| self.poison(&seg.path, e))?;
+        seg.dirty = false;
+        self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .fsync_nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -378,18 +371,7 @@ impl Wal {
             self.older_bytes.fetch_add(seg.bytes, Ordering::Relaxed);
             (std::mem::replace(&mut *seg, new), boundary)
         };
-        if closed.dirty {
-            let start = Instant::now();
-            closed
-                .file
-                .sync_data()
-                .map_err(|e| self.poison(&closed.path, e))?;
-            closed.dirty = false;
-            self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
-            self.counters
-                .fsync_nanos
-                .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        }
+        self.sync_segment(&mut closed)?;
         Ok(boundary)
     }
 
