@@ -161,6 +161,19 @@ impl App {
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
+        let auth = &state.settings.auth;
+        if auth.enabled() {
+            tracing::info!(
+                api_keys = auth.api_keys.len(),
+                read_only_keys = auth.read_only_keys.len(),
+                protect_metrics = auth.protect_metrics,
+                "access control on: requests need Authorization: Bearer <key>"
+            );
+        } else {
+            tracing::warn!(
+                "no auth.api_keys or auth.read_only_keys configured: the API is open to anyone who can reach it"
+            );
+        }
         let b = state.engine.band_params();
         tracing::info!(
             addr = %listener.local_addr()?,

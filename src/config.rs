@@ -3,7 +3,8 @@
 //! Layers, later wins: compiled-in defaults → `config/default.toml` (if
 //! present in the working directory) → `--config FILE` → environment
 //! variables `NEARDUP_<SECTION>__<KEY>` (e.g. `NEARDUP_INDEX__THRESHOLD=0.9`,
-//! `NEARDUP_SERVER__BIND=127.0.0.1:9000`). Unknown keys are errors, so a
+//! `NEARDUP_SERVER__BIND=127.0.0.1:9000`; lists as arrays,
+//! `NEARDUP_AUTH__API_KEYS='["k1","k2"]'`). Unknown keys are errors, so a
 //! typo never silently falls back to a default. [`Settings::validate`] runs
 //! before anything starts and resolves the engine parameters.
 
@@ -28,6 +29,7 @@ pub struct Settings {
     pub query: QuerySettings,
     pub storage: StorageSettings,
     pub log: LogSettings,
+    pub auth: AuthSettings,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -174,6 +176,100 @@ impl Default for LogSettings {
     }
 }
 
+/// A secret string (an API key). Its `Debug` and `Serialize` print `"***"`,
+/// so settings can be logged and printed (`neardup print-config`) without
+/// leaking it; the count of keys stays visible.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself; only for comparing.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"***\"")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("***")
+    }
+}
+
+/// Access control. With no key in either list the API is open.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthSettings {
+    /// Keys that may call every route (`Authorization: Bearer <key>`).
+    pub api_keys: Vec<Secret>,
+    /// Keys that may only call GET (and HEAD) routes.
+    pub read_only_keys: Vec<Secret>,
+    /// Whether `/metrics` needs a key too (when any key is configured).
+    pub protect_metrics: bool,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            api_keys: Vec::new(),
+            read_only_keys: Vec::new(),
+            protect_metrics: true,
+        }
+    }
+}
+
+impl AuthSettings {
+    /// True when any key is configured, so requests must carry one.
+    pub fn enabled(&self) -> bool {
+        !self.api_keys.is_empty() || !self.read_only_keys.is_empty()
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let lists = [
+            ("auth.api_keys", &self.api_keys),
+            ("auth.read_only_keys", &self.read_only_keys),
+        ];
+        for (name, keys) in lists {
+            for (i, key) in keys.iter().enumerate() {
+                let key = key.expose();
+                // The key itself is never part of the message.
+                if key.is_empty() {
+                    return Err(ConfigError::Invalid(format!(
+                        "{name}[{i}] is empty; a key must not be an empty string"
+                    )));
+                }
+                if key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    return Err(ConfigError::Invalid(format!(
+                        "{name}[{i}] contains whitespace or a control character; \
+                         a key must be one printable token"
+                    )));
+                }
+            }
+        }
+        if let Some(i) = self
+            .read_only_keys
+            .iter()
+            .position(|k| self.api_keys.contains(k))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "auth.read_only_keys[{i}] is also in auth.api_keys; \
+                 a key must be in only one of the two lists"
+            )));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("configuration file {0} does not exist")]
@@ -240,6 +336,7 @@ impl Settings {
         if self.storage.wal_fsync_interval_ms == 0 {
             return invalid("storage.wal_fsync_interval_ms must be at least 1");
         }
+        self.auth.validate()?;
         let params = self.engine_params();
         params.resolve_bands()?;
         Ok(params)
@@ -346,6 +443,86 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("shingle.k"), "{e}");
+    }
+
+    #[test]
+    fn auth_is_open_by_default_with_metrics_protected_once_keys_exist() {
+        let s = load(None, &[]).unwrap();
+        assert!(s.auth.api_keys.is_empty());
+        assert!(s.auth.read_only_keys.is_empty());
+        assert!(s.auth.protect_metrics);
+        assert!(!s.auth.enabled());
+    }
+
+    #[test]
+    fn api_keys_can_be_given_as_a_list_in_an_environment_variable() {
+        let s = load(None, &[("AUTH__API_KEYS", r#"["k1-secret","k2-secret"]"#)]).unwrap();
+        let keys: Vec<&str> = s.auth.api_keys.iter().map(Secret::expose).collect();
+        assert_eq!(keys, ["k1-secret", "k2-secret"]);
+        assert!(s.auth.enabled());
+    }
+
+    #[test]
+    fn read_only_keys_alone_enable_access_control() {
+        let s = load(Some("[auth]\nread_only_keys = [\"r1\"]\n"), &[]).unwrap();
+        assert!(s.auth.enabled());
+        assert_eq!(s.auth.read_only_keys, [Secret::new("r1")]);
+    }
+
+    #[test]
+    fn empty_blank_or_shared_keys_are_clear_errors_that_do_not_echo_the_key() {
+        let cases = [
+            ("api_keys = [\"ok-zz\", \"\"]", "auth.api_keys[1] is empty"),
+            (
+                "api_keys = [\"two zz\"]",
+                "auth.api_keys[0] contains whitespace",
+            ),
+            (
+                "api_keys = [\"zz-trailing\\n\"]",
+                "auth.api_keys[0] contains whitespace",
+            ),
+            (
+                "api_keys = [\"tab\\tzz\"]",
+                "auth.api_keys[0] contains whitespace",
+            ),
+            (
+                "read_only_keys = [\"bell\\u0007zz\"]",
+                "auth.read_only_keys[0] contains whitespace or a control",
+            ),
+            ("read_only_keys = [\"\"]", "auth.read_only_keys[0] is empty"),
+            (
+                "api_keys = [\"same-zz\"]\nread_only_keys = [\"other-zz\", \"same-zz\"]",
+                "auth.read_only_keys[1] is also in auth.api_keys",
+            ),
+        ];
+        for (toml, expected) in cases {
+            let e = load(Some(&format!("[auth]\n{toml}\n")), &[])
+                .expect_err(toml)
+                .to_string();
+            assert!(e.contains(expected), "{toml}: {e}");
+            // Every key in the cases contains "zz"; no message may.
+            assert!(!e.contains("zz"), "{toml}: the error echoes the key: {e}");
+        }
+    }
+
+    #[test]
+    fn debug_and_serialized_settings_show_how_many_keys_but_never_a_key() {
+        let mut s = Settings::default();
+        s.auth.api_keys = vec![
+            Secret::new("full-access-key-1"),
+            Secret::new("full-access-key-2"),
+        ];
+        s.auth.read_only_keys = vec![Secret::new("read-only-key-1")];
+        let debug = format!("{s:?}");
+        let json = serde_json::to_string(&s).unwrap();
+        for out in [&debug, &json] {
+            assert!(!out.contains("access-key"), "{out}");
+            assert!(!out.contains("read-only-key"), "{out}");
+        }
+        assert!(debug.contains(r#"api_keys: ["***", "***"]"#), "{debug}");
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["auth"]["api_keys"], serde_json::json!(["***", "***"]));
+        assert_eq!(value["auth"]["read_only_keys"], serde_json::json!(["***"]));
     }
 
     #[test]

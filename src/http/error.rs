@@ -48,6 +48,16 @@ pub enum ApiError {
     RouteNotFound(String),
     #[error("the service is starting and not ready to serve yet")]
     NotReady,
+    /// No usable `Authorization: Bearer <key>`. `key_sent` when a bearer
+    /// token was sent but matches no configured key (never part of the message).
+    #[error("{detail}")]
+    Unauthorized {
+        detail: &'static str,
+        key_sent: bool,
+    },
+    /// A read-only key on a route that is not GET or HEAD.
+    #[error("this key is read-only: it may only call GET and HEAD routes")]
+    Forbidden,
     /// Unexpected failure; the message is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -110,6 +120,8 @@ impl ApiError {
             ),
             ApiError::RouteNotFound(_) => (S::NOT_FOUND, "route-not-found", "Not found"),
             ApiError::NotReady => (S::SERVICE_UNAVAILABLE, "not-ready", "Not ready"),
+            ApiError::Unauthorized { .. } => (S::UNAUTHORIZED, "unauthorized", "Unauthorized"),
+            ApiError::Forbidden => (S::FORBIDDEN, "forbidden", "Forbidden"),
             ApiError::Internal(_) => (
                 S::INTERNAL_SERVER_ERROR,
                 "internal",
@@ -150,6 +162,17 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         let mut resp = problem_response(self.problem());
+        if let ApiError::Unauthorized { key_sent, .. } = self {
+            let challenge = if key_sent {
+                r#"Bearer realm="neardup", error="invalid_token""#
+            } else {
+                r#"Bearer realm="neardup""#
+            };
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
+        }
         if resp.status() == StatusCode::SERVICE_UNAVAILABLE {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));

@@ -1,6 +1,7 @@
 //! The HTTP layer: routes, middleware, and the mapping of core errors to
 //! problem+json. The only module that imports axum and tower-http.
 
+pub mod auth;
 mod documents;
 pub mod dto;
 pub mod error;
@@ -72,6 +73,12 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             until_restored,
         ))
+        // Outside the readiness gate (a request without a key learns
+        // nothing, not even readiness), inside metrics (401/403 are counted).
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_key,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
@@ -84,6 +91,8 @@ pub fn router(state: AppState) -> Router {
                 .layer(middleware::from_fn(problem_bodies))
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(
+                    // The span names method, URI and request id only: no
+                    // headers, so never an Authorization key.
                     TraceLayer::new_for_http().make_span_with(|req: &Request<Body>| {
                         let request_id = req
                             .headers()

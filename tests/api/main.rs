@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod auth;
 mod concurrency;
 mod crash;
 mod documents;

@@ -21,6 +21,7 @@
 //! `format` are the only unchecked assertions.
 
 use crate::helpers::{assert_problem, spawn_app, spawn_app_with, test_settings, TestApp};
+use neardup::config::Secret;
 use neardup::http::ROUTES;
 use reqwest::header::HeaderMap;
 use reqwest::Method;
@@ -423,8 +424,22 @@ impl Reply {
 }
 
 async fn send(app: &TestApp, method: &str, path: &str, body: &Body) -> Reply {
+    send_with_key(app, method, path, body, None).await
+}
+
+/// `send` with an optional `Authorization: Bearer <key>`.
+async fn send_with_key(
+    app: &TestApp,
+    method: &str,
+    path: &str,
+    body: &Body,
+    key: Option<&str>,
+) -> Reply {
     let method = Method::from_bytes(method.as_bytes()).expect("an HTTP method");
-    let request = app.client.request(method, app.url(path));
+    let mut request = app.client.request(method, app.url(path));
+    if let Some(key) = key {
+        request = request.bearer_auth(key);
+    }
     let request = match body {
         Body::None => request,
         Body::Json(value) => request.json(value),
@@ -662,6 +677,16 @@ fn every_error_response_in_the_spec_is_a_problem_document() {
                     op.name()
                 );
             }
+        }
+        if op.op.get("security") != Some(&json!([])) {
+            assert!(
+                documents(401),
+                "{}: needs a key when keys are configured",
+                op.name()
+            );
+        }
+        if op.method != "GET" {
+            assert!(documents(403), "{}: read-only keys get 403", op.name());
         }
         if !PROBES.contains(&op.path) {
             assert!(
@@ -1103,6 +1128,64 @@ async fn live_error_responses_match_the_documented_problems() {
     assert_cases(&app, error_cases()).await;
     // The shared helper agrees on the problem shape.
     assert_problem(app.get("/documents/nope").await, 404).await;
+}
+
+#[tokio::test]
+async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
+    let mut settings = test_settings();
+    settings.auth.api_keys = vec![Secret::new("full-key")];
+    settings.auth.read_only_keys = vec![Secret::new("read-key")];
+    let app = spawn_app_with(settings).await;
+    let mut forbidden = 0;
+    for op in operations() {
+        let url = example_url(&op, false);
+        let body = match op.request_body() {
+            Some((_, _, examples)) => Body::Json(examples[0].clone()),
+            None => Body::None,
+        };
+        let open = op.op.get("security") == Some(&json!([]));
+        for key in [None, Some("wrong-key")] {
+            let reply = send_with_key(&app, &op.method, &url, &body, key).await;
+            let what = format!("{} as {url} with {key:?}", op.name());
+            if open {
+                assert_eq!(reply.status, 200, "{what}: documented as open");
+                continue;
+            }
+            assert_eq!(reply.status, 401, "{what}");
+            let problem = assert_documented(&op.method, op.path, &reply);
+            assert_eq!(
+                problem["type"], "urn:neardup:problem:unauthorized",
+                "{what}"
+            );
+        }
+        if op.method != "GET" {
+            let reply = send_with_key(&app, &op.method, &url, &body, Some("read-key")).await;
+            let what = format!("{} as {url} with a read-only key", op.name());
+            assert_eq!(reply.status, 403, "{what}");
+            let problem = assert_documented(&op.method, op.path, &reply);
+            assert_eq!(problem["type"], "urn:neardup:problem:forbidden", "{what}");
+            forbidden += 1;
+        } else {
+            assert!(
+                op.response(403).is_none(),
+                "{}: GET never answers 403",
+                op.name()
+            );
+        }
+    }
+    assert!(forbidden > 0);
+    // The spec marks exactly the probes as open.
+    let open: Vec<String> = operations()
+        .iter()
+        .filter(|op| op.op.get("security") == Some(&json!([])))
+        .map(Op::name)
+        .collect();
+    assert_eq!(open, ["GET /healthz", "GET /readyz"]);
+    assert_eq!(spec()["security"], json!([{}, {"bearerAuth": []}]));
+    assert_eq!(
+        spec()["components"]["securitySchemes"]["bearerAuth"]["scheme"],
+        "bearer"
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,472 @@
+//! Access control: `auth.api_keys`, `auth.read_only_keys`, `auth.protect_metrics`.
+
+use crate::helpers::{
+    assert_problem, metric_value, spawn_app, spawn_app_with, test_settings, TestApp,
+};
+use neardup::config::{Secret, Settings};
+use neardup::http::ROUTES;
+use reqwest::Method;
+use serde_json::{json, Value};
+
+const FULL: &str = "full-key-0123456789";
+const OTHER_FULL: &str = "second-full-key";
+const READER: &str = "reader-key-abcdef";
+
+fn keyed_settings() -> Settings {
+    let mut settings = test_settings();
+    settings.auth.api_keys = vec![Secret::new(FULL), Secret::new(OTHER_FULL)];
+    settings.auth.read_only_keys = vec![Secret::new(READER)];
+    settings
+}
+
+async fn spawn_keyed_app() -> TestApp {
+    spawn_app_with(keyed_settings()).await
+}
+
+/// A request with an optional raw `Authorization` value and JSON body.
+async fn send(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    authorization: Option<&str>,
+    body: Option<Value>,
+) -> reqwest::Response {
+    let mut req = app.client.request(method, app.url(path));
+    if let Some(value) = authorization {
+        req = req.header("authorization", value);
+    }
+    if let Some(body) = body {
+        req = req.json(&body);
+    }
+    req.send().await.expect("request sent")
+}
+
+fn bearer(key: &str) -> String {
+    format!("Bearer {key}")
+}
+
+/// A request per route (from `ROUTES`) that succeeds with a full key, in
+/// an order that leaves each one something to work on.
+fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)> {
+    let doc = |t: &str| json!({ "text": t });
+    let requests = vec![
+        (
+            Method::POST,
+            "/documents",
+            "/documents".to_owned(),
+            Some(json!({"id": "a1", "text": "the night is dark and the moon is red"})),
+        ),
+        (
+            Method::POST,
+            "/documents/batch",
+            "/documents/batch".to_owned(),
+            Some(
+                json!({"documents": [{"id": "a2", "text": "the night is dark and the moon is bright red"}]}),
+            ),
+        ),
+        (
+            Method::GET,
+            "/documents/{id}",
+            "/documents/a1".to_owned(),
+            None,
+        ),
+        (
+            Method::PUT,
+            "/documents/{id}",
+            "/documents/a3".to_owned(),
+            Some(doc("a completely different text about cats")),
+        ),
+        (Method::GET, "/similar", "/similar?id=a1".to_owned(), None),
+        (
+            Method::POST,
+            "/similar",
+            "/similar".to_owned(),
+            Some(doc("the night is dark and the moon is red")),
+        ),
+        (
+            Method::GET,
+            "/compare",
+            "/compare?a=a1&b=a2".to_owned(),
+            None,
+        ),
+        (Method::GET, "/stats", "/stats".to_owned(), None),
+        (Method::GET, "/healthz", "/healthz".to_owned(), None),
+        (Method::GET, "/readyz", "/readyz".to_owned(), None),
+        (Method::GET, "/metrics", "/metrics".to_owned(), None),
+        (
+            Method::POST,
+            "/admin/snapshot",
+            "/admin/snapshot".to_owned(),
+            None,
+        ),
+        (
+            Method::DELETE,
+            "/documents/{id}",
+            "/documents/a3".to_owned(),
+            None,
+        ),
+    ];
+    let covered: std::collections::BTreeSet<(String, &str)> = requests
+        .iter()
+        .map(|(m, route, _, _)| (m.to_string(), *route))
+        .collect();
+    let all: std::collections::BTreeSet<(String, &str)> =
+        ROUTES.iter().map(|(m, p)| (m.to_string(), *p)).collect();
+    assert_eq!(covered, all, "one request per route");
+    requests
+}
+
+fn is_probe(route: &str) -> bool {
+    route == "/healthz" || route == "/readyz"
+}
+
+fn challenge(resp: &reqwest::Response) -> String {
+    resp.headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_else(|| panic!("{} without WWW-Authenticate", resp.status()))
+}
+
+async fn assert_unauthorized(resp: reqwest::Response, key_sent: bool) {
+    let header = challenge(&resp);
+    let expected = if key_sent {
+        r#"Bearer realm="neardup", error="invalid_token""#
+    } else {
+        r#"Bearer realm="neardup""#
+    };
+    assert_eq!(header, expected);
+    let body = assert_problem(resp, 401).await;
+    assert_eq!(body["type"], "urn:neardup:problem:unauthorized", "{body}");
+    let text = body.to_string();
+    for key in [FULL, OTHER_FULL, READER] {
+        assert!(!text.contains(key), "the problem names a key: {text}");
+    }
+}
+
+#[tokio::test]
+async fn without_configured_keys_every_route_is_open() {
+    let app = spawn_app().await;
+    for (method, route, url, body) in one_request_per_route() {
+        let resp = send(&app, method.clone(), &url, None, body).await;
+        assert!(
+            resp.status().is_success(),
+            "{method} {route} answered {}",
+            resp.status()
+        );
+    }
+}
+
+#[tokio::test]
+async fn with_keys_every_route_but_the_probes_answers_401_without_a_key() {
+    let app = spawn_keyed_app().await;
+    for (method, route, url, body) in one_request_per_route() {
+        let resp = send(&app, method.clone(), &url, None, body).await;
+        if is_probe(route) {
+            assert_eq!(resp.status(), 200, "{method} {route}");
+        } else {
+            assert_unauthorized(resp, false).await;
+        }
+    }
+    // Unrouted paths and methods too: no key, no information.
+    assert_unauthorized(send(&app, Method::GET, "/nowhere", None, None).await, false).await;
+    assert_unauthorized(send(&app, Method::PATCH, "/stats", None, None).await, false).await;
+}
+
+#[tokio::test]
+async fn a_wrong_key_is_401_with_an_invalid_token_challenge() {
+    let app = spawn_keyed_app().await;
+    let wrong = [
+        "not-a-key",
+        "full-key-012345678",   // a prefix of a key
+        "full-key-01234567890", // a key plus one
+        "FULL-KEY-0123456789",  // case matters
+    ];
+    for key in wrong {
+        let resp = send(&app, Method::GET, "/stats", Some(&bearer(key)), None).await;
+        assert_unauthorized(resp, true).await;
+    }
+    let resp = send(
+        &app,
+        Method::POST,
+        "/documents",
+        Some(&bearer("nope")),
+        Some(json!({"text": "a b c"})),
+    )
+    .await;
+    assert_unauthorized(resp, true).await;
+}
+
+#[tokio::test]
+async fn a_malformed_authorization_header_is_401_with_a_plain_challenge() {
+    let app = spawn_keyed_app().await;
+    let basic = "Basic ZnVsbC1rZXktMDEyMzQ1Njc4OTo=";
+    for value in [
+        basic,
+        "Bearer",
+        "Bearer ",
+        FULL,
+        "Token full-key-0123456789",
+    ] {
+        let resp = send(&app, Method::GET, "/stats", Some(value), None).await;
+        assert_unauthorized(resp, false).await;
+    }
+}
+
+#[tokio::test]
+async fn every_configured_full_key_opens_every_route_kind() {
+    let app = spawn_keyed_app().await;
+    for key in [FULL, OTHER_FULL] {
+        // Each pass starts from the same documents.
+        send(
+            &app,
+            Method::DELETE,
+            "/documents/a1",
+            Some(&bearer(key)),
+            None,
+        )
+        .await;
+        send(
+            &app,
+            Method::DELETE,
+            "/documents/a2",
+            Some(&bearer(key)),
+            None,
+        )
+        .await;
+        for (method, route, url, body) in one_request_per_route() {
+            let resp = send(&app, method.clone(), &url, Some(&bearer(key)), body).await;
+            assert!(
+                resp.status().is_success(),
+                "{method} {route} with {key}: {}",
+                resp.status()
+            );
+        }
+    }
+    // The scheme is case-insensitive (RFC 9110).
+    let resp = send(
+        &app,
+        Method::GET,
+        "/stats",
+        Some(&format!("bearer {FULL}")),
+        None,
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+}
+
+#[tokio::test]
+async fn a_read_only_key_can_get_and_head_but_gets_403_on_writes() {
+    let app = spawn_keyed_app().await;
+    let ro = Some(bearer(READER));
+    let ro = ro.as_deref();
+    let resp = send(
+        &app,
+        Method::POST,
+        "/documents",
+        Some(&bearer(FULL)),
+        Some(json!({"id": "r1", "text": "one two three four"})),
+    )
+    .await;
+    assert_eq!(resp.status(), 201);
+    for path in [
+        "/documents/r1",
+        "/similar?id=r1",
+        "/compare?a=r1&b=r1",
+        "/stats",
+        "/metrics",
+    ] {
+        let resp = send(&app, Method::GET, path, ro, None).await;
+        assert_eq!(resp.status(), 200, "GET {path}");
+        let resp = send(&app, Method::HEAD, path, ro, None).await;
+        assert_eq!(resp.status(), 200, "HEAD {path}");
+    }
+    let writes = [
+        (
+            Method::POST,
+            "/documents",
+            Some(json!({"text": "five six seven"})),
+        ),
+        (
+            Method::POST,
+            "/documents/batch",
+            Some(json!({"documents": []})),
+        ),
+        (
+            Method::PUT,
+            "/documents/r1",
+            Some(json!({"text": "five six seven"})),
+        ),
+        (Method::DELETE, "/documents/r1", None),
+        (
+            Method::POST,
+            "/similar",
+            Some(json!({"text": "one two three"})),
+        ),
+        (Method::POST, "/admin/snapshot", None),
+    ];
+    for (method, path, body) in writes {
+        let resp = send(&app, method.clone(), path, ro, body).await;
+        assert!(
+            resp.headers().get("www-authenticate").is_none(),
+            "{method} {path}"
+        );
+        let body = assert_problem(resp, 403).await;
+        assert_eq!(
+            body["type"], "urn:neardup:problem:forbidden",
+            "{method} {path}: {body}"
+        );
+    }
+    // Nothing was written.
+    let resp = send(&app, Method::GET, "/documents/r1", ro, None).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(app.get("/healthz").await.status(), 200);
+}
+
+#[tokio::test]
+async fn metrics_need_a_key_by_default_and_count_the_401s_and_403s() {
+    let app = spawn_keyed_app().await;
+    assert_unauthorized(send(&app, Method::GET, "/metrics", None, None).await, false).await;
+    let resp = send(
+        &app,
+        Method::DELETE,
+        "/documents/x",
+        Some(&bearer(READER)),
+        None,
+    )
+    .await;
+    assert_eq!(resp.status(), 403);
+    let resp = send(&app, Method::GET, "/metrics", Some(&bearer(READER)), None).await;
+    assert_eq!(resp.status(), 200);
+    let text = resp.text().await.unwrap();
+    let count = |route: &str, method: &str, status: &str| {
+        metric_value(
+            &text,
+            "neardup_http_requests_total",
+            &[("route", route), ("method", method), ("status", status)],
+        )
+    };
+    assert_eq!(count("/metrics", "GET", "401"), Some(1.0), "{text}");
+    assert_eq!(
+        count("/documents/{id}", "DELETE", "403"),
+        Some(1.0),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn metrics_are_open_when_protect_metrics_is_false_but_the_rest_is_not() {
+    let mut settings = keyed_settings();
+    settings.auth.protect_metrics = false;
+    let app = spawn_app_with(settings).await;
+    let resp = app.get("/metrics").await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.text().await.unwrap().ends_with("# EOF\n"));
+    assert_unauthorized(app.get("/stats").await, false).await;
+}
+
+#[tokio::test]
+async fn read_only_keys_alone_turn_access_control_on() {
+    let mut settings = test_settings();
+    settings.auth.read_only_keys = vec![Secret::new(READER)];
+    let app = spawn_app_with(settings).await;
+    assert_unauthorized(app.get("/stats").await, false).await;
+    let resp = send(&app, Method::GET, "/stats", Some(&bearer(READER)), None).await;
+    assert_eq!(resp.status(), 200);
+    let resp = send(
+        &app,
+        Method::POST,
+        "/admin/snapshot",
+        Some(&bearer(READER)),
+        None,
+    )
+    .await;
+    assert_problem(resp, 403).await;
+}
+
+#[test]
+fn invalid_keys_are_rejected_by_validation_without_echoing_them() {
+    for (bad, expected) in [
+        ("", "auth.api_keys[0] is empty"),
+        ("has space-zz", "whitespace"),
+        ("tab\tzz", "whitespace"),
+        ("newline\nzz", "whitespace"),
+        ("nul\u{0}zz", "control"),
+    ] {
+        let mut settings = test_settings();
+        settings.auth.api_keys = vec![Secret::new(bad)];
+        let e = settings.validate().expect_err(bad).to_string();
+        assert!(e.contains(expected), "{bad:?}: {e}");
+        assert!(!e.contains("zz"), "{bad:?}: {e}");
+    }
+    let mut settings = test_settings();
+    settings.auth.read_only_keys = vec![Secret::new("ok"), Secret::new("bad key")];
+    let e = settings.validate().unwrap_err().to_string();
+    assert!(e.contains("auth.read_only_keys[1]"), "{e}");
+}
+
+#[tokio::test]
+async fn an_app_with_an_invalid_key_does_not_build() {
+    let mut settings = test_settings();
+    let dir = tempfile::tempdir().unwrap();
+    settings.storage.data_dir = dir.path().to_owned();
+    settings.auth.api_keys = vec![Secret::new("two words")];
+    let e = neardup::app::App::build(settings)
+        .await
+        .err()
+        .expect("refused");
+    assert!(format!("{e:#}").contains("auth.api_keys[0]"), "{e:#}");
+}
+
+#[test]
+fn settings_debug_output_never_contains_a_key() {
+    let debug = format!("{:?}", keyed_settings());
+    for key in [FULL, OTHER_FULL, READER] {
+        assert!(!debug.contains(key), "{debug}");
+    }
+    assert!(debug.contains("***"), "{debug}");
+}
+
+#[test]
+fn print_config_shows_how_many_keys_but_never_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .arg("print-config")
+        .current_dir(dir.path())
+        .env(
+            "NEARDUP_AUTH__API_KEYS",
+            format!(r#"["{FULL}","{OTHER_FULL}"]"#),
+        )
+        .env("NEARDUP_AUTH__READ_ONLY_KEYS", format!(r#"["{READER}"]"#))
+        .env("NEARDUP_AUTH__PROTECT_METRICS", "false")
+        .output()
+        .expect("neardup runs");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    for key in [FULL, OTHER_FULL, READER] {
+        assert!(
+            !stdout.contains(key) && !stderr.contains(key),
+            "{stdout}{stderr}"
+        );
+    }
+    let config: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        config["auth"],
+        json!({"api_keys": ["***", "***"], "read_only_keys": ["***"], "protect_metrics": false})
+    );
+}
+
+#[test]
+fn an_invalid_key_in_the_environment_is_a_startup_error_that_does_not_echo_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .arg("print-config")
+        .current_dir(dir.path())
+        .env("NEARDUP_AUTH__API_KEYS", r#"["ok-zz","bad zz"]"#)
+        .output()
+        .expect("neardup runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("auth.api_keys[1]"), "{stderr}");
+    assert!(!stderr.contains("zz"), "{stderr}");
+}
