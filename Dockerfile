@@ -2,7 +2,7 @@
 # neardup: multi-stage build. The dependency layer is cached separately from
 # the sources, so editing src/ does not rebuild every crate.
 
-ARG RUST_VERSION=1.95.0
+ARG RUST_VERSION=1.95
 
 FROM rust:${RUST_VERSION}-slim-bookworm AS builder
 WORKDIR /build
@@ -34,7 +34,8 @@ WORKDIR /etc/neardup
 ENV NEARDUP_SERVER__BIND=0.0.0.0:8080 \
     NEARDUP_STORAGE__DATA_DIR=/data \
     NEARDUP_LOG__FORMAT=json
-USER neardup:neardup
+# Numeric uid:gid (the neardup user above) so a runtime can verify non-root.
+USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8080
 STOPSIGNAL SIGTERM
