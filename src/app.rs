@@ -36,6 +36,8 @@ pub struct AppInner {
     pub metrics: Metrics,
     /// False until the index is loaded, and again while draining.
     ready: AtomicBool,
+    /// One permit per request in flight (`server.max_concurrent_requests`).
+    pub inflight: tokio::sync::Semaphore,
     pub started: Instant,
 }
 
@@ -50,12 +52,14 @@ impl AppState {
     pub fn new(settings: Settings) -> anyhow::Result<Self> {
         let params = settings.validate()?;
         let engine = Engine::new(params).context("invalid index parameters")?;
+        let inflight = tokio::sync::Semaphore::new(settings.server.max_concurrent_requests);
         Ok(Self(Arc::new(AppInner {
             engine: Arc::new(engine),
             store: OnceLock::new(),
             settings,
             metrics: Metrics::default(),
             ready: AtomicBool::new(false),
+            inflight,
             started: Instant::now(),
         })))
     }
@@ -107,6 +111,18 @@ impl AppState {
                 q.max_limit
             ))),
         }
+    }
+
+    /// 413 when `text` is over `limits.max_text_bytes`.
+    pub fn check_text(&self, text: &str) -> Result<(), ApiError> {
+        let max = self.settings.limits.max_text_bytes;
+        if text.len() > max {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "the text is {} bytes; the limit is {max} bytes (limits.max_text_bytes)",
+                text.len()
+            )));
+        }
+        Ok(())
     }
 
     /// Prepare a text, off the async workers when it is large.

@@ -30,6 +30,7 @@ pub struct Settings {
     pub storage: StorageSettings,
     pub log: LogSettings,
     pub auth: AuthSettings,
+    pub limits: LimitsSettings,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,6 +46,9 @@ pub struct ServerSettings {
     pub request_timeout_secs: u64,
     /// Time in-flight requests get to finish after SIGTERM/SIGINT.
     pub shutdown_grace_secs: u64,
+    /// Requests handled at once; more are refused at once with 503
+    /// (`/healthz`, `/readyz` and `/metrics` are never refused).
+    pub max_concurrent_requests: usize,
 }
 
 impl Default for ServerSettings {
@@ -55,6 +59,7 @@ impl Default for ServerSettings {
             max_batch: 10_000,
             request_timeout_secs: 30,
             shutdown_grace_secs: 10,
+            max_concurrent_requests: 512,
         }
     }
 }
@@ -80,6 +85,21 @@ impl Default for IndexSettings {
             bands: p.bands,
             rows: p.rows,
             max_candidates: p.max_candidates,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsSettings {
+    /// Largest document or query text, in UTF-8 bytes; larger texts get 413.
+    pub max_text_bytes: usize,
+}
+
+impl Default for LimitsSettings {
+    fn default() -> Self {
+        Self {
+            max_text_bytes: 1024 * 1024,
         }
     }
 }
@@ -321,6 +341,15 @@ impl Settings {
         if self.server.max_batch == 0 {
             return invalid("server.max_batch must be at least 1");
         }
+        if self.server.max_concurrent_requests == 0 {
+            return invalid("server.max_concurrent_requests must be at least 1");
+        }
+        if self.limits.max_text_bytes == 0 {
+            return invalid("limits.max_text_bytes must be at least 1");
+        }
+        if self.limits.max_text_bytes > self.server.max_body_bytes {
+            return invalid("limits.max_text_bytes must not exceed server.max_body_bytes");
+        }
         if self.server.request_timeout_secs == 0 {
             return invalid("server.request_timeout_secs must be at least 1");
         }
@@ -406,6 +435,34 @@ mod tests {
         assert_eq!(s.shingle.kind, ShingleKind::Word);
         assert_eq!(s.shingle.k, 3);
         assert_eq!(s.storage.data_dir, PathBuf::from("./data"));
+        assert_eq!(s.server.max_concurrent_requests, 512);
+        assert_eq!(s.limits.max_text_bytes, 1024 * 1024);
+    }
+
+    #[test]
+    fn limits_are_validated() {
+        let e = load(
+            Some("[server]\nmax_body_bytes = 2048\n[limits]\nmax_text_bytes = 4096\n"),
+            &[],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("limits.max_text_bytes"), "{e}");
+        let e = load(Some("[limits]\nmax_text_bytes = 0\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("limits.max_text_bytes"), "{e}");
+        let e = load(Some("[server]\nmax_concurrent_requests = 0\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("server.max_concurrent_requests"), "{e}");
+        let s = load(
+            Some("[limits]\nmax_text_bytes = 100\n"),
+            &[("SERVER__MAX_CONCURRENT_REQUESTS", "2")],
+        )
+        .unwrap();
+        assert_eq!(s.limits.max_text_bytes, 100);
+        assert_eq!(s.server.max_concurrent_requests, 2);
     }
 
     #[test]

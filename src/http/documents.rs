@@ -46,11 +46,57 @@ fn generate_id() -> DocId {
     DocId::parse(&uuid::Uuid::now_v7().to_string()).expect("a UUID is a valid id")
 }
 
-/// Metadata must be a JSON object (or absent / null).
+/// Deepest metadata nesting accepted: within serde_json's own recursion
+/// limit (128), so every client that parses it back with serde_json can.
+const MAX_METADATA_DEPTH: usize = 100;
+
+/// How deeply objects and arrays nest in `json` (already valid JSON).
+fn json_depth(json: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for b in json.bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Metadata must be a JSON object (or absent / null), nested at most
+/// [`MAX_METADATA_DEPTH`] levels, that serde_json can read back.
 fn metadata_text(raw: Option<Box<RawValue>>) -> Result<Option<Box<str>>, ApiError> {
     match raw {
         None => Ok(None),
-        Some(raw) if raw.get().trim_start().starts_with('{') => Ok(Some(raw.get().into())),
+        Some(raw) if raw.get().trim_start().starts_with('{') => {
+            let depth = json_depth(raw.get());
+            if depth > MAX_METADATA_DEPTH {
+                return Err(ApiError::InvalidBody(format!(
+                    "metadata nests {depth} levels deep; the limit is {MAX_METADATA_DEPTH}"
+                )));
+            }
+            // Kept as raw text, which serde_json only scanned: a lone
+            // surrogate escape ("\ud800") or an out-of-range number would be
+            // stored, and then refused by every serde_json client reading it.
+            if let Err(e) = serde_json::from_str::<serde_json::Value>(raw.get()) {
+                return Err(ApiError::MalformedJson(format!("metadata: {e}")));
+            }
+            Ok(Some(raw.get().into()))
+        }
         Some(_) => Err(ApiError::InvalidBody(
             "metadata must be a JSON object".into(),
         )),
@@ -74,6 +120,7 @@ pub async fn create(
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let doc: DocumentIn = parse_json(&body.0)?;
+    app.check_text(&doc.text)?;
     let id = match doc.id {
         Some(id) => client_id(&id)?,
         None => generate_id(),
@@ -127,6 +174,7 @@ pub async fn put(
             )));
         }
     }
+    app.check_text(&doc.text)?;
     let metadata = metadata_text(doc.metadata)?;
     let prepared = app.prepare(doc.text).await?;
     let shingles = prepared.shingles().len();
@@ -231,6 +279,7 @@ fn prepare_item(app: &AppState, raw: &RawValue) -> ItemResult {
         Some(id) => client_id(id).map_err(fail)?,
         None => generate_id(),
     };
+    app.check_text(&doc.text).map_err(fail)?;
     let metadata = metadata_text(doc.metadata).map_err(fail)?;
     let prepared = app
         .engine
@@ -323,5 +372,18 @@ fn failed_item(id: Option<String>, e: ApiError) -> BatchItemOut {
         status: e.status().as_u16(),
         shingles: None,
         detail: Some(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::json_depth;
+
+    #[test]
+    fn json_depth_counts_nesting_outside_strings() {
+        assert_eq!(json_depth("{}"), 1);
+        assert_eq!(json_depth(r#"{"a":[1,{"b":[]}]}"#), 4);
+        assert_eq!(json_depth(r#"{"a":"[[[{{{\"[[["}"#), 1);
+        assert_eq!(json_depth(r#"{"a":"\\","b":[[]]}"#), 3);
     }
 }

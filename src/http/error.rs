@@ -48,6 +48,11 @@ pub enum ApiError {
     RouteNotFound(String),
     #[error("the service is starting and not ready to serve yet")]
     NotReady,
+    /// Refused at once: `server.max_concurrent_requests` are already in flight.
+    #[error(
+        "the server is already handling {0} requests (server.max_concurrent_requests); retry later"
+    )]
+    Overloaded(usize),
     /// No usable `Authorization: Bearer <key>`. `key_sent` when a bearer
     /// token was sent but matches no configured key (never part of the message).
     #[error("{detail}")]
@@ -120,6 +125,9 @@ impl ApiError {
             ),
             ApiError::RouteNotFound(_) => (S::NOT_FOUND, "route-not-found", "Not found"),
             ApiError::NotReady => (S::SERVICE_UNAVAILABLE, "not-ready", "Not ready"),
+            ApiError::Overloaded(_) => {
+                (S::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable")
+            }
             ApiError::Unauthorized { .. } => (S::UNAUTHORIZED, "unauthorized", "Unauthorized"),
             ApiError::Forbidden => (S::FORBIDDEN, "forbidden", "Forbidden"),
             ApiError::Internal(_) => (

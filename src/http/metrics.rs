@@ -49,6 +49,7 @@ pub struct Metrics {
     candidates_rejected: Counter,
     rejected_ratio: Gauge<f64, AtomicU64>,
     truncated_queries: Counter,
+    requests_shed: Counter,
     writes: Family<OutcomeLabels, Counter>,
     snapshot_seconds: Histogram,
     snapshot_bytes: Gauge,
@@ -80,6 +81,7 @@ impl Default for Metrics {
         let candidates_rejected = Counter::default();
         let rejected_ratio = Gauge::<f64, AtomicU64>::default();
         let truncated_queries = Counter::default();
+        let requests_shed = Counter::default();
         let writes = Family::<OutcomeLabels, Counter>::default();
         let snapshot_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         let snapshot_bytes = Gauge::default();
@@ -164,6 +166,11 @@ impl Default for Metrics {
             "Queries whose candidate list was cut at index.max_candidates",
             truncated_queries.clone(),
         );
+        registry.register(
+            "requests_shed",
+            "Requests refused with 503 because server.max_concurrent_requests were in flight",
+            requests_shed.clone(),
+        );
         registry.register("writes", "Document writes by outcome", writes.clone());
         Self {
             registry,
@@ -176,6 +183,7 @@ impl Default for Metrics {
             candidates_rejected,
             rejected_ratio,
             truncated_queries,
+            requests_shed,
             writes,
             snapshot_seconds,
             snapshot_bytes,
@@ -198,6 +206,11 @@ impl Metrics {
         if q.truncated {
             self.truncated_queries.inc();
         }
+    }
+
+    /// A request refused by the concurrency limit.
+    pub fn observe_shed(&self) {
+        self.requests_shed.inc();
     }
 
     pub fn observe_write(&self, outcome: &'static str) {

@@ -47,6 +47,10 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// Routes served while the index is still being restored.
 const ALWAYS_SERVED: &[&str] = &["/healthz", "/readyz", "/metrics"];
 
+/// Answered even when `server.max_concurrent_requests` are in flight: the
+/// probes, and the metrics that show the shedding while it happens.
+const NEVER_SHED: &[&str] = &["/healthz", "/readyz", "/metrics"];
+
 /// The application router with every layer applied.
 pub fn router(state: AppState) -> Router {
     let settings = &state.settings.server;
@@ -79,6 +83,8 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::require_key,
         ))
+        // Inside metrics, so shed requests are counted as 503s too.
+        .layer(middleware::from_fn_with_state(state.clone(), shed_load))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             metrics::track,
@@ -124,6 +130,24 @@ async fn until_restored(
     if app.store().is_err() && !ALWAYS_SERVED.contains(&req.uri().path()) {
         return ApiError::NotReady.into_response();
     }
+    next.run(req).await
+}
+
+/// Refuse a request at once with 503 (and `Retry-After: 1`) when
+/// `server.max_concurrent_requests` are already in flight. The permit is
+/// held until the handler has answered (reading the body included).
+async fn shed_load(
+    axum::extract::State(app): axum::extract::State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    if NEVER_SHED.contains(&req.uri().path()) {
+        return next.run(req).await;
+    }
+    let Ok(_permit) = app.inflight.try_acquire() else {
+        app.metrics.observe_shed();
+        return ApiError::Overloaded(app.settings.server.max_concurrent_requests).into_response();
+    };
     next.run(req).await
 }
 

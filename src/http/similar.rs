@@ -45,6 +45,7 @@ pub async fn by_text(
     body: JsonBody,
 ) -> Result<Json<SimilarOut>, ApiError> {
     let req: SimilarTextIn = parse_json(&body.0)?;
+    app.check_text(&req.text)?;
     let threshold = app.engine.threshold(req.threshold)?;
     let limit = app.limit(req.limit)?;
     let prepared = app.prepare(req.text).await?;

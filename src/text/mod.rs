@@ -9,6 +9,9 @@
 pub mod normalize;
 pub mod shingle;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use normalize::{normalize, normalize_into, NormalizeOptions};
 pub use shingle::{ShingleKind, ShingleOptions, ShingleSet, Shingler, TextError};
 

@@ -284,6 +284,7 @@ async fn wrong_methods_are_405_with_an_allow_header() {
 async fn bodies_over_max_body_bytes_are_413() {
     let mut settings = test_settings();
     settings.server.max_body_bytes = 4096;
+    settings.limits.max_text_bytes = 4096;
     let app = spawn_app_with(settings).await;
     let big = "word ".repeat(1000); // 5000 bytes of text
     let small = "word ".repeat(600); // 3000 bytes: under the limit

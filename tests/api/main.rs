@@ -8,6 +8,8 @@ mod concurrency;
 mod crash;
 mod documents;
 mod errors;
+mod hostile;
 mod openapi;
 mod ops;
+mod shedding;
 mod similar;

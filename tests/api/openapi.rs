@@ -1192,9 +1192,12 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
 async fn bodies_over_the_limits_are_answered_413_as_documented() {
     let mut settings = test_settings();
     settings.server.max_body_bytes = 1024;
+    settings.limits.max_text_bytes = 512;
     settings.server.max_batch = 2;
     let app = spawn_app_with(settings).await;
     let big = || json_body(json!({"text": "word ".repeat(400)}));
+    // Under the body limit, over the text limit.
+    let long = || json_body(json!({"text": "word ".repeat(120)}));
     let three = json!({"documents": [{"text": "a"}, {"text": "b"}, {"text": "c"}]});
     let (doc, batch, by_id) = ("/documents", "/documents/batch", "/documents/{id}");
     let too_large = "payload-too-large";
@@ -1204,6 +1207,9 @@ async fn bodies_over_the_limits_are_answered_413_as_documented() {
         ("POST", "/similar", "/similar", big(), 413, too_large),
         ("POST", batch, batch, big(), 413, too_large),
         ("POST", batch, batch, json_body(three), 413, too_large),
+        ("POST", doc, doc, long(), 413, too_large),
+        ("PUT", by_id, "/documents/q1", long(), 413, too_large),
+        ("POST", "/similar", "/similar", long(), 413, too_large),
     ];
     assert_cases(&app, cases).await;
 }
