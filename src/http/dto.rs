@@ -31,7 +31,9 @@ pub struct SimilarTextIn {
     pub text: String,
     #[serde(default)]
     pub threshold: Option<f64>,
-    #[serde(default)]
+    /// An integer; JSON Schema also counts `464.0` as one, so integral
+    /// floats are accepted too.
+    #[serde(default, deserialize_with = "integral_count")]
     pub limit: Option<usize>,
 }
 
@@ -118,4 +120,42 @@ pub struct BatchOut {
 #[derive(Debug, Serialize)]
 pub struct StatusOut {
     pub status: &'static str,
+}
+
+/// An optional non-negative integer that may be written as `5` or `5.0`.
+fn integral_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    use serde::de::Error;
+    match Option::<serde_json::Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => {
+            if let Some(u) = n.as_u64() {
+                return usize::try_from(u).map(Some).map_err(D::Error::custom);
+            }
+            match n.as_f64() {
+                Some(f) if f.fract() == 0.0 && f >= 0.0 && f <= u32::MAX as f64 => {
+                    Ok(Some(f as usize))
+                }
+                _ => Err(D::Error::custom(format!(
+                    "invalid value: {n}, expected a non-negative integer"
+                ))),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_written_as_integral_floats_are_integers() {
+        let p = |s: &str| serde_json::from_str::<SimilarTextIn>(s).map(|r| r.limit);
+        assert_eq!(p(r#"{"text":"a","limit":464.0}"#).unwrap(), Some(464));
+        assert_eq!(p(r#"{"text":"a","limit":7}"#).unwrap(), Some(7));
+        assert_eq!(p(r#"{"text":"a","limit":null}"#).unwrap(), None);
+        assert_eq!(p(r#"{"text":"a"}"#).unwrap(), None);
+        assert!(p(r#"{"text":"a","limit":1.5}"#).is_err());
+        assert!(p(r#"{"text":"a","limit":-1}"#).is_err());
+        assert!(p(r#"{"text":"a","limit":"3"}"#).is_err());
+    }
 }
