@@ -39,6 +39,8 @@ pub struct AppInner {
     /// One permit per request in flight (`server.max_concurrent_requests`).
     pub inflight: tokio::sync::Semaphore,
     pub started: Instant,
+    /// Whole-index scans for `/duplicates`.
+    pub dedup: http::duplicates::DedupState,
 }
 
 impl Deref for AppState {
@@ -61,6 +63,7 @@ impl AppState {
             ready: AtomicBool::new(false),
             inflight,
             started: Instant::now(),
+            dedup: http::duplicates::DedupState::new(),
         })))
     }
 

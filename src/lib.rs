@@ -12,9 +12,10 @@
 //!   (banding parameters and index), [`engine`] (the owner of all state);
 //! - around it: [`config`] (layered settings), [`telemetry`] (logs),
 //!   [`http`] (axum router, problem+json errors, metrics), [`app`] (build
-//!   and run the server).
+//!   and run the server), [`cli`] (offline `neardup dedup`).
 
 pub mod app;
+pub mod cli;
 pub mod config;
 pub mod engine;
 pub mod http;

@@ -22,6 +22,9 @@ struct Cli {
 enum Command {
     /// Serve the HTTP API (the default).
     Serve,
+    /// Deduplicate a JSON Lines file or a directory offline: groups (or
+    /// pairs) as JSON Lines on stdout, progress and a summary on stderr.
+    Dedup(neardup::cli::dedup::DedupArgs),
     /// Print the effective configuration (all layers applied) as JSON and exit.
     PrintConfig,
     /// Exit 0 if the server answers GET /readyz with 200, else 1.
@@ -50,6 +53,13 @@ async fn main() -> anyhow::Result<()> {
             neardup::telemetry::init(&settings.log);
             let app = App::build(settings).await?;
             app.run_until_stopped(shutdown_signal()).await
+        }
+        Command::Dedup(args) => {
+            let code = neardup::cli::dedup::run(&settings, &args).unwrap_or_else(|e| {
+                eprintln!("neardup dedup: {e:#}");
+                2
+            });
+            std::process::exit(code);
         }
         Command::PrintConfig => {
             println!("{}", serde_json::to_string_pretty(&settings)?);

@@ -26,13 +26,17 @@
 //! if `ids` still maps its id to that slot, so every returned match is a
 //! true statement about a document that is stored.
 
+mod dedup;
 mod id;
 mod params;
 mod record;
+mod unique;
 
 pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use params::{EngineParams, EngineParamsError, MAX_SHINGLE_K};
+pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use record::Record;
+pub use unique::UniqueOutcome;
 
 use crate::jaccard::{self, Overlap};
 use crate::lsh::index::Slot;
@@ -43,7 +47,7 @@ use crossbeam_queue::SegQueue;
 use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
 use nohash_hasher::BuildNoHashHasher;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Names the hash functions a signature depends on; persisted data records
@@ -209,6 +213,10 @@ pub struct Engine {
     shingle_values: AtomicUsize,
     id_bytes: AtomicUsize,
     metadata_bytes: AtomicUsize,
+    /// Bumped by every applied write: lets callers cache whole-index answers.
+    generation: AtomicU64,
+    /// Striped by band key: serializes insert-if-unique calls that could see each other.
+    unique_locks: unique::Stripes,
 }
 
 impl std::fmt::Debug for Engine {
@@ -235,6 +243,8 @@ impl Engine {
             shingle_values: AtomicUsize::new(0),
             id_bytes: AtomicUsize::new(0),
             metadata_bytes: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
+            unique_locks: unique::Stripes::new(),
             params,
             bands,
         })
@@ -246,6 +256,11 @@ impl Engine {
 
     pub fn band_params(&self) -> &BandParams {
         &self.bands
+    }
+
+    /// Changes whenever a write is applied: equal values mean the same contents.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Number of stored documents.
@@ -397,6 +412,7 @@ impl Engine {
     }
 
     fn account(&self, record: &Record, add: bool) {
+        self.generation.fetch_add(1, Ordering::Release);
         let op = |counter: &AtomicUsize, n: usize| {
             if add {
                 counter.fetch_add(n, Ordering::Relaxed);

@@ -4,7 +4,9 @@ use super::dto::{BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, Match
 use super::error::ApiError;
 use super::extract::{parse_json, ApiPath, ApiQuery, JsonBody};
 use crate::app::AppState;
-use crate::engine::{DocId, EngineError, IdError, Prepared, WriteMode, WriteOutcome};
+use crate::engine::{
+    DocId, EngineError, IdError, Prepared, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
+};
 use crate::persist::Store;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -109,6 +111,9 @@ pub struct CreateParams {
     /// Also return the stored near-duplicates (computed before this insert).
     #[serde(default)]
     similar: bool,
+    /// Store only if no stored document reaches the threshold (atomically).
+    #[serde(default)]
+    if_unique: bool,
     threshold: Option<f64>,
     limit: Option<usize>,
 }
@@ -129,6 +134,9 @@ pub async fn create(
     // Checked even without `similar=true`: a bad value is never silently ignored.
     let threshold = app.engine.threshold(params.threshold)?;
     let limit = app.limit(params.limit)?;
+    if params.if_unique {
+        return create_if_unique(app, id, doc.text, metadata, threshold, limit).await;
+    }
     let check = params.similar.then_some((threshold, limit));
     let prepared = app.prepare(doc.text).await?;
     let similar = check.map(|(threshold, limit)| {
@@ -147,6 +155,7 @@ pub async fn create(
     let body = WrittenOut {
         id: id.to_string(),
         shingles,
+        inserted: None,
         truncated: similar.as_ref().map(|q| q.truncated),
         similar: similar.map(|q| q.matches.into_iter().map(MatchOut::from).collect()),
     };
@@ -156,6 +165,56 @@ pub async fn create(
         Json(body),
     )
         .into_response())
+}
+
+/// `POST /documents?if_unique=true`: 201 and `"inserted": true` when
+/// stored; 200 and `"inserted": false` with the stored near-duplicates in
+/// `similar` when not (nothing is stored then).
+async fn create_if_unique(
+    app: AppState,
+    id: DocId,
+    text: String,
+    metadata: Option<Box<str>>,
+    threshold: Threshold,
+    limit: usize,
+) -> Result<Response, ApiError> {
+    let prepared = app.prepare(text).await?;
+    let shingles = prepared.shingles().len();
+    let key = id.clone();
+    let outcome = app
+        .write(move |store| store.insert_if_unique(key, &prepared, metadata, threshold, limit))
+        .await
+        .inspect_err(|_| app.metrics.observe_write("failed"))?;
+    Ok(match outcome {
+        UniqueOutcome::Inserted(_) => {
+            app.metrics.observe_write("created");
+            let body = WrittenOut {
+                id: id.to_string(),
+                shingles,
+                inserted: Some(true),
+                similar: Some(Vec::new()),
+                truncated: Some(false),
+            };
+            (
+                StatusCode::CREATED,
+                [(header::LOCATION, location(&id))],
+                Json(body),
+            )
+                .into_response()
+        }
+        UniqueOutcome::Duplicate(q) => {
+            app.metrics.observe_query(&q);
+            app.metrics.observe_write("rejected_duplicate");
+            let body = WrittenOut {
+                id: id.to_string(),
+                shingles,
+                inserted: Some(false),
+                truncated: Some(q.truncated),
+                similar: Some(q.matches.into_iter().map(MatchOut::from).collect()),
+            };
+            (StatusCode::OK, Json(body)).into_response()
+        }
+    })
 }
 
 /// `PUT /documents/{id}`: create (201) or replace (200).
@@ -185,6 +244,7 @@ pub async fn put(
     let body = Json(WrittenOut {
         id: id.to_string(),
         shingles,
+        inserted: None,
         similar: None,
         truncated: None,
     });

@@ -4,6 +4,7 @@
 pub mod auth;
 mod documents;
 pub mod dto;
+pub mod duplicates;
 pub mod error;
 pub mod extract;
 pub mod metrics;
@@ -37,6 +38,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/similar"),
     ("POST", "/similar"),
     ("GET", "/compare"),
+    ("GET", "/duplicates"),
+    ("GET", "/duplicates/pairs"),
     ("GET", "/stats"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
@@ -67,6 +70,8 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/similar", get(similar::by_id).post(similar::by_text))
         .route("/compare", get(similar::compare))
+        .route("/duplicates", get(duplicates::groups))
+        .route("/duplicates/pairs", get(duplicates::pairs))
         .route("/stats", get(ops::stats))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))

@@ -23,7 +23,9 @@ pub mod snapshot;
 pub mod wal;
 
 use crate::config::{StorageSettings, WalFsync};
-use crate::engine::{DocId, Engine, EngineError, Prepared, WriteMode, WriteOutcome};
+use crate::engine::{
+    DocId, Engine, EngineError, Prepared, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
+};
 use format::{Fingerprint, StoredRecord};
 use rayon::prelude::*;
 use serde::Serialize;
@@ -201,6 +203,25 @@ impl Store {
             .engine
             .insert_journaled(id, doc, metadata, mode, &*self.wal)?;
         self.commit(lsn)?;
+        Ok(outcome)
+    }
+
+    /// Insert-if-unique durably (see [`Engine::insert_if_unique`]): returns
+    /// once the log record is committed, or at once with the near-duplicates.
+    pub fn insert_if_unique(
+        &self,
+        id: DocId,
+        doc: &Prepared,
+        metadata: Option<Box<str>>,
+        threshold: Threshold,
+        limit: usize,
+    ) -> Result<UniqueOutcome, EngineError> {
+        let outcome = self
+            .engine
+            .insert_if_unique(id, doc, metadata, threshold, limit, &*self.wal)?;
+        if let UniqueOutcome::Inserted(lsn) = outcome {
+            self.commit(lsn)?;
+        }
         Ok(outcome)
     }
 

@@ -1,0 +1,507 @@
+//! `neardup dedup INPUT`: deduplicate a corpus offline, with the server's
+//! engine and configuration, no server and no data directory.
+//!
+//! ```text
+//!   JSONL lines / files ─batches of 4096─▶ parse + sign + insert (every core)
+//!        ─▶ scan every pair (every core) ─▶ groups or pairs as JSON Lines on stdout
+//! ```
+//!
+//! The input is streamed: at most one batch of texts is in memory at a
+//! time, and the engine keeps each document's shingle set and signature
+//! (a couple of KiB), never its text. Bad input (a malformed line, a
+//! repeated id, an empty or oversized text, a file that is not UTF-8) is
+//! reported on stderr with its line number or path and skipped. Progress
+//! goes to stderr: a bar on a terminal, a line every few seconds otherwise.
+
+use crate::config::Settings;
+use crate::engine::{DocId, Engine, EngineError, Groups, Prepared, Threshold, WriteMode};
+use crate::http::dto::{GroupOut, PairOut};
+use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
+use serde::Deserialize;
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Documents read, signed and inserted per step.
+const BATCH: usize = 4096;
+/// Problems printed one by one; beyond that only counted.
+const MAX_REPORTED: usize = 100;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct DedupArgs {
+    /// A JSON Lines file (`{"id": ..., "text": ...}` per line; `-` for
+    /// stdin) or a directory (every regular file below it is one document,
+    /// its path relative to the directory the id).
+    pub input: PathBuf,
+    /// Write every verified pair `{"a", "b", "jaccard"}` instead of groups.
+    #[arg(long)]
+    pub pairs: bool,
+    /// Exact Jaccard at or above which two documents are near-duplicates
+    /// (default: index.threshold; at least the index's lowest servable one).
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// Smallest group written.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
+    pub min_size: u64,
+    /// No progress on stderr (the summary is still printed).
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Exit with status 1 if any input was skipped.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// What a run did, printed at the end.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Summary {
+    pub documents: usize,
+    pub skipped: usize,
+    pub groups: usize,
+    /// Documents in groups beyond the first of each: what dedup would drop.
+    pub duplicates: usize,
+    pub pairs: usize,
+    pub read_seconds: f64,
+    pub scan_seconds: f64,
+    pub seconds: f64,
+}
+
+/// One JSON Lines record: `id` may be a string or a number, or absent (the
+/// line number is used); other fields are ignored.
+#[derive(Deserialize)]
+struct Line {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    text: String,
+}
+
+/// Progress on stderr: an indicatif bar on a terminal, periodic lines otherwise.
+struct Progress {
+    bar: Option<ProgressBar>,
+    lines: bool,
+    phase: &'static str,
+    last: Mutex<Instant>,
+    start: Instant,
+}
+
+impl Progress {
+    fn new(quiet: bool, phase: &'static str, total: Option<u64>) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        let bar = (!quiet && terminal).then(|| {
+            let bar = total.map_or_else(ProgressBar::new_spinner, ProgressBar::new);
+            let template = if total.is_some() {
+                format!("{phase:>8} [{{bar:30}}] {{percent:>3}}% {{msg}} {{per_sec}} ETA {{eta}}")
+            } else {
+                format!("{phase:>8} {{spinner}} {{msg}} {{per_sec}}")
+            };
+            bar.set_style(
+                ProgressStyle::with_template(&template)
+                    .expect("a valid progress template")
+                    .progress_chars("=> "),
+            );
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Self {
+            bar,
+            lines: !quiet && !terminal,
+            phase,
+            last: Mutex::new(Instant::now()),
+            start: Instant::now(),
+        }
+    }
+
+    /// `done` of `total` units; `msg` says what has been counted.
+    fn update(&self, done: u64, total: Option<u64>, msg: impl FnOnce() -> String) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+            bar.set_message(msg());
+            return;
+        }
+        if !self.lines {
+            return;
+        }
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        if last.elapsed() < Duration::from_secs(5) {
+            return;
+        }
+        *last = Instant::now();
+        let secs = self.start.elapsed().as_secs_f64();
+        let rate = done as f64 / secs.max(1e-9);
+        let eta = total
+            .filter(|&t| t > done && rate > 0.0)
+            .map(|t| format!(", ETA {:.0} s", (t - done) as f64 / rate))
+            .unwrap_or_default();
+        let pct = total
+            .filter(|&t| t > 0)
+            .map(|t| format!(" {:.1}%", 100.0 * done as f64 / t as f64))
+            .unwrap_or_default();
+        eprintln!("{}:{pct} {}{eta}, {secs:.0} s", self.phase, msg());
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Skipped input, reported as it is met.
+#[derive(Default)]
+struct Problems {
+    count: usize,
+}
+
+impl Problems {
+    fn report(&mut self, what: &str, why: &str) {
+        self.count += 1;
+        if self.count <= MAX_REPORTED {
+            eprintln!("neardup dedup: {what}: {why} (skipped)");
+        } else if self.count == MAX_REPORTED + 1 {
+            eprintln!("neardup dedup: more problems follow; only their count is reported");
+        }
+    }
+}
+
+/// Run `neardup dedup`; returns the process exit code.
+pub fn run(settings: &Settings, args: &DedupArgs) -> anyhow::Result<i32> {
+    let start = Instant::now();
+    let params = settings.validate()?;
+    let engine = Engine::new(params).context("invalid index parameters")?;
+    let threshold = engine
+        .threshold(args.threshold)
+        .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
+    let mut problems = Problems::default();
+    let max_text = settings.limits.max_text_bytes;
+    if args.input.is_dir() {
+        load_directory(&engine, &args.input, max_text, args.quiet, &mut problems)?;
+    } else {
+        load_json_lines(&engine, &args.input, max_text, args.quiet, &mut problems)?;
+    }
+    let read_seconds = start.elapsed().as_secs_f64();
+    let mut summary = Summary {
+        documents: engine.len(),
+        skipped: problems.count,
+        read_seconds,
+        ..Default::default()
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let scan_start = Instant::now();
+    let written = if args.pairs {
+        write_pairs(&engine, threshold, args.quiet, &mut out, &mut summary)
+    } else {
+        write_groups(&engine, threshold, args, &mut out, &mut summary)
+    };
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => {}
+        // `| head` closed the pipe: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(0),
+        Err(e) => return Err(e).context("writing to stdout"),
+    }
+    summary.scan_seconds = scan_start.elapsed().as_secs_f64();
+    summary.seconds = start.elapsed().as_secs_f64();
+    eprintln!(
+        "neardup dedup: {} documents ({} skipped), {} groups, {} duplicates, {} pairs at Jaccard ≥ {}; \
+         read {:.1} s, scan {:.1} s, total {:.1} s",
+        summary.documents,
+        summary.skipped,
+        summary.groups,
+        summary.duplicates,
+        summary.pairs,
+        threshold.value(),
+        summary.read_seconds,
+        summary.scan_seconds,
+        summary.seconds
+    );
+    Ok(if args.strict && summary.skipped > 0 {
+        1
+    } else {
+        0
+    })
+}
+
+fn write_groups(
+    engine: &Engine,
+    threshold: Threshold,
+    args: &DedupArgs,
+    out: &mut impl Write,
+    summary: &mut Summary,
+) -> std::io::Result<()> {
+    let progress = Progress::new(args.quiet, "scanning", Some(engine.slot_span() as u64));
+    let report = |done: usize, total: usize| {
+        progress.update(done as u64, Some(total as u64), || {
+            format!("{done}/{total} documents")
+        });
+    };
+    let groups: Groups = engine.duplicate_groups(threshold, args.min_size as usize, Some(&report));
+    progress.finish();
+    summary.groups = groups.groups.len();
+    summary.duplicates = groups.redundant();
+    summary.pairs = groups.stats.pairs;
+    for group in &groups.groups {
+        serde_json::to_writer(&mut *out, &GroupOut::from(group))?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+fn write_pairs(
+    engine: &Engine,
+    threshold: Threshold,
+    quiet: bool,
+    out: &mut impl Write,
+    summary: &mut Summary,
+) -> std::io::Result<()> {
+    let progress = Progress::new(quiet, "scanning", Some(engine.slot_span() as u64));
+    let found = AtomicU64::new(0);
+    let report = |done: usize, total: usize| {
+        progress.update(done as u64, Some(total as u64), || {
+            format!(
+                "{done}/{total} documents, {} pairs",
+                found.load(Ordering::Relaxed)
+            )
+        });
+    };
+    let mut failure = None;
+    let stats = engine.scan_pairs(threshold, Some(&report), &mut |edges| {
+        found.fetch_add(edges.len() as u64, Ordering::Relaxed);
+        for edge in &edges {
+            let line = serde_json::to_writer(&mut *out, &PairOut::from(edge))
+                .map_err(std::io::Error::from)
+                .and_then(|()| out.write_all(b"\n"));
+            if let Err(e) = line {
+                failure = Some(e);
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    progress.finish();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    summary.pairs = stats.pairs;
+    Ok(())
+}
+
+/// A document read from the input: where it was (for problems), its id,
+/// and its text or why it cannot be used.
+struct Item {
+    at: String,
+    id: String,
+    text: Result<String, String>,
+}
+
+/// A document ready to insert, or why it was skipped.
+type Signed = Result<(DocId, Prepared), String>;
+
+/// Sign a batch on every core, then insert it in input order (so of two
+/// lines with one id the first is kept); report problems in input order.
+fn ingest(engine: &Engine, batch: Vec<Item>, max_text: usize, problems: &mut Problems) {
+    let prepared: Vec<(String, Signed)> = batch
+        .into_par_iter()
+        .map(|item| {
+            let doc = item
+                .text
+                .and_then(|text| prepare(engine, &item.id, &text, max_text));
+            (item.at, doc)
+        })
+        .collect();
+    for (at, doc) in prepared {
+        let inserted =
+            doc.and_then(
+                |(id, doc)| match engine.insert(id, &doc, None, WriteMode::Create) {
+                    Ok(_) => Ok(()),
+                    Err(EngineError::AlreadyExists(id)) => Err(format!(
+                        "id {:?} appeared before; the first one is kept",
+                        id.as_str()
+                    )),
+                    Err(e) => Err(e.to_string()),
+                },
+            );
+        if let Err(why) = inserted {
+            problems.report(&at, &why);
+        }
+    }
+}
+
+fn prepare(
+    engine: &Engine,
+    id: &str,
+    text: &str,
+    max_text: usize,
+) -> Result<(DocId, Prepared), String> {
+    if text.len() > max_text {
+        return Err(format!(
+            "text is {} bytes; the limit is {max_text} (limits.max_text_bytes)",
+            text.len()
+        ));
+    }
+    let id = DocId::parse(id).map_err(|e| format!("id: {e}"))?;
+    let doc = engine
+        .prepare(text)
+        .map_err(|e| EngineError::from(e).to_string())?;
+    Ok((id, doc))
+}
+
+fn load_json_lines(
+    engine: &Engine,
+    path: &Path,
+    max_text: usize,
+    quiet: bool,
+    problems: &mut Problems,
+) -> anyhow::Result<()> {
+    let (reader, total): (Box<dyn Read>, Option<u64>) = if path.as_os_str() == "-" {
+        (Box::new(std::io::stdin().lock()), None)
+    } else {
+        let file = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
+        let len = file.metadata().ok().map(|m| m.len());
+        (Box::new(file), len)
+    };
+    let mut reader = BufReader::with_capacity(1 << 20, reader);
+    let progress = Progress::new(quiet, "reading", total);
+    let (mut line_no, mut bytes) = (0u64, 0u64);
+    let mut buf = Vec::new();
+    loop {
+        let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
+        while batch.len() < BATCH {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .with_context(|| format!("{}: reading line {}", path.display(), line_no + 1))?;
+            if n == 0 {
+                break;
+            }
+            line_no += 1;
+            bytes += n as u64;
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            batch.push(parse_line(line_no, &buf));
+        }
+        if batch.is_empty() {
+            break;
+        }
+        ingest(engine, batch, max_text, problems);
+        let docs = engine.len();
+        progress.update(bytes, total, || format!("{docs} documents, line {line_no}"));
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// A line as an item; problems name the line number.
+fn parse_line(line_no: u64, bytes: &[u8]) -> Item {
+    let at = format!("line {line_no}");
+    let (id, text) = match serde_json::from_slice::<Line>(bytes) {
+        Err(e) => (
+            String::new(),
+            Err(format!("not a JSON object with a \"text\" string: {e}")),
+        ),
+        Ok(line) => match line.id {
+            None | Some(serde_json::Value::Null) => (line_no.to_string(), Ok(line.text)),
+            Some(serde_json::Value::String(id)) => (id, Ok(line.text)),
+            Some(serde_json::Value::Number(n)) => (n.to_string(), Ok(line.text)),
+            Some(_) => (String::new(), Err("id must be a string or a number".into())),
+        },
+    };
+    Item { at, id, text }
+}
+
+fn load_directory(
+    engine: &Engine,
+    root: &Path,
+    max_text: usize,
+    quiet: bool,
+    problems: &mut Problems,
+) -> anyhow::Result<()> {
+    let files = list_files(root)?;
+    let total = files.len() as u64;
+    let progress = Progress::new(quiet, "reading", Some(total));
+    let mut done = 0u64;
+    for chunk in files.chunks(BATCH) {
+        let batch: Vec<Item> = chunk
+            .par_iter()
+            .map(|path| {
+                let text = std::fs::read(path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|b| String::from_utf8(b).map_err(|e| format!("not UTF-8 text: {e}")));
+                Item {
+                    at: path.display().to_string(),
+                    id: relative_id(root, path),
+                    text,
+                }
+            })
+            .collect();
+        ingest(engine, batch, max_text, problems);
+        done += chunk.len() as u64;
+        let docs = engine.len();
+        progress.update(done, Some(total), || format!("{docs} documents"));
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// The id of a file: its path below `root`, with `/` separators.
+fn relative_id(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Every regular file below `root`, sorted; hidden entries (`.name`) and
+/// symbolic links are left out.
+fn list_files(root: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    let mut dirs = vec![root.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))?;
+        for entry in entries {
+            let entry = entry.with_context(|| format!("{}", dir.display()))?;
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                dirs.push(entry.path());
+            } else if kind.is_file() {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_take_string_number_or_absent_ids() {
+        assert_eq!(parse_line(3, br#"{"id":"a","text":"t"}"#).id, "a");
+        assert_eq!(parse_line(3, br#"{"id":17,"text":"t","x":1}"#).id, "17");
+        assert_eq!(parse_line(3, br#"{"text":"t"}"#).id, "3");
+        let bad = parse_line(9, br#"{"id":"a"}"#);
+        assert_eq!(bad.at, "line 9");
+        assert!(bad.text.unwrap_err().contains("text"));
+        assert!(parse_line(9, b"{nope").text.is_err());
+        assert!(parse_line(9, br#"{"id":[1],"text":"t"}"#).text.is_err());
+    }
+
+    #[test]
+    fn file_ids_are_slash_separated_relative_paths() {
+        let root = Path::new("/data/corpus");
+        assert_eq!(
+            relative_id(root, Path::new("/data/corpus/a/b.txt")),
+            "a/b.txt"
+        );
+    }
+}

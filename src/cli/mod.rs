@@ -1,0 +1,4 @@
+//! Offline commands of the `neardup` binary that use the engine without a
+//! server: file input, stdout output, progress on stderr.
+
+pub mod dedup;

@@ -1,0 +1,345 @@
+//! Corpus-wide deduplication: every verified pair, and the groups they form.
+//!
+//! ```text
+//!   slots 0..n ─chunks (rayon, every core)─▶ LSH candidates with a higher slot
+//!             ─exact Jaccard ≥ t─▶ edges ─bounded channel─▶ caller's sink
+//!   groups: edges ─union-find over slots─▶ connected components ≥ min_size
+//! ```
+//!
+//! Each unordered pair is verified once: a document looks only at
+//! candidates in a higher slot (band collisions are symmetric, so the lower
+//! slot always sees the higher one). Workers hand edges over in chunks
+//! through a channel of a few chunks, so memory stays bounded however many
+//! pairs there are, and a sink that stops (a client that hung up) stops the
+//! workers. The scan takes each map guard for one lookup only, so writes and
+//! queries go on while it runs; documents written during a scan may or may
+//! not be part of its answer, and every edge it reports was verified against
+//! the stored version of both documents at the time.
+//!
+//! A group keeps `Arc`s of its members' records, so a page of groups stays
+//! valid (ids, best matches) even if a member is deleted afterwards; the
+//! memory held is that of the duplicates only, never of the whole corpus.
+
+use super::{Engine, Record, Threshold};
+use crate::jaccard;
+use crate::lsh::index::Slot;
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+
+/// Slots one worker scans before handing its edges over.
+const CHUNK_SLOTS: usize = 1024;
+/// Chunks of edges in flight between the workers and the sink.
+const CHANNEL_CHUNKS: usize = 8;
+
+/// One verified pair, `a`'s id before `b`'s.
+#[derive(Clone, Debug)]
+pub struct Edge {
+    pub a: Arc<Record>,
+    pub b: Arc<Record>,
+    /// Exact Jaccard similarity of the shingle sets.
+    pub jaccard: f64,
+    /// The slots `a` and `b` were read from.
+    slots: (Slot, Slot),
+}
+
+/// What a scan did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Stored documents visited.
+    pub documents: usize,
+    /// Candidate pairs verified exactly.
+    pub candidates: usize,
+    /// Pairs at or above the threshold.
+    pub pairs: usize,
+    /// False when the sink stopped the scan early.
+    pub complete: bool,
+}
+
+/// A member of a group: its record and its most similar other member.
+#[derive(Clone, Debug)]
+pub struct GroupMember {
+    pub record: Arc<Record>,
+    /// The member with the highest exact Jaccard to this one (ties: smallest id).
+    pub best_match: Arc<Record>,
+    pub jaccard: f64,
+}
+
+/// A connected component of the verified-pair graph, members sorted by id.
+#[derive(Clone, Debug)]
+pub struct Group {
+    pub members: Vec<GroupMember>,
+}
+
+impl Group {
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// The smallest member id: groups are ordered by it.
+    pub fn first_id(&self) -> &str {
+        self.members[0].record.id().as_str()
+    }
+}
+
+/// Every group of at least `min_size` members, ordered by first id.
+#[derive(Clone, Debug, Default)]
+pub struct Groups {
+    pub groups: Vec<Group>,
+    pub stats: ScanStats,
+    /// Members of all groups: the documents that have a near-duplicate.
+    pub members: usize,
+}
+
+impl Groups {
+    /// Documents that could be dropped keeping one per group.
+    pub fn redundant(&self) -> usize {
+        self.members - self.groups.len()
+    }
+
+    /// Index of the first group whose first id is after `id` (keyset paging).
+    pub fn position_after(&self, id: &str) -> usize {
+        self.groups.partition_point(|g| g.first_id() <= id)
+    }
+}
+
+/// Progress callback for long scans: called with (slots scanned, slots in all).
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
+
+impl Engine {
+    /// Slots a scan started now would visit (an upper bound on document count).
+    pub fn slot_span(&self) -> usize {
+        self.next_slot.load(Ordering::Acquire) as usize
+    }
+
+    /// Find every pair of stored documents with exact Jaccard ≥ `threshold`
+    /// (each pair once), scanning on the rayon pool, and hand them to `sink`
+    /// in chunks on the calling thread. `sink` returning `Break` stops the scan.
+    pub fn scan_pairs(
+        &self,
+        threshold: Threshold,
+        progress: Option<Progress<'_>>,
+        sink: &mut dyn FnMut(Vec<Edge>) -> ControlFlow<()>,
+    ) -> ScanStats {
+        let span = self.slot_span();
+        let chunks = span.div_ceil(CHUNK_SLOTS);
+        let documents = AtomicUsize::new(0);
+        let candidates = AtomicUsize::new(0);
+        let scanned = AtomicUsize::new(0);
+        let mut stats = ScanStats {
+            complete: true,
+            ..Default::default()
+        };
+        let (tx, rx) = mpsc::sync_channel::<Vec<Edge>>(CHANNEL_CHUNKS);
+        // The workers run on the current rayon pool (the global one, or the
+        // pool the caller `install`ed this call into); the sink runs here.
+        rayon::in_place_scope(|scope| {
+            scope.spawn(|_| {
+                // Err = the receiver is gone: stop every worker.
+                let _ = (0..chunks).into_par_iter().try_for_each_with(tx, |tx, c| {
+                    let lo = c * CHUNK_SLOTS;
+                    let hi = (lo + CHUNK_SLOTS).min(span);
+                    let (edges, docs, cands) =
+                        self.scan_chunk(lo as Slot, hi as Slot, span, threshold);
+                    documents.fetch_add(docs, Ordering::Relaxed);
+                    candidates.fetch_add(cands, Ordering::Relaxed);
+                    let done = scanned.fetch_add(hi - lo, Ordering::Relaxed) + (hi - lo);
+                    if let Some(p) = progress {
+                        p(done, span);
+                    }
+                    if edges.is_empty() {
+                        return Ok(());
+                    }
+                    tx.send(edges).map_err(|_| ())
+                });
+            });
+            for edges in rx.iter() {
+                stats.pairs += edges.len();
+                if sink(edges).is_break() {
+                    stats.complete = false;
+                    break;
+                }
+            }
+            drop(rx);
+        });
+        stats.documents = documents.into_inner();
+        stats.candidates = candidates.into_inner();
+        stats
+    }
+
+    /// The current record in `slot`, if `ids` still points there.
+    fn current(&self, slot: Slot) -> Option<Arc<Record>> {
+        let record = self.docs.get(&slot).map(|r| Arc::clone(&r))?;
+        (self.ids.get(record.id().as_str()).map(|s| *s) == Some(slot)).then_some(record)
+    }
+
+    /// Verified edges from the slots in `lo..hi` to higher slots below `span`;
+    /// also returns (documents visited, candidates verified).
+    fn scan_chunk(
+        &self,
+        lo: Slot,
+        hi: Slot,
+        span: usize,
+        threshold: Threshold,
+    ) -> (Vec<Edge>, usize, usize) {
+        let t = threshold.value();
+        let mut edges = Vec::new();
+        let mut slots = Vec::new();
+        let (mut documents, mut verified) = (0, 0);
+        for slot in lo..hi {
+            let Some(record) = self.current(slot) else {
+                continue;
+            };
+            documents += 1;
+            slots.clear();
+            self.lsh
+                .candidates(record.signature(), &mut slots, usize::MAX);
+            slots.retain(|&s| s > slot && (s as usize) < span);
+            slots.sort_unstable();
+            slots.dedup();
+            for &other in &slots {
+                let Some(peer) = self.docs.get(&other).map(|r| Arc::clone(&r)) else {
+                    continue;
+                };
+                verified += 1;
+                let (na, nb) = (record.shingles().len(), peer.shingles().len());
+                if jaccard::upper_bound(na, nb) < t {
+                    continue;
+                }
+                let j = jaccard::overlap(record.shingles(), peer.shingles()).jaccard();
+                if j < t || self.ids.get(peer.id().as_str()).map(|s| *s) != Some(other) {
+                    continue;
+                }
+                let edge = if record.id() < peer.id() {
+                    Edge {
+                        a: Arc::clone(&record),
+                        b: peer,
+                        jaccard: j,
+                        slots: (slot, other),
+                    }
+                } else {
+                    Edge {
+                        a: peer,
+                        b: Arc::clone(&record),
+                        jaccard: j,
+                        slots: (other, slot),
+                    }
+                };
+                edges.push(edge);
+            }
+        }
+        (edges, documents, verified)
+    }
+
+    /// The connected components of the verified-pair graph at `threshold`
+    /// with at least `min_size` members, each sorted by id, ordered by
+    /// their first id. Memory: 4 bytes per slot for the union-find, plus
+    /// the members of the groups.
+    pub fn duplicate_groups(
+        &self,
+        threshold: Threshold,
+        min_size: usize,
+        progress: Option<Progress<'_>>,
+    ) -> Groups {
+        let span = self.slot_span();
+        let mut forest = Forest::new(span);
+        // Per member slot: its record and best (jaccard, other record).
+        let mut best: HashMap<Slot, (Arc<Record>, f64, Arc<Record>)> = HashMap::new();
+        // False if `slot` already holds a different record (the slot was
+        // freed and reused during the scan): that edge is skipped.
+        let mut offer = |slot: Slot, me: &Arc<Record>, other: &Arc<Record>, j: f64| {
+            let e = best
+                .entry(slot)
+                .or_insert_with(|| (Arc::clone(me), -1.0, Arc::clone(other)));
+            if !Arc::ptr_eq(&e.0, me) {
+                return false;
+            }
+            if j > e.1 || (j == e.1 && other.id() < e.2.id()) {
+                e.1 = j;
+                e.2 = Arc::clone(other);
+            }
+            true
+        };
+        let stats = self.scan_pairs(threshold, progress, &mut |edges| {
+            for edge in edges {
+                let (sa, sb) = edge.slots;
+                if offer(sa, &edge.a, &edge.b, edge.jaccard)
+                    && offer(sb, &edge.b, &edge.a, edge.jaccard)
+                {
+                    forest.union(sa, sb);
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        let mut components: HashMap<Slot, Vec<GroupMember>> = HashMap::new();
+        for (slot, (record, jaccard, best_match)) in best {
+            components
+                .entry(forest.find(slot))
+                .or_default()
+                .push(GroupMember {
+                    record,
+                    best_match,
+                    jaccard,
+                });
+        }
+        let mut members = 0;
+        let mut groups: Vec<Group> = components
+            .into_values()
+            .filter(|m| m.len() >= min_size.max(2))
+            .map(|mut m| {
+                m.sort_by(|x, y| x.record.id().cmp(y.record.id()));
+                members += m.len();
+                Group { members: m }
+            })
+            .collect();
+        groups.par_sort_unstable_by(|x, y| x.first_id().cmp(y.first_id()));
+        Groups {
+            groups,
+            stats,
+            members,
+        }
+    }
+}
+
+/// Union-find over slots with path halving and union by size.
+struct Forest {
+    parent: Vec<Slot>,
+    size: HashMap<Slot, u32>,
+}
+
+impl Forest {
+    fn new(n: usize) -> Self {
+        Self {
+            parent: (0..n as Slot).collect(),
+            size: HashMap::new(),
+        }
+    }
+
+    fn find(&mut self, mut x: Slot) -> Slot {
+        while self.parent[x as usize] != x {
+            let grand = self.parent[self.parent[x as usize] as usize];
+            self.parent[x as usize] = grand;
+            x = grand;
+        }
+        x
+    }
+
+    fn union(&mut self, a: Slot, b: Slot) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra == rb {
+            return;
+        }
+        let sa = *self.size.get(&ra).unwrap_or(&1);
+        let sb = *self.size.get(&rb).unwrap_or(&1);
+        let (big, small) = if sa >= sb { (ra, rb) } else { (rb, ra) };
+        self.parent[small as usize] = big;
+        self.size.insert(big, sa + sb);
+        self.size.remove(&small);
+    }
+}

@@ -1,0 +1,78 @@
+//! Insert-if-unique: store a document only if nothing stored reaches the
+//! threshold, atomically with respect to every other insert-if-unique.
+//!
+//! **Why striped locks are enough.** A query finds a stored document only
+//! through a band key the two signatures share. So two concurrent
+//! submissions that would find each other share a band key, and therefore
+//! one of the lock stripes that key maps to. Each call locks the stripes of
+//! all its band keys (sorted, so no deadlock), queries, inserts, and only
+//! then unlocks: of two such submissions the second to lock sees the first
+//! in the index. Submissions with no band in common never wait for each
+//! other, so unrelated inserts still run in parallel.
+//!
+//! Plain inserts (`WriteMode`) are not checked and take no stripe.
+
+use super::{DocId, Engine, EngineError, Journal, Prepared, QueryOutcome, Threshold, WriteMode};
+use std::sync::{Mutex, MutexGuard};
+
+/// Lock stripes; with b = 21 bands a call takes at most 21 of them.
+const STRIPES: usize = 1024;
+
+pub(super) struct Stripes(Box<[Mutex<()>]>);
+
+impl Stripes {
+    pub(super) fn new() -> Self {
+        Self((0..STRIPES).map(|_| Mutex::new(())).collect())
+    }
+
+    /// Lock the stripes of `keys`, in ascending stripe order.
+    fn lock(&self, keys: impl Iterator<Item = u64>) -> Vec<MutexGuard<'_, ()>> {
+        let mut stripes: Vec<usize> = keys.map(|k| (k % STRIPES as u64) as usize).collect();
+        stripes.sort_unstable();
+        stripes.dedup();
+        stripes
+            .into_iter()
+            // A panic elsewhere cannot leave `()` inconsistent: ignore poisoning.
+            .map(|i| self.0[i].lock().unwrap_or_else(|e| e.into_inner()))
+            .collect()
+    }
+}
+
+/// What an insert-if-unique did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum UniqueOutcome {
+    /// Stored; the journal's sequence number to wait on.
+    Inserted(u64),
+    /// Not stored: these stored documents reach the threshold.
+    Duplicate(QueryOutcome),
+}
+
+impl Engine {
+    /// Store `doc` under the new id `id` unless a stored document has exact
+    /// Jaccard ≥ `threshold` with it; then nothing is stored and the
+    /// near-duplicates (at most `limit`) are returned. An existing `id` is
+    /// [`EngineError::AlreadyExists`], as with [`WriteMode::Create`].
+    pub fn insert_if_unique(
+        &self,
+        id: DocId,
+        doc: &Prepared,
+        metadata: Option<Box<str>>,
+        threshold: Threshold,
+        limit: usize,
+        journal: &dyn Journal,
+    ) -> Result<UniqueOutcome, EngineError> {
+        let bands = self.bands.bands;
+        let _stripes = self
+            .unique_locks
+            .lock((0..bands).map(|band| self.lsh.band_key(doc.signature(), band)));
+        if self.ids.contains_key(id.as_str()) {
+            return Err(EngineError::AlreadyExists(id));
+        }
+        let found = self.similar_to(doc, None, threshold, limit.max(1));
+        if !found.matches.is_empty() {
+            return Ok(UniqueOutcome::Duplicate(found));
+        }
+        let (_, seq) = self.insert_journaled(id, doc, metadata, WriteMode::Create, journal)?;
+        Ok(UniqueOutcome::Inserted(seq))
+    }
+}
