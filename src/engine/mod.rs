@@ -635,3 +635,6 @@ mod tests;
 
 #[cfg(test)]
 mod recall_tests;
+
+#[cfg(test)]
+mod dedup_tests;

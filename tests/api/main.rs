@@ -7,6 +7,7 @@ mod auth;
 mod concurrency;
 mod crash;
 mod documents;
+mod duplicates;
 mod errors;
 mod hostile;
 mod openapi;
