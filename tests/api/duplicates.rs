@@ -23,7 +23,7 @@ fn corpus(seed: u64, unrelated: usize, families: usize) -> Vec<(String, String)>
         ((state >> 33) as usize) % n
     };
     let mut docs = Vec::new();
-    let mut text = |next: &mut dyn FnMut(usize) -> usize, n: usize| -> Vec<String> {
+    let text = |next: &mut dyn FnMut(usize) -> usize, n: usize| -> Vec<String> {
         (0..n).map(|_| vocab[next(vocab.len())].clone()).collect()
     };
     for i in 0..unrelated {
