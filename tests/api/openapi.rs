@@ -548,10 +548,33 @@ fn assert_matches_response(response: &'static Value, reply: &Reply, what: &str) 
         Value::String(String::from_utf8(reply.body.clone()).expect("a UTF-8 body"))
     };
     assert_conforms(&documented["schema"], &body, what);
+    if media == "application/x-ndjson" {
+        ndjson_lines(documented, body.as_str().unwrap(), what);
+    }
     if media == "application/problem+json" {
         assert_eq!(body["status"], reply.status, "{what}: problem status");
     }
     body
+}
+
+/// Check every line of a JSON Lines body against the media type's
+/// `x-item-schema`; returns the number of lines.
+fn ndjson_lines(media_object: &'static Value, text: &str, what: &str) -> usize {
+    let item = media_object
+        .get("x-item-schema")
+        .unwrap_or_else(|| panic!("{what}: application/x-ndjson without x-item-schema"));
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "{what}: lines end in \\n"
+    );
+    let mut n = 0;
+    for line in text.lines() {
+        let value: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("{what}: line {} is not JSON: {e}", n + 1));
+        assert_conforms(item, &value, what);
+        n += 1;
+    }
+    n
 }
 
 /// Check a live reply against what `method path` documents for its status.
@@ -863,6 +886,10 @@ fn every_response_example_conforms_to_its_schema() {
                     if let (Some(status), "application/problem+json") = (status, media.as_str()) {
                         assert_eq!(example["status"], status, "{what}: example status");
                     }
+                } else if media == "application/x-ndjson" {
+                    assert_conforms(&media_object["schema"], &example, &what);
+                    let lines = ndjson_lines(media_object, example.as_str().unwrap(), &what);
+                    assert!(lines > 0, "{what}: an example line");
                 } else {
                     let text = example.as_str().expect("a text example is a string");
                     assert!(
@@ -1003,6 +1030,39 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
     let text = json!({"text": "what is the step-by-step guide to invest in share market?"});
     call("POST", "/similar", "/similar", Body::Json(text)).await;
     call("GET", "/compare", "/compare?a=q1&b=q2", Body::None).await;
+
+    let q2_again = json!({"id": "q2-again", "text": "What is the step by step guide to invest in share market?"});
+    let (reply, body) = call(
+        "POST",
+        "/documents",
+        "/documents?if_unique=true",
+        Body::Json(q2_again),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(body["inserted"], false, "{body}");
+    let (_, body) = call(
+        "GET",
+        "/duplicates",
+        "/duplicates?threshold=0.8&min_size=2&limit=1",
+        Body::None,
+    )
+    .await;
+    assert_eq!(body["groups"][0]["ids"], json!(["q1", "q2"]), "{body}");
+    assert_eq!(body["next_cursor"], Value::Null, "{body}");
+    let (reply, body) = call(
+        "GET",
+        "/duplicates/pairs",
+        "/duplicates/pairs?threshold=0.8",
+        Body::None,
+    )
+    .await;
+    assert_eq!(
+        reply.content_type().as_deref(),
+        Some("application/x-ndjson")
+    );
+    let pair: Value = serde_json::from_str(body.as_str().unwrap().trim_end()).unwrap();
+    assert_eq!((&pair["a"], &pair["b"]), (&json!("q1"), &json!("q2")));
 
     let (_, body) = call("GET", "/stats", "/stats", Body::None).await;
     assert_eq!(body["storage"]["last_snapshot"], Value::Null);
