@@ -205,14 +205,19 @@ pub fn run(settings: &Settings, args: &DedupArgs) -> anyhow::Result<i32> {
     }
     summary.scan_seconds = scan_start.elapsed().as_secs_f64();
     summary.seconds = start.elapsed().as_secs_f64();
+    let found = if args.pairs {
+        format!("{} pairs", summary.pairs)
+    } else {
+        format!(
+            "{} groups, {} duplicates ({} pairs)",
+            summary.groups, summary.duplicates, summary.pairs
+        )
+    };
     eprintln!(
-        "neardup dedup: {} documents ({} skipped), {} groups, {} duplicates, {} pairs at Jaccard ≥ {}; \
+        "neardup dedup: {} documents ({} skipped), {found} at Jaccard ≥ {}; \
          read {:.1} s, scan {:.1} s, total {:.1} s",
         summary.documents,
         summary.skipped,
-        summary.groups,
-        summary.duplicates,
-        summary.pairs,
         threshold.value(),
         summary.read_seconds,
         summary.scan_seconds,
