@@ -20,6 +20,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Deserialize;
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -302,37 +303,44 @@ struct Item {
     text: Result<String, String>,
 }
 
-/// A document ready to insert, or why it was skipped.
-type Signed = Result<(DocId, Prepared), String>;
-
-/// Sign a batch on every core, then insert it in input order (so of two
-/// lines with one id the first is kept); report problems in input order.
+/// Sign and insert a batch on every core; report problems in input order.
+/// Of two lines with one id the first is kept: repeats within the batch
+/// are found before the parallel part, earlier batches are already stored.
 fn ingest(engine: &Engine, batch: Vec<Item>, max_text: usize, problems: &mut Problems) {
-    let prepared: Vec<(String, Signed)> = batch
+    let repeated: Vec<bool> = {
+        let mut seen = HashSet::with_capacity(batch.len());
+        batch
+            .iter()
+            .map(|item| item.text.is_ok() && !seen.insert(item.id.as_str()))
+            .collect()
+    };
+    let failures: Vec<(String, String)> = batch
         .into_par_iter()
-        .map(|item| {
-            let doc = item
-                .text
-                .and_then(|text| prepare(engine, &item.id, &text, max_text));
-            (item.at, doc)
+        .zip(repeated)
+        .filter_map(|(item, repeated)| {
+            let outcome = if repeated {
+                Err(repeat_message(&item.id))
+            } else {
+                item.text
+                    .and_then(|text| prepare(engine, &item.id, &text, max_text))
+                    .and_then(
+                        |(id, doc)| match engine.insert(id, &doc, None, WriteMode::Create) {
+                            Ok(_) => Ok(()),
+                            Err(EngineError::AlreadyExists(id)) => Err(repeat_message(id.as_str())),
+                            Err(e) => Err(e.to_string()),
+                        },
+                    )
+            };
+            outcome.err().map(|why| (item.at, why))
         })
         .collect();
-    for (at, doc) in prepared {
-        let inserted =
-            doc.and_then(
-                |(id, doc)| match engine.insert(id, &doc, None, WriteMode::Create) {
-                    Ok(_) => Ok(()),
-                    Err(EngineError::AlreadyExists(id)) => Err(format!(
-                        "id {:?} appeared before; the first one is kept",
-                        id.as_str()
-                    )),
-                    Err(e) => Err(e.to_string()),
-                },
-            );
-        if let Err(why) = inserted {
-            problems.report(&at, &why);
-        }
+    for (at, why) in failures {
+        problems.report(&at, &why);
     }
+}
+
+fn repeat_message(id: &str) -> String {
+    format!("id {id:?} appeared before; the first one is kept")
 }
 
 fn prepare(
@@ -373,8 +381,8 @@ fn load_json_lines(
     let (mut line_no, mut bytes) = (0u64, 0u64);
     let mut buf = Vec::new();
     loop {
-        let mut batch: Vec<Item> = Vec::with_capacity(BATCH);
-        while batch.len() < BATCH {
+        let mut lines: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH);
+        while lines.len() < BATCH {
             buf.clear();
             let n = reader
                 .read_until(b'\n', &mut buf)
@@ -387,11 +395,15 @@ fn load_json_lines(
             if buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            batch.push(parse_line(line_no, &buf));
+            lines.push((line_no, std::mem::take(&mut buf)));
         }
-        if batch.is_empty() {
+        if lines.is_empty() {
             break;
         }
+        let batch: Vec<Item> = lines
+            .par_iter()
+            .map(|(n, line)| parse_line(*n, line))
+            .collect();
         ingest(engine, batch, max_text, problems);
         let docs = engine.len();
         progress.update(bytes, total, || format!("{docs} documents, line {line_no}"));
