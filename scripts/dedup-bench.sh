@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 N="${N:-1000000}"
-PORT="${PORT:-18090}"
+PORT="${PORT:-18391}"
 OUT="${OUT:-target/dedup-bench}"
 mkdir -p "$OUT"
 corpus="$OUT/corpus-$N.jsonl"
@@ -47,7 +47,10 @@ pid=$!
 cleanup() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; rm -rf "$data_dir"; }
 trap cleanup EXIT
 B="http://127.0.0.1:$PORT"
-until curl -fsS "$B/readyz" >/dev/null 2>&1; do sleep 0.2; done
+until curl -fsS "$B/readyz" >/dev/null 2>&1; do
+    kill -0 "$pid" 2>/dev/null || { echo "the server exited; see $OUT/server.log" >&2; exit 1; }
+    sleep 0.2
+done
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
 hwm() { awk '/^VmHWM/ {print $2}' "/proc/$pid/status"; }
 rss0=$(rss)
