@@ -213,6 +213,8 @@ async fn computed_groups(
     .await
     .map_err(|e| ApiError::Internal(format!("duplicate scan failed: {e}")))?;
     let groups = Arc::new(groups);
+    app.metrics
+        .observe_scan("groups", at.elapsed().as_secs_f64());
     tracing::info!(
         threshold = threshold.value(),
         min_size,
@@ -348,6 +350,8 @@ pub async fn pairs(
             stats
         })
         .await;
+        app.metrics
+            .observe_scan("pairs", started.elapsed().as_secs_f64());
         match scan {
             Ok(stats) => tracing::info!(
                 threshold = threshold.value(),

@@ -38,6 +38,16 @@ pub struct OutcomeLabels {
     pub outcome: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: &'static str,
+}
+
+fn scan_histogram() -> Histogram {
+    // 1 ms .. ~65 s
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
 pub struct Metrics {
     registry: Registry,
     requests: Family<HttpLabels, Counter>,
@@ -58,6 +68,9 @@ pub struct Metrics {
     wal_fsyncs: Counter,
     wal_fsync_seconds: Counter<f64, AtomicU64>,
     wal_bytes: Gauge,
+    /// Whole-index duplicate scans by kind (`groups`, `pairs`).
+    scans: Family<KindLabels, Counter>,
+    scan_seconds: Family<KindLabels, Histogram>,
     /// WAL counter values already exported (the WAL keeps plain atomics).
     wal_seen: std::sync::Mutex<[u64; 4]>,
 }
@@ -172,7 +185,23 @@ impl Default for Metrics {
             requests_shed.clone(),
         );
         registry.register("writes", "Document writes by outcome", writes.clone());
+        let scans = Family::<KindLabels, Counter>::default();
+        let scan_seconds = Family::<KindLabels, Histogram>::new_with_constructor(
+            scan_histogram as fn() -> Histogram,
+        );
+        registry.register(
+            "duplicate_scans",
+            "Whole-index duplicate scans (GET /duplicates computations, /duplicates/pairs streams)",
+            scans.clone(),
+        );
+        registry.register(
+            "duplicate_scan_duration_seconds",
+            "Time of a whole-index duplicate scan, by kind",
+            scan_seconds.clone(),
+        );
         Self {
+            scans,
+            scan_seconds,
             registry,
             requests,
             latency,
@@ -206,6 +235,13 @@ impl Metrics {
         if q.truncated {
             self.truncated_queries.inc();
         }
+    }
+
+    /// A finished whole-index scan of `kind` (`groups` or `pairs`).
+    pub fn observe_scan(&self, kind: &'static str, seconds: f64) {
+        let labels = KindLabels { kind };
+        self.scans.get_or_create(&labels).inc();
+        self.scan_seconds.get_or_create(&labels).observe(seconds);
     }
 
     /// A request refused by the concurrency limit.

@@ -4,7 +4,9 @@
 //! Expected pairs come from the test's own reference shingler
 //! (`helpers::reference_word_shingles`), never from the server.
 
-use crate::helpers::{assert_problem, reference_word_shingles, spawn_app, vocabulary, TestApp};
+use crate::helpers::{
+    assert_problem, metric_value, reference_word_shingles, spawn_app, vocabulary, TestApp,
+};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::process::Command;
@@ -259,6 +261,23 @@ async fn groups_pages_and_stream_are_the_components_of_brute_force_pairs() {
     let after = app.get_json("/duplicates?limit=1000").await;
     assert!(group_ids(after["groups"].as_array().unwrap())
         .contains(&vec!["u0000".to_owned(), "u0000-copy".to_owned()]));
+
+    // An unchanged index reuses its computation: 4 scans so far (0.8 with
+    // min_size 2, reused by the walk, the stream and the cursors; min_size 4;
+    // threshold 0.95; 0.8 again after the write), each with its duration.
+    let metrics = app.metrics().await;
+    let scans = metric_value(
+        &metrics,
+        "neardup_duplicate_scans_total",
+        &[("kind", "groups")],
+    );
+    assert_eq!(scans, Some(4.0), "{metrics}");
+    let timed = metric_value(
+        &metrics,
+        "neardup_duplicate_scan_duration_seconds_count",
+        &[("kind", "groups")],
+    );
+    assert_eq!(timed, Some(4.0));
 }
 
 #[tokio::test]
