@@ -89,6 +89,13 @@ fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)>
             "/compare?a=a1&b=a2".to_owned(),
             None,
         ),
+        (Method::GET, "/duplicates", "/duplicates".to_owned(), None),
+        (
+            Method::GET,
+            "/duplicates/pairs",
+            "/duplicates/pairs".to_owned(),
+            None,
+        ),
         (Method::GET, "/stats", "/stats".to_owned(), None),
         (Method::GET, "/healthz", "/healthz".to_owned(), None),
         (Method::GET, "/readyz", "/readyz".to_owned(), None),
