@@ -224,7 +224,8 @@ impl App {
     /// Recover the index in the background (the socket already answers
     /// `/healthz`; `/readyz` says 503 until recovery is done), serve until
     /// `shutdown` resolves, drain in-flight requests for up to
-    /// `server.shutdown_grace_secs`, then write a final snapshot.
+    /// `server.shutdown_grace_secs`, then write a final snapshot (unless
+    /// nothing was written since the last one).
     /// A recovery failure stops the server and is returned.
     pub async fn run_until_stopped(
         self,
@@ -265,7 +266,11 @@ impl App {
         if let Some(e) = fatal.lock().expect("fatal slot").take() {
             return Err(e);
         }
-        if state.store.get().is_some() {
+        let changed = state.store.get().map(|s| s.changed_since_snapshot());
+        if changed == Some(false) {
+            tracing::info!("nothing written since the last snapshot; no final snapshot needed");
+        }
+        if changed == Some(true) {
             match state.snapshot().await {
                 Ok(info) => {
                     tracing::info!(documents = info.documents, path = %info.path.display(), "final snapshot written")

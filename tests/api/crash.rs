@@ -345,7 +345,24 @@ async fn sigterm_writes_a_final_snapshot_and_restart_replays_nothing() {
     );
     assert_eq!(stats["storage"]["recovery"]["snapshot_documents"], 200);
     assert!(holds_exactly(&server, "d17", &text_for(9, 17)).await);
-    server.kill9();
+    // Nothing written since: the next stop does not write another snapshot.
+    let names = |dir: &std::path::Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("snapshot"))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = names(dir.path());
+    assert!(server.sigterm_and_wait().success());
+    assert_eq!(
+        names(dir.path()),
+        before,
+        "no snapshot of an unchanged index"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
