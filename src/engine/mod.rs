@@ -32,9 +32,9 @@ mod params;
 mod record;
 mod unique;
 
+pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use params::{EngineParams, EngineParamsError, MAX_SHINGLE_K};
-pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use record::Record;
 pub use unique::UniqueOutcome;
 
