@@ -26,6 +26,12 @@ impl Engine {
         self.lsh.reserve(documents);
     }
 
+    /// Free the buffers bulk loading keeps between batches (call after the
+    /// last [`restore_batch`](Self::restore_batch)).
+    pub fn finish_restore(&self) {
+        self.lsh.release_bulk_buffers();
+    }
+
     /// Store `records` as `insert(id, …, WriteMode::Upsert)` of each in
     /// order would (a later record replaces an earlier one with its id),
     /// without journaling them. Records must come from this engine's

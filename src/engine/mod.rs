@@ -587,15 +587,12 @@ impl Engine {
         // Per document: the `Arc<Record>` block, and the allocator's header
         // and rounding on the data block and the two id strings (estimated
         // from the average sizes).
-        let records_overhead_bytes = if docs == 0 {
-            0
-        } else {
-            let data = (signatures_bytes + shingles_bytes) / docs;
-            let id = id_bytes / docs;
-            let arc_record = malloc_block(2 * size_of::<usize>() + size_of::<Record>());
-            let rounding = malloc_block(data) - data + 2 * (malloc_block(id) - id);
-            docs * (arc_record + rounding)
-        };
+        let per_doc = |total: usize| total.checked_div(docs).unwrap_or(0);
+        let data = per_doc(signatures_bytes + shingles_bytes);
+        let id = per_doc(id_bytes);
+        let arc_record = malloc_block(2 * size_of::<usize>() + size_of::<Record>());
+        let rounding = malloc_block(data) - data + 2 * (malloc_block(id) - id);
+        let records_overhead_bytes = docs * (arc_record + rounding);
         // hashbrown: capacity is 7/8 of the buckets; one control byte each.
         let id_map_bytes = self.ids.capacity() * 8 / 7 * (size_of::<(DocId, Slot)>() + 1);
         let doc_map_bytes = self.docs.heap_bytes();

@@ -30,7 +30,7 @@
 
 use super::table::{Bucket, Table, MAX_SLOT};
 use rayon::prelude::*;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use super::table::Slot;
 
@@ -60,6 +60,10 @@ pub struct LshIndex {
     seed: u64,
     /// Every band's buckets; the band number is part of the key.
     shards: Box<[Shard]>,
+    /// Buffers of [`insert_bulk`](Self::insert_bulk), kept between calls
+    /// until [`release_bulk_buffers`](Self::release_bulk_buffers). The lock
+    /// serializes bulk inserts (only the restore path makes them).
+    bulk_scratch: Mutex<Vec<ByShard>>,
 }
 
 impl std::fmt::Debug for LshIndex {
@@ -73,13 +77,47 @@ impl std::fmt::Debug for LshIndex {
 }
 
 /// One part of a bulk insert: `(key, slot)` pairs grouped by shard.
+#[derive(Default)]
 struct ByShard {
+    /// `(shard, key, slot)` in document order (scratch).
+    keys: Vec<(u32, u32, Slot)>,
     entries: Vec<(u32, Slot)>,
     /// Shard `s` owns `entries[starts[s]..starts[s + 1]]`.
     starts: Vec<u32>,
+    next: Vec<u32>,
 }
 
 impl ByShard {
+    fn fill(&mut self, index: &LshIndex, docs: &[(Slot, &[u32])]) {
+        self.keys.clear();
+        self.starts.clear();
+        self.starts.resize(SHARDS + 1, 0);
+        for &(slot, signature) in docs {
+            assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
+            for (shard, key) in index.keys(signature) {
+                self.starts[shard + 1] += 1;
+                self.keys.push((shard as u32, key, slot));
+            }
+        }
+        for i in 0..SHARDS {
+            self.starts[i + 1] += self.starts[i];
+        }
+        self.next.clone_from(&self.starts);
+        self.entries.clear();
+        self.entries.resize(self.keys.len(), (0, 0));
+        for &(shard, key, slot) in &self.keys {
+            let at = &mut self.next[shard as usize];
+            self.entries[*at as usize] = (key, slot);
+            *at += 1;
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.keys.capacity() * 12
+            + self.entries.capacity() * 8
+            + (self.starts.capacity() + self.next.capacity()) * 4
+    }
+
     fn of(&self, shard: usize) -> &[(u32, Slot)] {
         &self.entries[self.starts[shard] as usize..self.starts[shard + 1] as usize]
     }
@@ -102,6 +140,7 @@ impl LshIndex {
             rows,
             seed: seed ^ BAND_SALT,
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            bulk_scratch: Mutex::new(Vec::new()),
         }
     }
 
@@ -147,36 +186,23 @@ impl LshIndex {
             return;
         }
         // 1. Keys, computed in parallel parts; each part counting-sorted by
-        //    shard into one flat vector (two allocations per part).
+        //    shard, into buffers kept from the previous call (a restore
+        //    calls this ~100 times; fresh multi-megabyte temporaries each
+        //    time cost page faults and allocator consolidation).
+        let mut parts = self.bulk_scratch.lock().expect("bulk scratch lock");
         let part = docs
             .len()
             .div_ceil(rayon::current_num_threads() * 2)
             .max(256);
-        let parts: Vec<ByShard> = docs
-            .par_chunks(part)
-            .map(|part| {
-                let mut keys = Vec::with_capacity(part.len() * self.bands);
-                let mut starts = vec![0u32; SHARDS + 1];
-                for &(slot, signature) in part {
-                    assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
-                    for (shard, key) in self.keys(signature) {
-                        starts[shard + 1] += 1;
-                        keys.push((shard as u32, key, slot));
-                    }
-                }
-                for i in 0..SHARDS {
-                    starts[i + 1] += starts[i];
-                }
-                let mut next = starts.clone();
-                let mut entries = vec![(0u32, 0u32); keys.len()];
-                for (shard, key, slot) in keys {
-                    let at = &mut next[shard as usize];
-                    entries[*at as usize] = (key, slot);
-                    *at += 1;
-                }
-                ByShard { entries, starts }
-            })
-            .collect();
+        let n_parts = docs.len().div_ceil(part);
+        if parts.len() < n_parts {
+            parts.resize_with(n_parts, ByShard::default);
+        }
+        let parts = &mut parts[..n_parts];
+        docs.par_chunks(part)
+            .zip(parts.par_iter_mut())
+            .for_each(|(docs, by_shard)| by_shard.fill(self, docs));
+        let parts = &*parts;
         // 2. Each shard locked once; shards in parallel.
         (0..SHARDS)
             .into_par_iter()
@@ -188,12 +214,17 @@ impl LshIndex {
                 }
                 let mut table = self.shards[shard].write();
                 table.reserve(n);
-                for p in &parts {
+                for p in parts {
                     for &(key, slot) in p.of(shard) {
                         table.insert(key, slot);
                     }
                 }
             });
+    }
+
+    /// Free the buffers [`insert_bulk`](Self::insert_bulk) keeps between calls.
+    pub fn release_bulk_buffers(&self) {
+        *self.bulk_scratch.lock().expect("bulk scratch lock") = Vec::new();
     }
 
     /// Size every shard for `documents` more documents, so that loading
@@ -239,9 +270,18 @@ impl LshIndex {
         self.shards.iter().map(|s| s.read().len()).sum()
     }
 
-    /// Heap bytes: every shard's table and spilled buckets, and the shard array.
+    /// Heap bytes: every shard's table and spilled buckets, the shard
+    /// array, and bulk-insert buffers if any are kept.
     pub fn heap_bytes(&self) -> usize {
-        self.shards.len() * std::mem::size_of::<Shard>()
+        let scratch: usize = self
+            .bulk_scratch
+            .lock()
+            .expect("bulk scratch lock")
+            .iter()
+            .map(ByShard::heap_bytes)
+            .sum();
+        scratch
+            + self.shards.len() * std::mem::size_of::<Shard>()
             + self
                 .shards
                 .iter()
@@ -346,6 +386,9 @@ mod tests {
         bulk.insert_bulk(&docs[..1000]);
         bulk.insert_bulk(&docs[1000..]);
         assert_eq!(one.bucket_count(), bulk.bucket_count());
+        let kept = bulk.heap_bytes();
+        bulk.release_bulk_buffers();
+        assert!(bulk.heap_bytes() < kept, "buffers were kept, now freed");
         for s in &sigs {
             assert_eq!(sorted_candidates(&one, s), sorted_candidates(&bulk, s));
         }

@@ -378,7 +378,7 @@ mod tests {
             t.validate();
         }
         for (s, &k) in keys.iter().enumerate() {
-            let expect = if (keys.len() - 1 - s) % 2 == 0 {
+            let expect = if (keys.len() - 1 - s).is_multiple_of(2) {
                 vec![]
             } else {
                 vec![s as Slot]

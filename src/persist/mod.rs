@@ -512,7 +512,9 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, Persist
         reader
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })?;
+    });
+    engine.finish_restore();
+    let header = header?;
     let (secs, rate) = now_stats(start, loaded);
     tracing::info!(
         path = %path.display(),
