@@ -25,8 +25,8 @@
 //!
 //! **Bulk load.** [`LshIndex::insert_bulk`] computes the keys of a whole
 //! batch, groups them by shard and takes each shard's lock once, spread
-//! over the rayon pool; [`LshIndex::reserve`] sizes every shard up front so
-//! a restore never rehashes.
+//! over the rayon pool; [`LshIndex::reserve`] sizes every shard up front
+//! (at 70% load, tighter than growth leaves it) so a restore never rehashes.
 
 use super::table::{Bucket, Table, MAX_SLOT};
 use rayon::prelude::*;
@@ -238,7 +238,7 @@ impl LshIndex {
         self.shards
             .par_iter()
             .with_min_len(SHARDS / 64)
-            .for_each(|s| s.write().reserve(per_shard));
+            .for_each(|s| s.write().presize(per_shard));
     }
 
     pub fn remove(&self, slot: Slot, signature: &[u32]) {

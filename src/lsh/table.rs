@@ -17,8 +17,9 @@
 //!
 //! **Load.** The table grows to [`LOAD_AFTER_GROW`] when an insert would
 //! pass [`MAX_LOAD`], so it holds between 55% and 75% keys (about 12 bytes
-//! per key on average); an unsuccessful lookup then probes ~2–8 cells,
-//! mostly within one cache line.
+//! per key on average; a restore presizes to [`PRESIZE_LOAD`], ~11.5); an
+//! unsuccessful lookup then probes ~2–8 cells, mostly within one cache line.
+//! It shrinks below [`MIN_LOAD`] and frees everything when empty.
 
 /// Internal document handle stored in buckets. Slots are below [`SPILL_TAG`].
 pub type Slot = u32;
@@ -32,8 +33,11 @@ pub const MAX_SLOT: Slot = SPILL_TAG - 1;
 pub const MAX_LOAD: f64 = 0.75;
 /// Load right after growing (and the target of [`Table::reserve`]).
 pub const LOAD_AFTER_GROW: f64 = 0.55;
+/// Load [`Table::presize`] aims at: a restore knows its final size, so it
+/// can pack tighter than growth does and still leave room below [`MAX_LOAD`].
+pub const PRESIZE_LOAD: f64 = 0.7;
 /// Below this load (and above [`MIN_CAPACITY`]) a removal shrinks the table.
-const MIN_LOAD: f64 = 0.2;
+pub const MIN_LOAD: f64 = 0.2;
 const MIN_CAPACITY: usize = 16;
 
 #[derive(Debug, Default)]
@@ -146,6 +150,15 @@ impl Table {
         let need = self.len + additional;
         if need as f64 > self.cells.len() as f64 * MAX_LOAD {
             self.resize(((need as f64 / LOAD_AFTER_GROW) as usize).max(MIN_CAPACITY));
+        }
+    }
+
+    /// Size the table for `additional` more keys at [`PRESIZE_LOAD`] (a
+    /// restore, which knows how many keys are coming); never shrinks.
+    pub fn presize(&mut self, additional: usize) {
+        let capacity = ((self.len + additional) as f64 / PRESIZE_LOAD).ceil() as usize;
+        if capacity > self.cells.len() {
+            self.resize(capacity.max(MIN_CAPACITY));
         }
     }
 
@@ -402,6 +415,19 @@ mod tests {
         t.validate();
         let load = t.len() as f64 / t.cells.len() as f64;
         assert!((0.5..=MAX_LOAD).contains(&load), "load {load}");
+    }
+
+    #[test]
+    fn presize_packs_tighter_and_still_fits() {
+        let mut t = Table::default();
+        t.presize(10_000);
+        let cap = t.cells.len();
+        assert!(cap >= 10_000 && (cap as f64) < 10_000.0 / 0.65);
+        for k in 1..=10_000u32 {
+            t.insert(k.wrapping_mul(0x9e37_79b9) | 1, k);
+        }
+        assert_eq!(t.cells.len(), cap, "no growth after presize");
+        t.validate();
     }
 
     #[test]
