@@ -11,7 +11,7 @@
 //!   point for writes to that id: an insert or replace holds it while
 //!   indexing the new record and swapping the slot, so a reader sees the old
 //!   or the new version, never a half-indexed one.
-//! - `docs`: slot → `Arc<Record>`, a [`RecordTable`] (a vector indexed by
+//! - `docs`: slot → `Arc<Record>`, a `RecordTable` (a vector indexed by
 //!   slot in 64 locked shards). Readers clone the `Arc` out; no guard leaves
 //!   the call.
 //! - `lsh`: band buckets of slots, an [`LshIndex`] of 1,024 locked
@@ -19,8 +19,10 @@
 //!
 //! Lock order: a writer may take `docs` and `lsh` guards while holding an
 //! `ids` entry; nobody takes an `ids` guard while holding a `docs` or `lsh`
-//! guard, and no guard is held across two operations on the same map. That
-//! is the whole deadlock argument.
+//! guard, and no guard is held across two operations on the same map (each
+//! `docs` and `lsh` call holds one shard lock and takes no other). That is
+//! the whole deadlock argument. The bulk restore path (`bulk.rs`) follows the
+//! same order: it stores and indexes a batch, then publishes its ids.
 //!
 //! **Stale candidates are harmless.** A bucket may briefly name a slot whose
 //! record is being removed or replaced, or whose slot was freed and reused.

@@ -36,7 +36,7 @@ pub const LOAD_AFTER_GROW: f64 = 0.55;
 /// Load [`Table::presize`] aims at: a restore knows its final size, so it
 /// can pack tighter than growth does and still leave room below [`MAX_LOAD`].
 pub const PRESIZE_LOAD: f64 = 0.7;
-/// Below this load (and above [`MIN_CAPACITY`]) a removal shrinks the table.
+/// Below this load (and above `MIN_CAPACITY`) a removal shrinks the table.
 pub const MIN_LOAD: f64 = 0.2;
 const MIN_CAPACITY: usize = 16;
 
