@@ -1,11 +1,18 @@
-//! Durability figures: restore rate, longest pause during a snapshot, and
-//! write throughput with fsync=always vs never.
+//! Durability and memory figures: memory per document (RSS growth next to
+//! `Engine::memory()` by component), restore rate, longest pause during a
+//! snapshot, and write throughput with fsync=always vs never.
 //!
 //! ```text
 //! cargo run --release --example persist_bench -- [DOCS] [DIR]
 //! ```
 //! DOCS defaults to 1,000,000; DIR to a temporary directory (removed after).
 //! Documents are ~130 words drawn from a 20,000-word synthetic vocabulary.
+//!
+//! Restores run in a fresh child process (`persist_bench --restore DIR`), so
+//! their RSS growth is the restored state alone, not memory the load phase
+//! freed but the allocator kept. They restore twice: a directory holding
+//! only the snapshot (the snapshot load rate), then the full directory
+//! (snapshot + the log written during the snapshot).
 
 use neardup::config::{StorageSettings, WalFsync};
 use neardup::engine::{DocId, Engine, EngineParams, WriteMode};
@@ -36,6 +43,55 @@ fn settings(dir: &std::path::Path, fsync: WalFsync) -> StorageSettings {
 fn open(dir: &std::path::Path, fsync: WalFsync) -> Store {
     let engine = Arc::new(Engine::new(EngineParams::default()).unwrap());
     Store::open(engine, &settings(dir, fsync)).expect("store opens")
+}
+
+/// `engine.memory()` by component, per document, on one line.
+fn memory_line(engine: &Engine) -> String {
+    let m = engine.memory();
+    let n = engine.len().max(1) as f64;
+    let per = |b: usize| b as f64 / n;
+    format!(
+        "/stats estimate {:.0} bytes/doc = shingles {:.0} + signatures {:.0} + ids {:.0} + records overhead {:.0} + id map {:.0} + doc map {:.0} + lsh {:.0} (+ metadata {:.0})",
+        m.bytes_per_document,
+        per(m.shingles_bytes),
+        per(m.signatures_bytes),
+        per(m.ids_bytes),
+        per(m.records_overhead_bytes),
+        per(m.id_map_bytes),
+        per(m.doc_map_bytes),
+        per(m.lsh_bytes),
+        per(m.metadata_bytes),
+    )
+}
+
+/// Child process: restore `dir` and report rate and memory.
+fn restore_child(dir: &std::path::Path) {
+    let rss0 = rss_kib();
+    let start = Instant::now();
+    let store = open(dir, WalFsync::Never);
+    let secs = start.elapsed().as_secs_f64();
+    let rss1 = rss_kib();
+    let n = store.engine().len();
+    println!(
+        "  restore: {n} docs in {secs:.2} s = {:.0} docs/s (snapshot {} + {} log records)",
+        n as f64 / secs,
+        store.recovery.snapshot_documents,
+        store.recovery.replayed_records
+    );
+    println!(
+        "  RSS growth {:.0} bytes/doc; {}",
+        (rss1 - rss0) as f64 * 1024.0 / n as f64,
+        memory_line(store.engine())
+    );
+}
+
+fn restore_in_child(dir: &std::path::Path) {
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--restore")
+        .arg(dir)
+        .status()
+        .expect("spawning the restore child");
+    assert!(status.success(), "restore child failed");
 }
 
 fn rss_kib() -> u64 {
@@ -86,7 +142,12 @@ fn write_rate(store: &Store, threads: usize, secs: f64, base: u64) -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("--restore") {
+        let dir = args.nth(1).expect("--restore DIR");
+        restore_child(std::path::Path::new(&dir));
+        return;
+    }
     let n: u64 = args
         .next()
         .map_or(1_000_000, |a| a.parse().expect("DOCS is a number"));
@@ -116,11 +177,11 @@ fn main() {
     let load = start.elapsed().as_secs_f64();
     let rss1 = rss_kib();
     println!(
-        "load: {n} docs in {load:.1} s ({:.0} docs/s, prepare on 2 cores + insert); RSS growth {:.0} bytes/doc; /stats estimate {:.0} bytes/doc",
+        "load: {n} docs in {load:.1} s ({:.0} docs/s, prepare on 2 cores + insert); RSS growth {:.0} bytes/doc",
         n as f64 / load,
         (rss1 - rss0) as f64 * 1024.0 / n as f64,
-        store.engine().memory().bytes_per_document
     );
+    println!("  {}", memory_line(store.engine()));
 
     // 2. Snapshot while a writer and a reader run; record their longest stall.
     let stop = AtomicBool::new(false);
@@ -193,10 +254,11 @@ fn main() {
         baseline_write.load(Ordering::Relaxed) as f64 / 1e6,
         worst_read.load(Ordering::Relaxed) as f64 / 1e6,
     );
-    println!(
-        "writes over 5 ms (t ms, duration ms): {:?}",
-        slow.lock().unwrap()
-    );
+    let mut slow = slow.into_inner().unwrap();
+    let slow_count = slow.len();
+    slow.sort_by(|a, b| b.1.total_cmp(&a.1));
+    slow.truncate(10);
+    println!("writes over 5 ms: {slow_count}; longest (t ms, duration ms): {slow:?}");
     let docs_now = store.engine().len();
     drop(store);
 
@@ -214,19 +276,17 @@ fn main() {
         decoded as f64 / secs
     );
 
-    // 3. Restore.
-    let start = Instant::now();
-    let store = open(&dir, WalFsync::Never);
-    let secs = start.elapsed().as_secs_f64();
-    assert_eq!(store.engine().len(), docs_now);
-    println!(
-        "restore: {} docs in {secs:.2} s = {:.0} docs/s (snapshot {} + {} log records)",
-        docs_now,
-        docs_now as f64 / secs,
-        store.recovery.snapshot_documents,
-        store.recovery.replayed_records
-    );
-    drop(store);
+    // 3. Restore, each in a fresh process: the snapshot alone, then with the log.
+    let snap_only = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
+    let alone = snap_only.path().join(info.path.file_name().unwrap());
+    std::fs::hard_link(&info.path, &alone)
+        .or_else(|_| std::fs::copy(&info.path, &alone).map(drop))
+        .unwrap();
+    println!("restore of the snapshot alone ({} docs):", info.documents);
+    restore_in_child(snap_only.path());
+    drop(snap_only);
+    println!("restore of snapshot + log ({docs_now} docs):");
+    restore_in_child(&dir);
 
     // 4. fsync=always vs never, single-document writes, 16 writer threads.
     for mode in [WalFsync::Never, WalFsync::Always] {

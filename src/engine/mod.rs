@@ -5,20 +5,24 @@
 //!   query: signature ─lsh→ candidate slots ─docs→ records ─exact Jaccard→ matches
 //! ```
 //!
-//! **State and locks.** Three concurrent maps, each a `DashMap` (sharded
-//! `RwLock`s, so no global lock on the hot path):
-//! - `ids`: id → slot. The entry of an id is the serialization point for
-//!   writes to that id: an insert or replace holds it while indexing the new
-//!   record and swapping the slot, so a reader sees the old or the new
-//!   version, never a half-indexed one.
-//! - `docs`: slot → `Arc<Record>`. Readers clone the `Arc` out and drop the
-//!   guard at once.
-//! - `lsh`: band buckets of slots.
+//! **State and locks.** Three concurrent maps, each sharded behind many
+//! `RwLock`s, so there is no global lock on the hot path:
+//! - `ids`: id → slot, a `DashMap`. The entry of an id is the serialization
+//!   point for writes to that id: an insert or replace holds it while
+//!   indexing the new record and swapping the slot, so a reader sees the old
+//!   or the new version, never a half-indexed one.
+//! - `docs`: slot → `Arc<Record>`, a `RecordTable` (a vector indexed by
+//!   slot in 64 locked shards). Readers clone the `Arc` out; no guard leaves
+//!   the call.
+//! - `lsh`: band buckets of slots, an [`LshIndex`] of 1,024 locked
+//!   open-addressing shards; each call holds one shard lock at a time.
 //!
 //! Lock order: a writer may take `docs` and `lsh` guards while holding an
 //! `ids` entry; nobody takes an `ids` guard while holding a `docs` or `lsh`
-//! guard, and no guard is held across two operations on the same map. That
-//! is the whole deadlock argument.
+//! guard, and no guard is held across two operations on the same map (each
+//! `docs` and `lsh` call holds one shard lock and takes no other). That is
+//! the whole deadlock argument. The bulk restore path (`bulk.rs`) follows the
+//! same order: it stores and indexes a batch, then publishes its ids.
 //!
 //! **Stale candidates are harmless.** A bucket may briefly name a slot whose
 //! record is being removed or replaced, or whose slot was freed and reused.
@@ -26,6 +30,7 @@
 //! if `ids` still maps its id to that slot, so every returned match is a
 //! true statement about a document that is stored.
 
+mod bulk;
 mod dedup;
 mod id;
 mod params;
@@ -36,6 +41,7 @@ pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use params::{EngineParams, EngineParamsError, MAX_SHINGLE_K};
 pub use record::Record;
+use record::{malloc_block, RecordTable};
 pub use unique::UniqueOutcome;
 
 use crate::jaccard::{self, Overlap};
@@ -46,7 +52,6 @@ use crate::text::{ShingleSet, TextError, Tokenizer};
 use crossbeam_queue::SegQueue;
 use dashmap::mapref::entry::Entry;
 use dashmap::DashMap;
-use nohash_hasher::BuildNoHashHasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -202,8 +207,9 @@ pub struct Engine {
     /// id → slot; the per-id write serialization point (see module docs).
     /// Default SipHash: ids come from clients, so the hasher must resist flooding.
     ids: DashMap<DocId, Slot>,
-    /// slot → record. Slots are dense small integers: hashed by identity.
-    docs: DashMap<Slot, Arc<Record>, BuildNoHashHasher<Slot>>,
+    /// slot → record. Slots are dense small integers (freed ones are
+    /// reused), so a sharded vector indexed by slot: 8 bytes a document.
+    docs: RecordTable,
     lsh: LshIndex,
     /// Slots released by deletes and replaces, reused before `next_slot` grows.
     /// Lock-free so that allocation is not a global lock on the write path.
@@ -237,7 +243,7 @@ impl Engine {
             minhasher: MinHasher::new(params.num_perm, params.seed),
             lsh: LshIndex::new(bands.bands, bands.rows, params.seed),
             ids: DashMap::with_shard_amount(ID_SHARDS),
-            docs: DashMap::with_hasher(BuildNoHashHasher::default()),
+            docs: RecordTable::default(),
             free_slots: SegQueue::new(),
             next_slot: AtomicU32::new(0),
             shingle_values: AtomicUsize::new(0),
@@ -584,19 +590,30 @@ impl Engine {
         })
     }
 
-    /// Approximate memory by component.
+    /// Approximate memory by component, allocator overhead included: the
+    /// figures are meant to add up to the process's RSS growth.
     pub fn memory(&self) -> MemoryStats {
         use std::mem::size_of;
         let docs = self.len();
-        let shingles_bytes = self.shingle_values.load(Ordering::Relaxed) * 4;
+        let shingle_values = self.shingle_values.load(Ordering::Relaxed);
+        let shingles_bytes = shingle_values * 4;
         let signatures_bytes = docs * self.params.num_perm * 4;
         // The id is held twice: as the `ids` key and inside the record.
-        let ids_bytes = self.id_bytes.load(Ordering::Relaxed) * 2;
+        let id_bytes = self.id_bytes.load(Ordering::Relaxed);
+        let ids_bytes = id_bytes * 2;
         let metadata_bytes = self.metadata_bytes.load(Ordering::Relaxed);
-        // Arc header + Record + allocator rounding of its three allocations.
-        let records_overhead_bytes = docs * (16 + size_of::<Record>() + 3 * 16);
-        let id_map_bytes = self.ids.capacity() * (size_of::<(DocId, Slot)>() + 1);
-        let doc_map_bytes = self.docs.capacity() * (size_of::<(Slot, Arc<Record>)>() + 1);
+        // Per document: the `Arc<Record>` block, and the allocator's header
+        // and rounding on the data block and the two id strings (estimated
+        // from the average sizes).
+        let per_doc = |total: usize| total.checked_div(docs).unwrap_or(0);
+        let data = per_doc(signatures_bytes + shingles_bytes);
+        let id = per_doc(id_bytes);
+        let arc_record = malloc_block(2 * size_of::<usize>() + size_of::<Record>());
+        let rounding = malloc_block(data) - data + 2 * (malloc_block(id) - id);
+        let records_overhead_bytes = docs * (arc_record + rounding);
+        // hashbrown: capacity is 7/8 of the buckets; one control byte each.
+        let id_map_bytes = self.ids.capacity() * 8 / 7 * (size_of::<(DocId, Slot)>() + 1);
+        let doc_map_bytes = self.docs.heap_bytes();
         let lsh_bytes = self.lsh.heap_bytes();
         let total_bytes = shingles_bytes
             + signatures_bytes

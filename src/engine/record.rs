@@ -1,6 +1,9 @@
-//! A stored document: id, opaque metadata, signature and shingle set.
+//! A stored document (id, opaque metadata, signature and shingle set), and
+//! [`RecordTable`], the `slot → record` map.
 
 use super::DocId;
+use crate::lsh::index::Slot;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// One document as the engine holds it. Immutable once built; a replace
 /// builds a new record. Signature and shingles share one allocation.
@@ -24,11 +27,24 @@ impl Record {
         let mut data = Vec::with_capacity(signature.len() + shingles.len());
         data.extend_from_slice(signature);
         data.extend_from_slice(shingles);
+        Self::from_parts(id, metadata, signature.len(), data.into_boxed_slice())
+    }
+
+    /// A record over `data` = signature (`num_perm` values) then shingles,
+    /// already in their final allocation (the restore path decodes straight
+    /// into it). The caller has checked the parts.
+    pub(crate) fn from_parts(
+        id: DocId,
+        metadata: Option<Box<str>>,
+        num_perm: usize,
+        data: Box<[u32]>,
+    ) -> Self {
+        debug_assert!(num_perm <= data.len());
         Self {
             id,
             metadata,
-            num_perm: signature.len() as u32,
-            data: data.into_boxed_slice(),
+            num_perm: num_perm as u32,
+            data,
         }
     }
 
@@ -46,5 +62,227 @@ impl Record {
 
     pub fn shingles(&self) -> &[u32] {
         &self.data[self.num_perm as usize..]
+    }
+}
+
+/// Bytes glibc's malloc takes for a block of `n` bytes: an 8-byte header,
+/// rounded up to 16, at least 32 (the memory report's overhead estimate).
+pub(crate) fn malloc_block(n: usize) -> usize {
+    (n + 8).div_ceil(16).max(2) * 16
+}
+
+/// log2 of the number of [`RecordTable`] shards.
+const RECORD_SHARD_BITS: u32 = 6;
+const RECORD_SHARDS: usize = 1 << RECORD_SHARD_BITS;
+
+/// One shard on its own cache line (no false sharing between lock words).
+#[derive(Default)]
+#[repr(align(64))]
+struct RecordShard(RwLock<Vec<Option<Arc<Record>>>>);
+
+impl RecordShard {
+    fn read(&self) -> RwLockReadGuard<'_, Vec<Option<Arc<Record>>>> {
+        self.0.read().expect("a record shard lock was poisoned")
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Vec<Option<Arc<Record>>>> {
+        self.0.write().expect("a record shard lock was poisoned")
+    }
+}
+
+/// `slot → Arc<Record>`. Slots are dense (freed ones are reused), so this
+/// is a vector indexed by slot, cut into [`RECORD_SHARDS`] `RwLock`ed
+/// shards by the slot's low bits: 8 bytes per slot (`Option<Arc>` is one
+/// pointer) instead of a hash map's 16 plus control byte and slack.
+///
+/// The API mirrors the `DashMap` it replaces (`get` returns a cloned `Arc`,
+/// so no guard outlives the call). Every call holds one shard lock and
+/// takes no other lock meanwhile.
+pub(crate) struct RecordTable {
+    shards: Box<[RecordShard]>,
+}
+
+impl Default for RecordTable {
+    fn default() -> Self {
+        Self {
+            shards: (0..RECORD_SHARDS).map(|_| RecordShard::default()).collect(),
+        }
+    }
+}
+
+#[inline]
+fn place(slot: Slot) -> (usize, usize) {
+    (
+        slot as usize & (RECORD_SHARDS - 1),
+        (slot >> RECORD_SHARD_BITS) as usize,
+    )
+}
+
+impl RecordTable {
+    /// Store `record` at `slot`; returns what was there.
+    pub(crate) fn insert(&self, slot: Slot, record: Arc<Record>) -> Option<Arc<Record>> {
+        let (shard, i) = place(slot);
+        let mut v = self.shards[shard].write();
+        if i >= v.len() {
+            if i >= v.capacity() {
+                // Grow by a quarter, not double: slots fill densely, so the
+                // slack stays small and the copies stay amortized O(1).
+                let len = v.len();
+                v.reserve_exact((i + 1).max(len + len / 4) - len);
+            }
+            v.resize(i + 1, None);
+        }
+        v[i].replace(record)
+    }
+
+    pub(crate) fn get(&self, slot: &Slot) -> Option<Arc<Record>> {
+        let (shard, i) = place(*slot);
+        self.shards[shard].read().get(i)?.clone()
+    }
+
+    /// Take the record out of `slot` (the `DashMap::remove` shape).
+    pub(crate) fn remove(&self, slot: &Slot) -> Option<(Slot, Arc<Record>)> {
+        let (shard, i) = place(*slot);
+        let old = self.shards[shard].write().get_mut(i)?.take()?;
+        Some((*slot, old))
+    }
+
+    /// Records stored (a full scan: tests only).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.read().iter().filter(|r| r.is_some()).count())
+            .sum()
+    }
+
+    /// Make room for slots `0..slots` without regrowing.
+    pub(crate) fn reserve_slots(&self, slots: usize) {
+        let per_shard = slots.div_ceil(RECORD_SHARDS);
+        for s in self.shards.iter() {
+            let mut v = s.write();
+            let len = v.len();
+            v.reserve_exact(per_shard.saturating_sub(len));
+        }
+    }
+
+    /// Heap bytes of the slot vectors and the shard array.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.shards.len() * std::mem::size_of::<RecordShard>()
+            + self
+                .shards
+                .iter()
+                .map(|s| s.read().capacity() * std::mem::size_of::<Option<Arc<Record>>>())
+                .sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn rec(id: &str) -> Arc<Record> {
+        Arc::new(Record::new(DocId::parse(id).unwrap(), None, &[1, 2], &[3]))
+    }
+
+    #[test]
+    fn option_arc_is_one_pointer() {
+        assert_eq!(std::mem::size_of::<Option<Arc<Record>>>(), 8);
+    }
+
+    #[test]
+    fn records_split_into_signature_and_shingles() {
+        let r = Record::from_parts(DocId::parse("a").unwrap(), None, 2, vec![1, 2, 3, 4].into());
+        assert_eq!((r.signature(), r.shingles()), (&[1, 2][..], &[3, 4][..]));
+    }
+
+    #[test]
+    fn slots_store_replace_and_remove() {
+        let t = RecordTable::default();
+        assert!(t.get(&5).is_none());
+        assert!(t.remove(&5).is_none());
+        assert!(t.insert(5, rec("a")).is_none());
+        assert_eq!(t.get(&5).unwrap().id().as_str(), "a");
+        assert_eq!(t.insert(5, rec("b")).unwrap().id().as_str(), "a");
+        assert_eq!(t.len(), 1);
+        let (slot, r) = t.remove(&5).unwrap();
+        assert_eq!((slot, r.id().as_str()), (5, "b"));
+        assert_eq!(t.len(), 0);
+        assert!(t.get(&5).is_none());
+    }
+
+    #[test]
+    fn reserve_sizes_every_shard() {
+        let t = RecordTable::default();
+        t.reserve_slots(64_000);
+        let before = t.heap_bytes();
+        for s in 0..64_000 {
+            t.insert(s, rec("x"));
+        }
+        assert_eq!(t.heap_bytes(), before, "no growth after reserve");
+        assert!(before >= 64_000 * 8);
+    }
+
+    #[test]
+    fn concurrent_writers_and_readers_see_whole_records() {
+        let t = RecordTable::default();
+        std::thread::scope(|s| {
+            for w in 0..4u32 {
+                let t = &t;
+                s.spawn(move || {
+                    for round in 0..200u32 {
+                        for k in 0..50u32 {
+                            let slot = k * 4 + w;
+                            t.insert(slot, rec(&format!("{w}-{round}")));
+                            if round % 3 == 0 {
+                                t.remove(&slot);
+                            }
+                        }
+                    }
+                });
+            }
+            let t = &t;
+            s.spawn(move || {
+                for _ in 0..20_000 {
+                    for slot in [0u32, 1, 2, 3, 101, 199] {
+                        if let Some(r) = t.get(&slot) {
+                            let w = slot % 4;
+                            assert!(r.id().as_str().starts_with(&format!("{w}-")));
+                        }
+                    }
+                }
+            });
+        });
+        // The last round (199) was not a removing one: all 200 slots filled.
+        assert_eq!(t.len(), 200);
+        for slot in 0..200u32 {
+            let id = format!("{}-199", slot % 4);
+            assert_eq!(t.get(&slot).unwrap().id().as_str(), id);
+        }
+    }
+
+    proptest! {
+        /// The table behaves like a `BTreeMap<Slot, id>`.
+        #[test]
+        fn table_matches_a_map(ops in proptest::collection::vec((0u32..300, any::<bool>()), 1..300)) {
+            let t = RecordTable::default();
+            let mut model = BTreeMap::new();
+            for (i, (slot, insert)) in ops.into_iter().enumerate() {
+                if insert {
+                    let id = format!("r{i}");
+                    let old = t.insert(slot, rec(&id)).map(|r| r.id().to_string());
+                    prop_assert_eq!(old, model.insert(slot, id));
+                } else {
+                    let old = t.remove(&slot).map(|(_, r)| r.id().to_string());
+                    prop_assert_eq!(old, model.remove(&slot));
+                }
+            }
+            prop_assert_eq!(t.len(), model.len());
+            for s in 0..300u32 {
+                prop_assert_eq!(t.get(&s).map(|r| r.id().to_string()), model.get(&s).cloned());
+            }
+        }
     }
 }

@@ -1,32 +1,57 @@
-//! The band buckets: `band key → slots`, one concurrent map for all bands.
+//! The band buckets: `band key → slots` for all bands, in [`SHARDS`]
+//! independently locked open-addressing tables.
 //!
 //! Keys mix the band number with its r rows through a fixed 64-bit mixer
 //! seeded by `index.seed`, so a table rebuilt from stored signatures after a
-//! restart is identical. A key collision only adds a false candidate, which
-//! exact verification removes.
+//! restart is identical. The top [`SHARD_BITS`] bits of the 64-bit key pick
+//! the shard and its low 32 bits are what the shard stores, so two band
+//! keys are confused only if 42 of their bits agree: a query probes 21
+//! shards holding ~n·21/1024 keys each, so it meets a false bucket with
+//! probability ~21·(n·21/1024)/2³² (≈ 1e-4 per query at a million
+//! documents). Such a collision only adds a false candidate, which exact
+//! verification removes.
 //!
-//! **Memory.** Most buckets hold one document, so a bucket is an enum of
-//! one inline slot or a boxed vector: 16 bytes, 24 with its key. The map uses
-//! the key itself as its hash (keys are already mixed), so no hasher runs.
+//! **Memory.** A key costs one 8-byte cell (32-bit key, 32-bit slot) at a
+//! load of 55–75%, about 12 bytes; buckets holding two or more documents
+//! keep their slots in a side vector (see [`table`](super::table)). The old
+//! `DashMap<u64, Bucket>` cost 25 bytes per bucket at hashbrown's load.
 //!
-//! **Concurrency.** `DashMap` shards the table behind many `RwLock`s; every
-//! operation touches one bucket at a time and never holds a guard while
-//! taking another, so there is no lock ordering to get wrong.
+//! **Concurrency.** Each shard is one `RwLock`; every operation holds one
+//! shard lock at a time and never takes another while holding it, so
+//! there is no lock ordering to get wrong and no global lock: writers to
+//! different shards and all readers proceed in parallel. A shard grows by
+//! rehashing under its write lock; at a million documents a shard holds
+//! ~20,000 keys, so that pause is well under a millisecond.
+//!
+//! **Bulk load.** [`LshIndex::insert_bulk`] computes the keys of a whole
+//! batch, groups them by shard and takes each shard's lock once, spread
+//! over the rayon pool; [`LshIndex::reserve`] sizes every shard up front
+//! (at 70% load, tighter than growth leaves it) so a restore never rehashes.
 
-use dashmap::mapref::entry::Entry;
-use dashmap::DashMap;
-use nohash_hasher::BuildNoHashHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use super::table::{Bucket, Table, MAX_SLOT};
+use rayon::prelude::*;
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-/// Internal document handle stored in buckets.
-pub type Slot = u32;
+pub use super::table::Slot;
 
-enum Bucket {
-    One(Slot),
-    // Boxed on purpose: a thin pointer keeps the enum at 16 bytes (a bare
-    // Vec would make every bucket 32), and most buckets are `One`.
-    #[allow(clippy::box_collection)]
-    Many(Box<Vec<Slot>>),
+/// log2 of the number of shards.
+pub const SHARD_BITS: u32 = 10;
+pub const SHARDS: usize = 1 << SHARD_BITS;
+
+/// One shard on its own cache line, so writers of neighbouring shards do
+/// not invalidate each other's lock word.
+#[derive(Default)]
+#[repr(align(64))]
+struct Shard(RwLock<Table>);
+
+impl Shard {
+    fn read(&self) -> RwLockReadGuard<'_, Table> {
+        self.0.read().expect("an LSH shard lock was poisoned")
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Table> {
+        self.0.write().expect("an LSH shard lock was poisoned")
+    }
 }
 
 pub struct LshIndex {
@@ -34,9 +59,11 @@ pub struct LshIndex {
     rows: usize,
     seed: u64,
     /// Every band's buckets; the band number is part of the key.
-    buckets: DashMap<u64, Bucket, BuildNoHashHasher<u64>>,
-    /// Slots held in `Many` vectors (for the memory report).
-    spilled_slots: AtomicUsize,
+    shards: Box<[Shard]>,
+    /// Buffers of [`insert_bulk`](Self::insert_bulk), kept between calls
+    /// until [`release_bulk_buffers`](Self::release_bulk_buffers). The lock
+    /// serializes bulk inserts (only the restore path makes them).
+    bulk_scratch: Mutex<Vec<ByShard>>,
 }
 
 impl std::fmt::Debug for LshIndex {
@@ -44,12 +71,66 @@ impl std::fmt::Debug for LshIndex {
         f.debug_struct("LshIndex")
             .field("bands", &self.bands)
             .field("rows", &self.rows)
-            .field("buckets", &self.buckets.len())
+            .field("buckets", &self.bucket_count())
             .finish()
     }
 }
 
+/// One part of a bulk insert: `(key, slot)` pairs grouped by shard.
+#[derive(Default)]
+struct ByShard {
+    /// `(shard, key, slot)` in document order (scratch).
+    keys: Vec<(u32, u32, Slot)>,
+    entries: Vec<(u32, Slot)>,
+    /// Shard `s` owns `entries[starts[s]..starts[s + 1]]`.
+    starts: Vec<u32>,
+    next: Vec<u32>,
+}
+
+impl ByShard {
+    fn fill(&mut self, index: &LshIndex, docs: &[(Slot, &[u32])]) {
+        self.keys.clear();
+        self.starts.clear();
+        self.starts.resize(SHARDS + 1, 0);
+        for &(slot, signature) in docs {
+            assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
+            for (shard, key) in index.keys(signature) {
+                self.starts[shard + 1] += 1;
+                self.keys.push((shard as u32, key, slot));
+            }
+        }
+        for i in 0..SHARDS {
+            self.starts[i + 1] += self.starts[i];
+        }
+        self.next.clone_from(&self.starts);
+        self.entries.clear();
+        self.entries.resize(self.keys.len(), (0, 0));
+        for &(shard, key, slot) in &self.keys {
+            let at = &mut self.next[shard as usize];
+            self.entries[*at as usize] = (key, slot);
+            *at += 1;
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.keys.capacity() * 12
+            + self.entries.capacity() * 8
+            + (self.starts.capacity() + self.next.capacity()) * 4
+    }
+
+    fn of(&self, shard: usize) -> &[(u32, Slot)] {
+        &self.entries[self.starts[shard] as usize..self.starts[shard + 1] as usize]
+    }
+}
+
 const BAND_SALT: u64 = 0x6c73_6862_616e_6473;
+
+/// Where a 64-bit band key lives: its shard and the 32-bit key stored there
+/// (never 0, which marks an empty cell).
+#[inline]
+fn split(key: u64) -> (usize, u32) {
+    ((key >> (64 - SHARD_BITS)) as usize, (key as u32).max(1))
+}
 
 impl LshIndex {
     pub fn new(bands: usize, rows: usize, seed: u64) -> Self {
@@ -58,8 +139,8 @@ impl LshIndex {
             bands,
             rows,
             seed: seed ^ BAND_SALT,
-            buckets: DashMap::with_hasher(BuildNoHashHasher::default()),
-            spilled_slots: AtomicUsize::new(0),
+            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            bulk_scratch: Mutex::new(Vec::new()),
         }
     }
 
@@ -85,56 +166,84 @@ impl LshIndex {
         h ^ (h >> 33)
     }
 
-    fn keys<'a>(&'a self, signature: &'a [u32]) -> impl Iterator<Item = u64> + 'a {
+    fn keys<'a>(&'a self, signature: &'a [u32]) -> impl Iterator<Item = (usize, u32)> + 'a {
         debug_assert!(signature.len() >= self.bands * self.rows);
-        (0..self.bands).map(move |band| self.band_key(signature, band))
+        (0..self.bands).map(move |band| split(self.band_key(signature, band)))
     }
 
     pub fn insert(&self, slot: Slot, signature: &[u32]) {
-        for key in self.keys(signature) {
-            match self.buckets.entry(key) {
-                Entry::Vacant(e) => {
-                    e.insert(Bucket::One(slot));
-                }
-                Entry::Occupied(mut e) => match e.get_mut() {
-                    b @ Bucket::One(_) => {
-                        let Bucket::One(first) = *b else {
-                            unreachable!()
-                        };
-                        *b = Bucket::Many(Box::new(vec![first, slot]));
-                        self.spilled_slots.fetch_add(2, Ordering::Relaxed);
-                    }
-                    Bucket::Many(v) => {
-                        v.push(slot);
-                        self.spilled_slots.fetch_add(1, Ordering::Relaxed);
-                    }
-                },
-            }
+        assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
+        for (shard, key) in self.keys(signature) {
+            self.shards[shard].write().insert(key, slot);
         }
     }
 
-    pub fn remove(&self, slot: Slot, signature: &[u32]) {
-        for key in self.keys(signature) {
-            let Entry::Occupied(mut e) = self.buckets.entry(key) else {
-                continue;
-            };
-            match e.get_mut() {
-                Bucket::One(s) if *s == slot => {
-                    e.remove();
+    /// Insert many documents at once: the same result as calling
+    /// [`insert`](Self::insert) for each, with one lock acquisition per
+    /// shard and the work spread over the rayon pool.
+    pub fn insert_bulk(&self, docs: &[(Slot, &[u32])]) {
+        if docs.is_empty() {
+            return;
+        }
+        // 1. Keys, computed in parallel parts; each part counting-sorted by
+        //    shard, into buffers kept from the previous call (a restore
+        //    calls this ~100 times; fresh multi-megabyte temporaries each
+        //    time cost page faults and allocator consolidation).
+        let mut parts = self.bulk_scratch.lock().expect("bulk scratch lock");
+        let part = docs
+            .len()
+            .div_ceil(rayon::current_num_threads() * 2)
+            .max(256);
+        let n_parts = docs.len().div_ceil(part);
+        if parts.len() < n_parts {
+            parts.resize_with(n_parts, ByShard::default);
+        }
+        let parts = &mut parts[..n_parts];
+        docs.par_chunks(part)
+            .zip(parts.par_iter_mut())
+            .for_each(|(docs, by_shard)| by_shard.fill(self, docs));
+        let parts = &*parts;
+        // 2. Each shard locked once; shards in parallel.
+        (0..SHARDS)
+            .into_par_iter()
+            .with_min_len(SHARDS / 64)
+            .for_each(|shard| {
+                let n: usize = parts.iter().map(|p| p.of(shard).len()).sum();
+                if n == 0 {
+                    return;
                 }
-                Bucket::One(_) => {}
-                Bucket::Many(v) => {
-                    if let Some(pos) = v.iter().position(|&s| s == slot) {
-                        v.swap_remove(pos);
-                        self.spilled_slots.fetch_sub(1, Ordering::Relaxed);
-                        if v.len() == 1 {
-                            let last = v[0];
-                            self.spilled_slots.fetch_sub(1, Ordering::Relaxed);
-                            *e.get_mut() = Bucket::One(last);
-                        }
+                let mut table = self.shards[shard].write();
+                table.reserve(n);
+                for p in parts {
+                    for &(key, slot) in p.of(shard) {
+                        table.insert(key, slot);
                     }
                 }
-            }
+            });
+    }
+
+    /// Free the buffers [`insert_bulk`](Self::insert_bulk) keeps between calls.
+    pub fn release_bulk_buffers(&self) {
+        *self.bulk_scratch.lock().expect("bulk scratch lock") = Vec::new();
+    }
+
+    /// Size every shard for `documents` more documents, so that loading
+    /// them does not rehash.
+    pub fn reserve(&self, documents: usize) {
+        let keys = documents.saturating_mul(self.bands);
+        // Keys spread binomially over shards; 4 standard deviations of
+        // headroom keeps every shard from growing during the load.
+        let mean = keys as f64 / SHARDS as f64;
+        let per_shard = (mean + 4.0 * mean.sqrt()).ceil() as usize;
+        self.shards
+            .par_iter()
+            .with_min_len(SHARDS / 64)
+            .for_each(|s| s.write().presize(per_shard));
+    }
+
+    pub fn remove(&self, slot: Slot, signature: &[u32]) {
+        for (shard, key) in self.keys(signature) {
+            self.shards[shard].write().remove(key, slot);
         }
     }
 
@@ -142,12 +251,11 @@ impl LshIndex {
     /// repeats; the caller sorts and dedups). Returns false if more than
     /// `cap` slots were found, in which case `out` keeps the first `cap`.
     pub fn candidates(&self, signature: &[u32], out: &mut Vec<Slot>, cap: usize) -> bool {
-        for key in self.keys(signature) {
-            if let Some(bucket) = self.buckets.get(&key) {
-                match &*bucket {
-                    Bucket::One(s) => out.push(*s),
-                    Bucket::Many(v) => out.extend_from_slice(v),
-                }
+        for (shard, key) in self.keys(signature) {
+            match self.shards[shard].read().get(key) {
+                None => {}
+                Some(Bucket::One(s)) => out.push(s),
+                Some(Bucket::Many(v)) => out.extend_from_slice(v),
             }
             if out.len() > cap {
                 out.truncate(cap);
@@ -159,24 +267,41 @@ impl LshIndex {
 
     /// Number of non-empty buckets.
     pub fn bucket_count(&self) -> usize {
-        self.buckets.len()
+        self.shards.iter().map(|s| s.read().len()).sum()
     }
 
-    /// Approximate heap bytes: table capacity plus spilled vectors.
+    /// Heap bytes: every shard's table and spilled buckets, the shard
+    /// array, and bulk-insert buffers if any are kept.
     pub fn heap_bytes(&self) -> usize {
-        let entry = std::mem::size_of::<(u64, Bucket)>() + 1; // + hashbrown control byte
-        let spilled = self.spilled_slots.load(Ordering::Relaxed);
-        self.buckets.capacity() * entry + spilled * std::mem::size_of::<Slot>()
+        let scratch: usize = self
+            .bulk_scratch
+            .lock()
+            .expect("bulk scratch lock")
+            .iter()
+            .map(ByShard::heap_bytes)
+            .sum();
+        scratch
+            + self.shards.len() * std::mem::size_of::<Shard>()
+            + self
+                .shards
+                .iter()
+                .map(|s| s.read().heap_bytes())
+                .sum::<usize>()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicBool, Ordering};
 
-    #[test]
-    fn bucket_is_sixteen_bytes() {
-        assert_eq!(std::mem::size_of::<Bucket>(), 16);
+    fn sorted_candidates(idx: &LshIndex, sig: &[u32]) -> Vec<Slot> {
+        let mut out = Vec::new();
+        assert!(idx.candidates(sig, &mut out, usize::MAX));
+        out.sort_unstable();
+        out
     }
 
     #[test]
@@ -185,10 +310,10 @@ mod tests {
         let sig = [1, 2, 3, 4, 5, 6, 7, 8];
         idx.insert(10, &sig);
         idx.insert(11, &sig);
-        let mut out = Vec::new();
-        assert!(idx.candidates(&sig, &mut out, usize::MAX));
-        out.sort_unstable();
-        assert_eq!(out, vec![10, 10, 10, 10, 11, 11, 11, 11]);
+        assert_eq!(
+            sorted_candidates(&idx, &sig),
+            vec![10, 10, 10, 10, 11, 11, 11, 11]
+        );
     }
 
     #[test]
@@ -196,14 +321,15 @@ mod tests {
         let idx = LshIndex::new(2, 2, 1);
         idx.insert(1, &[1, 2, 3, 4]);
         idx.insert(2, &[9, 9, 3, 4]);
-        let mut out = Vec::new();
-        idx.candidates(&[0, 0, 3, 4], &mut out, usize::MAX);
-        out.sort_unstable();
-        assert_eq!(out, vec![1, 2]);
+        assert_eq!(sorted_candidates(&idx, &[0, 0, 3, 4]), vec![1, 2]);
         idx.remove(1, &[1, 2, 3, 4]);
         idx.remove(2, &[9, 9, 3, 4]);
         assert_eq!(idx.bucket_count(), 0);
-        assert_eq!(idx.spilled_slots.load(Ordering::Relaxed), 0);
+        assert_eq!(
+            idx.heap_bytes(),
+            SHARDS * std::mem::size_of::<Shard>(),
+            "every table released"
+        );
     }
 
     #[test]
@@ -235,5 +361,149 @@ mod tests {
         let mut out = Vec::new();
         assert!(!idx.candidates(&[7], &mut out, 4));
         assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn bulk_insert_equals_one_by_one_insert() {
+        let sigs: Vec<Vec<u32>> = (0..3000u32)
+            .map(|i| {
+                (0..8)
+                    .map(|r| (i / 3).wrapping_mul(2654435761) ^ r)
+                    .collect()
+            })
+            .collect();
+        let one = LshIndex::new(4, 2, 9);
+        let bulk = LshIndex::new(4, 2, 9);
+        bulk.reserve(1000);
+        for (i, s) in sigs.iter().enumerate() {
+            one.insert(i as Slot, s);
+        }
+        let docs: Vec<(Slot, &[u32])> = sigs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (i as Slot, s.as_slice()))
+            .collect();
+        bulk.insert_bulk(&docs[..1000]);
+        bulk.insert_bulk(&docs[1000..]);
+        assert_eq!(one.bucket_count(), bulk.bucket_count());
+        let kept = bulk.heap_bytes();
+        bulk.release_bulk_buffers();
+        assert!(bulk.heap_bytes() < kept, "buffers were kept, now freed");
+        for s in &sigs {
+            assert_eq!(sorted_candidates(&one, s), sorted_candidates(&bulk, s));
+        }
+    }
+
+    #[test]
+    fn a_slot_beyond_the_range_is_refused() {
+        let idx = LshIndex::new(1, 1, 1);
+        let r = std::panic::catch_unwind(|| idx.insert(MAX_SLOT + 1, &[1]));
+        assert!(r.is_err());
+    }
+
+    /// Writers insert and remove their own slots while readers query: no
+    /// deadlock, readers never see a slot of a signature it was not
+    /// inserted under, and the end state is exactly what was left inserted.
+    #[test]
+    fn concurrent_inserts_removes_and_queries_stay_consistent() {
+        let idx = LshIndex::new(8, 2, 3);
+        // 40 signature families; slot s always uses family s % 40, so any
+        // candidate of a family-f query must be ≡ f (mod 40) unless a band
+        // key happens to collide, which these small values never do.
+        let family = |f: u32| -> Vec<u32> { (0..16).map(|r| f * 1000 + r).collect() };
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = (0..4u32)
+                .map(|w| {
+                    let idx = &idx;
+                    s.spawn(move || {
+                        for round in 0..300u32 {
+                            for k in 0..10u32 {
+                                let slot = w * 10_000 + k * 40 + (k + round) % 40;
+                                idx.insert(slot, &family(slot % 40));
+                            }
+                            for k in 0..10u32 {
+                                let slot = w * 10_000 + k * 40 + (k + round) % 40;
+                                if round % 7 != 6 {
+                                    idx.remove(slot, &family(slot % 40));
+                                }
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for r in 0..2u32 {
+                let (idx, stop) = (&idx, &stop);
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    let mut f = r;
+                    while !stop.load(Ordering::Relaxed) {
+                        out.clear();
+                        idx.candidates(&family(f % 40), &mut out, usize::MAX);
+                        assert!(out.iter().all(|s| s % 40 == f % 40), "foreign slot");
+                        f += 1;
+                    }
+                });
+            }
+            for w in writers {
+                w.join().expect("writer");
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+        // Every slot left is one inserted in a round ≡ 6 (mod 7), once per band.
+        let mut expected: BTreeMap<u32, Vec<Slot>> = BTreeMap::new();
+        for w in 0..4u32 {
+            for round in (0..300u32).filter(|r| r % 7 == 6) {
+                for k in 0..10u32 {
+                    let slot = w * 10_000 + k * 40 + (k + round) % 40;
+                    expected.entry(slot % 40).or_default().extend([slot; 8]);
+                }
+            }
+        }
+        for f in 0..40 {
+            let mut e = expected.remove(&f).unwrap_or_default();
+            e.sort_unstable();
+            assert_eq!(sorted_candidates(&idx, &family(f)), e, "family {f}");
+        }
+        for s in idx.shards.iter() {
+            s.read().validate();
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Candidates are exactly the slots sharing a band, as a brute-force
+        /// scan over a model of the stored signatures finds them.
+        #[test]
+        fn candidates_match_a_brute_force_model(
+            ops in proptest::collection::vec((0u32..30, 0u32..6, any::<bool>()), 1..200),
+            query in 0u32..6,
+        ) {
+            let (bands, rows) = (3, 2);
+            // Band b of value v is (v mod (b + 2)) twice: values share band b
+            // exactly when they agree modulo b + 2.
+            let sig = |v: u32| -> Vec<u32> { (0..6u32).map(|i| v % (i / 2 + 2)).collect() };
+            let idx = LshIndex::new(bands, rows, 5);
+            let mut model: BTreeMap<Slot, Vec<u32>> = BTreeMap::new();
+            for (slot, v, insert) in ops {
+                if insert && !model.contains_key(&slot) {
+                    idx.insert(slot, &sig(v));
+                    model.insert(slot, sig(v));
+                } else if let Some(old) = model.remove(&slot) {
+                    idx.remove(slot, &old);
+                }
+            }
+            let q = sig(query);
+            let mut expected: Vec<Slot> = Vec::new();
+            for (&slot, s) in &model {
+                for b in 0..bands {
+                    if s[b * rows..(b + 1) * rows] == q[b * rows..(b + 1) * rows] {
+                        expected.push(slot);
+                    }
+                }
+            }
+            expected.sort_unstable();
+            prop_assert_eq!(sorted_candidates(&idx, &q), expected);
+        }
     }
 }

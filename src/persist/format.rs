@@ -16,7 +16,7 @@
 //! signatures and shingle hashes are uniformly random, so varints would
 //! only make them larger and slower.
 
-use crate::engine::{EngineParams, Record, HASH_FAMILY};
+use crate::engine::{DocId, EngineParams, Record, HASH_FAMILY};
 use bincode::{Decode, Encode};
 
 pub const FRAME_HEADER: usize = 12;
@@ -143,6 +143,86 @@ pub struct StoredRecord {
     pub shingles: Vec<u32>,
 }
 
+/// Decode a [`RecordRef`]-encoded payload straight into a [`Record`]: the
+/// signature and shingles are copied once, into the record's own
+/// allocation, with no intermediate vectors (the restore path; the result
+/// equals decoding a [`StoredRecord`] and building the record from it).
+///
+/// Checks what a record must satisfy before it is indexed: a valid id, a
+/// signature of `num_perm` values, a non-empty, strictly increasing shingle
+/// set, and no trailing bytes. A frame with a good checksum fails these
+/// only if it was written by a different or broken writer, so the error is
+/// reported as corruption.
+pub fn decode_record(payload: &[u8], num_perm: usize) -> Result<Record, String> {
+    let mut r = Reader(payload);
+    let id = r.str("id")?;
+    let id = DocId::parse(id).map_err(|e| format!("record {id:?} has an invalid id: {e}"))?;
+    let metadata = match r.take(1, "metadata tag")?[0] {
+        0 => None,
+        1 => Some(Box::<str>::from(r.str("metadata")?)),
+        t => return Err(format!("record {id}: invalid option tag {t}")),
+    };
+    let sig_len = r.len("signature")?;
+    if sig_len != num_perm {
+        return Err(format!(
+            "record {id} has a signature of {sig_len} values, not {num_perm}"
+        ));
+    }
+    let sig = r.take(sig_len.saturating_mul(4), "signature")?;
+    let sh_len = r.len("shingles")?;
+    let sh = r.take(sh_len.saturating_mul(4), "shingles")?;
+    if !r.0.is_empty() {
+        return Err(format!("record {id} has {} trailing bytes", r.0.len()));
+    }
+    let mut data = Vec::with_capacity(sig_len + sh_len);
+    data.extend(words(sig));
+    data.extend(words(sh));
+    let shingles = &data[sig_len..];
+    if shingles.is_empty() || !shingles.windows(2).all(|w| w[0] < w[1]) {
+        return Err(format!("record {id} has an empty or unsorted shingle set"));
+    }
+    Ok(Record::from_parts(
+        id,
+        metadata,
+        sig_len,
+        data.into_boxed_slice(),
+    ))
+}
+
+/// Little-endian u32s of `b` (a multiple of 4 bytes long).
+fn words(b: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    b.chunks_exact(4)
+        .map(|w| u32::from_le_bytes(w.try_into().expect("4 bytes")))
+}
+
+/// A cursor over a payload in bincode's fixed-int little-endian layout.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        if n > self.0.len() {
+            return Err(format!("record ends inside its {what}"));
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    /// A u64 length prefix, bounded by what is left of the payload.
+    fn len(&mut self, what: &str) -> Result<usize, String> {
+        let n = u64::from_le_bytes(self.take(8, what)?.try_into().expect("8 bytes"));
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= self.0.len())
+            .ok_or_else(|| format!("record's {what} length {n} is implausible"))
+    }
+
+    fn str(&mut self, what: &str) -> Result<&'a str, String> {
+        let n = self.len(what)?;
+        std::str::from_utf8(self.take(n, what)?).map_err(|e| format!("record's {what}: {e}"))
+    }
+}
+
 /// Append one frame holding `payload` to `out`.
 pub fn push_frame(out: &mut Vec<u8>, payload: &[u8]) {
     let len = payload.len() as u32;
@@ -229,6 +309,69 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("index.seed"), "{d}");
+    }
+
+    #[test]
+    fn decode_record_reads_what_record_ref_writes() {
+        for metadata in [None, Some("{\"k\": [1, 2]}")] {
+            let r = RecordRef {
+                id: "doc-ü",
+                metadata,
+                signature: &[1, 2, 0xffff_ffff],
+                shingles: &[3, 9, 0x8000_0000],
+            };
+            let bytes = bincode::encode_to_vec(&r, config()).unwrap();
+            let back = decode_record(&bytes, 3).unwrap();
+            assert_eq!(back.id().as_str(), r.id);
+            assert_eq!(back.metadata(), r.metadata);
+            assert_eq!(back.signature(), r.signature);
+            assert_eq!(back.shingles(), r.shingles);
+        }
+    }
+
+    #[test]
+    fn decode_record_refuses_malformed_payloads() {
+        let enc = |r: &RecordRef<'_>| bincode::encode_to_vec(r, config()).unwrap();
+        let good = RecordRef {
+            id: "x",
+            metadata: None,
+            signature: &[1, 2],
+            shingles: &[3, 4],
+        };
+        let bytes = enc(&good);
+        // Every truncation and every extra byte is refused, never a panic.
+        for cut in 0..bytes.len() {
+            assert!(decode_record(&bytes[..cut], 2).is_err(), "cut {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_record(&longer, 2).unwrap_err().contains("trailing"));
+        assert!(decode_record(&bytes, 3).unwrap_err().contains("signature"));
+        let unsorted = enc(&RecordRef {
+            shingles: &[4, 3],
+            ..good
+        });
+        assert!(decode_record(&unsorted, 2).unwrap_err().contains("shingle"));
+        let dup = enc(&RecordRef {
+            shingles: &[3, 3],
+            ..good
+        });
+        assert!(decode_record(&dup, 2).is_err());
+        let empty = enc(&RecordRef {
+            shingles: &[],
+            ..good
+        });
+        assert!(decode_record(&empty, 2).is_err());
+        let bad_id = enc(&RecordRef { id: "a\nb", ..good });
+        assert!(decode_record(&bad_id, 2)
+            .unwrap_err()
+            .contains("invalid id"));
+        let mut bad_tag = bytes.clone();
+        bad_tag[8 + 1] = 7; // after the id's length and its one byte
+        assert!(decode_record(&bad_tag, 2).unwrap_err().contains("tag"));
+        let mut huge = bytes.clone();
+        huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(decode_record(&huge, 2).unwrap_err().contains("implausible"));
     }
 
     #[test]

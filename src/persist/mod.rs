@@ -27,7 +27,6 @@ use crate::engine::{
     DocId, Engine, EngineError, Prepared, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use format::{Fingerprint, StoredRecord};
-use rayon::prelude::*;
 use serde::Serialize;
 use snapshot::SnapshotHeader;
 use std::path::{Path, PathBuf};
@@ -483,23 +482,60 @@ fn restore_record(engine: &Engine, path: &Path, rec: StoredRecord) -> Result<(),
     Ok(())
 }
 
+/// Records per batch handed from the reading thread to the indexing one.
+const RESTORE_BATCH: usize = 8192;
+
+/// Load a snapshot into `engine` as a two-stage pipeline: a reader thread
+/// reads, checksums and decodes frames straight into records (see
+/// [`format::decode_record`]) while this thread indexes the previous batch
+/// ([`Engine::restore_batch`], which spreads the LSH work over the rayon
+/// pool). Every map is sized from the header's document count first, so
+/// nothing rehashes on the way. On error the engine may hold part of the
+/// snapshot; the caller clears it.
 fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, PersistError> {
     let start = Instant::now();
+    tracing::info!(path = %path.display(), "loading snapshot");
+    let planned = snapshot::read_header(path)?;
+    // The header is checksummed, but bound the reservation by what the file
+    // could hold (a record frame is well over 64 bytes) all the same.
+    let file_len = std::fs::metadata(path).map_err(fsops::io_err(path))?.len();
+    engine.reserve(planned.documents.min(file_len / 64) as usize);
+    let num_perm = engine.params().num_perm;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<crate::engine::Record>>(4);
     let mut loaded = 0u64;
     let mut last_log = Instant::now();
-    tracing::info!(path = %path.display(), "loading snapshot");
-    let header = snapshot::read(path, 16_384, |chunk| {
-        loaded += chunk.len() as u64;
-        chunk
-            .into_par_iter()
-            .try_for_each(|rec| restore_record(engine, path, rec))?;
-        if last_log.elapsed() > Duration::from_secs(2) {
-            let (_, rate) = now_stats(start, loaded);
-            tracing::info!(documents = loaded, per_second = rate as u64, "restoring");
-            last_log = Instant::now();
+    let header = std::thread::scope(|s| {
+        let reader = std::thread::Builder::new()
+            .name("snapshot-read".into())
+            .spawn_scoped(s, move || {
+                snapshot::read_with(
+                    path,
+                    RESTORE_BATCH,
+                    |payload| format::decode_record(payload, num_perm),
+                    |batch| {
+                        tx.send(batch).map_err(|_| {
+                            PersistError::Unrecoverable("snapshot restore stopped".into())
+                        })
+                    },
+                )
+            })
+            .map_err(fsops::io_err(path))?;
+        // Ends when the reader finishes or fails (either drops `tx`).
+        for batch in rx {
+            loaded += batch.len() as u64;
+            engine.restore_batch(batch);
+            if last_log.elapsed() > Duration::from_secs(2) {
+                let (_, rate) = now_stats(start, loaded);
+                tracing::info!(documents = loaded, per_second = rate as u64, "restoring");
+                last_log = Instant::now();
+            }
         }
-        Ok(())
-    })?;
+        reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    });
+    engine.finish_restore();
+    let header = header?;
     let (secs, rate) = now_stats(start, loaded);
     tracing::info!(
         path = %path.display(),

@@ -162,7 +162,28 @@ fn read_header_from(path: &Path, r: &mut impl Read) -> Result<(SnapshotHeader, u
 pub fn read(
     path: &Path,
     chunk: usize,
-    mut sink: impl FnMut(Vec<StoredRecord>) -> Result<(), PersistError>,
+    sink: impl FnMut(Vec<StoredRecord>) -> Result<(), PersistError>,
+) -> Result<SnapshotHeader, PersistError> {
+    read_with(
+        path,
+        chunk,
+        |payload| {
+            bincode::decode_from_slice(payload, format::config())
+                .map(|(rec, _)| rec)
+                .map_err(|e| format!("unreadable record: {e}"))
+        },
+        sink,
+    )
+}
+
+/// [`read`] with a caller-chosen decoder for each record's payload (the
+/// restore path decodes straight into engine records). A decoder error is
+/// reported as corruption at the record's offset.
+pub fn read_with<T>(
+    path: &Path,
+    chunk: usize,
+    decode: impl Fn(&[u8]) -> Result<T, String>,
+    mut sink: impl FnMut(Vec<T>) -> Result<(), PersistError>,
 ) -> Result<SnapshotHeader, PersistError> {
     let file = File::open(path).map_err(io_err(path))?;
     let mut r = BufReader::with_capacity(1 << 20, file);
@@ -186,8 +207,7 @@ pub fn read(
             Frame::Incomplete => return Err(corrupt(path, offset, "record is truncated")),
             Frame::Corrupt(reason) => return Err(corrupt(path, offset, reason)),
         };
-        let (rec, _): (StoredRecord, usize) = bincode::decode_from_slice(payload, format::config())
-            .map_err(|e| corrupt(path, offset, format!("unreadable record: {e}")))?;
+        let rec = decode(payload).map_err(|e| corrupt(path, offset, e))?;
         body_crc = crc32c::crc32c_append(body_crc, &frame);
         offset += frame.len() as u64;
         batch.push(rec);

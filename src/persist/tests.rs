@@ -1,5 +1,6 @@
 use super::*;
 use crate::engine::EngineParams;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs;
 
@@ -100,6 +101,46 @@ fn a_snapshot_plus_the_log_after_it_restores_everything() {
     assert_eq!(state(s.engine()), before);
     assert_eq!(s.recovery.snapshot_documents, 30);
     assert_eq!(s.recovery.replayed_records, 11);
+}
+
+#[test]
+fn a_snapshot_of_several_restore_batches_answers_queries_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = RESTORE_BATCH + RESTORE_BATCH / 2;
+    let (before, answers, buckets) = {
+        let s = open(dir.path());
+        let items: Vec<_> = (0..n)
+            .into_par_iter()
+            .map(|i| {
+                // Every 10th document repeats its predecessor's text: shared buckets.
+                let doc = s
+                    .engine()
+                    .prepare(&text(i - usize::from(i % 10 == 9)))
+                    .unwrap();
+                (DocId::parse(&format!("d{i}")).unwrap(), doc, None)
+            })
+            .collect();
+        for r in s.insert_many(items, WriteMode::Create).unwrap() {
+            r.unwrap();
+        }
+        s.snapshot().unwrap();
+        let t = s.engine().threshold(None).unwrap();
+        let answers: Vec<_> = (0..n)
+            .step_by(97)
+            .map(|i| s.engine().similar_to_id(&format!("d{i}"), t, 10).unwrap())
+            .collect();
+        (state(s.engine()), answers, s.engine().lsh_bucket_count())
+    };
+    let s = open(dir.path());
+    assert_eq!(s.recovery.snapshot_documents, n as u64);
+    assert_eq!(s.recovery.replayed_records, 0);
+    assert_eq!(state(s.engine()), before);
+    assert_eq!(s.engine().lsh_bucket_count(), buckets);
+    let t = s.engine().threshold(None).unwrap();
+    for (k, i) in (0..n).step_by(97).enumerate() {
+        let again = s.engine().similar_to_id(&format!("d{i}"), t, 10).unwrap();
+        assert_eq!(again, answers[k], "d{i}");
+    }
 }
 
 #[test]

@@ -1,0 +1,499 @@
+//! One shard of the band buckets: a single-threaded open-addressing
+//! multimap `u32 key → slots`, 8 bytes per key.
+//!
+//! **Layout.** Each table cell is one `u64`: the key in the high half, the
+//! value in the low half; `0` marks an empty cell (keys are never 0). A
+//! value is either a slot (the common case: most buckets hold one
+//! document) or, with [`SPILL_TAG`] set, the index of a `Vec<Slot>` in
+//! `spill` holding the bucket's two or more slots. So a key costs 8 bytes
+//! plus the table's slack, with no control bytes and no per-bucket
+//! allocation.
+//!
+//! **Probing.** Linear probing from the key's home cell, which is
+//! `key · capacity >> 32` (Lemire's multiply-shift range reduction), so the
+//! capacity need not be a power of two and the table can grow by a smaller
+//! factor than doubling. Removal shifts later cells of the cluster back
+//! (no tombstones), so lookups stay short after many deletes.
+//!
+//! **Load.** The table grows to [`LOAD_AFTER_GROW`] when an insert would
+//! pass [`MAX_LOAD`], so it holds between 55% and 75% keys (about 12 bytes
+//! per key on average; a restore presizes to [`PRESIZE_LOAD`], ~11.5); an
+//! unsuccessful lookup then probes ~2–8 cells, mostly within one cache line.
+//! It shrinks below [`MIN_LOAD`] and frees everything when empty.
+
+/// Internal document handle stored in buckets. Slots are below [`SPILL_TAG`].
+pub type Slot = u32;
+
+/// Set in a cell's value when it indexes `spill` instead of naming a slot.
+pub const SPILL_TAG: u32 = 1 << 31;
+/// Largest slot a table can hold.
+pub const MAX_SLOT: Slot = SPILL_TAG - 1;
+
+/// An insert that would take the load above this grows the table.
+pub const MAX_LOAD: f64 = 0.75;
+/// Load right after growing (and the target of [`Table::reserve`]).
+pub const LOAD_AFTER_GROW: f64 = 0.55;
+/// Load [`Table::presize`] aims at: a restore knows its final size, so it
+/// can pack tighter than growth does and still leave room below [`MAX_LOAD`].
+pub const PRESIZE_LOAD: f64 = 0.7;
+/// Below this load (and above `MIN_CAPACITY`) a removal shrinks the table.
+pub const MIN_LOAD: f64 = 0.2;
+const MIN_CAPACITY: usize = 16;
+
+#[derive(Debug, Default)]
+pub struct Table {
+    cells: Vec<u64>,
+    /// Occupied cells (distinct keys).
+    len: usize,
+    /// Buckets of two or more slots; `None` entries are free (listed in `free`).
+    spill: Vec<Vec<Slot>>,
+    free: Vec<u32>,
+    /// Sum of the capacities of the `spill` vectors (memory report).
+    spill_capacity: usize,
+    /// Non-empty `spill` vectors.
+    spill_buckets: usize,
+}
+
+#[inline]
+fn pack(key: u32, value: u32) -> u64 {
+    (u64::from(key) << 32) | u64::from(value)
+}
+
+#[inline]
+fn key_of(cell: u64) -> u32 {
+    (cell >> 32) as u32
+}
+
+#[inline]
+fn value_of(cell: u64) -> u32 {
+    cell as u32
+}
+
+/// The slots of one bucket, borrowed from the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bucket<'a> {
+    One(Slot),
+    Many(&'a [Slot]),
+}
+
+impl Table {
+    /// Distinct keys stored.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Heap bytes held: the cell array plus spilled buckets (their slots,
+    /// `Vec` headers, and ~16 bytes of allocator overhead per vector).
+    pub fn heap_bytes(&self) -> usize {
+        self.cells.capacity() * 8
+            + self.spill.capacity() * std::mem::size_of::<Vec<Slot>>()
+            + self.free.capacity() * 4
+            + self.spill_capacity * 4
+            + self.spill_buckets * 16
+    }
+
+    /// Slots held in spilled buckets' vectors (capacity, for tests and reports).
+    pub fn spill_capacity(&self) -> usize {
+        self.spill_capacity
+    }
+
+    #[inline]
+    fn home(&self, key: u32) -> usize {
+        ((u64::from(key) * self.cells.len() as u64) >> 32) as usize
+    }
+
+    #[inline]
+    fn next(&self, i: usize) -> usize {
+        if i + 1 == self.cells.len() {
+            0
+        } else {
+            i + 1
+        }
+    }
+
+    /// The cell holding `key`, if any.
+    #[inline]
+    fn find(&self, key: u32) -> Option<usize> {
+        if self.cells.is_empty() {
+            return None;
+        }
+        let mut i = self.home(key);
+        loop {
+            let cell = self.cells[i];
+            if cell == 0 {
+                return None;
+            }
+            if key_of(cell) == key {
+                return Some(i);
+            }
+            i = self.next(i);
+        }
+    }
+
+    /// The slots stored under `key`.
+    #[inline]
+    pub fn get(&self, key: u32) -> Option<Bucket<'_>> {
+        let value = value_of(self.cells[self.find(key)?]);
+        Some(if value & SPILL_TAG == 0 {
+            Bucket::One(value)
+        } else {
+            Bucket::Many(&self.spill[(value & !SPILL_TAG) as usize])
+        })
+    }
+
+    /// Make room for `additional` more keys without growing on the way.
+    pub fn reserve(&mut self, additional: usize) {
+        let need = self.len + additional;
+        if need as f64 > self.cells.len() as f64 * MAX_LOAD {
+            self.resize(((need as f64 / LOAD_AFTER_GROW) as usize).max(MIN_CAPACITY));
+        }
+    }
+
+    /// Size the table for `additional` more keys at [`PRESIZE_LOAD`] (a
+    /// restore, which knows how many keys are coming); never shrinks.
+    pub fn presize(&mut self, additional: usize) {
+        let capacity = ((self.len + additional) as f64 / PRESIZE_LOAD).ceil() as usize;
+        if capacity > self.cells.len() {
+            self.resize(capacity.max(MIN_CAPACITY));
+        }
+    }
+
+    fn resize(&mut self, capacity: usize) {
+        debug_assert!(capacity as f64 * MAX_LOAD >= self.len as f64);
+        let old = std::mem::replace(&mut self.cells, vec![0; capacity]);
+        for cell in old.into_iter().filter(|&c| c != 0) {
+            let mut i = self.home(key_of(cell));
+            while self.cells[i] != 0 {
+                i = self.next(i);
+            }
+            self.cells[i] = cell;
+        }
+    }
+
+    /// Add `slot` to the bucket of `key` (`key != 0`, `slot <= MAX_SLOT`).
+    /// Adding a slot that is already there stores it twice.
+    pub fn insert(&mut self, key: u32, slot: Slot) {
+        debug_assert!(key != 0 && slot <= MAX_SLOT);
+        if (self.len + 1) as f64 > self.cells.len() as f64 * MAX_LOAD {
+            self.resize((((self.len + 1) as f64 / LOAD_AFTER_GROW) as usize).max(MIN_CAPACITY));
+        }
+        let mut i = self.home(key);
+        loop {
+            let cell = self.cells[i];
+            if cell == 0 {
+                self.cells[i] = pack(key, slot);
+                self.len += 1;
+                return;
+            }
+            if key_of(cell) == key {
+                let value = value_of(cell);
+                if value & SPILL_TAG == 0 {
+                    let index = self.spill_new(vec![value, slot]);
+                    self.cells[i] = pack(key, SPILL_TAG | index);
+                } else {
+                    let v = &mut self.spill[(value & !SPILL_TAG) as usize];
+                    let before = v.capacity();
+                    v.push(slot);
+                    self.spill_capacity += v.capacity() - before;
+                }
+                return;
+            }
+            i = self.next(i);
+        }
+    }
+
+    fn spill_new(&mut self, v: Vec<Slot>) -> u32 {
+        self.spill_capacity += v.capacity();
+        self.spill_buckets += 1;
+        match self.free.pop() {
+            Some(index) => {
+                self.spill[index as usize] = v;
+                index
+            }
+            None => {
+                let index = self.spill.len() as u32;
+                assert!(index < SPILL_TAG, "spill space exhausted");
+                self.spill.push(v);
+                index
+            }
+        }
+    }
+
+    fn spill_free(&mut self, index: u32) {
+        let v = std::mem::take(&mut self.spill[index as usize]);
+        self.spill_capacity -= v.capacity();
+        self.spill_buckets -= 1;
+        if index as usize + 1 == self.spill.len() {
+            self.spill.pop();
+        } else {
+            self.free.push(index);
+        }
+    }
+
+    /// Remove one occurrence of `slot` from the bucket of `key`; false if
+    /// it was not there.
+    pub fn remove(&mut self, key: u32, slot: Slot) -> bool {
+        let Some(i) = self.find(key) else {
+            return false;
+        };
+        let value = value_of(self.cells[i]);
+        if value & SPILL_TAG == 0 {
+            if value != slot {
+                return false;
+            }
+            self.delete_at(i);
+            self.maybe_shrink();
+            return true;
+        }
+        let index = value & !SPILL_TAG;
+        let v = &mut self.spill[index as usize];
+        let Some(pos) = v.iter().position(|&s| s == slot) else {
+            return false;
+        };
+        v.swap_remove(pos);
+        if v.len() == 1 {
+            let last = v[0];
+            self.spill_free(index);
+            self.cells[i] = pack(key, last);
+        }
+        true
+    }
+
+    /// Empty cell `i` and shift the rest of its cluster back so that every
+    /// key stays reachable from its home without tombstones.
+    fn delete_at(&mut self, mut i: usize) {
+        let cap = self.cells.len();
+        let mut j = i;
+        loop {
+            j = self.next(j);
+            let cell = self.cells[j];
+            if cell == 0 {
+                break;
+            }
+            let home = self.home(key_of(cell));
+            // The cell at j may move to i unless its home lies cyclically in (i, j].
+            let from_home = (j + cap - home) % cap;
+            let from_hole = (j + cap - i) % cap;
+            if from_home >= from_hole {
+                self.cells[i] = cell;
+                i = j;
+            }
+        }
+        self.cells[i] = 0;
+        self.len -= 1;
+    }
+
+    fn maybe_shrink(&mut self) {
+        let cap = self.cells.len();
+        if self.len == 0 {
+            debug_assert_eq!(self.spill_buckets, 0);
+            *self = Self::default();
+        } else if cap > MIN_CAPACITY && (self.len as f64) < cap as f64 * MIN_LOAD {
+            self.resize(((self.len as f64 / LOAD_AFTER_GROW) as usize).max(MIN_CAPACITY));
+        }
+    }
+
+    /// Every `(key, bucket)` (tests and consistency checks).
+    #[cfg(test)]
+    pub fn iter(&self) -> impl Iterator<Item = (u32, Bucket<'_>)> + '_ {
+        self.cells.iter().filter(|&&c| c != 0).map(move |&c| {
+            let key = key_of(c);
+            (key, self.get(key).expect("present"))
+        })
+    }
+
+    /// Check the invariants: every key reachable from its home, `len` right,
+    /// spill bookkeeping consistent.
+    #[cfg(test)]
+    pub fn validate(&self) {
+        let mut occupied = 0;
+        let mut live_spill = 0;
+        for (i, &c) in self.cells.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            occupied += 1;
+            assert_ne!(key_of(c), 0);
+            assert_eq!(self.find(key_of(c)), Some(i), "key unreachable");
+            let v = value_of(c);
+            if v & SPILL_TAG != 0 {
+                live_spill += 1;
+                assert!(self.spill[(v & !SPILL_TAG) as usize].len() >= 2);
+            }
+        }
+        assert_eq!(occupied, self.len);
+        assert_eq!(live_spill, self.spill_buckets);
+        assert_eq!(
+            self.spill.iter().map(Vec::capacity).sum::<usize>(),
+            self.spill_capacity
+        );
+        assert_eq!(
+            self.spill.iter().filter(|v| !v.is_empty()).count(),
+            self.spill_buckets
+        );
+        if !self.cells.is_empty() {
+            assert!(self.len as f64 <= self.cells.len() as f64 * MAX_LOAD);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    fn slots(t: &Table, key: u32) -> Vec<Slot> {
+        let mut v = match t.get(key) {
+            None => vec![],
+            Some(Bucket::One(s)) => vec![s],
+            Some(Bucket::Many(v)) => v.to_vec(),
+        };
+        v.sort_unstable();
+        v
+    }
+
+    #[test]
+    fn single_and_spilled_buckets_round_trip() {
+        let mut t = Table::default();
+        t.insert(7, 1);
+        assert_eq!(t.get(7), Some(Bucket::One(1)));
+        t.insert(7, 2);
+        t.insert(7, 3);
+        assert_eq!(slots(&t, 7), vec![1, 2, 3]);
+        assert_eq!(t.len(), 1);
+        assert!(t.remove(7, 2));
+        assert!(!t.remove(7, 2));
+        assert!(t.remove(7, 1));
+        assert_eq!(t.get(7), Some(Bucket::One(3)));
+        assert_eq!(t.spill_capacity(), 0);
+        assert!(t.remove(7, 3));
+        assert!(t.is_empty());
+        assert_eq!(t.get(7), None);
+        t.validate();
+    }
+
+    #[test]
+    fn colliding_homes_survive_removal_in_any_order() {
+        // Keys with the same high bits share a home cell in a small table.
+        let mut t = Table::default();
+        let keys: Vec<u32> = (1..=12).map(|k| 0x8000_0000 | k).collect();
+        for (s, &k) in keys.iter().enumerate() {
+            t.insert(k, s as Slot);
+        }
+        t.validate();
+        for (s, &k) in keys.iter().enumerate().rev().step_by(2) {
+            assert!(t.remove(k, s as Slot));
+            t.validate();
+        }
+        for (s, &k) in keys.iter().enumerate() {
+            let expect = if (keys.len() - 1 - s).is_multiple_of(2) {
+                vec![]
+            } else {
+                vec![s as Slot]
+            };
+            assert_eq!(slots(&t, k), expect, "key {k:#x}");
+        }
+    }
+
+    #[test]
+    fn reserve_prevents_growth_and_load_stays_in_bounds() {
+        let mut t = Table::default();
+        t.reserve(10_000);
+        let cap = t.cells.len();
+        for k in 1..=10_000u32 {
+            t.insert(k.wrapping_mul(0x9e37_79b9) | 1, k);
+        }
+        assert_eq!(t.cells.len(), cap, "no growth after reserve");
+        for k in 10_001..=30_000u32 {
+            t.insert(k.wrapping_mul(0x9e37_79b9) | 1, k);
+        }
+        t.validate();
+        let load = t.len() as f64 / t.cells.len() as f64;
+        assert!((0.5..=MAX_LOAD).contains(&load), "load {load}");
+    }
+
+    #[test]
+    fn presize_packs_tighter_and_still_fits() {
+        let mut t = Table::default();
+        t.presize(10_000);
+        let cap = t.cells.len();
+        assert!(cap >= 10_000 && (cap as f64) < 10_000.0 / 0.65);
+        for k in 1..=10_000u32 {
+            t.insert(k.wrapping_mul(0x9e37_79b9) | 1, k);
+        }
+        assert_eq!(t.cells.len(), cap, "no growth after presize");
+        t.validate();
+    }
+
+    #[test]
+    fn removing_everything_releases_the_table() {
+        let mut t = Table::default();
+        for k in 1..=1000u32 {
+            t.insert(k.wrapping_mul(0x9e37_79b9) | 1, k);
+        }
+        for k in 1..=1000u32 {
+            assert!(t.remove(k.wrapping_mul(0x9e37_79b9) | 1, k));
+        }
+        assert_eq!(t.heap_bytes(), 0);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u32, Slot),
+        Remove(u32, Slot),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        // Few distinct keys (many shared buckets, long clusters) and keys
+        // with equal high bits (same home cell) are the interesting cases.
+        let key = prop_oneof![
+            1u32..40,
+            (0u32..40).prop_map(|k| 0xffff_ff00 | k),
+            any::<u32>().prop_map(|k| k.max(1))
+        ];
+        prop_oneof![
+            (key.clone(), 0u32..20).prop_map(|(k, s)| Op::Insert(k, s)),
+            (key, 0u32..20).prop_map(|(k, s)| Op::Remove(k, s)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// The table behaves like a `BTreeMap<key, sorted multiset of slots>`.
+        #[test]
+        fn table_matches_a_simple_model(ops in proptest::collection::vec(op(), 1..400)) {
+            let mut t = Table::default();
+            let mut model: BTreeMap<u32, Vec<Slot>> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Insert(k, s) => {
+                        t.insert(k, s);
+                        model.entry(k).or_default().push(s);
+                    }
+                    Op::Remove(k, s) => {
+                        let m = model.entry(k).or_default();
+                        let expect = m.iter().position(|&x| x == s).map(|p| m.swap_remove(p)).is_some();
+                        if m.is_empty() {
+                            model.remove(&k);
+                        }
+                        prop_assert_eq!(t.remove(k, s), expect);
+                    }
+                }
+            }
+            t.validate();
+            prop_assert_eq!(t.len(), model.len());
+            for (k, v) in &mut model {
+                v.sort_unstable();
+                prop_assert_eq!(&slots(&t, *k), v);
+            }
+            for (k, _) in t.iter() {
+                prop_assert!(model.contains_key(&k));
+            }
+        }
+    }
+}
