@@ -66,7 +66,7 @@ impl Tokenizer {
             ShingleKind::Word => {
                 self.word_hashes(text, scratch);
                 shingler.combine(&scratch.words, &mut scratch.hashes);
-                shingler.finish(&mut scratch.hashes)
+                shingler.finish(&mut scratch.hashes, &mut scratch.spare)
             }
             ShingleKind::Char => {
                 let mut norm = std::mem::take(&mut scratch.norm);

