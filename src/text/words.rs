@@ -159,7 +159,12 @@ pub(crate) fn ascii_word_hashes(
             mb += kept & pending;
             kept_bytes[nb % BLOCK] = c;
             nb += kept;
-            pending = (pending | usize::from(c == AsciiTable::SPACE)) & (kept ^ 1);
+            // Kept → 0, whitespace → 1, stripped → unchanged (a select).
+            pending = if c == AsciiTable::DROP {
+                pending
+            } else {
+                usize::from(c == AsciiTable::SPACE)
+            };
         }
         bytes.extend_from_slice(&kept_bytes[..nb]);
         starts.extend_from_slice(&word_starts[..mb]);
