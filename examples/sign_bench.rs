@@ -4,7 +4,7 @@
 //! corpus of `{"id", "text"}` lines.
 //!
 //! ```text
-//! cargo run --release --example sign_bench -- FILE [--repeat N] [--python PY | --no-peer]
+//! cargo run --release --example sign_bench -- FILE [--repeat N] [--rounds N] [--python PY | --no-peer]
 //! ```
 //!
 //! Prints one JSON object: `docs`, `seconds`, `docs_per_s`, `ns_per_doc` for
@@ -47,29 +47,36 @@ def shingles(text, k=3):
     return list(dict.fromkeys(" ".join(w[i:i + k]) for i in range(len(w) - k + 1)))
 path, repeat = sys.argv[1], int(sys.argv[2])
 sets = [s for s in (shingles(json.loads(l)["text"]) for l in open(path, encoding="utf-8") if l.strip()) if s]
-# Chunks of 64 documents, the fastest of `repeat` runs of each, summed
-# (the same estimator as ours).
-best = 0.0
-for lo in range(0, len(sets), 64):
-    chunk, fastest = sets[lo:lo + 64], float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        sigs = RMinHash.from_token_sets(chunk, num_perm=128, seed=42)
-        fastest = min(fastest, time.perf_counter() - t)
-        assert len(sigs) == len(chunk)
-    best += fastest
-print(json.dumps({"peer": "rensa", "docs": len(sets), "seconds": best, "docs_per_s": len(sets) / best, "ns_per_doc": best * 1e9 / len(sets)}))
+print("ready", flush=True)
+# One timing per "go" line, so that the caller can interleave its own rounds
+# with ours. Chunks of 64 documents, the fastest of `repeat` runs of each,
+# summed (the same estimator as the caller's).
+for line in sys.stdin:
+    if line.strip() != "go":
+        break
+    best = 0.0
+    for lo in range(0, len(sets), 64):
+        chunk, fastest = sets[lo:lo + 64], float("inf")
+        for _ in range(repeat):
+            t = time.perf_counter()
+            sigs = RMinHash.from_token_sets(chunk, num_perm=128, seed=42)
+            fastest = min(fastest, time.perf_counter() - t)
+            assert len(sigs) == len(chunk)
+        best += fastest
+    print(json.dumps({"peer": "rensa", "docs": len(sets), "seconds": best, "docs_per_s": len(sets) / best, "ns_per_doc": best * 1e9 / len(sets)}), flush=True)
 "#;
 
 struct Args {
     file: PathBuf,
     repeat: usize,
+    rounds: usize,
     python: Option<PathBuf>,
 }
 
 fn args() -> Args {
     let mut file = None;
     let mut repeat = 5;
+    let mut rounds = 5;
     let mut python = std::env::var_os("NEARDUP_BENCH_PYTHON")
         .map(PathBuf::from)
         .or_else(|| {
@@ -86,12 +93,19 @@ fn args() -> Args {
                     .filter(|&n| n > 0)
                     .expect("--repeat takes a positive number")
             }
+            "--rounds" => {
+                rounds = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n| n > 0)
+                    .expect("--rounds takes a positive number")
+            }
             "--python" => python = Some(it.next().expect("--python takes a path").into()),
             "--no-peer" => python = None,
             _ if file.is_none() && !a.starts_with("--") => file = Some(PathBuf::from(a)),
             _ => {
                 eprintln!(
-                    "usage: sign_bench FILE [--repeat N] [--python PY | --no-peer]\nunexpected argument {a:?}"
+                    "usage: sign_bench FILE [--repeat N] [--rounds N] [--python PY | --no-peer]\nunexpected argument {a:?}"
                 );
                 std::process::exit(2);
             }
@@ -99,10 +113,11 @@ fn args() -> Args {
     }
     Args {
         file: file.unwrap_or_else(|| {
-            eprintln!("usage: sign_bench FILE [--repeat N] [--python PY | --no-peer]");
+            eprintln!("usage: sign_bench FILE [--repeat N] [--rounds N] [--python PY | --no-peer]");
             std::process::exit(2)
         }),
         repeat,
+        rounds,
         python,
     }
 }
@@ -180,16 +195,41 @@ fn main() {
     let word_count: usize = words.iter().map(Vec::len).sum();
     let shingles: usize = sets.iter().map(|p| p.shingles().len()).sum();
 
-    // Whole pipeline: the engine's own entry point (allocates its result).
-    let mut signed = 0usize;
-    let total = best_of(texts.len(), args.repeat, |r| {
-        signed += texts[r]
-            .iter()
-            .filter_map(|t| engine.prepare(black_box(t)).ok())
-            .map(|p| black_box(p).signature().len())
-            .sum::<usize>();
-    });
-    assert_eq!(signed, docs * params.num_perm * args.repeat);
+    // Whole pipeline: the engine's own entry point (allocates its result),
+    // in `rounds` rounds, each followed by a round of rensa's signing, so
+    // that both see the same machine load; the ratio is the median of the
+    // per-round ratios.
+    let mut peer = args
+        .python
+        .as_deref()
+        .map(|py| Peer::start(py, &args.file, args.repeat));
+    let mut ours = Vec::new();
+    let mut theirs: Vec<Value> = Vec::new();
+    let mut peer_error = None;
+    for _ in 0..args.rounds {
+        let mut signed = 0usize;
+        ours.push(best_of(texts.len(), args.repeat, |r| {
+            signed += texts[r]
+                .iter()
+                .filter_map(|t| engine.prepare(black_box(t)).ok())
+                .map(|p| black_box(p).signature().len())
+                .sum::<usize>();
+        }));
+        assert_eq!(signed, docs * params.num_perm * args.repeat);
+        match peer
+            .as_mut()
+            .map(|p| p.as_mut().map_err(|e| e.clone())?.round())
+        {
+            Some(Ok(r)) => theirs.push(r),
+            Some(Err(e)) => {
+                peer_error = Some(e);
+                peer = None;
+            }
+            None => {}
+        }
+    }
+    drop(peer);
+    let total = median(&ours);
 
     // The same pipeline into reused buffers: no allocation per document.
     let mut sig = vec![0u32; params.num_perm];
@@ -262,30 +302,92 @@ fn main() {
         },
         "minhash_kernel": minhasher.kernel().name(),
         "repeat": args.repeat,
+        "rounds": args.rounds,
     });
-    if let Some(py) = &args.python {
-        match peer(py, &args.file, args.repeat) {
-            Ok(r) => {
-                let theirs = r["docs_per_s"].as_f64().unwrap_or(f64::NAN);
-                report["rensa"] = r;
-                report["ratio_vs_rensa"] = json!(docs as f64 / total / theirs);
-            }
-            Err(e) => report["rensa_error"] = json!(e),
-        }
+    if !theirs.is_empty() {
+        let ratios: Vec<f64> = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(o, t)| t["seconds"].as_f64().unwrap_or(f64::NAN) / o)
+            .collect();
+        let mut by_speed = theirs.clone();
+        by_speed.sort_by(|a, b| {
+            a["seconds"]
+                .as_f64()
+                .partial_cmp(&b["seconds"].as_f64())
+                .unwrap()
+        });
+        report["rensa"] = by_speed[by_speed.len() / 2].clone();
+        report["ratio_vs_rensa"] = json!(median(&ratios));
+        report["ratio_vs_rensa_per_round"] = json!(ratios);
+    }
+    if let Some(e) = peer_error {
+        report["rensa_error"] = json!(e);
     }
     println!("{report}");
 }
 
-fn peer(python: &Path, file: &Path, repeat: usize) -> Result<Value, String> {
-    let out = Command::new(python)
-        .arg("-c")
-        .arg(RENSA)
-        .arg(file)
-        .arg(repeat.to_string())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.partial_cmp(b).expect("timings are numbers"));
+    v[v.len() / 2]
+}
+
+/// The rensa process: builds its token sets once, then times one round per
+/// request.
+struct Peer {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Peer {
+    fn start(python: &Path, file: &Path, repeat: usize) -> Result<Self, String> {
+        use std::process::Stdio;
+        let mut child = Command::new(python)
+            .arg("-c")
+            .arg(RENSA)
+            .arg(file)
+            .arg(repeat.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+        let input = child.stdin.take().expect("piped");
+        let output = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut peer = Self {
+            child,
+            input,
+            output,
+        };
+        // Wait until its tokenization is over: it must not run during ours.
+        match peer.line()?.trim() {
+            "ready" => Ok(peer),
+            other => Err(format!("unexpected peer output {other:?}")),
+        }
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| format!("bad peer output: {e}"))
+
+    fn line(&mut self) -> Result<String, String> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        match self.output.read_line(&mut line) {
+            Ok(0) => Err("the peer exited (is rensa installed?)".to_owned()),
+            Ok(_) => Ok(line),
+            Err(e) => Err(format!("reading the peer: {e}")),
+        }
+    }
+
+    fn round(&mut self) -> Result<Value, String> {
+        use std::io::Write;
+        writeln!(self.input, "go").map_err(|e| format!("writing to the peer: {e}"))?;
+        serde_json::from_str(&self.line()?).map_err(|e| format!("bad peer output: {e}"))
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        use std::io::Write;
+        let _ = writeln!(self.input, "stop");
+        let _ = self.child.wait();
+    }
 }
