@@ -26,8 +26,10 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughpu
 use neardup::engine::{DocId, Engine, EngineParams, Record, WriteMode};
 use neardup::jaccard;
 use neardup::lsh::{BandParams, LshIndex};
-use neardup::minhash::MinHasher;
-use neardup::text::{normalize, NormalizeOptions, ShingleKind, ShingleOptions, Shingler};
+use neardup::minhash::{Kernel, MinHasher};
+use neardup::text::{
+    normalize, NormalizeOptions, Scratch, ShingleKind, ShingleOptions, Shingler, Tokenizer,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -411,6 +413,20 @@ fn shingle(c: &mut Criterion) {
             set
         })
     });
+    g.bench_function("word_3_from_raw_text_reused_buffers", |b| {
+        // The engine's path: fused ASCII normalize + word hashing, combine,
+        // sort + dedup, into reused buffers (no allocation).
+        let docs = sample();
+        let t = Tokenizer::new(NormalizeOptions::default(), ShingleOptions::default(), 1);
+        let mut scratch = Scratch::default();
+        let mut i = Cycle::new(docs.len());
+        b.iter(|| {
+            let d = &docs[i.next()];
+            let n = t.hashes(black_box(&d.text), &mut scratch).unwrap().len();
+            assert_eq!(n, d.shingles);
+            n
+        })
+    });
     g.bench_function("char_5", |b| {
         let docs = sample();
         let opts = ShingleOptions {
@@ -454,6 +470,20 @@ fn minhash_sign(c: &mut Criterion) {
             sig
         })
     });
+    // Every kernel this CPU has, in one group (the detected one is the last).
+    for kernel in Kernel::available() {
+        g.bench_function(format!("128_perm_kernel_{}", kernel.name()), |b| {
+            let docs = prepared();
+            let m = MinHasher::new(128, 1).with_kernel(kernel);
+            let mut sig = vec![0u32; 128];
+            let mut i = Cycle::new(docs.len());
+            b.iter(|| {
+                let p = &docs[i.next()];
+                m.sign_into(black_box(p.shingles()), &mut sig);
+                assert_eq!(&sig[..], p.signature());
+            })
+        });
+    }
     g.bench_function("128_perm_into_reused_buffer", |b| {
         let docs = prepared();
         let m = MinHasher::new(128, 1);

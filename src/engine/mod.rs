@@ -58,7 +58,7 @@ use std::sync::Arc;
 /// Names the hash functions a signature depends on; persisted data records
 /// it, and any change to shingle hashing, the permutation family or band
 /// keys must change it.
-pub const HASH_FAMILY: &str = "neardup-v1: xxh3-64 shingles folded to u32; (x^b)*a mod 2^32 permutations from splitmix64; fmix64 band keys";
+pub const HASH_FAMILY: &str = "neardup-v2: word shingles = fmix64 of a weighted sum of per-word 64-bit hashes (8-byte chunk steps + fmix64), char shingles = xxh3-64, folded to u32; (x^b)*a mod 2^32 permutations from splitmix64; fmix64 band keys";
 
 /// A document ready to index: its shingle set and signature.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -4,16 +4,20 @@
 //! `EXAMPLES.md` (NFKC, lowercase, strip everything that is neither a word
 //! character nor whitespace, collapse whitespace, trim); [`shingle`] cuts the
 //! normalized string into word or character k-grams and hashes each one to a
-//! 32-bit value. The [`Tokenizer`] bundles both with reusable scratch buffers.
+//! 32-bit value, word shingles from per-word hashes ([`words`]). The
+//! [`Tokenizer`] bundles both with reusable scratch buffers, and for ASCII
+//! text with word shingles (the common case) fuses normalization and word
+//! hashing into one pass that never writes the normalized string.
 
 pub mod normalize;
 pub mod shingle;
+pub mod words;
 
 #[cfg(test)]
 mod fuzz_tests;
 
 pub use normalize::{normalize, normalize_into, NormalizeOptions};
-pub use shingle::{ShingleKind, ShingleOptions, ShingleSet, Shingler, TextError};
+pub use shingle::{Scratch, ShingleKind, ShingleOptions, ShingleSet, Shingler, TextError};
 
 /// Normalizer + shingler with per-call scratch buffers; cheap to construct,
 /// `Sync`, so one instance serves every thread.
@@ -42,22 +46,57 @@ impl Tokenizer {
     /// Normalize and shingle `text`. Errors when nothing is left to shingle.
     pub fn shingles(&self, text: &str) -> Result<ShingleSet, TextError> {
         thread_local! {
-            static SCRATCH: std::cell::RefCell<(String, Vec<u32>)> =
-                const { std::cell::RefCell::new((String::new(), Vec::new())) };
+            static SCRATCH: std::cell::RefCell<Scratch> =
+                std::cell::RefCell::new(Scratch::default());
         }
         SCRATCH.with(|cell| {
-            let mut guard = cell.borrow_mut();
-            let (norm, hashes) = &mut *guard;
-            normalize_into(text, &self.normalize, norm);
-            let set = self.shingler.shingle_with(norm, hashes);
-            // Large documents would otherwise pin their buffers on this thread forever.
-            if norm.capacity() > 1 << 20 {
-                *norm = String::new();
-            }
-            if hashes.capacity() > 1 << 18 {
-                *hashes = Vec::new();
-            }
+            let scratch = &mut *cell.borrow_mut();
+            let set = self.hashes(text, scratch).map(ShingleSet::from_sorted);
+            scratch.trim();
             set
         })
+    }
+
+    /// The sorted, distinct shingle hashes of `text`, left in `scratch`: no
+    /// allocation once its buffers have grown.
+    pub fn hashes<'s>(&self, text: &str, scratch: &'s mut Scratch) -> Result<&'s [u32], TextError> {
+        let shingler = &self.shingler;
+        scratch.hashes.clear();
+        match shingler.options().kind {
+            ShingleKind::Word => {
+                self.word_hashes(text, scratch);
+                shingler.combine(&scratch.words, &mut scratch.hashes);
+                shingler.finish(&mut scratch.hashes, &mut scratch.spare)
+            }
+            ShingleKind::Char => {
+                let mut norm = std::mem::take(&mut scratch.norm);
+                normalize_into(text, &self.normalize, &mut norm);
+                let n = shingler.hashes_with(&norm, scratch).map(<[u32]>::len);
+                scratch.norm = norm;
+                n.map(|n| &scratch.hashes[..n])
+            }
+        }
+    }
+
+    /// The 64-bit hash of every word of normalized `text`, in order, left in
+    /// `scratch` (the first stage of word shingling). ASCII text takes the
+    /// fused scanner; other text is normalized into `scratch` first.
+    pub fn word_hashes<'s>(&self, text: &str, scratch: &'s mut Scratch) -> &'s [u64] {
+        scratch.words.clear();
+        let key = self.shingler.word_key();
+        if text.is_ascii() {
+            let table = normalize::AsciiTable::new(&self.normalize);
+            words::ascii_word_hashes(
+                text.as_bytes(),
+                table,
+                key,
+                &mut scratch.ascii,
+                &mut scratch.words,
+            );
+        } else {
+            normalize_into(text, &self.normalize, &mut scratch.norm);
+            words::word_hashes(&scratch.norm, key, &mut scratch.words);
+        }
+        &scratch.words
     }
 }

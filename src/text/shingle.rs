@@ -1,10 +1,19 @@
 //! k-shingles of a normalized string, hashed to 32-bit values.
 //!
 //! *Word* shingles are k consecutive words joined by one space; *character*
-//! shingles are k consecutive characters (spaces included). Because
-//! [`normalize`](super::normalize) leaves exactly one space between words,
-//! every shingle is a contiguous slice of the normalized string: we hash that
-//! slice in place (XXH3-64, seeded) and never build a shingle string.
+//! shingles are k consecutive characters (spaces included). No shingle string
+//! is ever built:
+//!
+//! - a **word** shingle's hash is combined from the 64-bit hashes of its
+//!   words ([`super::words`]), each word hashed once:
+//!   `fmix64(c₀ + n·C + Σⱼ Kⱼ·wⱼ)` over its n words (n = k, or fewer for a
+//!   short text), with odd seed-derived weights Kⱼ, folded to 32 bits. Each
+//!   term is a bijection of its word hash and the sum is taken mod 2⁶⁴, so two
+//!   different word sequences collide only if a 64-bit linear combination of
+//!   independent hash differences vanishes (probability ~2⁻⁶³), before the
+//!   32-bit fold that every shingle pays anyway;
+//! - a **character** shingle is a contiguous slice of the normalized string
+//!   and is hashed in place with XXH3-64 (seeded).
 //!
 //! **Width: 32 bits.** A shingle set is stored for exact verification, so its
 //! width is most of the memory per document; 32 bits halves it against 64.
@@ -13,8 +22,9 @@
 //! n·m / 2^32 — 4·10⁻⁶ for two 130-word documents, 0.2 for two 30,000-word
 //! documents, where one collision moves a Jaccard score by at most 1/union
 //! (< 0.00002). Within one 1,000,000-shingle document about 116 pairs merge
-//! (0.01% of its set). XXH3 is specified bit-for-bit, so values are identical
-//! on every machine and across releases: they are persisted.
+//! (0.01% of its set). Both hashes are specified bit for bit (golden values
+//! are tested), so values are identical on every machine and across
+//! releases: they are persisted.
 //!
 //! A text with at least one but fewer than k units is one shingle of all of
 //! them; a text with no units is a [`TextError::Empty`].
@@ -24,6 +34,7 @@
 //! Jaccard score is the multiset one. The first occurrence keeps the plain
 //! hash, so documents without repeats have the same set in both modes.
 
+use super::words::{self, fmix64, word_key};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -79,6 +90,12 @@ pub enum TextError {
 pub struct ShingleSet(Box<[u32]>);
 
 impl ShingleSet {
+    /// Copy hashes that are already sorted and distinct.
+    pub(crate) fn from_sorted(hashes: &[u32]) -> Self {
+        debug_assert!(hashes.windows(2).all(|w| w[0] < w[1]));
+        Self(hashes.into())
+    }
+
     /// Build from arbitrary hashes (sorted and deduplicated here).
     pub fn from_hashes(mut hashes: Vec<u32>) -> Self {
         hashes.sort_unstable();
@@ -108,15 +125,71 @@ impl ShingleSet {
 pub struct Shingler {
     opts: ShingleOptions,
     seed: u64,
+    /// Start of every word hash ([`words::word_key`]).
+    word_key: u64,
+    /// c₀ of the word-shingle combination.
+    base: u64,
+    /// The weights K₀ … K_{k-1} (odd) of the word-shingle combination.
+    weights: Box<[u64]>,
 }
 
 /// Salt that separates the "i-th occurrence" hashes of multiset mode from plain ones.
 const OCCURRENCE_SALT: u64 = 0x6f63_6375_7272_656e;
+/// Salt of the word-shingle combination constants.
+const COMBINE_SALT: u64 = 0x636f_6d62_696e_6521;
+/// C, the multiplier of the word count in a word-shingle combination.
+const COUNT_MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// Reusable buffers of the shingling pipeline: one per thread (see
+/// [`Tokenizer::shingles`](super::Tokenizer::shingles)) or per caller.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    pub(crate) norm: String,
+    pub(crate) words: Vec<u64>,
+    pub(crate) hashes: Vec<u32>,
+    /// Work space of [`sort_hashes`].
+    pub(crate) spare: Vec<u32>,
+    pub(crate) ascii: words::AsciiScratch,
+}
+
+impl Scratch {
+    /// Drop buffers a huge document grew, so they are not pinned forever.
+    pub(crate) fn trim(&mut self) {
+        if self.norm.capacity() > 1 << 20 {
+            self.norm = String::new();
+        }
+        if self.words.capacity() > 1 << 17 {
+            self.words = Vec::new();
+        }
+        if self.hashes.capacity() > 1 << 18 {
+            self.hashes = Vec::new();
+        }
+        if self.spare.capacity() > 1 << 12 {
+            self.spare = Vec::new();
+        }
+        self.ascii.trim();
+    }
+}
 
 impl Shingler {
     pub fn new(opts: ShingleOptions, seed: u64) -> Self {
         assert!(opts.k >= 1, "shingle size k must be at least 1");
-        Self { opts, seed }
+        let mut state = seed ^ COMBINE_SALT;
+        let base = crate::minhash::splitmix64(&mut state);
+        let weights = (0..opts.k)
+            .map(|_| crate::minhash::splitmix64(&mut state) | 1)
+            .collect();
+        Self {
+            opts,
+            seed,
+            word_key: word_key(seed),
+            base,
+            weights,
+        }
+    }
+
+    pub(crate) fn word_key(&self) -> u64 {
+        self.word_key
     }
 
     pub fn options(&self) -> &ShingleOptions {
@@ -125,30 +198,55 @@ impl Shingler {
 
     /// Shingle a string that is already normalized.
     pub fn shingle(&self, normalized: &str) -> Result<ShingleSet, TextError> {
-        self.shingle_with(normalized, &mut Vec::new())
+        self.shingle_with(normalized, &mut Scratch::default())
     }
 
-    /// As [`shingle`](Self::shingle), reusing `scratch` for the raw hashes.
+    /// As [`shingle`](Self::shingle), reusing `scratch`.
     pub fn shingle_with(
         &self,
         normalized: &str,
-        scratch: &mut Vec<u32>,
+        scratch: &mut Scratch,
     ) -> Result<ShingleSet, TextError> {
-        scratch.clear();
+        self.hashes_with(normalized, scratch)
+            .map(ShingleSet::from_sorted)
+    }
+
+    /// The sorted, distinct shingle hashes of `normalized`, left in
+    /// `scratch` (no allocation once the buffers have grown).
+    pub fn hashes_with<'s>(
+        &self,
+        normalized: &str,
+        scratch: &'s mut Scratch,
+    ) -> Result<&'s [u32], TextError> {
+        scratch.hashes.clear();
         match self.opts.kind {
-            ShingleKind::Word => self.word_hashes(normalized, scratch),
-            ShingleKind::Char => self.char_hashes(normalized, scratch),
+            ShingleKind::Word => {
+                scratch.words.clear();
+                words::word_hashes(normalized, self.word_key, &mut scratch.words);
+                self.combine(&scratch.words, &mut scratch.hashes);
+            }
+            ShingleKind::Char => self.char_hashes(normalized, &mut scratch.hashes),
         }
-        if scratch.is_empty() {
+        self.finish(&mut scratch.hashes, &mut scratch.spare)
+    }
+
+    /// Raw shingle hashes → the set: sort, number repeats in multiset mode,
+    /// deduplicate, in place (the last stage; `spare` is work space).
+    pub fn finish<'h>(
+        &self,
+        hashes: &'h mut Vec<u32>,
+        spare: &mut Vec<u32>,
+    ) -> Result<&'h [u32], TextError> {
+        if hashes.is_empty() {
             return Err(TextError::Empty);
         }
-        scratch.sort_unstable();
+        sort_hashes(hashes, spare);
         if self.opts.multiset {
-            self.number_occurrences(scratch);
-            scratch.sort_unstable();
+            self.number_occurrences(hashes);
+            hashes.sort_unstable();
         }
-        scratch.dedup();
-        Ok(ShingleSet(scratch.as_slice().into()))
+        hashes.dedup();
+        Ok(hashes)
     }
 
     #[inline]
@@ -157,36 +255,46 @@ impl Shingler {
         (h ^ (h >> 32)) as u32
     }
 
-    fn word_hashes(&self, s: &str, out: &mut Vec<u32>) {
-        if s.is_empty() {
+    /// Append the hash of every word shingle of a text whose word hashes are
+    /// `words` (in order, see [`Tokenizer::word_hashes`](super::Tokenizer::word_hashes))
+    /// to `out`: the second stage of word shingling.
+    pub fn combine(&self, words: &[u64], out: &mut Vec<u32>) {
+        let k = self.opts.k;
+        if words.is_empty() {
             return;
         }
-        let k = self.opts.k;
-        // Byte offsets where each of the last k words starts (a ring buffer),
-        // so a shingle is `s[start of word i-k+1 .. end of word i]`.
-        let mut starts = vec![0usize; k];
-        let mut words = 0usize;
-        let bytes = s.as_bytes();
-        let mut word_start = 0usize;
-        let mut emit = |start: usize, end: usize, words: usize, out: &mut Vec<u32>| {
-            starts[(words - 1) % k] = start;
-            if words >= k {
-                let first = starts[words % k];
-                out.push(self.hash(&s[first..end]));
-            }
-        };
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b' ' {
-                words += 1;
-                emit(word_start, i, words, out);
-                word_start = i + 1;
-            }
+        if words.len() < k {
+            out.push(self.shingle_of(words));
+            return;
         }
-        words += 1;
-        emit(word_start, bytes.len(), words, out);
-        if words < k {
-            out.push(self.hash(s));
+        if k == 3 {
+            // The default, spelled out so that it compiles to straight-line code.
+            let (w0, w1, w2) = (self.weights[0], self.weights[1], self.weights[2]);
+            let c = self.base.wrapping_add(3u64.wrapping_mul(COUNT_MUL));
+            out.extend(words.windows(3).map(|w| {
+                fold(
+                    c.wrapping_add(w[0].wrapping_mul(w0))
+                        .wrapping_add(w[1].wrapping_mul(w1))
+                        .wrapping_add(w[2].wrapping_mul(w2)),
+                )
+            }));
+        } else {
+            out.extend(words.windows(k).map(|w| self.shingle_of(w)));
         }
+    }
+
+    /// The hash of one word shingle of `words.len()` ≤ k words.
+    #[inline]
+    fn shingle_of(&self, words: &[u64]) -> u32 {
+        let c = self
+            .base
+            .wrapping_add((words.len() as u64).wrapping_mul(COUNT_MUL));
+        fold(
+            words
+                .iter()
+                .zip(self.weights.iter())
+                .fold(c, |c, (&w, &k)| c.wrapping_add(w.wrapping_mul(k))),
+        )
     }
 
     fn char_hashes(&self, s: &str, out: &mut Vec<u32>) {
@@ -213,6 +321,21 @@ impl Shingler {
         }
     }
 
+    /// The hash of one shingle given as its string (tests and references:
+    /// the pipeline never builds shingle strings).
+    pub fn hash_shingle_string(&self, shingle: &str) -> u32 {
+        match self.opts.kind {
+            ShingleKind::Word => {
+                let words: Vec<u64> = shingle
+                    .split(' ')
+                    .map(|w| words::word_hash(w.as_bytes(), self.word_key))
+                    .collect();
+                self.shingle_of(&words)
+            }
+            ShingleKind::Char => self.hash(shingle),
+        }
+    }
+
     /// `sorted` holds raw hashes with repeats; replace the i-th copy (i ≥ 2)
     /// of each value by `hash(value, i)`.
     fn number_occurrences(&self, sorted: &mut [u32]) {
@@ -233,6 +356,57 @@ impl Shingler {
             }
         }
     }
+}
+
+/// Sort shingle hashes ascending. A document's hashes are uniform 32-bit
+/// values, so for the usual sizes a bucket pass on the top bits (about two
+/// buckets per value) followed by insertion sort, which only has to fix the
+/// few values sharing a bucket, is ~1.6× faster than `sort_unstable`
+/// (measured on 124 values). Insertion sort is quadratic if many values
+/// share a bucket (a crafted document), so the bucket path is capped at 1024
+/// values: at worst ~half a million moves. `spare` holds the bucket counts
+/// and the scattered copy.
+pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
+    let n = v.len();
+    if !(32..=1024).contains(&n) {
+        v.sort_unstable();
+        return;
+    }
+    let bits = usize::BITS - n.leading_zeros() + 1;
+    let buckets = 1usize << bits;
+    let shift = 32 - bits;
+    spare.clear();
+    spare.resize(buckets + n, 0);
+    let (counts, out) = spare.split_at_mut(buckets);
+    for &x in v.iter() {
+        counts[(x >> shift) as usize] += 1;
+    }
+    let mut sum = 0;
+    for c in counts.iter_mut() {
+        (*c, sum) = (sum, sum + *c);
+    }
+    for &x in v.iter() {
+        let slot = &mut counts[(x >> shift) as usize];
+        out[*slot as usize] = x;
+        *slot += 1;
+    }
+    for i in 1..n {
+        let x = out[i];
+        let mut j = i;
+        while j > 0 && out[j - 1] > x {
+            out[j] = out[j - 1];
+            j -= 1;
+        }
+        out[j] = x;
+    }
+    v.copy_from_slice(out);
+}
+
+/// 64-bit combination → the 32-bit shingle hash.
+#[inline(always)]
+fn fold(c: u64) -> u32 {
+    let h = fmix64(c);
+    (h ^ (h >> 32)) as u32
 }
 
 #[cfg(test)]
@@ -312,7 +486,7 @@ mod tests {
         let expected = ShingleSet::from_hashes(
             ["ab", "bc", "cd", "da", "bd"]
                 .iter()
-                .map(|x| s.hash(x))
+                .map(|x| s.hash_shingle_string(x))
                 .collect(),
         );
         assert_eq!(set_of(ShingleKind::Char, 2, "abcdabd"), expected);
@@ -330,7 +504,10 @@ mod tests {
         ] {
             let s = shingler(kind, k);
             let expected = ShingleSet::from_hashes(
-                reference(kind, k, text).iter().map(|x| s.hash(x)).collect(),
+                reference(kind, k, text)
+                    .iter()
+                    .map(|x| s.hash_shingle_string(x))
+                    .collect(),
             );
             assert_eq!(set_of(kind, k, text), expected, "{kind:?} k={k} {text:?}");
         }
@@ -379,10 +556,45 @@ mod tests {
         // Persisted data depends on these exact values: changing them is a format change.
         let s = shingler(ShingleKind::Word, 3);
         let set = s.shingle("the night is dark").unwrap();
-        let golden = ShingleSet::from_hashes(vec![s.hash("the night is"), s.hash("night is dark")]);
+        let golden = ShingleSet::from_hashes(vec![
+            s.hash_shingle_string("the night is"),
+            s.hash_shingle_string("night is dark"),
+        ]);
         assert_eq!(set, golden);
-        assert_eq!(s.hash("the night is"), s.hash("the night is"));
-        let h = xxh3_64_with_seed(b"the night is", 7);
-        assert_eq!(s.hash("the night is"), (h ^ (h >> 32)) as u32);
+        assert_eq!(set.as_slice(), &[2_300_254_896, 2_774_796_817]);
+        // Fewer words than k: one shingle of all of them.
+        assert_eq!(s.shingle("night").unwrap().as_slice(), &[3_574_921_783]);
+        let c = shingler(ShingleKind::Char, 3);
+        let h = xxh3_64_with_seed(b"the", 7);
+        assert_eq!(c.hash_shingle_string("the"), (h ^ (h >> 32)) as u32);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sort_hashes_equals_sort_unstable(
+            mut v in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..1500),
+            narrow: bool,
+        ) {
+            if narrow {
+                // Many values per bucket: the insertion sort's worst side.
+                v.iter_mut().for_each(|x| *x %= 4096);
+            }
+            let mut want = v.clone();
+            want.sort_unstable();
+            sort_hashes(&mut v, &mut Vec::new());
+            proptest::prop_assert_eq!(v, want);
+        }
+    }
+
+    #[test]
+    fn the_same_words_in_another_order_are_another_shingle() {
+        let s = shingler(ShingleKind::Word, 3);
+        let perms = [
+            "a b c", "a c b", "b a c", "b c a", "c a b", "c b a", "a a b", "a b a", "b a a",
+        ];
+        let hashes: BTreeSet<u32> = perms.iter().map(|p| s.hash_shingle_string(p)).collect();
+        assert_eq!(hashes.len(), perms.len());
+        // A one-word text is not the shingle of that word repeated.
+        assert_ne!(s.hash_shingle_string("a"), s.hash_shingle_string("a a a"));
     }
 }
