@@ -22,6 +22,8 @@
 #   PORT            loopback port for the server (18090)
 #   OUT             results directory (target/bench/latest)
 #   CONCURRENCY     connections posting batches of BATCH=1000 documents (4)
+#   ROUNDS          rounds of the signing and slice-ingest measurements; the
+#                   best round of each side counts (3)
 #   WRK_THREADS, WRK_CONNECTIONS, WRK_DURATION, WRK_WARMUP   query load (1, 8, 20s, 3s)
 #   SHARED          the shared kit (../shared)
 set -euo pipefail
@@ -35,6 +37,7 @@ PORT="${PORT:-18090}"
 OUT="${OUT:-target/bench/latest}"
 BATCH="${BATCH:-1000}"
 CONCURRENCY="${CONCURRENCY:-4}"
+ROUNDS="${ROUNDS:-3}"
 WRK_THREADS="${WRK_THREADS:-1}"
 WRK_CONNECTIONS="${WRK_CONNECTIONS:-8}"
 WRK_DURATION="${WRK_DURATION:-20s}"
@@ -71,6 +74,7 @@ need wrk "apt-get update && apt-get install -y wrk"
         "'cargo run --release --example sign_bench -- FILE.jsonl' (a JSON line with \"docs_per_s\")"
 [[ "$N" =~ ^[0-9]+$ && "$PEER_N" =~ ^[0-9]+$ && "$N" -ge 1000 && "$PEER_N" -ge 1000 ]] ||
     die "N and PEER_N must be whole numbers of at least 1000 (N=$N PEER_N=$PEER_N)"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive whole number (ROUNDS=$ROUNDS)"
 if curl -s -o /dev/null "$URL/healthz"; then
     die "something already answers on $URL; set PORT to a free port"
 fi
@@ -146,13 +150,14 @@ stop_server() {
 
 status_kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$server_pid/status"; }
 
-# ingest NAME CORPUS: POST the corpus in batches; keeps loadgen's summary.
+# ingest NAME CORPUS: POST the corpus in batches; appends loadgen's JSON
+# summary as one line to $RAW/NAME.jsonl.
 ingest() {
     target/release/examples/loadgen --url "$URL" --corpus "$2" --batch "$BATCH" \
         --concurrency "$CONCURRENCY" --phase ingest | tee "$LOGS/loadgen-$1.txt" |
         sed '/^summary: /d'
-    sed -n 's/^summary: //p' "$LOGS/loadgen-$1.txt" >"$RAW/$1.json"
-    [[ -s "$RAW/$1.json" ]] || die "loadgen printed no summary for $1"
+    grep -q '^summary: ' "$LOGS/loadgen-$1.txt" || die "loadgen printed no summary for $1"
+    sed -n 's/^summary: //p' "$LOGS/loadgen-$1.txt" >>"$RAW/$1.jsonl"
 }
 
 # ------------------------------------------------------- python + data --
@@ -211,12 +216,16 @@ json.dump({
 EOF
 
 # ------------------------------------------------------------- signing --
-phase "1. signing, one thread: neardup sign_bench vs rensa from_token_sets ($PEER_N docs)"
-target/release/examples/sign_bench "$peer_corpus" | tee "$LOGS/sign_bench.txt"
-grep '"docs_per_s"' "$LOGS/sign_bench.txt" | tail -1 >"$RAW/sign_neardup.json"
-[[ -s "$RAW/sign_neardup.json" ]] || die "sign_bench printed no JSON line with \"docs_per_s\""
-RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" "$PY" scripts/bench/peers.py rensa-sign "$peer_corpus" |
-    tee "$RAW/sign_rensa.json"
+# Rounds alternate between the two sides so a burst of load from elsewhere
+# on the machine hits both alike; each side's best round counts.
+for round in $(seq 1 "$ROUNDS"); do
+    phase "1. signing, one thread, round $round/$ROUNDS: neardup sign_bench vs rensa from_token_sets ($PEER_N docs)"
+    target/release/examples/sign_bench "$peer_corpus" | tee "$LOGS/sign_bench-$round.txt"
+    grep '"docs_per_s"' "$LOGS/sign_bench-$round.txt" | tail -1 >>"$RAW/sign_neardup.jsonl" ||
+        die "sign_bench printed no JSON line with \"docs_per_s\" (see $LOGS/sign_bench-$round.txt)"
+    RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" "$PY" scripts/bench/peers.py rensa-sign "$peer_corpus" |
+        tee -a "$RAW/sign_rensa.jsonl"
+done
 
 # --------------------------------------------------------------- peers --
 phase "2. peers, full pipeline (peerrun.py, $PEER_N docs): datasketch"
@@ -225,14 +234,16 @@ phase "2. peers, full pipeline (peerrun.py, $PEER_N docs): rensa"
 "$PY" "$KIT/peerrun.py" rensa "$peer_corpus" | tee "$RAW/peer_rensa.json"
 
 # -------------------------------------------------------- HTTP ingest --
-for fsync in never always; do
-    phase "2. neardup HTTP ingest, fsync=$fsync ($PEER_N docs, batch $BATCH, $CONCURRENCY connections)"
-    new_data_dir
-    start_server "$data_dir" "$fsync" "server-ingest-$fsync"
-    wait_ready 60 >/dev/null
-    ingest "ingest_$fsync" "$peer_corpus"
-    stop_server
-    rm -rf "$data_dir"
+for round in $(seq 1 "$ROUNDS"); do
+    for fsync in never always; do
+        phase "2. neardup HTTP ingest, round $round/$ROUNDS, fsync=$fsync ($PEER_N docs, batch $BATCH, $CONCURRENCY connections)"
+        new_data_dir
+        start_server "$data_dir" "$fsync" "server-ingest-$fsync-$round"
+        wait_ready 60 >/dev/null
+        ingest "ingest_$fsync" "$peer_corpus"
+        stop_server
+        rm -rf "$data_dir"
+    done
 done
 
 # ------------------------------------------- the index: memory, query --
@@ -278,6 +289,8 @@ for name in similar healthz; do
         die "wrk saw non-2xx answers for $name: see $LOGS/wrk-$name.txt"
     fi
 done
+echo "what those queries return (a sample of 2000 of the same kind):"
+"$PY" scripts/bench/query_profile.py "$URL" "$ids" --seed "$SEED" | tee "$RAW/query_profile.json"
 
 # ------------------------------------------------------------- restore --
 phase "5. restore: POST /admin/snapshot, graceful stop, restart on the same data dir"

@@ -19,10 +19,25 @@ def load(name: str) -> dict:
     return json.loads(p.read_text())
 
 
+def rounds(name: str, rate=lambda r: r["docs_per_s"]) -> dict:
+    """Every round of a repeated measurement (one JSON object a line); the
+    best one, with the others' rates kept beside it."""
+    p = raw / f"{name}.jsonl"
+    if not p.exists():
+        sys.exit(f"summarize: {p} is missing (a phase of scripts/bench.sh did not finish)")
+    runs = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    best = dict(max(runs, key=rate))
+    best["rounds_docs_per_s"] = [rate(r) for r in runs]
+    return best
+
+
 env = load("env")
-sign_n, sign_r = load("sign_neardup"), load("sign_rensa")
+sign_n, sign_r = rounds("sign_neardup"), rounds("sign_rensa")
 ds, rp = load("peer_datasketch"), load("peer_rensa")
-ing_never, ing_always, ing_index = load("ingest_never"), load("ingest_always"), load("ingest_index")
+ing_rate = lambda r: r["ingest"]["docs_per_s"]  # noqa: E731
+ing_never, ing_always = rounds("ingest_never", ing_rate), rounds("ingest_always", ing_rate)
+ing_index = rounds("ingest_index", ing_rate)
+qprof = load("query_profile")
 mem, stats = load("memory"), load("stats_index")
 wrk_sim, wrk_hz = load("wrk_similar"), load("wrk_healthz")
 snap, restore, stats_r = load("snapshot"), load("restore"), load("stats_restored")
@@ -105,6 +120,10 @@ lines += [
     f"| GET /healthz | {rate(wrk_hz):,.0f} | {ms(wh['p50'])} | {ms(wh['p99'])} | {ms(wh['p99_9'])} | "
     f"{ms(wh['max'])} | {wrk_hz['requests']:,} | {sum(wrk_hz['errors'].values())} |",
     "",
+    f"The /similar queries (a sample of {qprof['queries']:,}): {qprof['results_per_query']:.2f} results and "
+    f"{qprof['candidates_per_query']:.2f} LSH candidates per query, {qprof['share_with_results']:.0%} with any "
+    f"result, {qprof['truncated']} truncated.",
+    "",
     f"Memory at {mem['docs']:,} docs: RSS {mem['rss_kb_before'] / 1024:,.0f} MiB → {mem['rss_kb_after'] / 1024:,.0f} MiB "
     f"(peak {mem['hwm_kb'] / 1024:,.0f} MiB) = {rss_growth_per_doc:,.0f} bytes/doc; "
     f"/stats estimate {mem_stats['bytes_per_document']:,.0f} bytes/doc = "
@@ -115,8 +134,15 @@ lines += [
     "",
     f"Ingest: {ing_index['ingest']['docs']:,} docs (fsync=never) at {ing_index['ingest']['docs_per_s']:,.0f} docs/s; "
     f"{ing_never['ingest']['docs']:,}-doc slice: fsync=never {ing_never['ingest']['docs_per_s']:,.0f}, "
-    f"fsync=always {ing_always['ingest']['docs_per_s']:,.0f} docs/s; datasketch {ds['docs_per_s']:,.0f}, "
+    f"fsync=always {ing_always['ingest']['docs_per_s']:,.0f} docs/s (best of "
+    f"{', '.join(f'{x:,.0f}' for x in ing_never['rounds_docs_per_s'])} and "
+    f"{', '.join(f'{x:,.0f}' for x in ing_always['rounds_docs_per_s'])}); datasketch {ds['docs_per_s']:,.0f}, "
     f"rensa (peerrun.py, Python shingling included, all cores) {rp['docs_per_s']:,.0f} docs/s.",
+    "",
+    f"Signing, best of {len(sign_n['rounds_docs_per_s'])} alternating rounds: neardup "
+    f"{', '.join(f'{x:,.0f}' for x in sign_n['rounds_docs_per_s'])}; rensa "
+    f"{', '.join(f'{x:,.0f}' for x in sign_r['rounds_docs_per_s'])} docs/s "
+    f"(rensa CPU/wall {sign_r.get('cpu_per_wall', float('nan')):.2f}, i.e. one thread).",
     "",
     f"Restore: snapshot {snap['seconds']:.2f} s ({snap['response'].get('bytes', 0) / 2**20:,.0f} MiB); "
     f"graceful stop {restore['stop_seconds']:.2f} s; restart to /readyz 200 in {restore['ready_seconds']:.2f} s "
@@ -129,7 +155,7 @@ out.mkdir(parents=True, exist_ok=True)
 (out / "summary.md").write_text(text + "\n")
 (out / "summary.json").write_text(json.dumps({
     "env": env, "table": table,
-    "query": {"similar": wrk_sim, "healthz": wrk_hz},
+    "query": {"similar": wrk_sim, "healthz": wrk_hz, "profile": qprof},
     "memory": {"rss": mem, "rss_growth_bytes_per_doc": rss_growth_per_doc, "stats": mem_stats,
                "rensa": rmem, "rensa_peerrun": rp},
     "ingest": {"slice_never": ing_never, "slice_always": ing_always, "index": ing_index},
