@@ -19,6 +19,9 @@
 #   N               documents in the index for query, memory and restore (1000000)
 #   PEER_N          documents in the slice for signing and ingest ratios (100000)
 #   SEED            corpus seed (6)
+#   CORPUS          articles: ~130-word articles of gcide text, 15% variants
+#                   (scripts/bench/make_articles.py); gcide: the kit's
+#                   synthetic corpus of single gcide entries (articles)
 #   PORT            loopback port for the server (18090)
 #   OUT             results directory (target/bench/latest)
 #   CONCURRENCY     connections posting batches of BATCH=1000 documents (4)
@@ -33,6 +36,7 @@ ROOT=$PWD
 N="${N:-1000000}"
 PEER_N="${PEER_N:-100000}"
 SEED="${SEED:-6}"
+CORPUS="${CORPUS:-articles}"
 PORT="${PORT:-18090}"
 OUT="${OUT:-target/bench/latest}"
 BATCH="${BATCH:-1000}"
@@ -170,10 +174,16 @@ if ! cmp -s "$KIT/requirements.txt" "$VENV/requirements.txt" 2>/dev/null; then
 fi
 "$PY" -c 'import datasketch, rensa' || die "peer packages did not import"
 
-# make_corpus.py synthetic needs base documents for the non-variant share;
-# gcide has 97,705, so past ~120,000 documents the variant share grows
-# (for 1,000,000: 90.5% variants of 95,000 bases, ~10 per base).
-corpus() { # N -> path (generated once, cached)
+# CORPUS=articles (default): scripts/bench/make_articles.py, ~130-word
+# articles of gcide text (entries from the kit's natural corpus, drawn at
+# random with replacement) with 15% planted near-duplicate variants; the
+# generator is sequential, so the PEER_N slice is exactly the first PEER_N
+# documents of the N-document index corpus (same seed).
+# CORPUS=gcide (the earlier corpus): make_corpus.py synthetic on the gcide
+# entries themselves (median ~27 words); gcide has 97,705 entries, so past
+# ~120,000 documents the variant share grows (for 1,000,000: 90.5% variants
+# of 95,000 bases, ~10 per base).
+corpus_gcide() { # N -> path (generated once, cached)
     local n=$1 path="$CORPUS_DIR/syn-gcide-n$1-s$SEED.jsonl"
     if [[ ! -s "$path" ]]; then
         local dup
@@ -186,7 +196,27 @@ corpus() { # N -> path (generated once, cached)
     fi
     echo "$path"
 }
-phase "corpora (make_corpus.py synthetic, gcide, seed $SEED)"
+corpus_articles() { # N -> path (generated once, cached)
+    local n=$1 path="$CORPUS_DIR/articles-n$1-s$SEED.jsonl" entries="$CORPUS_DIR/gcide-natural.jsonl"
+    if [[ ! -s "$entries" ]]; then
+        echo "extracting the gcide entries into $entries ..." >&2
+        (cd "$KIT" && "$PY" make_corpus.py natural --sources gcide --out "$entries.tmp.jsonl") >&2 ||
+            die "make_corpus.py natural failed"
+        mv "$entries.tmp.jsonl" "$entries"
+    fi
+    if [[ ! -s "$path" ]]; then
+        echo "generating $path ..." >&2
+        "$PY" scripts/bench/make_articles.py --entries "$entries" --n "$n" --seed "$SEED" \
+            --out "$path" >&2 || die "make_articles.py failed for $n documents"
+    fi
+    echo "$path"
+}
+case "$CORPUS" in
+    articles) corpus() { corpus_articles "$@"; } ;;
+    gcide) corpus() { corpus_gcide "$@"; } ;;
+    *) die "CORPUS must be articles or gcide (CORPUS=$CORPUS)" ;;
+esac
+phase "corpora (CORPUS=$CORPUS, seed $SEED)"
 (cd "$KIT" && "$PY" make_corpus.py fetch) || die "make_corpus.py fetch failed (apt-get update first?)"
 peer_corpus=$(corpus "$PEER_N")
 index_corpus=$(corpus "$N")
@@ -208,7 +238,7 @@ json.dump({
     "machine": "$(nproc) cores, $cpu_model, $mem_gib GiB",
     "git_rev": "$git_rev", "git_dirty": $([[ $git_dirty == true ]] && echo True || echo False),
     "loadavg_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
-    "knobs": {"N": $N, "PEER_N": $PEER_N, "SEED": $SEED, "BATCH": $BATCH,
+    "knobs": {"N": $N, "PEER_N": $PEER_N, "SEED": $SEED, "CORPUS": "$CORPUS", "BATCH": $BATCH,
               "CONCURRENCY": $CONCURRENCY, "WRK_THREADS": $WRK_THREADS,
               "WRK_CONNECTIONS": $WRK_CONNECTIONS, "WRK_DURATION": "$WRK_DURATION"},
     "corpus": {"index": "$index_corpus", "peer_slice": "$peer_corpus"},

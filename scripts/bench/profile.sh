@@ -8,7 +8,7 @@
 #   scripts/bench/profile.sh [CORPUS]    # default: the cached 1,000,000-doc corpus
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-CORPUS="${1:-target/bench/corpus/syn-gcide-n1000000-s6.jsonl}"
+CORPUS="${1:-target/bench/corpus/articles-n1000000-s6.jsonl}"
 PORT="${PORT:-18091}"
 OUT="${OUT:-target/bench/profile}"
 FREQ="${FREQ:-99}"
