@@ -14,6 +14,12 @@
 //! Ids are `lg-<seed>-<n>`; batch bodies are serialized before the clock
 //! starts, so ingest time is the server's (plus the HTTP round trips).
 //!
+//! With `--corpus FILE.jsonl` the documents come from a file instead, one
+//! `{"id": "...", "text": "..."}` object per line (the format of
+//! `../shared/bench/make_corpus.py`, which `scripts/bench.sh` uses); every
+//! line is sent unless `--docs` caps it, and queries draw ids uniformly
+//! from the file (no planted twins to check).
+//!
 //! **Phases** (`--phase all|ingest|query`): *ingest* posts `/documents/batch`
 //! from `--concurrency` connections and reports docs/s; *query* runs
 //! `--queries` `GET /similar?id=` (half on planted originals, whose twin
@@ -50,9 +56,14 @@ struct Args {
     /// Base URL of the server.
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     url: String,
-    /// Documents to generate and ingest.
-    #[arg(long, default_value_t = 100_000)]
-    docs: usize,
+    /// Documents to generate and ingest (default 100,000); with
+    /// `--corpus`, at most this many lines of the file (default: all).
+    #[arg(long)]
+    docs: Option<usize>,
+    /// Read documents from this JSONL file (`{"id", "text"}` per line)
+    /// instead of generating them.
+    #[arg(long)]
+    corpus: Option<std::path::PathBuf>,
     /// Documents per `POST /documents/batch`.
     #[arg(long, default_value_t = 1000)]
     batch: usize,
@@ -87,9 +98,48 @@ struct Corpus {
     docs: usize,
     plant_every: usize,
     vocab: Vec<String>,
+    /// Documents read from `--corpus`, in file order; empty when generated.
+    file: Vec<FileDoc>,
+}
+
+#[derive(serde::Deserialize)]
+struct FileDoc {
+    id: String,
+    text: String,
 }
 
 impl Corpus {
+    fn from_file(path: &std::path::Path, limit: Option<usize>) -> anyhow::Result<Self> {
+        use anyhow::Context;
+        let raw = std::fs::read_to_string(path)
+            .with_context(|| format!("reading corpus {}", path.display()))?;
+        let lines: Vec<(usize, &str)> = raw
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+            .take(limit.unwrap_or(usize::MAX))
+            .collect();
+        let file = lines
+            .into_par_iter()
+            .map(|(i, l)| {
+                serde_json::from_str::<FileDoc>(l).with_context(|| {
+                    format!(
+                        "{}:{}: not a {{\"id\", \"text\"}} object",
+                        path.display(),
+                        i + 1
+                    )
+                })
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Self {
+            seed: 0,
+            docs: file.len(),
+            plant_every: usize::MAX,
+            vocab: Vec::new(),
+            file,
+        })
+    }
+
     fn new(args: &Args) -> Self {
         let mut rng = StdRng::seed_from_u64(args.seed);
         let mut vocab: Vec<String> = STOP_WORDS.iter().map(|w| w.to_string()).collect();
@@ -105,19 +155,23 @@ impl Corpus {
         }
         Self {
             seed: args.seed,
-            docs: args.docs,
+            docs: args.docs.unwrap_or(100_000),
             plant_every: args.plant_every.max(2),
             vocab,
+            file: Vec::new(),
         }
     }
 
     fn id(&self, n: usize) -> String {
-        format!("lg-{}-{n:07}", self.seed)
+        match self.file.get(n) {
+            Some(d) => d.id.clone(),
+            None => format!("lg-{}-{n:07}", self.seed),
+        }
     }
 
     /// A planted near-duplicate's original, if `n` is one.
     fn twin_of(&self, n: usize) -> Option<usize> {
-        (n % self.plant_every == 1).then(|| n - 1)
+        (self.file.is_empty() && n % self.plant_every == 1).then(|| n - 1)
     }
 
     fn words(&self, n: usize) -> Vec<u32> {
@@ -137,6 +191,9 @@ impl Corpus {
     }
 
     fn text(&self, n: usize) -> String {
+        if let Some(d) = self.file.get(n) {
+            return d.text.clone();
+        }
         let mut rng = StdRng::seed_from_u64(!self.seed ^ n as u64);
         let words = match self.twin_of(n) {
             Some(original) => {
@@ -458,7 +515,10 @@ async fn stats(client: &reqwest::Client, args: &Args) -> anyhow::Result<Value> {
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    anyhow::ensure!(args.docs >= 2, "--docs must be at least 2");
+    anyhow::ensure!(
+        args.docs.is_none_or(|d| d >= 2),
+        "--docs must be at least 2"
+    );
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(args.client_threads.max(1))
@@ -471,10 +531,15 @@ fn main() -> anyhow::Result<()> {
             .timeout(Duration::from_secs(300))
             .build()?;
         wait_ready(&client, &args.url).await?;
-        let corpus = Arc::new(Corpus::new(&args));
+        let corpus = Arc::new(match &args.corpus {
+            Some(path) => Corpus::from_file(path, args.docs)?,
+            None => Corpus::new(&args),
+        });
+        anyhow::ensure!(corpus.docs >= 2, "the corpus has fewer than 2 documents");
         let mut summary = json!({
             "url": args.url,
-            "docs": args.docs,
+            "docs": corpus.docs,
+            "corpus": args.corpus,
             "batch": args.batch,
             "concurrency": args.concurrency,
             "client_threads": args.client_threads,
