@@ -250,10 +250,11 @@ EOF
 # on the machine hits both alike; each side's best round counts.
 for round in $(seq 1 "$ROUNDS"); do
     phase "1. signing, one thread, round $round/$ROUNDS: neardup sign_bench vs rensa from_token_sets ($PEER_N docs)"
-    target/release/examples/sign_bench "$peer_corpus" | tee "$LOGS/sign_bench-$round.txt"
+    # Both sides pinned to one core (taskset), so neither gets a second one.
+    taskset -c 0 target/release/examples/sign_bench --no-peer "$peer_corpus" | tee "$LOGS/sign_bench-$round.txt"
     grep '"docs_per_s"' "$LOGS/sign_bench-$round.txt" | tail -1 >>"$RAW/sign_neardup.jsonl" ||
         die "sign_bench printed no JSON line with \"docs_per_s\" (see $LOGS/sign_bench-$round.txt)"
-    RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" "$PY" scripts/bench/peers.py rensa-sign "$peer_corpus" |
+    RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" taskset -c 0 "$PY" scripts/bench/peers.py rensa-sign "$peer_corpus" |
         tee -a "$RAW/sign_rensa.jsonl"
 done
 
