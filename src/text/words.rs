@@ -309,16 +309,25 @@ pub(crate) fn ascii_word_hashes(
         let (t, c2) = t.overflowing_add(carry_drop);
         carry_drop = u64::from(c1 | c2);
         let joins = t & !drop & kept;
+        // Fixed-size buffers indexed modulo their size: no bounds or
+        // capacity checks per run (a block holds at most 32 runs).
+        let mut run_buf = [0u32; 64];
+        let mut m = 0usize;
         while run_starts != 0 {
             let i = run_starts.trailing_zeros();
             let flag = ((joins >> i) & 1) as u32;
-            starts.push((base + i) | (flag << 31));
+            run_buf[m & 63] = (base + i) | (flag << 31);
+            m += 1;
             run_starts &= run_starts - 1;
         }
+        starts.extend_from_slice(&run_buf[..m.min(64)]);
+        m = 0;
         while run_ends != 0 {
-            ends.push(base + run_ends.trailing_zeros());
+            run_buf[m & 63] = base + run_ends.trailing_zeros();
+            m += 1;
             run_ends &= run_ends - 1;
         }
+        ends.extend_from_slice(&run_buf[..m.min(64)]);
     }
     if carry_kept != 0 {
         ends.push(text.len() as u32);
@@ -333,7 +342,10 @@ pub(crate) fn ascii_word_hashes(
     bytes.extend_from_slice(&[0; 16]);
     let case = if lowercase { u64::MAX } else { 0 };
     let n = starts.len();
-    out.reserve(n);
+    let first = out.len();
+    out.resize(first + n, 0);
+    let dest = &mut out[first..];
+    let mut w = 0;
     let mut i = 0;
     while i < n {
         let start = (starts[i] & !JOINED) as usize;
@@ -349,12 +361,14 @@ pub(crate) fn ascii_word_hashes(
             if lowercase {
                 word.make_ascii_lowercase();
             }
-            out.push(word_hash(&word, key));
+            dest[w] = word_hash(&word, key);
         } else {
-            out.push(hash_run(bytes, start, end, key, case));
+            dest[w] = hash_run(bytes, start, end, key, case);
             i += 1;
         }
+        w += 1;
     }
+    out.truncate(first + w);
 }
 
 /// [`word_hash`] of `bytes[start..end]`, lowercased where `case` is all
