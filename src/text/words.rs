@@ -342,6 +342,8 @@ pub(crate) fn ascii_word_hashes(
     bytes.extend_from_slice(&[0; 16]);
     let case = if lowercase { u64::MAX } else { 0 };
     let n = starts.len();
+    // Equal lengths, so that indexing `ends` by a run of `starts` is unchecked.
+    let (starts, ends) = (&starts[..n], &ends[..n]);
     let first = out.len();
     out.resize(first + n, 0);
     let dest = &mut out[first..];
@@ -350,7 +352,7 @@ pub(crate) fn ascii_word_hashes(
     while i < n {
         let start = (starts[i] & !JOINED) as usize;
         let end = ends[i] as usize;
-        if i + 1 < n && starts[i + 1] & JOINED != 0 {
+        if starts.get(i + 1).is_some_and(|&s| s & JOINED != 0) {
             let mut word = Vec::with_capacity(32);
             word.extend_from_slice(&text[start..end]);
             i += 1;
