@@ -16,9 +16,9 @@
 //!
 //! **The fused ASCII scanner.** For ASCII text (most text, checked with one
 //! vectorized pass) [`ascii_word_hashes`] applies the normalization recipe
-//! and hashes words through a 128-entry table ([`AsciiTable`]), without
-//! building the normalized string (its words are written back to back, with
-//! their offsets, and hashed in a second pass). The
+//! and hashes words without building the normalized string: it finds runs
+//! of kept bytes 64 at a time with SWAR bit masks and hashes each word
+//! straight from the text (lowercasing 8 bytes at once). The
 //! recipe guarantees that this is the same thing: in the normalized text, a
 //! word is the kept bytes between two whitespace runs (stripped bytes join,
 //! they never split), and the words are what [`word_hashes`] reads back from
@@ -101,8 +101,12 @@ const MASKS: [u64; 9] = {
 pub(crate) struct AsciiScratch {
     /// The kept bytes of the text with no separators, then 16 bytes of slack.
     bytes: Vec<u8>,
-    /// Where each word but the first starts in `bytes`, then where the last ends.
+    /// Where each word but the first starts in `bytes`, then where the last
+    /// ends (scalar scanner); where each kept run starts, with [`JOINED`]
+    /// set if it continues the previous run's word (word scanner).
     starts: Vec<u32>,
+    /// Where each kept run ends (word scanner).
+    ends: Vec<u32>,
 }
 
 impl AsciiScratch {
@@ -122,7 +126,7 @@ impl AsciiScratch {
 /// of every word, always storing and advancing the cursors by 0 or 1; the
 /// second hashes each word by reading it as two 8-byte chunks masked to its
 /// length (a word longer than 16 bytes, rare, continues in a loop).
-pub(crate) fn ascii_word_hashes(
+pub(crate) fn ascii_word_hashes_scalar(
     text: &[u8],
     table: &AsciiTable,
     key: u64,
@@ -130,7 +134,7 @@ pub(crate) fn ascii_word_hashes(
     out: &mut Vec<u64>,
 ) {
     debug_assert!(text.is_ascii());
-    let AsciiScratch { bytes, starts } = scratch;
+    let AsciiScratch { bytes, starts, .. } = scratch;
     bytes.clear();
     starts.clear();
     // Leading whitespace and stripped bytes first, so that in the main loop
@@ -202,6 +206,195 @@ fn hash_at(bytes: &[u8], start: usize, end: usize, key: u64) -> u64 {
     finish(h, len)
 }
 
+/// `x` with every byte set to `b`.
+const fn rep(b: u8) -> u64 {
+    0x0101_0101_0101_0101 * b as u64
+}
+
+/// High bit of each byte of `x` (all bytes < 0x80) that lies in `lo..=hi`.
+#[inline(always)]
+fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
+    x.wrapping_add(rep(0x80 - lo)) & !x.wrapping_add(rep(0x7f - hi)) & rep(0x80)
+}
+
+/// The high bits of the bytes of `x` (no other bits set) as an 8-bit mask,
+/// byte i → bit i.
+#[inline(always)]
+fn movemask(x: u64) -> u64 {
+    (x >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
+}
+
+/// ASCII lowercase of 8 ASCII bytes (as [`hash_run`] does it).
+#[cfg(test)]
+fn lower(x: u64) -> u64 {
+    x | (in_range(x, b'A', b'Z') >> 2)
+}
+
+/// Flag of a run start in [`AsciiScratch::starts`]: the run continues the
+/// word of the previous run (only stripped bytes between them).
+const JOINED: u32 = 1 << 31;
+
+/// Kept and whitespace masks of (up to) 64 ASCII bytes, byte i → bit i.
+#[inline(always)]
+fn classify(block: &[u8; 64], strip: bool) -> (u64, u64) {
+    let (mut kept, mut space) = (0u64, 0u64);
+    for (i, c) in block.chunks_exact(8).enumerate() {
+        let x = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+        let ws = in_range(x, b'\t', b'\r') | in_range(x, b' ', b' ');
+        let k = if strip {
+            in_range(x | rep(0x20), b'a', b'z') | in_range(x, b'0', b'9') | in_range(x, b'_', b'_')
+        } else {
+            !ws & rep(0x80)
+        };
+        kept |= movemask(k) << (8 * i);
+        space |= movemask(ws) << (8 * i);
+    }
+    (kept, space)
+}
+
+/// Normalize ASCII `text` with `table` and append its word hashes to `out`;
+/// equal to normalizing and then calling [`word_hashes`].
+///
+/// Word at a time. The first pass classifies 64 bytes at once with SWAR
+/// range tests into bit masks of kept and whitespace bytes and turns them
+/// into the start and end of every run of kept bytes, flagging the runs that
+/// continue the previous run's word (the gap between them is all stripped
+/// bytes: "don't"). Branches are per run, not per byte. The second pass
+/// hashes each word straight from the text, lowercasing 8 bytes at once; a
+/// word made of several runs (rare) is gathered into a buffer first.
+pub(crate) fn ascii_word_hashes(
+    text: &[u8],
+    table: &AsciiTable,
+    key: u64,
+    scratch: &mut AsciiScratch,
+    out: &mut Vec<u64>,
+) {
+    debug_assert!(text.is_ascii());
+    if text.len() >= JOINED as usize {
+        return ascii_word_hashes_scalar(text, table, key, scratch, out);
+    }
+    let lowercase = table.class(b'A') == b'a';
+    let strip = table.class(b'.') == AsciiTable::DROP;
+    let AsciiScratch {
+        bytes,
+        starts,
+        ends,
+    } = scratch;
+    starts.clear();
+    ends.clear();
+    // Kept/stripped state carried across blocks: the last byte was kept; a
+    // run of stripped bytes that follows a kept byte reaches the block end.
+    let (mut carry_kept, mut carry_drop) = (0u64, 0u64);
+    for (b, chunk) in text.chunks(64).enumerate() {
+        let base = (b * 64) as u32;
+        let (kept, space, valid) = if let Ok(block) = <&[u8; 64]>::try_from(chunk) {
+            let (k, s) = classify(block, strip);
+            (k, s, u64::MAX)
+        } else {
+            let mut block = [0u8; 64];
+            block[..chunk.len()].copy_from_slice(chunk);
+            let valid = (1u64 << chunk.len()) - 1;
+            let (k, s) = classify(&block, strip);
+            (k & valid, s & valid, valid)
+        };
+        let drop = valid & !(kept | space);
+        let after_kept = (kept << 1) | carry_kept;
+        carry_kept = kept >> 63;
+        let mut run_starts = kept & !after_kept;
+        let mut run_ends = !kept & after_kept;
+        // Adding the first bit of each stripped run that follows a kept byte
+        // carries through the run to the byte just after it: a kept byte
+        // there starts a run that joins the previous one.
+        let (t, c1) = drop.overflowing_add(drop & after_kept);
+        let (t, c2) = t.overflowing_add(carry_drop);
+        carry_drop = u64::from(c1 | c2);
+        let joins = t & !drop & kept;
+        // Fixed-size buffers indexed modulo their size: no bounds or
+        // capacity checks per run (a block holds at most 32 runs).
+        let mut run_buf = [0u32; 64];
+        let mut m = 0usize;
+        while run_starts != 0 {
+            let i = run_starts.trailing_zeros();
+            let flag = ((joins >> i) & 1) as u32;
+            run_buf[m & 63] = (base + i) | (flag << 31);
+            m += 1;
+            run_starts &= run_starts - 1;
+        }
+        starts.extend_from_slice(&run_buf[..m.min(64)]);
+        m = 0;
+        while run_ends != 0 {
+            run_buf[m & 63] = base + run_ends.trailing_zeros();
+            m += 1;
+            run_ends &= run_ends - 1;
+        }
+        ends.extend_from_slice(&run_buf[..m.min(64)]);
+    }
+    if carry_kept != 0 {
+        ends.push(text.len() as u32);
+    }
+    debug_assert_eq!(starts.len(), ends.len());
+    if starts.is_empty() {
+        return;
+    }
+    // The text with slack for 16-byte reads past a word's end.
+    bytes.clear();
+    bytes.extend_from_slice(text);
+    bytes.extend_from_slice(&[0; 16]);
+    let case = if lowercase { u64::MAX } else { 0 };
+    let n = starts.len();
+    // Equal lengths, so that indexing `ends` by a run of `starts` is unchecked.
+    let (starts, ends) = (&starts[..n], &ends[..n]);
+    let first = out.len();
+    out.resize(first + n, 0);
+    let dest = &mut out[first..];
+    let mut w = 0;
+    let mut i = 0;
+    while i < n {
+        let start = (starts[i] & !JOINED) as usize;
+        let end = ends[i] as usize;
+        if starts.get(i + 1).is_some_and(|&s| s & JOINED != 0) {
+            let mut word = Vec::with_capacity(32);
+            word.extend_from_slice(&text[start..end]);
+            i += 1;
+            while i < n && starts[i] & JOINED != 0 {
+                word.extend_from_slice(&text[(starts[i] & !JOINED) as usize..ends[i] as usize]);
+                i += 1;
+            }
+            if lowercase {
+                word.make_ascii_lowercase();
+            }
+            dest[w] = word_hash(&word, key);
+        } else {
+            dest[w] = hash_run(bytes, start, end, key, case);
+            i += 1;
+        }
+        w += 1;
+    }
+    out.truncate(first + w);
+}
+
+/// [`word_hash`] of `bytes[start..end]`, lowercased where `case` is all
+/// ones, where `bytes` extends at least 16 bytes past `end`.
+#[inline(always)]
+fn hash_run(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 {
+    let len = end - start;
+    let load = |at: usize| {
+        let x = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        x | ((in_range(x, b'A', b'Z') >> 2) & case)
+    };
+    let c0 = load(start);
+    let c1 = load(start + 8);
+    let one = step(key, c0 & MASKS[len.min(8)]);
+    let two = step(one, c1 & MASKS[len.saturating_sub(8).min(8)]);
+    let mut h = if len > 8 { two } else { one };
+    let mut at = start + 16;
+    while at < end {
+        h = step(h, load(at) & MASKS[(end - at).min(8)]);
+        at += 8;
+    }
+    finish(h, len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,6 +443,33 @@ mod tests {
         out
     }
 
+    fn scalar(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        let mut scratch = AsciiScratch::default();
+        ascii_word_hashes_scalar(
+            text.as_bytes(),
+            AsciiTable::new(opts),
+            key,
+            &mut scratch,
+            &mut out,
+        );
+        out
+    }
+
+    #[test]
+    fn swar_helpers() {
+        for b in 0u8..0x80 {
+            let x = u64::from_le_bytes([b, 0, b, 0x7f, b, b'A', b, b'z']);
+            let m = movemask(in_range(x, b'0', b'9'));
+            let want = (0..8).fold(0u64, |m, i| {
+                m | (u64::from(x.to_le_bytes()[i].is_ascii_digit()) << i)
+            });
+            assert_eq!(m, want, "{b}");
+            let low = u64::from_le_bytes(x.to_le_bytes().map(|c| c.to_ascii_lowercase()));
+            assert_eq!(lower(x), low);
+        }
+    }
+
     fn two_pass(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
         let mut out = Vec::new();
         word_hashes(&normalize(text, opts), key, &mut out);
@@ -283,6 +503,18 @@ mod tests {
         ) {
             let opts = NormalizeOptions { nfkc: true, lowercase, strip_punctuation: strip };
             let key = word_key(seed);
+            prop_assert_eq!(fused(&text, &opts, key), two_pass(&text, &opts, key));
+            prop_assert_eq!(scalar(&text, &opts, key), two_pass(&text, &opts, key));
+        }
+
+        #[test]
+        fn the_word_scanner_equals_normalize_then_split_on_long_text(
+            text in "([a-zA-Z_0-9]{1,30}[ \t\n.,'!-]{1,4}){0,80}|[\x00-\x7f]{60,300}",
+            lowercase: bool,
+            strip: bool,
+        ) {
+            let opts = NormalizeOptions { nfkc: true, lowercase, strip_punctuation: strip };
+            let key = word_key(5);
             prop_assert_eq!(fused(&text, &opts, key), two_pass(&text, &opts, key));
         }
     }
