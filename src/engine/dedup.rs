@@ -176,7 +176,7 @@ impl Engine {
     /// The current record in `slot`, if `ids` still points there.
     fn current(&self, slot: Slot) -> Option<Arc<Record>> {
         let record = self.docs.get(&slot).map(|r| Arc::clone(&r))?;
-        (self.ids.get(record.id().as_str()).map(|s| *s) == Some(slot)).then_some(record)
+        self.is_current(&record, slot).then_some(record)
     }
 
     /// Verified edges from the slots in `lo..hi` to higher slots below `span`;
@@ -213,7 +213,7 @@ impl Engine {
                     continue;
                 }
                 let j = jaccard::overlap(record.shingles(), peer.shingles()).jaccard();
-                if j < t || self.ids.get(peer.id().as_str()).map(|s| *s) != Some(other) {
+                if j < t || !self.is_current(&peer, other) {
                     continue;
                 }
                 let edge = if record.id() < peer.id() {

@@ -431,6 +431,12 @@ impl Engine {
         op(&self.metadata_bytes, record.metadata().map_or(0, str::len));
     }
 
+    /// True if `record`, read from `slot`, is the version `ids` points at
+    /// now (the check that makes stale candidates harmless; module docs).
+    fn is_current(&self, record: &Record, slot: Slot) -> bool {
+        self.ids.get(record.id().as_str()).map(|s| *s) == Some(slot)
+    }
+
     /// The current record of `id`.
     pub fn get(&self, id: &str) -> Option<Arc<Record>> {
         let slot = *self.ids.get(id)?;
@@ -521,7 +527,7 @@ impl Engine {
                 continue;
             }
             // Accept only the version `ids` currently points to (see module docs).
-            if self.ids.get(record.id().as_str()).map(|s| *s) != Some(slot) {
+            if !self.is_current(&record, slot) {
                 out.candidates -= 1;
                 continue;
             }
