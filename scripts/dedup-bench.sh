@@ -8,7 +8,7 @@
 #    (scripts/dedup_corpus.py; cached in $OUT),
 # 2. `neardup dedup FILE` under /usr/bin/time -v: wall time, peak RSS,
 # 3. a release server on 127.0.0.1:$PORT (throwaway data dir, fsync=never
-#    for a quick load): ingests the file, then `GET /duplicates` streamed
+#    for a quick load): ingests the file (examples/loadgen --corpus), then `GET /duplicates` streamed
 #    as NDJSON and a first JSON page, each timed, with the server's peak RSS
 #    during the scan (VmHWM, reset through /proc/PID/clear_refs first).
 # Figures are printed as they come and summarized at the end.
@@ -22,7 +22,7 @@ mkdir -p "$OUT"
 corpus="$OUT/corpus-$N.jsonl"
 
 echo "== building release"
-cargo build --release --quiet --bin neardup
+cargo build --release --quiet --bin neardup --example loadgen
 if [ ! -s "$corpus" ]; then
     echo "== generating $corpus"
     python3 scripts/dedup_corpus.py "$N" "$corpus.tmp" && mv "$corpus.tmp" "$corpus"
@@ -54,7 +54,7 @@ done
 rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
 hwm() { awk '/^VmHWM/ {print $2}' "/proc/$pid/status"; }
 rss0=$(rss)
-python3 scripts/ingest_jsonl.py "$B" "$corpus" --threads 2 | tee "$OUT/ingest.json"
+target/release/examples/loadgen --url "$B" --corpus "$corpus" --phase ingest --batch 1000 --concurrency 4 | tee "$OUT/ingest.log"
 rss1=$(rss)
 docs=$(curl -fsS "$B/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["documents"])')
 echo "indexed $docs documents; RSS $((rss1 / 1024)) MiB ($(( (rss1 - rss0) * 1024 / docs )) bytes/doc growth)"
