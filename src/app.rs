@@ -41,6 +41,8 @@ pub struct AppInner {
     pub started: Instant,
     /// Whole-index scans for `/duplicates`.
     pub dedup: http::duplicates::DedupState,
+    /// The OpenAPI document with this deployment's values, rendered once.
+    pub docs: http::openapi::ApiDocs,
 }
 
 impl Deref for AppState {
@@ -55,6 +57,7 @@ impl AppState {
         let params = settings.validate()?;
         let engine = Engine::new(params).context("invalid index parameters")?;
         let inflight = tokio::sync::Semaphore::new(settings.server.max_concurrent_requests);
+        let docs = http::openapi::ApiDocs::new(&settings, engine.band_params().min_query_threshold);
         Ok(Self(Arc::new(AppInner {
             engine: Arc::new(engine),
             store: OnceLock::new(),
@@ -64,6 +67,7 @@ impl AppState {
             inflight,
             started: Instant::now(),
             dedup: http::duplicates::DedupState::new(),
+            docs,
         })))
     }
 

@@ -103,9 +103,12 @@ impl Groups {
         self.members - self.groups.len()
     }
 
-    /// Index of the first group whose first id is after `id` (keyset paging).
-    pub fn position_after(&self, id: &str) -> usize {
-        self.groups.partition_point(|g| g.first_id() <= id)
+    /// Index of the first group whose first id sorts after `key`, a byte
+    /// string (keyset paging; ids sort as their UTF-8 bytes, and any key
+    /// names a position, whether or not it is an id).
+    pub fn position_after(&self, key: &[u8]) -> usize {
+        self.groups
+            .partition_point(|g| g.first_id().as_bytes() <= key)
     }
 }
 

@@ -238,9 +238,9 @@ fn min_size_and_a_higher_threshold_filter_groups() {
     assert!(strict.members <= all.members);
     // Keyset paging: the position after a group's first id is the next group.
     for (i, g) in all.groups.iter().enumerate() {
-        assert_eq!(all.position_after(g.first_id()), i + 1);
+        assert_eq!(all.position_after(g.first_id().as_bytes()), i + 1);
     }
-    assert_eq!(all.position_after(""), 0);
+    assert_eq!(all.position_after(b""), 0);
 }
 
 #[test]

@@ -136,13 +136,13 @@ pub enum EngineError {
     NotFound(String),
     #[error(transparent)]
     Text(#[from] TextError),
-    #[error("threshold must be greater than 0 and at most 1, got {0}")]
+    #[error("threshold must be greater than 0 and at most 1, got {0:?}")]
     ThresholdOutOfRange(f64),
     /// The journal refused the write (e.g. the disk is full); nothing was applied.
     #[error("the write could not be logged: {0}")]
     Journal(String),
     #[error(
-        "threshold {value} is below {min}, the lowest this index finds with recall ≥ 0.99 \
+        "threshold {value:?} is below {min}, the lowest this index finds with recall ≥ 0.99 \
          (it is tuned for {tuned}); restart with a lower index.threshold to query lower"
     )]
     ThresholdBelowTuned { value: f64, min: f64, tuned: f64 },

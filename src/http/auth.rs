@@ -2,10 +2,10 @@
 //! (every route) and `auth.read_only_keys` (GET and HEAD only).
 //!
 //! With no key configured everything is open. Otherwise every route but
-//! the probes (`/healthz`, `/readyz`, and `/metrics` when
-//! `auth.protect_metrics = false`) needs a key: none, a malformed header or
-//! an unknown key → 401 with `WWW-Authenticate`; a read-only key on any
-//! other method → 403. Keys are compared in constant time against every
+//! the probes (`/healthz`, `/readyz`), the OpenAPI document
+//! (`/openapi.json`) and `/metrics` when `auth.protect_metrics = false`
+//! needs a key: none, a malformed header or an unknown key → 401 with
+//! `WWW-Authenticate`; a read-only key on any other method → 403. Keys are compared in constant time against every
 //! configured key, and are never logged.
 
 use crate::app::AppState;
@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use subtle::{Choice, ConstantTimeEq};
 
 /// Served without a key whatever the configuration.
-const OPEN_PATHS: &[&str] = &["/healthz", "/readyz"];
+const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/openapi.json"];
 
 /// What a presented key may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,8 @@
 //! `/documents`: create, replace, read, delete, and bulk load.
 
-use super::dto::{BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, MatchOut, WrittenOut};
+use super::dto::{
+    BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, DocumentPut, MatchOut, WrittenOut,
+};
 use super::error::ApiError;
 use super::extract::{parse_json, ApiPath, ApiQuery, JsonBody};
 use crate::app::AppState;
@@ -224,15 +226,7 @@ pub async fn put(
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let id = client_id(&raw_id)?;
-    let doc: DocumentIn = parse_json(&body.0)?;
-    if let Some(body_id) = &doc.id {
-        if body_id != id.as_str() {
-            return Err(ApiError::InvalidBody(format!(
-                "the body's id {body_id:?} differs from the path's id {:?}; omit it or make them equal",
-                id.as_str()
-            )));
-        }
-    }
+    let doc: DocumentPut = parse_json(&body.0)?;
     app.check_text(&doc.text)?;
     let metadata = metadata_text(doc.metadata)?;
     let prepared = app.prepare(doc.text).await?;
@@ -427,11 +421,17 @@ fn run_batch(
 }
 
 fn failed_item(id: Option<String>, e: ApiError) -> BatchItemOut {
+    // The problem's detail: what went wrong for a 4xx, a fixed text for a
+    // 5xx (whose cause is logged).
+    let problem = e.problem();
+    if e.status().is_server_error() {
+        tracing::error!(error = %e, item = ?id, "batch item failed");
+    }
     BatchItemOut {
         id,
-        status: e.status().as_u16(),
+        status: problem.status,
         shingles: None,
-        detail: Some(e.to_string()),
+        detail: Some(problem.detail),
     }
 }
 

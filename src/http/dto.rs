@@ -4,7 +4,7 @@ use crate::engine::{Edge, Group, Match};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// `POST /documents`, an item of a batch, and `PUT /documents/{id}`.
+/// `POST /documents` and an item of a batch.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DocumentIn {
@@ -12,6 +12,16 @@ pub struct DocumentIn {
     pub id: Option<String>,
     pub text: String,
     /// Any JSON object; stored verbatim and returned by `GET /documents/{id}`.
+    #[serde(default)]
+    pub metadata: Option<Box<RawValue>>,
+}
+
+/// `PUT /documents/{id}`: the id comes from the path only, so a body
+/// can never contradict it (an `id` field is an unknown field: 422).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentPut {
+    pub text: String,
     #[serde(default)]
     pub metadata: Option<Box<RawValue>>,
 }

@@ -1,35 +1,46 @@
 //! `/duplicates`: the groups of near-duplicates in the whole index, and
 //! the raw verified pairs, streamed.
 //!
-//! Scans run on a rayon pool of their own (one thread per core, plus the
-//! one that hands results to the response), one scan at a time, so a scan
-//! neither blocks the async workers nor starves batch ingest of its pool.
-//! Responses stream through a channel of a few 64 KiB chunks: memory stays
-//! bounded however large the answer, and a client that hangs up stops the
-//! scan.
+//! **Scans are not requests.** A whole-index scan runs on a rayon pool of
+//! its own (one thread per core, plus the one that hands results on; built
+//! when the first scan needs it), one scan at a time, so it neither blocks
+//! the async workers nor starves batch ingest of its pool. The scan behind
+//! a page of groups is a task of its own ([`Scans::groups`]): it holds its
+//! permit until it finishes and stores its result in the page cache, whether
+//! or not the request that started it is still waiting. Concurrent requests
+//! for the same groups wait for that one scan; a request that would outlast
+//! `server.request_timeout_secs` answers 503 `scan-in-progress` with a
+//! `Retry-After`, and its retry is answered from the cache.
 //!
-//! Pages of groups (`application/json`) come from one computation cached
-//! per (threshold, min_size): a first page always reflects the index as it
-//! is, and following pages reuse that computation for
-//! [`PAGE_CACHE_SECS`] so a walk through the pages sees one consistent
-//! answer. The cursor is the last group's first id (hex), so a page whose
-//! computation was evicted is recomputed and still continues after it.
+//! **Freshness.** The page cache holds the last computed groups. A first
+//! page (no cursor) reuses them if nothing was written since their scan
+//! started, or if that scan finished less than `server.request_timeout_secs`
+//! ago (the answer a retry was told to come back for); following pages
+//! reuse them for [`PAGE_CACHE_SECS`], so a walk through the pages sees one
+//! consistent answer. The cursor is the hex of the last group's first id;
+//! any hex names a position, so a page whose computation was evicted is
+//! recomputed and still continues after it.
+//!
+//! **Streams.** NDJSON answers (and the JSON stream of pairs) go through a
+//! channel of a few 64 KiB chunks: memory stays bounded however large the
+//! answer, and a client that hangs up stops the scan.
 
 use super::dto::{GroupOut, PairOut};
 use super::error::ApiError;
-use super::extract::ApiQuery;
+use super::extract::{accepts, ApiQuery};
 use crate::app::AppState;
-use crate::engine::{Groups, Threshold};
+use crate::engine::{Engine, Groups, ScanStats, Threshold};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use futures_util::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, Mutex, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 
 pub const NDJSON: &str = "application/x-ndjson";
 /// How long following pages reuse a computation of the groups.
@@ -38,36 +49,75 @@ pub const PAGE_CACHE_SECS: u64 = 60;
 const CHUNK_BYTES: usize = 64 * 1024;
 /// Chunks in flight between a scan and a (slow) client.
 const CHANNEL_CHUNKS: usize = 4;
+/// A page request stops waiting this long before `server.request_timeout_secs`,
+/// so it answers 503 `scan-in-progress` itself rather than the timeout layer.
+const ANSWER_MARGIN: Duration = Duration::from_millis(250);
 
-/// Scan machinery shared by every request.
+/// The groups at one (threshold, min_size), or why the scan failed.
+type ScanResult = Result<Arc<Groups>, Arc<str>>;
+
+/// The whole-index scan scheduler and its page cache, shared by every request.
 pub struct DedupState {
-    pool: rayon::ThreadPool,
-    /// One scan at a time: a second waits rather than halving both.
-    scans: Semaphore,
-    cache: Mutex<Option<Cached>>,
+    /// Built by the first scan: a server that never scans has no threads for it.
+    pool: OnceLock<rayon::ThreadPool>,
+    /// One scan at a time: a second waits rather than halving both. Scans
+    /// own their permit, so it is held exactly as long as the scan runs.
+    scans: Arc<Semaphore>,
+    /// The last computed groups and the scans running now; held only to
+    /// read or swap entries, never across an await.
+    cache: Mutex<PageCache>,
 }
 
+#[derive(Default)]
+struct PageCache {
+    done: Option<Cached>,
+    running: Vec<Running>,
+}
+
+/// A finished computation of the groups.
 struct Cached {
+    key: GroupsKey,
+    /// The engine's generation when the scan started.
+    generation: u64,
+    finished: Instant,
+    groups: Arc<Groups>,
+}
+
+/// A scan in progress; every waiter awaits the same shared future.
+struct Running {
+    key: GroupsKey,
+    started: Instant,
+    result: Shared<BoxFuture<'static, ScanResult>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct GroupsKey {
     threshold: f64,
     min_size: usize,
-    generation: u64,
-    at: Instant,
-    groups: Arc<Groups>,
 }
 
 impl DedupState {
     pub fn new() -> Self {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(cores + 1)
-            .thread_name(|i| format!("neardup-scan-{i}"))
-            .build()
-            .expect("a thread pool for scans");
         Self {
-            pool,
-            scans: Semaphore::new(1),
-            cache: Mutex::new(None),
+            pool: OnceLock::new(),
+            scans: Arc::new(Semaphore::new(1)),
+            cache: Mutex::new(PageCache::default()),
         }
+    }
+
+    fn pool(&self) -> &rayon::ThreadPool {
+        self.pool.get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(cores + 1)
+                .thread_name(|i| format!("neardup-scan-{i}"))
+                .build()
+                .expect("a thread pool for scans")
+        })
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, PageCache> {
+        self.cache.lock().expect("the page cache lock was poisoned")
     }
 }
 
@@ -107,30 +157,28 @@ pub struct GroupsPage<'a> {
 }
 
 fn wants_ndjson(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|t| t.split(';').next().unwrap_or("").trim() == NDJSON)
+    accepts(headers, NDJSON)
 }
 
 fn encode_cursor(id: &str) -> String {
     id.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-fn decode_cursor(cursor: &str) -> Result<String, ApiError> {
-    let bad =
-        || ApiError::InvalidParameter(format!("cursor {cursor:?} is not one this server issued"));
+/// The byte string a cursor names: any non-empty even-length hex string.
+fn decode_cursor(cursor: &str) -> Result<Vec<u8>, ApiError> {
+    let bad = || {
+        ApiError::InvalidParameter(format!(
+            "cursor {cursor:?} is not a hexadecimal string (pass a next_cursor this server issued)"
+        ))
+    };
     if cursor.is_empty() || !cursor.len().is_multiple_of(2) || !cursor.is_ascii() {
         return Err(bad());
     }
-    let bytes = (0..cursor.len())
+    (0..cursor.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&cursor[i..i + 2], 16))
         .collect::<Result<Vec<u8>, _>>()
-        .map_err(|_| bad())?;
-    String::from_utf8(bytes).map_err(|_| bad())
+        .map_err(|_| bad())
 }
 
 fn min_size(raw: Option<usize>) -> Result<usize, ApiError> {
@@ -149,7 +197,10 @@ pub async fn groups(
     ApiQuery(params): ApiQuery<GroupsParams>,
 ) -> Result<Response, ApiError> {
     let threshold = app.engine.threshold(params.threshold)?;
-    let min_size = min_size(params.min_size)?;
+    let key = GroupsKey {
+        threshold: threshold.value(),
+        min_size: min_size(params.min_size)?,
+    };
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     if wants_ndjson(&headers) {
         if params.limit.is_some() {
@@ -158,19 +209,21 @@ pub async fn groups(
                     .into(),
             ));
         }
-        return Ok(stream_groups(app, threshold, min_size, after));
+        return Ok(stream_groups(app, threshold, key, after));
     }
     let limit = app.limit(params.limit)?;
-    let groups = computed_groups(&app, threshold, min_size, after.is_some()).await?;
-    let start = after.as_deref().map_or(0, |id| groups.position_after(id));
+    let timeout = Duration::from_secs(app.settings.server.request_timeout_secs);
+    let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
+    let groups = computed_groups(&app, threshold, key, after.is_some(), wait).await?;
+    let start = after.as_deref().map_or(0, |k| groups.position_after(k));
     let page = &groups.groups[start.min(groups.groups.len())..];
     let page = &page[..limit.min(page.len())];
     let next_cursor = (start + page.len() < groups.groups.len())
         .then(|| page.last().map(|g| encode_cursor(g.first_id())))
         .flatten();
     Ok(Json(GroupsPage {
-        threshold: threshold.value(),
-        min_size,
+        threshold: key.threshold,
+        min_size: key.min_size,
         total_groups: groups.groups.len(),
         total_members: groups.members,
         groups: page.iter().map(GroupOut::from).collect(),
@@ -179,83 +232,148 @@ pub async fn groups(
     .into_response())
 }
 
-/// The groups at (threshold, min_size): cached, or computed now.
+/// The groups at `key`: cached, the running scan's, or a new scan's.
+/// With `wait`, gives up after that long with 503 `scan-in-progress`
+/// (the scan goes on and fills the cache).
 async fn computed_groups(
     app: &AppState,
     threshold: Threshold,
-    min_size: usize,
+    key: GroupsKey,
     paging: bool,
+    wait: Option<Duration>,
 ) -> Result<Arc<Groups>, ApiError> {
-    let mut cache = app.dedup.cache.lock().await;
-    if let Some(c) = cache.as_ref() {
-        let same_query = c.threshold == threshold.value() && c.min_size == min_size;
-        let fresh = c.generation == app.engine.generation()
-            || (paging && c.at.elapsed() < Duration::from_secs(PAGE_CACHE_SECS));
-        if same_query && fresh {
-            return Ok(Arc::clone(&c.groups));
+    let (result, started) = {
+        let mut cache = app.dedup.cache();
+        if let Some(c) = cache.done.as_ref().filter(|c| c.key == key) {
+            let unchanged = c.generation == app.engine.generation();
+            let recent = c.finished.elapsed()
+                < Duration::from_secs(if paging {
+                    PAGE_CACHE_SECS
+                } else {
+                    app.settings.server.request_timeout_secs
+                });
+            if unchanged || recent {
+                return Ok(Arc::clone(&c.groups));
+            }
         }
-    }
-    let _permit = app
-        .dedup
-        .scans
-        .acquire()
-        .await
-        .map_err(|_| ApiError::NotReady)?;
-    let generation = app.engine.generation();
-    let at = Instant::now();
-    let worker = app.clone();
-    let groups = tokio::task::spawn_blocking(move || {
-        worker
-            .dedup
-            .pool
-            .install(|| worker.engine.duplicate_groups(threshold, min_size, None))
-    })
-    .await
-    .map_err(|e| ApiError::Internal(format!("duplicate scan failed: {e}")))?;
-    let groups = Arc::new(groups);
-    app.metrics
-        .observe_scan("groups", at.elapsed().as_secs_f64());
-    tracing::info!(
-        threshold = threshold.value(),
-        min_size,
-        documents = groups.stats.documents,
-        candidates = groups.stats.candidates,
-        pairs = groups.stats.pairs,
-        groups = groups.groups.len(),
-        seconds = at.elapsed().as_secs_f64(),
-        "duplicate groups computed"
-    );
-    *cache = Some(Cached {
-        threshold: threshold.value(),
-        min_size,
-        generation,
-        at,
-        groups: Arc::clone(&groups),
+        match cache.running.iter().find(|r| r.key == key) {
+            Some(r) => (r.result.clone(), r.started),
+            None => {
+                let running = start_groups_scan(app, threshold, key);
+                let joined = (running.result.clone(), running.started);
+                cache.running.push(running);
+                joined
+            }
+        }
+    };
+    let outcome = match wait {
+        None => result.await,
+        Some(wait) => match tokio::time::timeout(wait, result).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                return Err(ApiError::ScanInProgress {
+                    retry_after_secs: retry_after(app, started),
+                })
+            }
+        },
+    };
+    outcome.map_err(|e| ApiError::Internal(format!("duplicate scan failed: {e}")))
+}
+
+/// Seconds until a scan started at `started` is likely done: the last
+/// scan's duration minus the time this one has run, at least 1.
+fn retry_after(app: &AppState, started: Instant) -> u64 {
+    let expected = app.metrics.last_scan_seconds("groups").unwrap_or(0.0);
+    let left = expected - started.elapsed().as_secs_f64();
+    left.ceil().max(1.0) as u64
+}
+
+/// Start the scan for `key` as a task of its own: it waits for the scan
+/// permit, runs on the scan pool, records its metric and fills the cache.
+fn start_groups_scan(app: &AppState, threshold: Threshold, key: GroupsKey) -> Running {
+    let task_app = app.clone();
+    let handle = tokio::spawn(async move {
+        let app = task_app;
+        let permit = Arc::clone(&app.dedup.scans)
+            .acquire_owned()
+            .await
+            .map_err(|_| Arc::<str>::from("the scan scheduler is closed"))?;
+        let generation = app.engine.generation();
+        let at = Instant::now();
+        let worker = app.clone();
+        let scanned = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            worker.dedup.pool().install(|| {
+                worker
+                    .engine
+                    .duplicate_groups(threshold, key.min_size, None)
+            })
+        })
+        .await;
+        let seconds = at.elapsed().as_secs_f64();
+        let mut cache = app.dedup.cache();
+        cache.running.retain(|r| r.key != key);
+        let groups = match scanned {
+            Ok(groups) => Arc::new(groups),
+            Err(e) => {
+                tracing::error!(error = %e, "duplicate scan failed");
+                return Err(Arc::from(e.to_string()));
+            }
+        };
+        app.metrics.observe_scan("groups", seconds);
+        tracing::info!(
+            threshold = key.threshold,
+            min_size = key.min_size,
+            documents = groups.stats.documents,
+            candidates = groups.stats.candidates,
+            pairs = groups.stats.pairs,
+            groups = groups.groups.len(),
+            seconds,
+            "duplicate groups computed"
+        );
+        cache.done = Some(Cached {
+            key,
+            generation,
+            finished: Instant::now(),
+            groups: Arc::clone(&groups),
+        });
+        Ok(groups)
     });
-    Ok(groups)
+    let result = handle
+        .map(|joined| match joined {
+            Ok(result) => result,
+            Err(e) => Err(Arc::from(format!("the scan task failed: {e}"))),
+        })
+        .boxed()
+        .shared();
+    Running {
+        key,
+        started: Instant::now(),
+        result,
+    }
 }
 
 type Chunk = Result<Bytes, std::io::Error>;
 
-/// A streaming NDJSON response fed by `rx`.
-fn ndjson_response(rx: mpsc::Receiver<Chunk>) -> Response {
+/// A streaming response of `content_type` fed by `rx`.
+fn streamed(rx: mpsc::Receiver<Chunk>, content_type: &'static str) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|chunk| (chunk, rx))
     });
     (
-        [(header::CONTENT_TYPE, HeaderValue::from_static(NDJSON))],
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type))],
         Body::from_stream(stream),
     )
         .into_response()
 }
 
-/// Appends NDJSON lines and hands over full chunks; false once the client is gone.
-struct LineWriter {
+/// Appends to a chunk and hands over full chunks; false once the client is gone.
+struct ChunkWriter {
     tx: mpsc::Sender<Chunk>,
     buf: Vec<u8>,
 }
 
-impl LineWriter {
+impl ChunkWriter {
     fn new(tx: mpsc::Sender<Chunk>) -> Self {
         Self {
             tx,
@@ -263,10 +381,16 @@ impl LineWriter {
         }
     }
 
-    fn line(&mut self, value: &impl Serialize) -> bool {
-        serde_json::to_writer(&mut self.buf, value).expect("serializing to memory");
-        self.buf.push(b'\n');
+    /// Raw bytes (JSON punctuation around streamed items).
+    fn raw(&mut self, bytes: &[u8]) -> bool {
+        self.buf.extend_from_slice(bytes);
         self.buf.len() < CHUNK_BYTES || self.flush()
+    }
+
+    /// One value as JSON, followed by `end`.
+    fn value(&mut self, value: &impl Serialize, end: &[u8]) -> bool {
+        serde_json::to_writer(&mut self.buf, value).expect("serializing to memory");
+        self.raw(end)
     }
 
     fn flush(&mut self) -> bool {
@@ -280,6 +404,8 @@ impl LineWriter {
         self.tx.blocking_send(Ok(chunk)).is_ok()
     }
 
+    /// End the body with an error: the client sees a broken response, not
+    /// a short one that looks complete.
     fn fail(self, message: String) {
         let _ = self.tx.blocking_send(Err(std::io::Error::other(message)));
     }
@@ -288,24 +414,24 @@ impl LineWriter {
 fn stream_groups(
     app: AppState,
     threshold: Threshold,
-    min_size: usize,
-    after: Option<String>,
+    key: GroupsKey,
+    after: Option<Vec<u8>>,
 ) -> Response {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
-        let groups = match computed_groups(&app, threshold, min_size, after.is_some()).await {
+        let groups = match computed_groups(&app, threshold, key, after.is_some(), None).await {
             Ok(g) => g,
             Err(e) => {
-                // Headers are gone: abort the body so the client sees an error.
-                let _ = tx.send(Err(std::io::Error::other(e.to_string()))).await;
+                tracing::error!(error = %e, "duplicate groups stream failed");
+                let _ = tx.send(Err(std::io::Error::other("scan failed"))).await;
                 return;
             }
         };
         let _ = tokio::task::spawn_blocking(move || {
-            let start = after.as_deref().map_or(0, |id| groups.position_after(id));
-            let mut out = LineWriter::new(tx);
+            let start = after.as_deref().map_or(0, |k| groups.position_after(k));
+            let mut out = ChunkWriter::new(tx);
             for group in &groups.groups[start..] {
-                if !out.line(&GroupOut::from(group)) {
+                if !out.value(&GroupOut::from(group), b"\n") {
                     return;
                 }
             }
@@ -313,38 +439,38 @@ fn stream_groups(
         })
         .await;
     });
-    ndjson_response(rx)
+    streamed(rx, NDJSON)
 }
 
-/// `GET /duplicates/pairs`: every verified pair, as NDJSON, as found.
+/// `GET /duplicates/pairs`: every verified pair as found, as one JSON
+/// object or (`Accept: application/x-ndjson`) one pair per line.
 pub async fn pairs(
     State(app): State<AppState>,
+    headers: HeaderMap,
     ApiQuery(params): ApiQuery<PairsParams>,
 ) -> Result<Response, ApiError> {
     let threshold = app.engine.threshold(params.threshold)?;
+    let ndjson = wants_ndjson(&headers);
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
-        let Ok(_permit) = app.dedup.scans.acquire().await else {
+        let Ok(permit) = Arc::clone(&app.dedup.scans).acquire_owned().await else {
             return;
         };
         let worker = app.clone();
         let started = Instant::now();
         let scan = tokio::task::spawn_blocking(move || {
-            let mut out = LineWriter::new(tx);
-            let stats = worker.dedup.pool.install(|| {
-                worker.engine.scan_pairs(threshold, None, &mut |edges| {
-                    for edge in &edges {
-                        if !out.line(&PairOut::from(edge)) {
-                            return ControlFlow::Break(());
-                        }
-                    }
-                    ControlFlow::Continue(())
-                })
-            });
-            if stats.complete && !out.flush() {
-                return stats;
-            }
-            if !stats.complete {
+            let _permit = permit;
+            let mut out = ChunkWriter::new(tx);
+            let stats = write_pairs(
+                &worker.engine,
+                worker.dedup.pool(),
+                threshold,
+                ndjson,
+                &mut out,
+            );
+            if stats.complete {
+                out.flush();
+            } else {
                 out.fail("client went away".into());
             }
             stats
@@ -365,7 +491,62 @@ pub async fn pairs(
             Err(e) => tracing::error!(error = %e, "duplicate pair scan failed"),
         }
     });
-    Ok(ndjson_response(rx))
+    Ok(streamed(
+        rx,
+        if ndjson { NDJSON } else { "application/json" },
+    ))
+}
+
+/// Scan for pairs on `pool`, writing each as found: NDJSON lines, or the
+/// members of one JSON object (`{"threshold", "pairs": [...], "documents",
+/// "candidates"}`).
+fn write_pairs(
+    engine: &Engine,
+    pool: &rayon::ThreadPool,
+    threshold: Threshold,
+    ndjson: bool,
+    out: &mut ChunkWriter,
+) -> ScanStats {
+    let mut first = true;
+    if !ndjson {
+        let head = format!(
+            "{{\"threshold\":{},\"pairs\":[",
+            serde_json::to_string(&threshold.value()).expect("a float serializes")
+        );
+        if !out.raw(head.as_bytes()) {
+            return ScanStats::default();
+        }
+    }
+    let stats = pool.install(|| {
+        engine.scan_pairs(threshold, None, &mut |edges| {
+            for edge in &edges {
+                let written = if ndjson {
+                    out.value(&PairOut::from(edge), b"\n")
+                } else {
+                    let sep: &[u8] = if first { b"" } else { b"," };
+                    first = false;
+                    out.raw(sep) && out.value(&PairOut::from(edge), b"")
+                };
+                if !written {
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        })
+    });
+    if !ndjson && stats.complete {
+        let tail = format!(
+            "],\"documents\":{},\"candidates\":{}}}",
+            stats.documents, stats.candidates
+        );
+        if !out.raw(tail.as_bytes()) {
+            return ScanStats {
+                complete: false,
+                ..stats
+            };
+        }
+    }
+    stats
 }
 
 #[cfg(test)]
@@ -373,11 +554,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn cursors_round_trip_any_id() {
+    fn cursors_round_trip_any_id_and_any_hex_names_a_position() {
         for id in ["a", "doc-17", "ünïcødé/ä b", "x\"y"] {
-            assert_eq!(decode_cursor(&encode_cursor(id)).unwrap(), id);
+            assert_eq!(decode_cursor(&encode_cursor(id)).unwrap(), id.as_bytes());
         }
-        for bad in ["", "0", "zz", "ff", "é1"] {
+        assert_eq!(decode_cursor("FF00").unwrap(), [0xff, 0x00]);
+        for bad in ["", "0", "zz", "é1", "abc"] {
             assert!(decode_cursor(bad).is_err(), "{bad}");
         }
     }
@@ -393,5 +575,10 @@ mod tests {
             HeaderValue::from_static("text/plain, application/x-ndjson;q=0.9"),
         );
         assert!(wants_ndjson(&h));
+        h.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("application/x-ndjson;q=0"),
+        );
+        assert!(!wants_ndjson(&h));
     }
 }

@@ -2,9 +2,12 @@
 //!
 //! Core errors map to HTTP statuses here and only here, by an exhaustive
 //! match (no `_` arm: a new core error must be given a status). 5xx bodies
-//! are generic; their detail goes to the log. [`problem_for_status`]
+//! are generic (a fixed text per type); their cause goes to the log, inside
+//! the request's span, so under its request id. [`problem_for_status`]
 //! turns bodies produced outside our handlers (axum's 405, the timeout and
-//! panic layers) into the same shape, so clients parse one format.
+//! panic layers) into the same shape, so clients parse one format. The
+//! router's outermost error layer adds the request id to every problem
+//! (`request_id`), so a client can quote it and an operator find the log.
 
 use crate::engine::{EngineError, IdError};
 use crate::text::TextError;
@@ -15,14 +18,25 @@ use serde::Serialize;
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
 /// An RFC 9457 problem document.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct Problem {
     #[serde(rename = "type")]
     pub kind: String,
     pub title: &'static str,
     pub status: u16,
     pub detail: String,
+    /// The request's `X-Request-Id` (an extension member), filled in by
+    /// the router's outermost error layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
+
+/// The detail of every `storage-unavailable` answer.
+const STORAGE_DETAIL: &str =
+    "the write could not be made durable and was not acknowledged; retry later";
+/// The detail of every `internal` answer.
+const INTERNAL_DETAIL: &str =
+    "the server failed to handle this request; the cause is logged under its request id";
 
 /// Errors the HTTP layer answers with.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +62,10 @@ pub enum ApiError {
     RouteNotFound(String),
     #[error("the service is starting and not ready to serve yet")]
     NotReady,
+    /// `GET /duplicates`: the scan behind the page outlasts the request;
+    /// it goes on and the retry is answered from its result.
+    #[error("the duplicate scan behind this page is still running; retry in {retry_after_secs} s")]
+    ScanInProgress { retry_after_secs: u64 },
     /// Refused at once: `server.max_concurrent_requests` are already in flight.
     #[error(
         "the server is already handling {0} requests (server.max_concurrent_requests); retry later"
@@ -125,6 +143,11 @@ impl ApiError {
             ),
             ApiError::RouteNotFound(_) => (S::NOT_FOUND, "route-not-found", "Not found"),
             ApiError::NotReady => (S::SERVICE_UNAVAILABLE, "not-ready", "Not ready"),
+            ApiError::ScanInProgress { .. } => (
+                S::SERVICE_UNAVAILABLE,
+                "scan-in-progress",
+                "Scan in progress",
+            ),
             ApiError::Overloaded(_) => {
                 (S::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable")
             }
@@ -146,9 +169,8 @@ impl ApiError {
     pub fn problem(&self) -> Problem {
         let (status, slug, title) = self.parts();
         let detail = match self {
-            ApiError::Internal(_) => {
-                "the server failed to handle this request; it has been logged".to_owned()
-            }
+            ApiError::Internal(_) => INTERNAL_DETAIL.to_owned(),
+            ApiError::Engine(EngineError::Journal(_)) => STORAGE_DETAIL.to_owned(),
             other => other.to_string(),
         };
         Problem {
@@ -156,16 +178,19 @@ impl ApiError {
             title,
             status: status.as_u16(),
             detail,
+            request_id: None,
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        // The cause of a 5xx goes to the log only (inside the request span,
+        // which carries the request id), never into the body.
         match &self {
             ApiError::Internal(msg) => tracing::error!(error = %msg, "internal error"),
-            ApiError::Engine(EngineError::Journal(msg)) => {
-                tracing::error!(error = %msg, "write not durable")
+            ApiError::Engine(EngineError::Journal(e)) => {
+                tracing::error!(error = %e, "write not durable")
             }
             _ => {}
         }
@@ -182,19 +207,27 @@ impl IntoResponse for ApiError {
             );
         }
         if resp.status() == StatusCode::SERVICE_UNAVAILABLE {
+            let seconds = match self {
+                ApiError::ScanInProgress { retry_after_secs } => retry_after_secs,
+                _ => 1,
+            };
             resp.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         resp
     }
 }
 
+/// A problem+json response. The `Problem` also rides in the response's
+/// extensions, so the outer error layer can add the request id without
+/// parsing the body back.
 pub fn problem_response(problem: Problem) -> Response {
     let status = StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let body = serde_json::to_vec(&problem).unwrap_or_default();
     let mut resp = (status, body).into_response();
     resp.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+    resp.extensions_mut().insert(problem);
     resp
 }
 
@@ -221,11 +254,7 @@ pub fn problem_for_status(status: StatusCode) -> Problem {
             "Service unavailable",
             "the service cannot handle the request right now; retry later",
         ),
-        s if s.is_server_error() => (
-            "internal",
-            "Internal server error",
-            "the server failed to handle this request; it has been logged",
-        ),
+        s if s.is_server_error() => ("internal", "Internal server error", INTERNAL_DETAIL),
         _ => (
             "http-error",
             "Request failed",
@@ -237,5 +266,6 @@ pub fn problem_for_status(status: StatusCode) -> Problem {
         title,
         status: status.as_u16(),
         detail: detail.to_owned(),
+        request_id: None,
     }
 }

@@ -9,7 +9,7 @@ use super::error::ApiError;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
@@ -95,6 +95,26 @@ pub fn json_error(e: serde_json::Error) -> ApiError {
             ApiError::MalformedJson(format!("the body is not valid JSON: {e}"))
         }
     }
+}
+
+/// True when an `Accept` header names `media` (with a non-zero q).
+pub fn accepts(headers: &HeaderMap, media: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|item| {
+            let mut parts = item.split(';');
+            let name = parts.next().unwrap_or("").trim();
+            let q_zero = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f64>().ok())
+                    == Some(0.0)
+            });
+            name.eq_ignore_ascii_case(media) && !q_zero
+        })
 }
 
 /// `Query` with problem+json rejections.

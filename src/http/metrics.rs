@@ -71,6 +71,8 @@ pub struct Metrics {
     /// Whole-index duplicate scans by kind (`groups`, `pairs`).
     scans: Family<KindLabels, Counter>,
     scan_seconds: Family<KindLabels, Histogram>,
+    /// The duration of the last finished scan of each kind (for `Retry-After`).
+    last_scan: std::sync::Mutex<std::collections::HashMap<&'static str, f64>>,
     /// WAL counter values already exported (the WAL keeps plain atomics).
     wal_seen: std::sync::Mutex<[u64; 4]>,
 }
@@ -222,6 +224,7 @@ impl Default for Metrics {
             wal_fsync_seconds,
             wal_bytes,
             wal_seen: Default::default(),
+            last_scan: Default::default(),
         }
     }
 }
@@ -242,6 +245,19 @@ impl Metrics {
         let labels = KindLabels { kind };
         self.scans.get_or_create(&labels).inc();
         self.scan_seconds.get_or_create(&labels).observe(seconds);
+        self.last_scan
+            .lock()
+            .expect("metrics lock")
+            .insert(kind, seconds);
+    }
+
+    /// How long the last finished scan of `kind` took.
+    pub fn last_scan_seconds(&self, kind: &str) -> Option<f64> {
+        self.last_scan
+            .lock()
+            .expect("metrics lock")
+            .get(kind)
+            .copied()
     }
 
     /// A request refused by the concurrency limit.
@@ -316,6 +332,44 @@ impl Metrics {
     }
 }
 
+/// OpenMetrics text (what [`Metrics::render`] gives) as the Prometheus
+/// text format 0.0.4, for scrapers and clients that do not ask for
+/// OpenMetrics: no `# EOF` or `# UNIT` lines, and a counter's `# HELP` and
+/// `# TYPE` name its `_total` samples (OpenMetrics names the family
+/// without the suffix). Samples are the same lines in both formats.
+pub fn to_prometheus_text(openmetrics: &str) -> String {
+    let mut out = String::with_capacity(openmetrics.len());
+    let mut help: Option<&str> = None;
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            help = Some(rest);
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap_or((rest, "untyped"));
+            let (name, kind) = match kind {
+                "counter" => (format!("{name}_total"), "counter"),
+                "gauge" | "histogram" | "summary" => (name.to_owned(), kind),
+                _ => (name.to_owned(), "untyped"),
+            };
+            if let Some(text) = help.take().and_then(|h| h.split_once(' ').map(|(_, t)| t)) {
+                out.push_str(&format!("# HELP {name} {text}\n"));
+            }
+            out.push_str(&format!("# TYPE {name} {kind}\n"));
+            continue;
+        }
+        if let Some(h) = help.take() {
+            out.push_str(&format!("# HELP {h}\n"));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// Middleware: count and time every request by its route template.
 pub async fn track(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let route = req
@@ -336,4 +390,38 @@ pub async fn track(State(app): State<AppState>, req: Request, next: Next) -> Res
         .get_or_create(&labels)
         .observe(start.elapsed().as_secs_f64());
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::to_prometheus_text;
+
+    #[test]
+    fn openmetrics_becomes_prometheus_text() {
+        let om = "# HELP neardup_writes Document writes by outcome.\n\
+                  # TYPE neardup_writes counter\n\
+                  neardup_writes_total{outcome=\"created\"} 6\n\
+                  # HELP neardup_documents Documents stored.\n\
+                  # TYPE neardup_documents gauge\n\
+                  neardup_documents 3\n\
+                  # HELP neardup_scan Scan time.\n\
+                  # TYPE neardup_scan histogram\n\
+                  # UNIT neardup_scan seconds\n\
+                  neardup_scan_bucket{le=\"+Inf\"} 1\n\
+                  neardup_scan_sum 0.5\n\
+                  neardup_scan_count 1\n\
+                  # EOF\n";
+        let expected = "# HELP neardup_writes_total Document writes by outcome.\n\
+                        # TYPE neardup_writes_total counter\n\
+                        neardup_writes_total{outcome=\"created\"} 6\n\
+                        # HELP neardup_documents Documents stored.\n\
+                        # TYPE neardup_documents gauge\n\
+                        neardup_documents 3\n\
+                        # HELP neardup_scan Scan time.\n\
+                        # TYPE neardup_scan histogram\n\
+                        neardup_scan_bucket{le=\"+Inf\"} 1\n\
+                        neardup_scan_sum 0.5\n\
+                        neardup_scan_count 1\n";
+        assert_eq!(to_prometheus_text(om), expected);
+    }
 }

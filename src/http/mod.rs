@@ -8,6 +8,7 @@ pub mod duplicates;
 pub mod error;
 pub mod extract;
 pub mod metrics;
+pub mod openapi;
 mod ops;
 mod similar;
 
@@ -19,13 +20,16 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use error::{problem_for_status, problem_response, ApiError, PROBLEM_JSON};
+use error::{problem_for_status, ApiError, Problem, PROBLEM_JSON};
 use std::time::Duration;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+
+/// The request id header, set (or kept) by the outermost layer.
+const REQUEST_ID: &str = "x-request-id";
 
 /// Every (method, path template) the router serves. `openapi.yaml` must
 /// list exactly these; the integration tests check both directions.
@@ -44,11 +48,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
     ("POST", "/admin/snapshot"),
 ];
 
 /// Routes served while the index is still being restored.
-const ALWAYS_SERVED: &[&str] = &["/healthz", "/readyz", "/metrics"];
+const ALWAYS_SERVED: &[&str] = &["/healthz", "/readyz", "/metrics", "/openapi.json"];
 
 /// Answered even when `server.max_concurrent_requests` are in flight: the
 /// probes, and the metrics that show the shedding while it happens.
@@ -76,6 +81,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(ops::openapi))
         .route("/admin/snapshot", post(ops::snapshot))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
@@ -97,9 +103,11 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
         .layer(
+            // Outermost first. The request id is set before anything else
+            // sees the request, the span carries it (so every log line of
+            // the request names it), and the error layer adds it to every
+            // problem body, the panic and timeout answers inside it included.
             ServiceBuilder::new()
-                .layer(CatchPanicLayer::new())
-                .layer(middleware::from_fn(problem_bodies))
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
                 .layer(
                     // The span names method, URI and request id only: no
@@ -107,7 +115,7 @@ pub fn router(state: AppState) -> Router {
                     TraceLayer::new_for_http().make_span_with(|req: &Request<Body>| {
                         let request_id = req
                             .headers()
-                            .get("x-request-id")
+                            .get(REQUEST_ID)
                             .and_then(|v| v.to_str().ok())
                             .unwrap_or("");
                         tracing::info_span!(
@@ -119,6 +127,8 @@ pub fn router(state: AppState) -> Router {
                     }),
                 )
                 .layer(PropagateRequestIdLayer::x_request_id())
+                .layer(middleware::from_fn(problem_bodies))
+                .layer(CatchPanicLayer::custom(panic_response))
                 .layer(TimeoutLayer::with_status_code(
                     StatusCode::SERVICE_UNAVAILABLE,
                     timeout,
@@ -160,21 +170,44 @@ async fn not_found(req: Request) -> ApiError {
     ApiError::RouteNotFound(format!("{} {}", req.method(), req.uri().path()))
 }
 
-/// Give every error response produced outside our handlers (405 from the
-/// router, the timeout, a caught panic) a problem+json body.
+/// A handler panicked: log the payload (inside the request span) and
+/// answer a generic 500.
+fn panic_response(payload: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    ApiError::Internal(format!("handler panicked: {message}")).into_response()
+}
+
+/// Give every error response a problem+json body carrying the request id:
+/// ours (the `Problem` rides in the response extensions) get the id added;
+/// those produced outside our handlers (405 from the router, the timeout)
+/// get a problem for their status.
 async fn problem_bodies(req: Request, next: Next) -> Response {
+    let request_id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let resp = next.run(req).await;
     let status = resp.status();
-    let is_problem = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
-    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+    if !(status.is_client_error() || status.is_server_error()) {
         return resp;
     }
-    let (mut parts, _) = resp.into_parts();
-    let problem = problem_response(problem_for_status(status));
-    // Keep Allow, Retry-After, x-request-id and the rest; replace the body's headers.
+    let (mut parts, body) = resp.into_parts();
+    let mut problem = match parts.extensions.remove::<Problem>() {
+        Some(problem) => problem,
+        None => {
+            if status == StatusCode::SERVICE_UNAVAILABLE {
+                tracing::warn!("request ran over server.request_timeout_secs; answered 503");
+            }
+            drop(body);
+            problem_for_status(status)
+        }
+    };
+    problem.request_id = request_id;
     parts.headers.remove(header::CONTENT_LENGTH);
     parts
         .headers
@@ -185,6 +218,6 @@ async fn problem_bodies(req: Request, next: Next) -> Response {
             .headers
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
-    let new = Response::from_parts(parts, problem.into_body());
-    new.into_response()
+    let body = serde_json::to_vec(&problem).unwrap_or_default();
+    Response::from_parts(parts, Body::from(body))
 }

@@ -2,9 +2,10 @@
 
 use super::dto::StatusOut;
 use super::error::ApiError;
+use super::extract::accepts;
 use crate::app::AppState;
 use axum::extract::State;
-use axum::http::header;
+use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
@@ -56,15 +57,38 @@ pub async fn stats(State(app): State<AppState>) -> Json<Value> {
     }))
 }
 
-/// `GET /metrics`.
-pub async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
+/// `GET /metrics`: OpenMetrics when the client asks for it (Prometheus
+/// does), else the Prometheus text format 0.0.4.
+pub async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> impl IntoResponse {
+    let text = app
+        .metrics
+        .render(&app.engine, app.store().ok().map(|s| &**s));
+    if accepts(&headers, OPENMETRICS) {
+        (
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            text,
+        )
+    } else {
+        (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            super::metrics::to_prometheus_text(&text),
+        )
+    }
+}
+
+const OPENMETRICS: &str = "application/openmetrics-text";
+
+/// `GET /openapi.json`: the OpenAPI document with this deployment's values.
+pub async fn openapi(State(app): State<AppState>) -> impl IntoResponse {
     (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        app.metrics
-            .render(&app.engine, app.store().ok().map(|s| &**s)),
+        [(header::CONTENT_TYPE, "application/json")],
+        app.docs.json.clone(),
     )
 }
 

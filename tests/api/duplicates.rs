@@ -297,9 +297,29 @@ async fn pairs_stream_every_verified_pair_once() {
         assert!(found.insert((a.to_owned(), b.to_owned()), j).is_none());
     }
     assert!(found.len() as f64 >= 0.97 * truth.len() as f64);
-    // Without an Accept header too: the route only speaks NDJSON.
-    let resp = app.get("/duplicates/pairs?threshold=0.9").await;
-    assert_eq!(resp.headers()["content-type"], "application/x-ndjson");
+    // Without an Accept header for NDJSON: the same pairs as one JSON object.
+    let resp = app.get("/duplicates/pairs").await;
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["threshold"], 0.8);
+    assert_eq!(body["documents"], docs.len());
+    assert!(body["candidates"].as_u64().unwrap() >= found.len() as u64);
+    let mut as_json = Pairs::new();
+    for p in body["pairs"].as_array().unwrap() {
+        let key = (
+            p["a"].as_str().unwrap().to_owned(),
+            p["b"].as_str().unwrap().to_owned(),
+        );
+        as_json.insert(key, p["jaccard"].as_f64().unwrap());
+    }
+    assert_eq!(
+        as_json, found,
+        "the JSON and NDJSON forms hold the same pairs"
+    );
+    // An empty answer is still a whole object.
+    let resp = app.get("/duplicates/pairs?threshold=1").await;
+    let body: Value = resp.json().await.unwrap();
+    assert!(body["pairs"].is_array(), "{body}");
 }
 
 #[tokio::test]

@@ -47,7 +47,7 @@ const PATH_ITEM_FIELDS: [&str; 3] = ["summary", "description", "parameters"];
 
 /// Routes the router serves even while the index is being restored, so they
 /// never answer 503 `not-ready` (`ALWAYS_SERVED` in `src/http/mod.rs`).
-const PROBES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+const PROBES: [&str; 4] = ["/healthz", "/readyz", "/metrics", "/openapi.json"];
 
 fn spec() -> &'static Value {
     static SPEC: OnceLock<Value> = OnceLock::new();
@@ -225,7 +225,12 @@ fn check(schema: &Value, value: &Value, at: &str, errors: &mut Vec<String>) {
         return;
     };
     for key in keywords.keys() {
-        if !ASSERTIONS.contains(&key.as_str()) && !ANNOTATIONS.contains(&key.as_str()) {
+        // `x-` keys are extensions (`x-neardup-setting` names the setting a
+        // value comes from): annotations to a validator.
+        let known = ASSERTIONS.contains(&key.as_str())
+            || ANNOTATIONS.contains(&key.as_str())
+            || key.starts_with("x-");
+        if !known {
             errors.push(format!("{at}: unsupported schema keyword `{key}`"));
         }
     }
@@ -892,9 +897,11 @@ fn every_response_example_conforms_to_its_schema() {
                     assert!(lines > 0, "{what}: an example line");
                 } else {
                     let text = example.as_str().expect("a text example is a string");
-                    assert!(
+                    let openmetrics = media == "application/openmetrics-text";
+                    assert_eq!(
                         text.ends_with("# EOF\n"),
-                        "{what}: OpenMetrics ends with # EOF"
+                        openmetrics,
+                        "{what}: OpenMetrics, and only it, ends with # EOF"
                     );
                     assert_conforms(&media_object["schema"], &example, &what);
                 }
@@ -1057,12 +1064,9 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
         Body::None,
     )
     .await;
-    assert_eq!(
-        reply.content_type().as_deref(),
-        Some("application/x-ndjson")
-    );
-    let pair: Value = serde_json::from_str(body.as_str().unwrap().trim_end()).unwrap();
-    assert_eq!((&pair["a"], &pair["b"]), (&json!("q1"), &json!("q2")));
+    assert_eq!(reply.content_type().as_deref(), Some("application/json"));
+    assert_eq!(body["pairs"][0]["a"], "q1", "{body}");
+    assert_eq!(body["pairs"][0]["b"], "q2", "{body}");
 
     let (_, body) = call("GET", "/stats", "/stats", Body::None).await;
     assert_eq!(body["storage"]["last_snapshot"], Value::Null);
@@ -1075,8 +1079,11 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
     assert_eq!(body, json!({"status": "ok"}));
     let (_, body) = call("GET", "/readyz", "/readyz", Body::None).await;
     assert_eq!(body, json!({"status": "ready"}));
-    let (_, body) = call("GET", "/metrics", "/metrics", Body::None).await;
-    assert!(body.as_str().unwrap().ends_with("# EOF\n"));
+    let (reply, body) = call("GET", "/metrics", "/metrics", Body::None).await;
+    assert!(reply.content_type().unwrap().starts_with("text/plain;"));
+    assert!(body.as_str().unwrap().contains("neardup_documents 5"));
+    let (_, body) = call("GET", "/openapi.json", "/openapi.json", Body::None).await;
+    assert_eq!(body["openapi"], "3.1.0");
 
     let (reply, _) = call("DELETE", "/documents/{id}", "/documents/q3", Body::None).await;
     assert_eq!(reply.status, 204);
@@ -1234,16 +1241,20 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
         }
     }
     assert!(forbidden > 0);
-    // The spec marks exactly the probes as open.
+    // The spec marks exactly the probes and itself as open.
     let open: Vec<String> = operations()
         .iter()
         .filter(|op| op.op.get("security") == Some(&json!([])))
         .map(Op::name)
         .collect();
-    assert_eq!(open, ["GET /healthz", "GET /readyz"]);
-    assert_eq!(spec()["security"], json!([{}, {"bearerAuth": []}]));
+    assert_eq!(open, ["GET /healthz", "GET /openapi.json", "GET /readyz"]);
+    // The file describes the shipped configuration (no keys); this
+    // server's document requires the bearer scheme the file declares.
+    assert!(spec().get("security").is_none());
+    let served = send(&app, "GET", "/openapi.json", &Body::None).await.json();
+    assert_eq!(served["security"], json!([{"bearerAuth": []}]));
     assert_eq!(
-        spec()["components"]["securitySchemes"]["bearerAuth"]["scheme"],
+        served["components"]["securitySchemes"]["bearerAuth"]["scheme"],
         "bearer"
     );
 }
@@ -1413,4 +1424,127 @@ fn the_schema_checker_rejects_bodies_that_break_the_spec() {
     // And a conforming body passes.
     let ok = json!({"id": "q1", "shingles": 3, "similar": [], "truncated": false});
     assert_conforms(component_schema("Written"), &ok, "a valid Written");
+}
+
+// ---------------------------------------------------------------------------
+// The served document
+// ---------------------------------------------------------------------------
+
+/// Escape one JSON pointer token (RFC 6901).
+fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The JSON pointers at which `a` and `b` differ (leaves, or a key on one side only).
+fn differences(a: &Value, b: &Value, at: &str, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for k in keys {
+                let here = format!("{at}/{}", pointer_token(k));
+                match (x.get(k), y.get(k)) {
+                    (Some(u), Some(v)) => differences(u, v, &here, out),
+                    _ => out.push(here),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                differences(u, v, &format!("{at}/{i}"), out);
+            }
+        }
+        _ if a != b => out.push(at.to_owned()),
+        _ => {}
+    }
+}
+
+/// (pointer to the marked keyword, setting name) for every marked value in the file.
+fn marked_values(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::Object(marks)) = map.get("x-neardup-setting") {
+                for (keyword, setting) in marks {
+                    let setting = setting.as_str().expect("a setting name").to_owned();
+                    out.push((format!("{at}/{}", pointer_token(keyword)), setting));
+                }
+            }
+            for (k, v) in map {
+                marked_values(v, &format!("{at}/{}", pointer_token(k)), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                marked_values(v, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn a_server_on_the_shipped_configuration_serves_the_file_unchanged() {
+    let app = spawn_app().await;
+    let resp = app.get("/openapi.json").await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    let served: Value = resp.json().await.unwrap();
+    let mut diffs = Vec::new();
+    differences(spec(), &served, "", &mut diffs);
+    assert!(diffs.is_empty(), "served document differs at {diffs:?}");
+    // The file's marked values are the shipped configuration's.
+    let stats = app.get_json("/stats").await;
+    assert_eq!(
+        spec()["components"]["schemas"]["Threshold"]["minimum"],
+        stats["index"]["min_query_threshold"]
+    );
+}
+
+#[tokio::test]
+async fn the_served_document_differs_from_the_file_only_in_this_deployments_values() {
+    let mut settings = test_settings();
+    settings.index.threshold = 0.9;
+    settings.query.max_limit = 50;
+    settings.server.max_batch = 7;
+    settings.limits.max_text_bytes = 5000;
+    settings.auth.api_keys = vec![Secret::new("full-key")];
+    settings.auth.protect_metrics = false;
+    let app = spawn_app_with(settings).await;
+    let served: Value = app.get("/openapi.json").await.json().await.unwrap();
+    let stats = app
+        .client
+        .get(app.url("/stats"))
+        .bearer_auth("full-key")
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    let min = stats["index"]["min_query_threshold"].clone();
+    assert!(min.as_f64().unwrap() > 0.8, "{min}");
+    let mut marked = Vec::new();
+    marked_values(spec(), "", &mut marked);
+    assert!(marked.len() >= 4, "{marked:?}");
+    let mut expected: BTreeSet<String> = BTreeSet::new();
+    for (at, setting) in &marked {
+        let want = match setting.as_str() {
+            "index.min_query_threshold" => min.clone(),
+            "query.max_limit" => json!(50),
+            "server.max_batch" => json!(7),
+            "limits.max_text_bytes" => json!(5000),
+            other => panic!("a marker names an unknown setting {other}"),
+        };
+        assert_eq!(served.pointer(at), Some(&want), "{at} ({setting})");
+        expected.insert(at.clone());
+    }
+    // Keys are configured: the document requires them, but not for /metrics
+    // (auth.protect_metrics = false).
+    expected.insert("/security".into());
+    expected.insert("/paths/~1metrics/get/security".into());
+    let mut diffs = Vec::new();
+    differences(spec(), &served, "", &mut diffs);
+    let diffs: BTreeSet<String> = diffs.into_iter().collect();
+    assert_eq!(diffs, expected);
+    assert_eq!(served["security"], json!([{"bearerAuth": []}]));
+    assert_eq!(served["paths"]["/metrics"]["get"]["security"], json!([]));
 }

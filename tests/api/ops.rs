@@ -172,7 +172,16 @@ async fn metrics_are_openmetrics_text_with_the_expected_series() {
     let app = spawn_app().await;
     app.insert("probe", TEXT).await;
     app.similar("probe", None, None).await;
-    let resp = app.get("/metrics").await;
+    let resp = app
+        .client
+        .get(app.url("/metrics"))
+        .header(
+            "accept",
+            "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5",
+        )
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
     assert!(ct.starts_with("application/openmetrics-text"), "{ct}");
@@ -205,6 +214,28 @@ async fn metrics_are_openmetrics_text_with_the_expected_series() {
         assert!(text.contains(family), "missing {family:?}");
     }
     assert_eq!(metric_value(&text, "neardup_documents", &[]), Some(1.0));
+}
+
+#[tokio::test]
+async fn metrics_default_to_the_prometheus_text_format_for_other_clients() {
+    let app = spawn_app().await;
+    app.insert("probe", TEXT).await;
+    for accept in [None, Some("*/*"), Some("text/plain")] {
+        let mut req = app.client.get(app.url("/metrics"));
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+        assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8", "{accept:?}");
+        let text = resp.text().await.unwrap();
+        assert!(!text.contains("# EOF"), "{text}");
+        // Counter families are named after their `_total` samples.
+        assert!(text.contains("# TYPE neardup_http_requests_total counter\n"));
+        assert!(text.contains("# TYPE neardup_documents gauge\n"));
+        assert_eq!(metric_value(&text, "neardup_documents", &[]), Some(1.0));
+    }
 }
 
 #[tokio::test]
