@@ -681,3 +681,87 @@ fn the_cli_on_a_directory_uses_relative_paths_as_ids() {
     assert_eq!(groups[0]["ids"], json!(["a.txt", "news/2026/b.txt"]));
     assert_eq!(groups[0]["size"], 2);
 }
+
+/// `neardup_duplicate_scans_total{kind="groups"}`, 0 before the first scan.
+async fn groups_scans(app: &TestApp) -> f64 {
+    let text = app.get("/metrics").await.text().await.unwrap();
+    metric_value(
+        &text,
+        "neardup_duplicate_scans_total",
+        &[("kind", "groups")],
+    )
+    .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_page_whose_scan_outlasts_the_request_timeout_is_answered_503_then_from_the_cache() {
+    let mut settings = crate::helpers::test_settings();
+    settings.server.request_timeout_secs = 1;
+    let app = crate::helpers::spawn_app_with(settings).await;
+    // One family of 700 near-identical documents: 244,650 verified pairs,
+    // about 12 MB of NDJSON.
+    let vocab = vocabulary(91, 5000);
+    let base: Vec<&str> = (0..60)
+        .map(|i| vocab[(i * 7919) % vocab.len()].as_str())
+        .collect();
+    let docs: Vec<(String, String)> = (0..700)
+        .map(|i| {
+            let mut words = base.clone();
+            words.push(vocab[i % vocab.len()].as_str());
+            (format!("d{i:04}"), words.join(" "))
+        })
+        .collect();
+    load(&app, &docs).await;
+    assert_eq!(groups_scans(&app).await, 0.0);
+
+    // A pairs stream nobody reads holds the one scan permit (its scan
+    // blocks on the full channel), so the groups scan started below
+    // cannot finish within any request's timeout, however fast the machine.
+    let mut pairs = app
+        .client
+        .get(app.url("/duplicates/pairs"))
+        .header("accept", "application/x-ndjson")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pairs.status(), 200);
+    assert!(
+        pairs.chunk().await.unwrap().is_some(),
+        "the pairs scan started"
+    );
+
+    // Three concurrent first-page requests: all 503 with a pointer to when
+    // to come back; they share one scan, which is not cancelled.
+    let page = || app.get("/duplicates?limit=5");
+    let (a, b, c) = tokio::join!(page(), page(), page());
+    for resp in [a, b, c] {
+        let retry: u64 = resp.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(retry >= 1);
+        let problem = assert_problem(resp, 503).await;
+        assert_eq!(
+            problem["type"], "urn:neardup:problem:scan-in-progress",
+            "{problem}"
+        );
+        assert!(problem["request_id"].is_string(), "{problem}");
+    }
+    assert_eq!(groups_scans(&app).await, 0.0);
+    // The pairs client hangs up: its scan stops and the waiting groups scan runs.
+    drop(pairs);
+    let mut waited = 0;
+    while groups_scans(&app).await == 0.0 {
+        assert!(waited < 1500, "the groups scan never finished");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        waited += 1;
+    }
+    assert_eq!(groups_scans(&app).await, 1.0);
+    // The retry is answered from that scan's result, without scanning again.
+    let body = app.get_json("/duplicates?limit=5").await;
+    assert_eq!(body["total_groups"], 1, "{body}");
+    assert_eq!(body["total_members"], 700, "{body}");
+    assert!(body["next_cursor"].is_null(), "{body}");
+    assert_eq!(groups_scans(&app).await, 1.0, "one groups scan in all");
+}
