@@ -90,14 +90,39 @@ pub enum JournalEntry<'a> {
 /// next step, outside the lock. The engine itself does no I/O.
 pub trait Journal: Send + Sync {
     /// Record `entry`; returns a sequence number to wait on for durability.
-    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, String>;
+    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, JournalError>;
+}
+
+/// Why a journal refused or could not make durable a write: the journal's
+/// own error, kept whole (its source chain, the file it names) for the log,
+/// while the engine and the HTTP layer need only know that it was one.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(transparent)]
+pub struct JournalError(Arc<dyn std::error::Error + Send + Sync>);
+
+/// Two journal errors are equal when they are the same error.
+impl PartialEq for JournalError {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl JournalError {
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self(Arc::new(e))
+    }
+
+    /// The journal's error, if it is a `T`.
+    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
+        self.0.downcast_ref()
+    }
 }
 
 /// No journal: an in-memory engine (tests, benches, offline tools).
 pub struct NoJournal;
 
 impl Journal for NoJournal {
-    fn append(&self, _: JournalEntry<'_>) -> Result<u64, String> {
+    fn append(&self, _: JournalEntry<'_>) -> Result<u64, JournalError> {
         Ok(0)
     }
 }
@@ -140,7 +165,7 @@ pub enum EngineError {
     ThresholdOutOfRange(f64),
     /// The journal refused the write (e.g. the disk is full); nothing was applied.
     #[error("the write could not be logged: {0}")]
-    Journal(String),
+    Journal(#[source] JournalError),
     #[error(
         "threshold {value:?} is below {min}, the lowest this index finds with recall ≥ 0.99 \
          (it is tuned for {tuned}); restart with a lower index.threshold to query lower"

@@ -24,7 +24,8 @@ pub mod wal;
 
 use crate::config::{StorageSettings, WalFsync};
 use crate::engine::{
-    DocId, Engine, EngineError, Prepared, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
+    DocId, Engine, EngineError, JournalError, Prepared, Threshold, UniqueOutcome, WriteMode,
+    WriteOutcome,
 };
 use format::{Fingerprint, StoredRecord};
 use serde::Serialize;
@@ -62,6 +63,9 @@ pub enum PersistError {
     Unrecoverable(String),
     #[error("the write-ahead log failed earlier; writes are refused until a restart")]
     Poisoned,
+    /// The log ran out of space and another writer is retrying right now.
+    #[error("the write-ahead log is out of space; writes are refused until there is room")]
+    Stalled,
 }
 
 /// What a finished snapshot looks like, for `/stats` and `POST /admin/snapshot`.
@@ -187,7 +191,7 @@ impl Store {
     fn commit(&self, lsn: u64) -> Result<(), EngineError> {
         self.wal
             .commit(lsn)
-            .map_err(|e| EngineError::Journal(e.to_string()))
+            .map_err(|e| EngineError::Journal(JournalError::new(e)))
     }
 
     /// Insert or replace durably: returns once the log record is committed.

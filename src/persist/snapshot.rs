@@ -70,7 +70,27 @@ pub fn write(
 ) -> Result<(PathBuf, u64), PersistError> {
     let path = dir.join(snapshot_name(header.seq));
     let tmp = path.with_extension("bin.tmp");
-    let file = File::create(&tmp).map_err(io_err(&tmp))?;
+    match write_tmp(&tmp, header, records) {
+        Ok(bytes) => {
+            commit_rename(&tmp, &path)?;
+            Ok((path, bytes))
+        }
+        Err(e) => {
+            // A partial temporary (e.g. the disk filled up) must not keep
+            // its space: the log needs it.
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Write and fsync the whole snapshot to `tmp`; returns its length.
+fn write_tmp(
+    tmp: &Path,
+    header: &SnapshotHeader,
+    records: &[Arc<Record>],
+) -> Result<u64, PersistError> {
+    let file = File::create(tmp).map_err(io_err(tmp))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
     let hbytes =
         bincode::encode_to_vec(header, format::config()).expect("encoding to a Vec cannot fail");
@@ -79,7 +99,7 @@ pub fn write(
     head.extend_from_slice(&(hbytes.len() as u32).to_le_bytes());
     head.extend_from_slice(&hbytes);
     head.extend_from_slice(&crc32c::crc32c(&hbytes).to_le_bytes());
-    w.write_all(&head).map_err(io_err(&tmp))?;
+    w.write_all(&head).map_err(io_err(tmp))?;
     let mut body_crc = 0u32;
     let mut bytes = head.len() as u64;
     let mut frame = Vec::with_capacity(4096);
@@ -91,20 +111,18 @@ pub fn write(
         frame.clear();
         format::push_frame(&mut frame, &payload);
         body_crc = crc32c::crc32c_append(body_crc, &frame);
-        w.write_all(&frame).map_err(io_err(&tmp))?;
+        w.write_all(&frame).map_err(io_err(tmp))?;
         bytes += frame.len() as u64;
     }
     let mut trailer = Vec::with_capacity(20);
     trailer.extend_from_slice(END);
     trailer.extend_from_slice(&(records.len() as u64).to_le_bytes());
     trailer.extend_from_slice(&body_crc.to_le_bytes());
-    w.write_all(&trailer).map_err(io_err(&tmp))?;
+    w.write_all(&trailer).map_err(io_err(tmp))?;
     bytes += trailer.len() as u64;
-    let file = w.into_inner().map_err(|e| io_err(&tmp)(e.into_error()))?;
-    file.sync_all().map_err(io_err(&tmp))?;
-    drop(file);
-    commit_rename(&tmp, &path)?;
-    Ok((path, bytes))
+    let file = w.into_inner().map_err(|e| io_err(tmp)(e.into_error()))?;
+    file.sync_all().map_err(io_err(tmp))?;
+    Ok(bytes)
 }
 
 /// Read only the header (cheap: used to plan recovery).

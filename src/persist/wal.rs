@@ -12,15 +12,24 @@
 //! return without touching the disk. A kill -9 after `write` loses nothing
 //! (the data is in the page cache); fsync protects against power loss.
 //!
-//! If a write or fsync fails the log is poisoned: every later write is
-//! refused (503) until a restart re-reads the disk, because after a failed
-//! fsync nobody can say what reached it.
+//! **Failures.** A write that fails because the disk is full (ENOSPC,
+//! EDQUOT) leaves the file exactly as long as the bytes `write` reported, so
+//! the unwritten rest of the buffer is kept and the log *stalls*: the
+//! waiting commits fail (503), new appends are refused before anything is
+//! applied, and every later commit or append first retries the kept bytes.
+//! Once the disk has room the retry succeeds and the log goes on, with no
+//! restart: the records that were caught in the buffer become durable then
+//! (their requests were answered 503, which promises neither outcome). A
+//! crash while stalled leaves at most a torn final frame, which recovery
+//! drops. Any other write error, and any fsync error, poisons the log: every
+//! later write is refused until a restart re-reads the disk, because after a
+//! failed fsync nobody can say what reached it.
 
 use super::format::{self, Fingerprint, Frame, RecordRef, StoredRecord};
 use super::fsops::{io_err, list_numbered, sync_dir};
 use super::PersistError;
 use crate::config::WalFsync;
-use crate::engine::{Journal, JournalEntry};
+use crate::engine::{Journal, JournalEntry, JournalError};
 use bincode::{Decode, Encode};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -177,6 +186,10 @@ struct Segment {
     bytes: u64,
     /// Written since the last fsync (interval mode).
     dirty: bool,
+    /// Frames taken from `pending` whose write failed part way (disk
+    /// full): written before anything newer; `written` does not advance
+    /// until they are.
+    unwritten: Vec<u8>,
 }
 
 pub struct Wal {
@@ -192,6 +205,9 @@ pub struct Wal {
     /// Every LSN below this has been fsynced.
     synced: AtomicU64,
     poisoned: AtomicBool,
+    /// A write failed for lack of space; appends are refused until a retry
+    /// of the unwritten bytes succeeds (see the module docs).
+    stalled: AtomicBool,
     /// Bytes in segments before the open one.
     older_bytes: AtomicU64,
     pub counters: WalCounters,
@@ -219,6 +235,7 @@ impl Wal {
             written: AtomicU64::new(next_lsn),
             synced: AtomicU64::new(next_lsn),
             poisoned: AtomicBool::new(false),
+            stalled: AtomicBool::new(false),
             older_bytes: AtomicU64::new(older_bytes),
             counters: WalCounters::default(),
         })
@@ -278,8 +295,9 @@ impl Wal {
         Ok(())
     }
 
-    /// Write the buffered frames to the open segment; returns the new
-    /// `written` mark. Caller holds `io`.
+    /// Write the buffered frames (after any left unwritten by a failed
+    /// write) to the open segment; returns the new `written` mark. Caller
+    /// holds `io`.
     fn flush_pending(&self, seg: &mut Segment) -> Result<u64, PersistError> {
         let (buf, upto) = {
             let mut p = self.pending.lock().expect("wal lock");
@@ -289,19 +307,63 @@ impl Wal {
                 p.next_lsn,
             )
         };
-        if !buf.is_empty() {
-            seg.file
-                .write_all(&buf)
-                .map_err(|e| self.poison(&seg.path, e))?;
-            seg.bytes += buf.len() as u64;
-            seg.dirty = true;
-            self.counters
-                .bytes_written
-                .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        if seg.unwritten.is_empty() {
+            seg.unwritten = buf;
+        } else {
+            seg.unwritten.extend_from_slice(&buf);
+        }
+        let mut done = 0;
+        while done < seg.unwritten.len() {
+            match seg.file.write(&seg.unwritten[done..]) {
+                Ok(0) => {
+                    let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
+                    return Err(self.poison(&seg.path, e));
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if is_out_of_space(&e) => {
+                    // The file holds exactly the `done` bytes written: keep
+                    // the rest for the next try.
+                    self.account_written(seg, done);
+                    seg.unwritten.drain(..done);
+                    self.stalled.store(true, Ordering::Release);
+                    tracing::error!(path = %seg.path.display(), error = %e, "write-ahead log is out of space; writes are refused until there is room");
+                    return Err(PersistError::Io {
+                        path: seg.path.clone(),
+                        source: e,
+                    });
+                }
+                Err(e) => return Err(self.poison(&seg.path, e)),
+            }
+        }
+        self.account_written(seg, done);
+        seg.unwritten.clear();
+        if self.stalled.swap(false, Ordering::AcqRel) {
+            tracing::info!(path = %seg.path.display(), "write-ahead log has room again; writes resume");
         }
         self.counters.commits.fetch_add(1, Ordering::Relaxed);
         self.written.store(upto, Ordering::Release);
         Ok(upto)
+    }
+
+    fn account_written(&self, seg: &mut Segment, bytes: usize) {
+        if bytes == 0 {
+            return;
+        }
+        seg.bytes += bytes as u64;
+        seg.dirty = true;
+        self.counters
+            .bytes_written
+            .fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    /// While stalled: retry the unwritten bytes now (never waiting for
+    /// another thread's I/O); Ok once the log is writable again.
+    fn retry_stalled(&self) -> Result<(), PersistError> {
+        let Ok(mut seg) = self.io.try_lock() else {
+            return Err(PersistError::Stalled);
+        };
+        self.flush_pending(&mut seg).map(|_| ())
     }
 
     /// fsync what has been written; advances `synced`. Caller holds `io`.
@@ -396,10 +458,21 @@ impl Wal {
     }
 }
 
+/// The disk (or the user's quota) is full: a retry may succeed later.
+fn is_out_of_space(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
 impl Journal for Wal {
-    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, String> {
+    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, JournalError> {
         if self.poisoned.load(Ordering::Acquire) {
-            return Err(PersistError::Poisoned.to_string());
+            return Err(JournalError::new(PersistError::Poisoned));
+        }
+        if self.stalled.load(Ordering::Acquire) {
+            self.retry_stalled().map_err(JournalError::new)?;
         }
         let start = Instant::now();
         let op = match entry {
@@ -409,8 +482,8 @@ impl Journal for Wal {
         let lsn = {
             let mut p = self.pending.lock().expect("wal lock");
             let lsn = p.next_lsn;
-            let payload =
-                bincode::encode_to_vec((lsn, &op), format::config()).map_err(|e| e.to_string())?;
+            let payload = bincode::encode_to_vec((lsn, &op), format::config())
+                .expect("encoding to a Vec cannot fail");
             format::push_frame(&mut p.buf, &payload);
             p.next_lsn += 1;
             lsn
@@ -433,14 +506,25 @@ fn create_segment(
         start_lsn,
         fingerprint: fingerprint.clone(),
     });
-    let mut file = OpenOptions::new()
+    let created = OpenOptions::new()
         .create(true)
         .truncate(true)
         .write(true)
         .open(&path)
-        .map_err(io_err(&path))?;
-    file.write_all(&header).map_err(io_err(&path))?;
-    file.sync_all().map_err(io_err(&path))?;
+        .and_then(|mut file| {
+            file.write_all(&header)?;
+            file.sync_all()?;
+            Ok(file)
+        });
+    let file = match created {
+        Ok(file) => file,
+        Err(e) => {
+            // A half-written segment header (e.g. the disk is full) would
+            // stop the next start: remove it. The open segment is unchanged.
+            let _ = fs::remove_file(&path);
+            return Err(io_err(&path)(e));
+        }
+    };
     sync_dir(dir)?;
     Ok(Segment {
         file,
@@ -448,5 +532,6 @@ fn create_segment(
         start_lsn,
         bytes: header.len() as u64,
         dirty: false,
+        unwritten: Vec::new(),
     })
 }

@@ -6,6 +6,7 @@ mod helpers;
 mod auth;
 mod concurrency;
 mod crash;
+mod disk_full;
 mod documents;
 mod duplicates;
 mod errors;
