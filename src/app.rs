@@ -309,7 +309,7 @@ async fn recover(state: AppState, fatal: tokio::sync::oneshot::Sender<anyhow::Er
     let r = &store.recovery;
     tracing::info!(
         documents = r.documents,
-        snapshot = ?r.snapshot,
+        snapshot = r.snapshot.as_ref().map(|p| p.display().to_string()),
         replayed_records = r.replayed_records,
         torn_bytes_dropped = r.torn_bytes_dropped,
         seconds = r.seconds,

@@ -19,6 +19,9 @@ use std::path::{Path, PathBuf};
 /// The file read after the compiled-in defaults, relative to the working directory.
 pub const DEFAULT_CONFIG_FILE: &str = "config/default.toml";
 
+/// Environment variables `NEARDUP_<SECTION>__<KEY>` override every file.
+pub const ENV_PREFIX: &str = "NEARDUP_";
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
@@ -294,8 +297,11 @@ impl AuthSettings {
 pub enum ConfigError {
     #[error("configuration file {0} does not exist")]
     MissingFile(PathBuf),
+    /// A value that does not parse, or an unknown key: each names the key
+    /// (`section.key`) and where it came from (the file as given, or the
+    /// environment variable).
     #[error("invalid configuration: {0}")]
-    Load(#[from] Box<figment::Error>),
+    Load(String),
     #[error("invalid configuration: {0}")]
     Invalid(String),
     #[error("invalid configuration: {0}")]
@@ -305,14 +311,14 @@ pub enum ConfigError {
 impl Settings {
     /// Load all layers. `file` is the optional `--config FILE`.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
-        Self::load_from(
-            file,
-            Path::new(DEFAULT_CONFIG_FILE),
-            Env::prefixed("NEARDUP_"),
-        )
+        Self::load_from(file, Path::new(DEFAULT_CONFIG_FILE), ENV_PREFIX)
     }
 
-    fn load_from(file: Option<&Path>, default_file: &Path, env: Env) -> Result<Self, ConfigError> {
+    fn load_from(
+        file: Option<&Path>,
+        default_file: &Path,
+        env_prefix: &str,
+    ) -> Result<Self, ConfigError> {
         let mut figment = Figment::from(Serialized::defaults(Settings::default()));
         if default_file.exists() {
             figment = figment.merge(Toml::file_exact(default_file));
@@ -324,9 +330,12 @@ impl Settings {
             figment = figment.merge(Toml::file_exact(file));
         }
         let settings: Settings = figment
-            .merge(env.split("__").lowercase(true))
+            .merge(Env::prefixed(env_prefix).split("__").lowercase(true))
             .extract()
-            .map_err(Box::new)?;
+            .map_err(|e| {
+                let files: Vec<&Path> = [Some(default_file), file].into_iter().flatten().collect();
+                ConfigError::Load(describe(e, &files, env_prefix))
+            })?;
         settings.validate()?;
         Ok(settings)
     }
@@ -394,34 +403,73 @@ impl Settings {
     }
 }
 
+/// figment's errors in our words: the key as `section.key` (figment adds
+/// its profile, `default.`), the file as the user gave it (figment shows
+/// paths relative to the working directory), the environment variable by
+/// its full name.
+fn describe(errors: figment::Error, files: &[&Path], env_prefix: &str) -> String {
+    use figment::Source;
+    let given = |path: &Path| {
+        let canon = path.canonicalize().ok();
+        files
+            .iter()
+            .find(|f| f.canonicalize().ok() == canon || **f == path)
+            .map_or_else(|| path.display().to_string(), |f| f.display().to_string())
+    };
+    errors
+        .into_iter()
+        .map(|e| {
+            let key = e.path.join(".").to_lowercase();
+            let origin = match e.metadata.as_ref().and_then(|m| m.source.as_ref()) {
+                Some(Source::File(path)) => format!(" in {}", given(path)),
+                _ if e
+                    .metadata
+                    .as_ref()
+                    .is_some_and(|m| m.name.contains("environment")) =>
+                {
+                    format!(
+                        " in the environment variable {env_prefix}{}",
+                        e.path.join("__").to_uppercase()
+                    )
+                }
+                _ => String::new(),
+            };
+            if key.is_empty() {
+                format!("{}{origin}", e.kind)
+            } else {
+                format!("{key}{origin}: {}", e.kind)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::text::ShingleKind;
 
+    /// Load with `toml` as the `--config` file and `env` as environment
+    /// variables (names without the `NEARDUP_` prefix), in a figment `Jail`:
+    /// a temporary working directory and environment of its own, so tests
+    /// running in parallel never see each other's variables.
     fn load(toml: Option<&str>, env: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("c.toml");
-        if let Some(t) = toml {
-            std::fs::write(&file, t).unwrap();
-        }
-        // figment's Env reads the process environment; use a unique prefix per test.
-        let prefix = format!(
-            "NEARDUP_T{}_",
-            std::process::id() ^ (env.len() as u32 * 7919)
-        );
-        for (k, v) in env {
-            std::env::set_var(format!("{prefix}{k}"), v);
-        }
-        let out = Settings::load_from(
-            toml.map(|_| file.as_path()),
-            Path::new("/nonexistent/default.toml"),
-            Env::prefixed(&prefix),
-        );
-        for (k, _) in env {
-            std::env::remove_var(format!("{prefix}{k}"));
-        }
-        out
+        let mut out = None;
+        figment::Jail::expect_with(|jail| {
+            if let Some(t) = toml {
+                jail.create_file("c.toml", t)?;
+            }
+            for (k, v) in env {
+                jail.set_env(format!("{ENV_PREFIX}{k}"), v);
+            }
+            out = Some(Settings::load_from(
+                toml.map(|_| Path::new("c.toml")),
+                Path::new("no-default.toml"),
+                ENV_PREFIX,
+            ));
+            Ok(())
+        });
+        out.expect("the jail ran")
     }
 
     #[test]
@@ -500,6 +548,32 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("shingle.k"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_key_with_its_section_and_the_file_as_given() {
+        let e = load(Some("[index]\nthreshhold = 0.9\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("invalid configuration: index.threshhold in c.toml: unknown field"),
+            "{e}"
+        );
+        assert!(!e.contains("default."), "{e}");
+        let e = load(Some("[index]\nthreshold = 1.5\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "invalid configuration: index.threshold must be in (0, 1], got 1.5"
+        );
+        let e = load(None, &[("INDEX__NUM_PERM", "many")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("invalid configuration: index.num_perm in the environment variable NEARDUP_INDEX__NUM_PERM: invalid type"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -585,8 +659,7 @@ mod tests {
     #[test]
     fn the_shipped_default_file_parses_and_matches_the_compiled_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG_FILE);
-        let from_file =
-            Settings::load_from(None, &path, Env::prefixed("NEARDUP_UNUSED_PREFIX_")).unwrap();
+        let from_file = Settings::load_from(None, &path, "NEARDUP_UNUSED_PREFIX_").unwrap();
         assert_eq!(from_file, Settings::default());
     }
 }

@@ -25,7 +25,8 @@ enum Command {
     /// Deduplicate a JSON Lines file or a directory offline: groups (or
     /// pairs) as JSON Lines on stdout, progress and a summary on stderr.
     Dedup(neardup::cli::dedup::DedupArgs),
-    /// Print the effective configuration (all layers applied) as JSON and exit.
+    /// Print the effective configuration (all layers applied) as JSON, with
+    /// the derived LSH banding under "derived", and exit.
     PrintConfig,
     /// Exit 0 if the server answers GET /readyz with 200, else 1.
     Healthcheck {
@@ -62,7 +63,7 @@ async fn main() -> anyhow::Result<()> {
             std::process::exit(code);
         }
         Command::PrintConfig => {
-            println!("{}", serde_json::to_string_pretty(&settings)?);
+            println!("{}", serde_json::to_string_pretty(&effective(&settings)?)?);
             Ok(())
         }
         Command::Healthcheck { addr, live } => {
@@ -80,6 +81,22 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// Every setting, plus what the server derives from them (the LSH banding
+/// chosen for `index.threshold`) under `derived`, which is not a setting.
+fn effective(settings: &Settings) -> anyhow::Result<serde_json::Value> {
+    let bands = settings.validate()?.resolve_bands()?;
+    let mut out = serde_json::to_value(settings)?;
+    out["derived"] = serde_json::json!({
+        "index": {
+            "bands": bands.bands,
+            "rows": bands.rows,
+            "recall_at_threshold": bands.recall_at_threshold,
+            "min_query_threshold": bands.min_query_threshold,
+        }
+    });
+    Ok(out)
 }
 
 /// A minimal HTTP/1.1 GET with a 3 s budget; succeeds on status 200.

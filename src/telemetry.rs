@@ -1,5 +1,8 @@
 //! Structured logging with `tracing`: `RUST_LOG` wins over `log.level`;
-//! `log.format` picks JSON lines or human-readable output.
+//! `log.format` picks JSON lines or human-readable output. Logs go to
+//! stderr, with ANSI colours only when stderr is a terminal (a container
+//! log or a file gets plain text). Fields are values, never Rust `Debug`
+//! renderings: an absent value is left out, not written `None`.
 
 use crate::config::{LogFormat, LogSettings};
 use tracing_subscriber::{fmt, EnvFilter};
@@ -8,7 +11,12 @@ use tracing_subscriber::{fmt, EnvFilter};
 pub fn init(settings: &LogSettings) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.level));
-    let builder = fmt().with_env_filter(filter).with_target(true);
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = fmt()
+        .with_env_filter(filter)
+        .with_target(true)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
     match settings.format {
         LogFormat::Json => builder
             .json()

@@ -43,7 +43,7 @@ pub struct DedupArgs {
     #[arg(long)]
     pub pairs: bool,
     /// Exact Jaccard at or above which two documents are near-duplicates
-    /// (default: index.threshold; at least the index's lowest servable one).
+    /// (default: index.threshold); the offline index is tuned for it.
     #[arg(long)]
     pub threshold: Option<f64>,
     /// Smallest group written.
@@ -171,10 +171,15 @@ impl Problems {
 /// Run `neardup dedup`; returns the process exit code.
 pub fn run(settings: &Settings, args: &DedupArgs) -> anyhow::Result<i32> {
     let start = Instant::now();
-    let params = settings.validate()?;
-    let engine = Engine::new(params).context("invalid index parameters")?;
+    let mut params = settings.validate()?;
+    // The offline index lives for this run only: tune it for the threshold
+    // asked for (explicit index.bands/rows, if configured, still apply).
+    if let Some(t) = args.threshold {
+        params.threshold = t;
+    }
+    let engine = Engine::new(params).map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
     let threshold = engine
-        .threshold(args.threshold)
+        .threshold(None)
         .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
     let mut problems = Problems::default();
     let max_text = settings.limits.max_text_bytes;

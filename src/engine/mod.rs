@@ -168,7 +168,7 @@ pub enum EngineError {
     Journal(#[source] JournalError),
     #[error(
         "threshold {value:?} is below {min}, the lowest this index finds with recall ≥ 0.99 \
-         (it is tuned for {tuned}); restart with a lower index.threshold to query lower"
+         (its index.threshold is {tuned}); an index tuned for a lower index.threshold can be queried lower"
     )]
     ThresholdBelowTuned { value: f64, min: f64, tuned: f64 },
 }
@@ -217,6 +217,11 @@ pub struct MemoryStats {
     pub doc_map_bytes: usize,
     pub lsh_bytes: usize,
     pub total_bytes: usize,
+    /// What the index costs with no document in it (table shards and their
+    /// first buckets): part of `total_bytes`, not of `bytes_per_document`.
+    pub fixed_bytes: usize,
+    /// `(total_bytes - fixed_bytes) / documents`: the cost of one more
+    /// document, not skewed by the fixed part on a nearly empty index.
     pub bytes_per_document: f64,
 }
 
@@ -248,6 +253,8 @@ pub struct Engine {
     generation: AtomicU64,
     /// Striped by band key: serializes insert-if-unique calls that could see each other.
     unique_locks: unique::Stripes,
+    /// Heap bytes of the empty maps, measured at construction (memory report).
+    fixed_bytes: usize,
 }
 
 impl std::fmt::Debug for Engine {
@@ -263,12 +270,16 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     pub fn new(params: EngineParams) -> Result<Self, EngineParamsError> {
         let bands = params.resolve_bands()?;
+        let lsh = LshIndex::new(bands.bands, bands.rows, params.seed);
+        let docs = RecordTable::default();
+        let fixed_bytes = lsh.heap_bytes() + docs.heap_bytes();
         Ok(Self {
             tokenizer: Tokenizer::new(params.normalize, params.shingle, params.seed),
             minhasher: MinHasher::new(params.num_perm, params.seed),
-            lsh: LshIndex::new(bands.bands, bands.rows, params.seed),
+            lsh,
             ids: DashMap::with_shard_amount(ID_SHARDS),
-            docs: RecordTable::default(),
+            docs,
+            fixed_bytes,
             free_slots: SegQueue::new(),
             next_slot: AtomicU32::new(0),
             shingle_values: AtomicUsize::new(0),
@@ -664,10 +675,11 @@ impl Engine {
             doc_map_bytes,
             lsh_bytes,
             total_bytes,
+            fixed_bytes: self.fixed_bytes,
             bytes_per_document: if docs == 0 {
                 0.0
             } else {
-                total_bytes as f64 / docs as f64
+                total_bytes.saturating_sub(self.fixed_bytes) as f64 / docs as f64
             },
         }
     }

@@ -425,7 +425,7 @@ fn failed_item(id: Option<String>, e: ApiError) -> BatchItemOut {
     // 5xx (whose cause is logged).
     let problem = e.problem();
     if e.status().is_server_error() {
-        tracing::error!(error = %e, item = ?id, "batch item failed");
+        tracing::error!(error = %e, item = id.as_deref(), "batch item failed");
     }
     BatchItemOut {
         id,

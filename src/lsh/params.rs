@@ -35,11 +35,13 @@ pub struct BandParams {
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ParamsError {
-    #[error("threshold must be in (0, 1], got {0}")]
+    #[error("index.threshold must be in (0, 1], got {0}")]
     ThresholdOutOfRange(f64),
-    #[error("num_perm must be between 1 and 1024, got {0}")]
+    #[error("index.num_perm must be between 1 and 1024, got {0}")]
     NumPerm(usize),
-    #[error("bands ({bands}) × rows ({rows}) must be between 1 and num_perm ({num_perm})")]
+    #[error(
+        "index.bands ({bands}) × index.rows ({rows}) must be between 1 and index.num_perm ({num_perm})"
+    )]
     BandsTimesRows {
         bands: usize,
         rows: usize,

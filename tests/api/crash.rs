@@ -27,17 +27,18 @@ async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Server {
         .env("NEARDUP_LOG__FORMAT", "json")
         .env("RUST_LOG", "info")
         .env("NEARDUP_STORAGE__SNAPSHOT_INTERVAL_SECS", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     for (k, v) in extra_env {
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("the neardup binary starts");
-    let stdout = child.stdout.take().expect("piped stdout");
+    // Logs go to stderr.
+    let logs = child.stderr.take().expect("piped stderr");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut sent = false;
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in BufReader::new(logs).lines().map_while(Result::ok) {
             if !sent && line.contains("neardup listening") {
                 let v: Value = serde_json::from_str(&line).expect("json log line");
                 let _ = tx.send(v["addr"].as_str().expect("addr field").to_owned());

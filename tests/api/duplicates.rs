@@ -639,12 +639,44 @@ async fn the_cli_on_a_jsonl_file_matches_the_server_and_reports_bad_lines() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "clap refuses min-size 1");
     let out = neardup()
-        .args(["dedup", "--threshold", "0.1"])
+        .args(["dedup", "--threshold", "1.5"])
         .arg(&file)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("threshold"));
+    // Below the configured index's tuning: the offline index is tuned for
+    // the threshold asked for, and finds the pairs brute force finds.
+    let out = neardup()
+        .args(["dedup", "--pairs", "-q", "--threshold", "0.6"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let truth = brute_pairs(&docs, 0.6);
+    assert!(
+        truth.values().any(|&j| j < 0.76),
+        "the corpus has pairs below the default tuning"
+    );
+    let found = parse_lines(&out.stdout);
+    for p in &found {
+        let key = (
+            p["a"].as_str().unwrap().to_owned(),
+            p["b"].as_str().unwrap().to_owned(),
+        );
+        assert!((truth[&key] - p["jaccard"].as_f64().unwrap()).abs() < 1e-12);
+    }
+    assert!(
+        found.len() as f64 >= 0.97 * truth.len() as f64,
+        "{} of {}",
+        found.len(),
+        truth.len()
+    );
     let out = neardup()
         .args(["dedup", "/no/such/file.jsonl"])
         .output()

@@ -474,3 +474,75 @@ async fn the_grace_period_bounds_how_long_shutdown_waits() {
         "did not wait for the in-flight request: {waited:?}"
     );
 }
+
+#[test]
+fn print_config_shows_the_derived_banding_beside_the_settings() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .arg("print-config")
+        .env("NEARDUP_INDEX__THRESHOLD", "0.9")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(config["index"]["threshold"], 0.9);
+    assert_eq!(config["index"]["bands"], Value::Null, "not configured");
+    let derived = &config["derived"]["index"];
+    let (bands, rows) = expected_banding(0.9, 128);
+    assert_eq!(
+        (derived["bands"].clone(), derived["rows"].clone()),
+        (json!(bands), json!(rows))
+    );
+    assert!(f(&derived["recall_at_threshold"]) >= 0.99);
+    assert!(f(&derived["min_query_threshold"]) < 0.9);
+}
+
+/// Start the binary with `format` logs on a fresh data dir, read its log
+/// (stderr) until the index is restored, then stop it.
+fn startup_log(format: &str) -> String {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .env("NEARDUP_SERVER__BIND", "127.0.0.1:0")
+        .env("NEARDUP_STORAGE__DATA_DIR", dir.path())
+        .env("NEARDUP_LOG__FORMAT", format)
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = String::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        log.push_str(&line);
+        log.push('\n');
+        if line.contains("index restored") {
+            break;
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    log
+}
+
+#[test]
+fn logs_piped_to_a_file_have_no_colours_and_no_rust_debug_values() {
+    let pretty = startup_log("pretty");
+    assert!(pretty.contains("neardup listening"), "{pretty}");
+    assert!(
+        !pretty.contains('\u{1b}'),
+        "ANSI escapes in a pipe: {pretty:?}"
+    );
+    let json = startup_log("json");
+    for line in json.lines() {
+        let v: Value = serde_json::from_str(line).expect("every line is JSON");
+        let text = v.to_string();
+        for debug in ["\"None\"", "Some(", "\"()\""] {
+            assert!(!text.contains(debug), "Debug text {debug} in {text}");
+        }
+    }
+    assert!(json.contains("\"index restored; ready\""), "{json}");
+}
