@@ -453,6 +453,8 @@ mod tests {
     /// variables (names without the `NEARDUP_` prefix), in a figment `Jail`:
     /// a temporary working directory and environment of its own, so tests
     /// running in parallel never see each other's variables.
+    // The closure's error type is figment's own (`Jail::expect_with`).
+    #[allow(clippy::result_large_err)]
     fn load(toml: Option<&str>, env: &[(&str, &str)]) -> Result<Settings, ConfigError> {
         let mut out = None;
         figment::Jail::expect_with(|jail| {
