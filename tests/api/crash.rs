@@ -97,13 +97,17 @@ impl Server {
     }
 }
 
-/// The last acknowledged state of an id, and a write whose answer never came.
+/// The last acknowledged state of an id, and the states a write whose
+/// answer never came may have left.
 #[derive(Clone, Debug, Default)]
 struct IdState {
     /// `Some(text)` if stored, `None` if deleted (or never written).
     acked: Option<String>,
-    /// An unacknowledged write in flight when the process died.
-    pending: Option<Option<String>>,
+    /// The states an unacknowledged write in flight when the process died
+    /// may have left: one for a PUT or DELETE; for a batch, every version
+    /// of the id in it, because a concurrent commit may have made any
+    /// prefix of an unanswered batch durable.
+    pending: Vec<Option<String>>,
 }
 
 fn text_for(client: usize, n: u64) -> String {
@@ -137,9 +141,14 @@ async fn writer(
                     )
                 })
                 .collect();
-            for (id, text) in &items {
-                ids.lock().unwrap().entry(id.clone()).or_default().pending =
-                    Some(Some(text.clone()));
+            {
+                let mut map = ids.lock().unwrap();
+                for (id, _) in &items {
+                    map.entry(id.clone()).or_default().pending.clear();
+                }
+                for (id, text) in &items {
+                    map.get_mut(id).unwrap().pending.push(Some(text.clone()));
+                }
             }
             let docs: Vec<Value> = items
                 .iter()
@@ -162,7 +171,7 @@ async fn writer(
                 assert!(r["status"] == 200 || r["status"] == 201, "{r}");
                 let st = map.get_mut(id).unwrap();
                 st.acked = Some(text.clone());
-                st.pending = None;
+                st.pending.clear();
             }
             continue;
         }
@@ -173,7 +182,7 @@ async fn writer(
         } else {
             Some(text_for(client_no, n))
         };
-        ids.lock().unwrap().entry(id.clone()).or_default().pending = Some(next.clone());
+        ids.lock().unwrap().entry(id.clone()).or_default().pending = vec![next.clone()];
         let sent = match &next {
             None => http.delete(format!("{base}/documents/{id}")).send().await,
             Some(text) => {
@@ -189,7 +198,7 @@ async fn writer(
         let mut map = ids.lock().unwrap();
         let st = map.get_mut(&id).unwrap();
         st.acked = next;
-        st.pending = None;
+        st.pending.clear();
     }
 }
 
@@ -225,10 +234,9 @@ async fn verify(server: &Server, ids: &HashMap<String, IdState>) -> usize {
             "GET {id}: {}",
             resp.status()
         );
-        let allowed: Vec<&Option<String>> = match &st.pending {
-            None => vec![&st.acked],
-            Some(p) => vec![&st.acked, p],
-        };
+        let allowed: Vec<&Option<String>> = std::iter::once(&st.acked)
+            .chain(st.pending.iter())
+            .collect();
         let ok = if present {
             let mut whole = false;
             for text in allowed.iter().filter_map(|t| t.as_ref()) {
@@ -257,20 +265,21 @@ async fn settle(server: &Server, ids: &Mutex<HashMap<String, IdState>>) {
         .lock()
         .unwrap()
         .iter()
-        .filter(|(_, st)| st.pending.is_some())
+        .filter(|(_, st)| !st.pending.is_empty())
         .map(|(id, st)| (id.clone(), st.clone()))
         .collect();
     for (id, st) in ambiguous {
-        let pending = st.pending.clone().unwrap();
-        let actual = match (&st.acked, &pending) {
-            (Some(old), _) if holds_exactly(server, &id, old).await => Some(old.clone()),
-            (_, Some(new)) if holds_exactly(server, &id, new).await => Some(new.clone()),
-            _ => None,
-        };
+        let mut actual = None;
+        for text in std::iter::once(&st.acked).chain(&st.pending).flatten() {
+            if holds_exactly(server, &id, text).await {
+                actual = Some(text.clone());
+                break;
+            }
+        }
         let mut map = ids.lock().unwrap();
         let entry = map.get_mut(&id).unwrap();
         entry.acked = actual;
-        entry.pending = None;
+        entry.pending.clear();
     }
 }
 
