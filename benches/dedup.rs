@@ -11,7 +11,7 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use neardup::engine::{DocId, Engine, EngineParams, NoJournal, UniqueOutcome, WriteMode};
+use neardup::engine::{DocId, Engine, NoJournal, UniqueOutcome, ValidParams, WriteMode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -47,7 +47,7 @@ fn twin(n: usize) -> String {
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     ENGINE.get_or_init(|| {
-        let e = Engine::new(EngineParams::default()).unwrap();
+        let e = Engine::new(ValidParams::default());
         (0..DOCS).into_par_iter().for_each(|n| {
             let put = |id: String, text: &str| {
                 let doc = e.prepare(text).unwrap();

@@ -23,7 +23,7 @@
 //! ```
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use neardup::engine::{DocId, Engine, EngineParams, Record, WriteMode};
+use neardup::engine::{DocId, Engine, Record, ValidParams, WriteMode};
 use neardup::jaccard;
 use neardup::lsh::{BandParams, LshIndex};
 use neardup::minhash::{Kernel, MinHasher};
@@ -232,7 +232,7 @@ fn sample() -> &'static [SampleDoc] {
 }
 
 fn engine() -> Engine {
-    Engine::new(EngineParams::default()).expect("defaults are valid")
+    Engine::new(ValidParams::default())
 }
 
 // ------------------------------------------------------- the 100k index --
@@ -282,8 +282,8 @@ fn world() -> &'static World {
             .collect();
         let built = started.elapsed();
         let records = engine.records();
-        let bands = engine.band_params();
-        let lsh = LshIndex::new(bands.bands, bands.rows, engine.params().seed);
+        let bands = engine.bands();
+        let lsh = LshIndex::new(bands.bands, bands.rows, engine.params().index.seed);
         let mut slot_of = std::collections::HashMap::new();
         for (slot, r) in records.iter().enumerate() {
             lsh.insert(slot as u32, r.signature());

@@ -15,7 +15,7 @@
 //! (snapshot + the log written during the snapshot).
 
 use neardup::config::{StorageSettings, WalFsync};
-use neardup::engine::{DocId, Engine, EngineParams, WriteMode};
+use neardup::engine::{DocId, Engine, ValidParams, WriteMode};
 use neardup::persist::Store;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
@@ -41,7 +41,7 @@ fn settings(dir: &std::path::Path, fsync: WalFsync) -> StorageSettings {
 }
 
 fn open(dir: &std::path::Path, fsync: WalFsync) -> Store {
-    let engine = Arc::new(Engine::new(EngineParams::default()).unwrap());
+    let engine = Arc::new(Engine::new(ValidParams::default()));
     Store::open(engine, &settings(dir, fsync)).expect("store opens")
 }
 

@@ -165,11 +165,16 @@ fn main() {
     let args = args();
     let texts = load(&args.file);
     let params = EngineParams::default();
-    let engine = Engine::new(params.clone()).expect("default parameters are valid");
+    let engine = Engine::new(
+        params
+            .clone()
+            .validate()
+            .expect("default parameters are valid"),
+    );
     // The same components the engine builds from its parameters, for the
     // per-phase breakdown.
-    let tokenizer = Tokenizer::new(params.normalize, params.shingle, params.seed);
-    let minhasher = MinHasher::new(params.num_perm, params.seed);
+    let tokenizer = Tokenizer::new(params.normalize, params.shingle, params.index.seed);
+    let minhasher = MinHasher::new(params.index.num_perm, params.index.seed);
 
     // Inputs of each phase, computed once outside the clock; also the check
     // that the phases compose to what the engine produces.
@@ -215,7 +220,7 @@ fn main() {
                 .map(|p| black_box(p).signature().len())
                 .sum::<usize>();
         }));
-        assert_eq!(signed, docs * params.num_perm * args.repeat);
+        assert_eq!(signed, docs * params.index.num_perm * args.repeat);
         match peer
             .as_mut()
             .map(|p| p.as_mut().map_err(|e| e.clone())?.round())
@@ -232,7 +237,7 @@ fn main() {
     let total = median(&ours);
 
     // The same pipeline into reused buffers: no allocation per document.
-    let mut sig = vec![0u32; params.num_perm];
+    let mut sig = vec![0u32; params.index.num_perm];
     let reused = best_of(texts.len(), args.repeat, |r| {
         for t in &texts[r] {
             if let Ok(h) = tokenizer.hashes(black_box(t), &mut scratch) {

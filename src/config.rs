@@ -5,10 +5,15 @@
 //! variables `NEARDUP_<SECTION>__<KEY>` (e.g. `NEARDUP_INDEX__THRESHOLD=0.9`,
 //! `NEARDUP_SERVER__BIND=127.0.0.1:9000`; lists as arrays,
 //! `NEARDUP_AUTH__API_KEYS='["k1","k2"]'`). Unknown keys are errors, so a
-//! typo never silently falls back to a default. [`Settings::validate`] runs
-//! before anything starts and resolves the engine parameters.
+//! typo never silently falls back to a default.
+//!
+//! [`Settings`] is what the layers say; [`Config`] is settings checked once
+//! ([`Settings::validate`], which [`Settings::load`] runs), holding what
+//! they resolve to: the listen address and the engine's parameters with
+//! their LSH banding. Everything that starts (the server, the offline
+//! command) takes a `Config`, so nothing validates twice.
 
-use crate::engine::{EngineParams, EngineParamsError};
+use crate::engine::{EngineParams, EngineParamsError, IndexParams, ValidParams};
 use crate::text::{NormalizeOptions, ShingleOptions};
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
@@ -26,7 +31,7 @@ pub const ENV_PREFIX: &str = "NEARDUP_";
 #[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub server: ServerSettings,
-    pub index: IndexSettings,
+    pub index: IndexParams,
     pub shingle: ShingleOptions,
     pub normalize: NormalizeOptions,
     pub query: QuerySettings,
@@ -63,31 +68,6 @@ impl Default for ServerSettings {
             request_timeout_secs: 30,
             shutdown_grace_secs: 10,
             max_concurrent_requests: 512,
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct IndexSettings {
-    pub num_perm: usize,
-    pub seed: u64,
-    pub threshold: f64,
-    pub bands: Option<usize>,
-    pub rows: Option<usize>,
-    pub max_candidates: usize,
-}
-
-impl Default for IndexSettings {
-    fn default() -> Self {
-        let p = EngineParams::default();
-        Self {
-            num_perm: p.num_perm,
-            seed: p.seed,
-            threshold: p.threshold,
-            bands: p.bands,
-            rows: p.rows,
-            max_candidates: p.max_candidates,
         }
     }
 }
@@ -308,9 +288,48 @@ pub enum ConfigError {
     Engine(#[from] EngineParamsError),
 }
 
+/// Settings checked once, with what they resolve to. Dereferences to the
+/// [`Settings`] it was made from.
+#[derive(Clone, Debug)]
+pub struct Config {
+    settings: Settings,
+    bind: SocketAddr,
+    engine: ValidParams,
+}
+
+impl std::ops::Deref for Config {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl Config {
+    /// The listen address (`server.bind`).
+    pub fn bind_addr(&self) -> SocketAddr {
+        self.bind
+    }
+
+    /// The default index's recipe, parameters and banding.
+    pub fn engine(&self) -> &ValidParams {
+        &self.engine
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl TryFrom<Settings> for Config {
+    type Error = ConfigError;
+    fn try_from(settings: Settings) -> Result<Self, ConfigError> {
+        settings.validate()
+    }
+}
+
 impl Settings {
-    /// Load all layers. `file` is the optional `--config FILE`.
-    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+    /// Load all layers and validate. `file` is the optional `--config FILE`.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
         Self::load_from(file, Path::new(DEFAULT_CONFIG_FILE), ENV_PREFIX)
     }
 
@@ -318,7 +337,7 @@ impl Settings {
         file: Option<&Path>,
         default_file: &Path,
         env_prefix: &str,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Config, ConfigError> {
         let mut figment = Figment::from(Serialized::defaults(Settings::default()));
         if default_file.exists() {
             figment = figment.merge(Toml::file_exact(default_file));
@@ -336,13 +355,18 @@ impl Settings {
                 let files: Vec<&Path> = [Some(default_file), file].into_iter().flatten().collect();
                 ConfigError::Load(describe(e, &files, env_prefix))
             })?;
-        settings.validate()?;
-        Ok(settings)
+        settings.validate()
     }
 
-    /// Check every value; resolves the engine parameters on the way.
-    pub fn validate(&self) -> Result<EngineParams, ConfigError> {
-        self.bind_addr()?;
+    /// Check every value, resolving the listen address and the engine
+    /// parameters on the way.
+    pub fn validate(self) -> Result<Config, ConfigError> {
+        let bind = self.server.bind.parse().map_err(|e| {
+            ConfigError::Invalid(format!(
+                "server.bind {:?} is not an address like 0.0.0.0:8080: {e}",
+                self.server.bind
+            ))
+        })?;
         let invalid = |m: &str| Err(ConfigError::Invalid(m.to_owned()));
         if self.server.max_body_bytes < 1024 {
             return invalid("server.max_body_bytes must be at least 1024");
@@ -375,30 +399,20 @@ impl Settings {
             return invalid("storage.wal_fsync_interval_ms must be at least 1");
         }
         self.auth.validate()?;
-        let params = self.engine_params();
-        params.resolve_bands()?;
-        Ok(params)
-    }
-
-    pub fn bind_addr(&self) -> Result<SocketAddr, ConfigError> {
-        self.server.bind.parse().map_err(|e| {
-            ConfigError::Invalid(format!(
-                "server.bind {:?} is not an address like 0.0.0.0:8080: {e}",
-                self.server.bind
-            ))
+        let engine = self.engine_params().validate()?;
+        Ok(Config {
+            settings: self,
+            bind,
+            engine,
         })
     }
 
+    /// The default index's recipe and parameters, as configured.
     pub fn engine_params(&self) -> EngineParams {
         EngineParams {
             normalize: self.normalize,
             shingle: self.shingle,
-            num_perm: self.index.num_perm,
-            seed: self.index.seed,
-            threshold: self.index.threshold,
-            bands: self.index.bands,
-            rows: self.index.rows,
-            max_candidates: self.index.max_candidates,
+            index: self.index.clone(),
         }
     }
 }
@@ -455,7 +469,7 @@ mod tests {
     /// running in parallel never see each other's variables.
     // The closure's error type is figment's own (`Jail::expect_with`).
     #[allow(clippy::result_large_err)]
-    fn load(toml: Option<&str>, env: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+    fn load(toml: Option<&str>, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
         let mut out = None;
         figment::Jail::expect_with(|jail| {
             if let Some(t) = toml {
@@ -662,6 +676,6 @@ mod tests {
     fn the_shipped_default_file_parses_and_matches_the_compiled_defaults() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(DEFAULT_CONFIG_FILE);
         let from_file = Settings::load_from(None, &path, "NEARDUP_UNUSED_PREFIX_").unwrap();
-        assert_eq!(from_file, Settings::default());
+        assert_eq!(*from_file, Settings::default());
     }
 }

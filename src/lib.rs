@@ -25,3 +25,4 @@ pub mod minhash;
 pub mod persist;
 pub mod telemetry;
 pub mod text;
+pub mod wire;

@@ -4,7 +4,7 @@
 
 use clap::{Parser, Subcommand};
 use neardup::app::{shutdown_signal, App};
-use neardup::config::Settings;
+use neardup::config::{Config, Settings};
 use std::path::PathBuf;
 
 /// Near-duplicate text detection service.
@@ -42,7 +42,7 @@ enum Command {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let settings = match Settings::load(cli.config.as_deref()) {
+    let config = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("neardup: {e}");
@@ -51,25 +51,25 @@ async fn main() -> anyhow::Result<()> {
     };
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
-            neardup::telemetry::init(&settings.log);
-            let app = App::build(settings).await?;
+            neardup::telemetry::init(&config.log);
+            let app = App::build(config).await?;
             app.run_until_stopped(shutdown_signal()).await
         }
         Command::Dedup(args) => {
-            let code = neardup::cli::dedup::run(&settings, &args).unwrap_or_else(|e| {
+            let code = neardup::cli::dedup::run(&config, &args).unwrap_or_else(|e| {
                 eprintln!("neardup dedup: {e:#}");
                 2
             });
             std::process::exit(code);
         }
         Command::PrintConfig => {
-            println!("{}", serde_json::to_string_pretty(&effective(&settings)?)?);
+            println!("{}", serde_json::to_string_pretty(&effective(&config)?)?);
             Ok(())
         }
         Command::Healthcheck { addr, live } => {
             let addr = match addr {
                 Some(a) => a,
-                None => format!("127.0.0.1:{}", settings.bind_addr()?.port()),
+                None => format!("127.0.0.1:{}", config.bind_addr().port()),
             };
             let path = if live { "/healthz" } else { "/readyz" };
             match probe(&addr, path) {
@@ -85,9 +85,9 @@ async fn main() -> anyhow::Result<()> {
 
 /// Every setting, plus what the server derives from them (the LSH banding
 /// chosen for `index.threshold`) under `derived`, which is not a setting.
-fn effective(settings: &Settings) -> anyhow::Result<serde_json::Value> {
-    let bands = settings.validate()?.resolve_bands()?;
-    let mut out = serde_json::to_value(settings)?;
+fn effective(config: &Config) -> anyhow::Result<serde_json::Value> {
+    let bands = config.engine().bands();
+    let mut out = serde_json::to_value(config.settings())?;
     out["derived"] = serde_json::json!({
         "index": {
             "bands": bands.bands,

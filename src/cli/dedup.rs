@@ -13,9 +13,9 @@
 //! reported on stderr with its line number or path and skipped. Progress
 //! goes to stderr: a bar on a terminal, a line every few seconds otherwise.
 
-use crate::config::Settings;
+use crate::config::Config;
 use crate::engine::{DocId, Engine, EngineError, Groups, Prepared, Threshold, WriteMode};
-use crate::http::dto::{GroupOut, PairOut};
+use crate::wire::{GroupOut, PairOut};
 use anyhow::Context;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
@@ -169,20 +169,26 @@ impl Problems {
 }
 
 /// Run `neardup dedup`; returns the process exit code.
-pub fn run(settings: &Settings, args: &DedupArgs) -> anyhow::Result<i32> {
+pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let start = Instant::now();
-    let mut params = settings.validate()?;
     // The offline index lives for this run only: tune it for the threshold
     // asked for (explicit index.bands/rows, if configured, still apply).
-    if let Some(t) = args.threshold {
-        params.threshold = t;
-    }
-    let engine = Engine::new(params).map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
+    let params = match args.threshold {
+        None => config.engine().clone(),
+        Some(t) => {
+            let mut params = config.engine_params();
+            params.index.threshold = t;
+            params
+                .validate()
+                .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?
+        }
+    };
+    let engine = Engine::new(params);
     let threshold = engine
         .threshold(None)
         .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
     let mut problems = Problems::default();
-    let max_text = settings.limits.max_text_bytes;
+    let max_text = config.limits.max_text_bytes;
     if args.input.is_dir() {
         load_directory(&engine, &args.input, max_text, args.quiet, &mut problems)?;
     } else {

@@ -42,7 +42,7 @@ impl Engine {
         let placed: Vec<(Slot, Arc<Record>)> = records
             .into_iter()
             .map(|record| {
-                debug_assert_eq!(record.signature().len(), self.params.num_perm);
+                debug_assert_eq!(record.signature().len(), self.params().index.num_perm);
                 let record = Arc::new(record);
                 let slot = self.alloc_slot();
                 self.account(&record, true);
@@ -75,7 +75,7 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use crate::engine::{DocId, Engine, EngineParams, Record, WriteMode};
+    use crate::engine::{DocId, Engine, Record, ValidParams, WriteMode};
 
     fn record(e: &Engine, id: &str, text: &str) -> Record {
         let p = e.prepare(text).unwrap();
@@ -87,8 +87,8 @@ mod tests {
 
     #[test]
     fn a_restored_batch_answers_like_inserted_documents() {
-        let bulk = Engine::new(EngineParams::default()).unwrap();
-        let one = Engine::new(EngineParams::default()).unwrap();
+        let bulk = Engine::new(ValidParams::default());
+        let one = Engine::new(ValidParams::default());
         bulk.reserve(4);
         bulk.restore_batch(vec![
             record(&bulk, "a", A),
@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn a_later_record_with_the_same_id_replaces_the_earlier() {
-        let e = Engine::new(EngineParams::default()).unwrap();
+        let e = Engine::new(ValidParams::default());
         e.restore_batch(vec![record(&e, "x", A), record(&e, "q", A)]);
         e.restore_batch(vec![
             record(&e, "x", B),

@@ -20,8 +20,8 @@
 //! valid (ids, best matches) even if a member is deleted afterwards; the
 //! memory held is that of the duplicates only, never of the whole corpus.
 
+use super::query::Verdict;
 use super::{Engine, Record, Threshold};
-use crate::jaccard;
 use crate::lsh::index::Slot;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -207,18 +207,17 @@ impl Engine {
             slots.sort_unstable();
             slots.dedup();
             for &other in &slots {
-                let Some(peer) = self.docs.get(&other).map(|r| Arc::clone(&r)) else {
-                    continue;
+                let (peer, j) = match self.verify(record.shingles(), other, t) {
+                    Verdict::Missing => continue,
+                    Verdict::Below(_) | Verdict::Stale => {
+                        verified += 1;
+                        continue;
+                    }
+                    Verdict::Match(peer, j) => {
+                        verified += 1;
+                        (peer, j)
+                    }
                 };
-                verified += 1;
-                let (na, nb) = (record.shingles().len(), peer.shingles().len());
-                if jaccard::upper_bound(na, nb) < t {
-                    continue;
-                }
-                let j = jaccard::overlap(record.shingles(), peer.shingles()).jaccard();
-                if j < t || !self.is_current(&peer, other) {
-                    continue;
-                }
                 let edge = if record.id() < peer.id() {
                     Edge {
                         a: Arc::clone(&record),

@@ -1,6 +1,7 @@
 //! Whole-index scans and insert-if-unique against brute force.
 
 use super::*;
+use crate::jaccard;
 use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -8,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
 
 fn engine() -> Engine {
-    Engine::new(EngineParams::default()).unwrap()
+    Engine::new(ValidParams::default())
 }
 
 fn words(rng: &mut StdRng, n: usize, vocab: u32) -> Vec<u32> {

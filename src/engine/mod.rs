@@ -33,21 +33,26 @@
 mod bulk;
 mod dedup;
 mod id;
+mod journal;
+mod memory;
 mod params;
+mod query;
 mod record;
 mod unique;
 
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use id::{DocId, IdError, MAX_ID_BYTES};
-pub use params::{EngineParams, EngineParamsError, MAX_SHINGLE_K};
+pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
+pub use memory::MemoryStats;
+pub use params::{EngineParams, EngineParamsError, IndexParams, ValidParams, MAX_SHINGLE_K};
+pub use query::{Comparison, Match, QueryOutcome, Threshold};
 pub use record::Record;
-use record::{malloc_block, RecordTable};
+use record::RecordTable;
 pub use unique::UniqueOutcome;
 
-use crate::jaccard::{self, Overlap};
 use crate::lsh::index::Slot;
 use crate::lsh::{BandParams, LshIndex};
-use crate::minhash::{self, MinHasher};
+use crate::minhash::MinHasher;
 use crate::text::{ShingleSet, TextError, Tokenizer};
 use crossbeam_queue::SegQueue;
 use dashmap::mapref::entry::Entry;
@@ -77,56 +82,6 @@ impl Prepared {
     }
 }
 
-/// A write as the journal sees it: enough to replay it without re-signing.
-#[derive(Debug, Clone, Copy)]
-pub enum JournalEntry<'a> {
-    Upsert(&'a Record),
-    Delete(&'a str),
-}
-
-/// A write-ahead log the engine appends to *under the id's entry lock*, so
-/// the log order of writes to one id is the order they were applied in.
-/// `append` must be quick (buffer the entry); durability is the caller's
-/// next step, outside the lock. The engine itself does no I/O.
-pub trait Journal: Send + Sync {
-    /// Record `entry`; returns a sequence number to wait on for durability.
-    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, JournalError>;
-}
-
-/// Why a journal refused or could not make durable a write: the journal's
-/// own error, kept whole (its source chain, the file it names) for the log,
-/// while the engine and the HTTP layer need only know that it was one.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error(transparent)]
-pub struct JournalError(Arc<dyn std::error::Error + Send + Sync>);
-
-/// Two journal errors are equal when they are the same error.
-impl PartialEq for JournalError {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl JournalError {
-    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
-        Self(Arc::new(e))
-    }
-
-    /// The journal's error, if it is a `T`.
-    pub fn downcast_ref<T: std::error::Error + 'static>(&self) -> Option<&T> {
-        self.0.downcast_ref()
-    }
-}
-
-/// No journal: an in-memory engine (tests, benches, offline tools).
-pub struct NoJournal;
-
-impl Journal for NoJournal {
-    fn append(&self, _: JournalEntry<'_>) -> Result<u64, JournalError> {
-        Ok(0)
-    }
-}
-
 /// How an insert treats an id that already exists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteMode {
@@ -140,16 +95,6 @@ pub enum WriteMode {
 pub enum WriteOutcome {
     Created,
     Replaced,
-}
-
-/// A query threshold checked against what the index is tuned for.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Threshold(f64);
-
-impl Threshold {
-    pub fn value(self) -> f64 {
-        self.0
-    }
 }
 
 /// Errors of engine operations, each carrying what the caller needs to explain it.
@@ -173,66 +118,19 @@ pub enum EngineError {
     ThresholdBelowTuned { value: f64, min: f64, tuned: f64 },
 }
 
-/// One verified near-duplicate.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Match {
-    pub id: DocId,
-    /// Exact Jaccard similarity of the shingle sets.
-    pub jaccard: f64,
-    /// MinHash estimate (fraction of equal signature slots).
-    pub estimate: f64,
-}
-
-/// The answer to a similarity query, with the work it took.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct QueryOutcome {
-    /// Sorted by Jaccard descending, then id; at most `limit`.
-    pub matches: Vec<Match>,
-    /// Distinct candidates the LSH index proposed (the queried document excluded).
-    pub candidates: usize,
-    /// Candidates whose exact Jaccard fell below the threshold.
-    pub rejected: usize,
-    /// True when the candidate list hit `max_candidates` and was cut.
-    pub truncated: bool,
-}
-
-/// `GET /compare`: both scores and the raw counts.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Comparison {
-    pub jaccard: f64,
-    pub estimate: f64,
-    pub overlap: Overlap,
-}
-
-/// Approximate heap use by component, for `/stats`.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
-pub struct MemoryStats {
-    pub shingles_bytes: usize,
-    pub signatures_bytes: usize,
-    pub ids_bytes: usize,
-    pub metadata_bytes: usize,
-    /// Record headers, `Arc` counts and allocator rounding (estimated).
-    pub records_overhead_bytes: usize,
-    pub id_map_bytes: usize,
-    pub doc_map_bytes: usize,
-    pub lsh_bytes: usize,
-    pub total_bytes: usize,
-    /// What the index costs with no document in it (table shards and their
-    /// first buckets): part of `total_bytes`, not of `bytes_per_document`.
-    pub fixed_bytes: usize,
-    /// `(total_bytes - fixed_bytes) / documents`: the cost of one more
-    /// document, not skewed by the fixed part on a nearly empty index.
-    pub bytes_per_document: f64,
-}
-
 /// Shards of the `ids` map: scans (snapshots, `records()`) hold one shard's
 /// read lock at a time, so more shards mean shorter writer stalls.
 const ID_SHARDS: usize = 64;
 
+/// The owner of every map of one index (see the module docs for the
+/// locks and the invariants).
 pub struct Engine {
-    params: EngineParams,
-    bands: BandParams,
+    /// The recipe, the index parameters and the banding they resolve to;
+    /// fixed for the engine's life (a different recipe is a new engine).
+    params: ValidParams,
+    /// Normalizes and shingles texts by the recipe.
     tokenizer: Tokenizer,
+    /// Signs shingle sets: `num_perm` seeded permutations.
     minhasher: MinHasher,
     /// id → slot; the per-id write serialization point (see module docs).
     /// Default SipHash: ids come from clients, so the hasher must resist flooding.
@@ -260,22 +158,22 @@ pub struct Engine {
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Engine")
-            .field("params", &self.params)
-            .field("bands", &self.bands)
+            .field("params", self.params())
+            .field("bands", self.bands())
             .field("documents", &self.len())
             .finish()
     }
 }
 
 impl Engine {
-    pub fn new(params: EngineParams) -> Result<Self, EngineParamsError> {
-        let bands = params.resolve_bands()?;
-        let lsh = LshIndex::new(bands.bands, bands.rows, params.seed);
+    pub fn new(valid: ValidParams) -> Self {
+        let (params, bands) = (valid.params(), valid.bands());
+        let lsh = LshIndex::new(bands.bands, bands.rows, params.index.seed);
         let docs = RecordTable::default();
         let fixed_bytes = lsh.heap_bytes() + docs.heap_bytes();
-        Ok(Self {
-            tokenizer: Tokenizer::new(params.normalize, params.shingle, params.seed),
-            minhasher: MinHasher::new(params.num_perm, params.seed),
+        Self {
+            tokenizer: Tokenizer::new(params.normalize, params.shingle, params.index.seed),
+            minhasher: MinHasher::new(params.index.num_perm, params.index.seed),
             lsh,
             ids: DashMap::with_shard_amount(ID_SHARDS),
             docs,
@@ -287,17 +185,17 @@ impl Engine {
             metadata_bytes: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             unique_locks: unique::Stripes::new(),
-            params,
-            bands,
-        })
+            params: valid,
+        }
     }
 
     pub fn params(&self) -> &EngineParams {
-        &self.params
+        self.params.params()
     }
 
-    pub fn band_params(&self) -> &BandParams {
-        &self.bands
+    /// The banding (b, r) and what it finds at and below the threshold.
+    pub fn bands(&self) -> &BandParams {
+        self.params.bands()
     }
 
     /// Changes whenever a write is applied: equal values mean the same contents.
@@ -323,24 +221,6 @@ impl Engine {
             shingles,
             signature,
         })
-    }
-
-    /// Check a query threshold against the range this index serves.
-    pub fn threshold(&self, value: Option<f64>) -> Result<Threshold, EngineError> {
-        let Some(value) = value else {
-            return Ok(Threshold(self.params.threshold));
-        };
-        if !(value > 0.0 && value <= 1.0) {
-            return Err(EngineError::ThresholdOutOfRange(value));
-        }
-        if value < self.bands.min_query_threshold {
-            return Err(EngineError::ThresholdBelowTuned {
-                value,
-                min: self.bands.min_query_threshold,
-                tuned: self.params.threshold,
-            });
-        }
-        Ok(Threshold(value))
     }
 
     fn alloc_slot(&self) -> Slot {
@@ -479,133 +359,6 @@ impl Engine {
         self.docs.get(&slot).map(|r| Arc::clone(&r))
     }
 
-    /// Near-duplicates of the stored document `id` (never `id` itself).
-    pub fn similar_to_id(
-        &self,
-        id: &str,
-        threshold: Threshold,
-        limit: usize,
-    ) -> Result<QueryOutcome, EngineError> {
-        let record = self
-            .get(id)
-            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
-        Ok(self.query(
-            record.shingles(),
-            record.signature(),
-            Some(id),
-            threshold,
-            limit,
-        ))
-    }
-
-    /// Near-duplicates of an unstored document; `exclude` skips one id.
-    pub fn similar_to(
-        &self,
-        doc: &Prepared,
-        exclude: Option<&str>,
-        threshold: Threshold,
-        limit: usize,
-    ) -> QueryOutcome {
-        self.query(
-            doc.shingles.as_slice(),
-            &doc.signature,
-            exclude,
-            threshold,
-            limit,
-        )
-    }
-
-    fn query(
-        &self,
-        shingles: &[u32],
-        signature: &[u32],
-        exclude: Option<&str>,
-        threshold: Threshold,
-        limit: usize,
-    ) -> QueryOutcome {
-        let cap = self.params.max_candidates;
-        // The queried document never counts against the cap.
-        let own_slot = exclude.and_then(|id| self.ids.get(id).map(|s| *s));
-        let mut slots = Vec::with_capacity(self.bands.bands * 2);
-        let complete = self.lsh.candidates(
-            signature,
-            &mut slots,
-            cap.saturating_add(1).saturating_mul(self.bands.bands),
-        );
-        slots.sort_unstable();
-        slots.dedup();
-        if let Some(own) = own_slot {
-            slots.retain(|&s| s != own);
-        }
-        let truncated = !complete || slots.len() > cap;
-        slots.truncate(cap);
-
-        let t = threshold.value();
-        let mut out = QueryOutcome {
-            truncated,
-            ..Default::default()
-        };
-        for slot in slots {
-            let Some(record) = self.docs.get(&slot).map(|r| Arc::clone(&r)) else {
-                continue; // removed since the bucket was read
-            };
-            if exclude == Some(record.id().as_str()) {
-                continue;
-            }
-            out.candidates += 1;
-            if jaccard::upper_bound(shingles.len(), record.shingles().len()) < t {
-                out.rejected += 1;
-                continue;
-            }
-            let j = jaccard::overlap(shingles, record.shingles()).jaccard();
-            if j < t {
-                out.rejected += 1;
-                continue;
-            }
-            // Accept only the version `ids` currently points to (see module docs).
-            if !self.is_current(&record, slot) {
-                out.candidates -= 1;
-                continue;
-            }
-            out.matches.push(Match {
-                id: record.id().clone(),
-                jaccard: j,
-                estimate: minhash::estimate(signature, record.signature()),
-            });
-        }
-        // A replace racing this loop can let both versions of one id pass the
-        // `ids` check at different instants; keep the one verified last.
-        if out.matches.len() > 1 {
-            let mut by_id: Vec<(usize, Match)> = out.matches.drain(..).enumerate().collect();
-            by_id.sort_by(|(i, a), (j, b)| a.id.cmp(&b.id).then(j.cmp(i)));
-            by_id.dedup_by(|later, earlier| later.1.id == earlier.1.id);
-            out.matches = by_id.into_iter().map(|(_, m)| m).collect();
-        }
-        out.matches.sort_by(|a, b| {
-            b.jaccard
-                .total_cmp(&a.jaccard)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        out.matches.truncate(limit);
-        out
-    }
-
-    /// Exact and estimated similarity of two stored documents.
-    pub fn compare(&self, a: &str, b: &str) -> Result<Comparison, EngineError> {
-        let ra = self
-            .get(a)
-            .ok_or_else(|| EngineError::NotFound(a.to_owned()))?;
-        let rb = self
-            .get(b)
-            .ok_or_else(|| EngineError::NotFound(b.to_owned()))?;
-        let overlap = jaccard::overlap(ra.shingles(), rb.shingles());
-        Ok(Comparison {
-            jaccard: overlap.jaccard(),
-            estimate: minhash::estimate(ra.signature(), rb.signature()),
-            overlap,
-        })
-    }
-
     /// Every stored record, current versions only (for snapshots and scans).
     pub fn records(&self) -> Vec<Arc<Record>> {
         let slots: Vec<Slot> = self.ids.iter().map(|e| *e.value()).collect();
@@ -624,69 +377,12 @@ impl Engine {
         shingles: Vec<u32>,
     ) -> Option<Prepared> {
         let sorted = shingles.windows(2).all(|w| w[0] < w[1]);
-        (signature.len() == self.params.num_perm && sorted && !shingles.is_empty()).then(|| {
-            Prepared {
+        (signature.len() == self.params().index.num_perm && sorted && !shingles.is_empty()).then(
+            || Prepared {
                 shingles: ShingleSet::from_hashes(shingles),
                 signature,
-            }
-        })
-    }
-
-    /// Approximate memory by component, allocator overhead included: the
-    /// figures are meant to add up to the process's RSS growth.
-    pub fn memory(&self) -> MemoryStats {
-        use std::mem::size_of;
-        let docs = self.len();
-        let shingle_values = self.shingle_values.load(Ordering::Relaxed);
-        let shingles_bytes = shingle_values * 4;
-        let signatures_bytes = docs * self.params.num_perm * 4;
-        // The id is held twice: as the `ids` key and inside the record.
-        let id_bytes = self.id_bytes.load(Ordering::Relaxed);
-        let ids_bytes = id_bytes * 2;
-        let metadata_bytes = self.metadata_bytes.load(Ordering::Relaxed);
-        // Per document: the `Arc<Record>` block, and the allocator's header
-        // and rounding on the data block and the two id strings (estimated
-        // from the average sizes).
-        let per_doc = |total: usize| total.checked_div(docs).unwrap_or(0);
-        let data = per_doc(signatures_bytes + shingles_bytes);
-        let id = per_doc(id_bytes);
-        let arc_record = malloc_block(2 * size_of::<usize>() + size_of::<Record>());
-        let rounding = malloc_block(data) - data + 2 * (malloc_block(id) - id);
-        let records_overhead_bytes = docs * (arc_record + rounding);
-        // hashbrown: capacity is 7/8 of the buckets; one control byte each.
-        let id_map_bytes = self.ids.capacity() * 8 / 7 * (size_of::<(DocId, Slot)>() + 1);
-        let doc_map_bytes = self.docs.heap_bytes();
-        let lsh_bytes = self.lsh.heap_bytes();
-        let total_bytes = shingles_bytes
-            + signatures_bytes
-            + ids_bytes
-            + metadata_bytes
-            + records_overhead_bytes
-            + id_map_bytes
-            + doc_map_bytes
-            + lsh_bytes;
-        MemoryStats {
-            shingles_bytes,
-            signatures_bytes,
-            ids_bytes,
-            metadata_bytes,
-            records_overhead_bytes,
-            id_map_bytes,
-            doc_map_bytes,
-            lsh_bytes,
-            total_bytes,
-            fixed_bytes: self.fixed_bytes,
-            bytes_per_document: if docs == 0 {
-                0.0
-            } else {
-                total_bytes.saturating_sub(self.fixed_bytes) as f64 / docs as f64
             },
-        }
-    }
-
-    /// Non-empty LSH buckets across all bands.
-    pub fn lsh_bucket_count(&self) -> usize {
-        self.lsh.bucket_count()
+        )
     }
 }
 

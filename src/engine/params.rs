@@ -1,17 +1,23 @@
 //! Everything that fixes the engine's behaviour, resolved and validated once.
+//!
+//! [`IndexParams`] is the `[index]` section of the configuration as it is
+//! written (the same struct is the settings section, not a copy of it);
+//! [`EngineParams`] adds the text recipe. [`EngineParams::resolve`] checks
+//! them and derives the LSH banding: what an [`Engine`](super::Engine) is
+//! built from.
 
 use crate::lsh::{BandParams, ParamsError};
 use crate::text::{NormalizeOptions, ShingleOptions};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Longest shingle accepted, in units.
 pub const MAX_SHINGLE_K: usize = 64;
 
-/// Inputs from configuration.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct EngineParams {
-    pub normalize: NormalizeOptions,
-    pub shingle: ShingleOptions,
+/// The index: signature size, seed, the threshold the banding is tuned
+/// for, and the query guard. `[index]` in the configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexParams {
     /// Hash values per signature.
     pub num_perm: usize,
     /// Seeds the shingle hash, the permutations and the band keys.
@@ -25,11 +31,9 @@ pub struct EngineParams {
     pub max_candidates: usize,
 }
 
-impl Default for EngineParams {
+impl Default for IndexParams {
     fn default() -> Self {
         Self {
-            normalize: NormalizeOptions::default(),
-            shingle: ShingleOptions::default(),
             num_perm: 128,
             seed: 1,
             threshold: 0.8,
@@ -38,6 +42,14 @@ impl Default for EngineParams {
             max_candidates: 10_000,
         }
     }
+}
+
+/// The recipe (normalization, shingles) and the index.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EngineParams {
+    pub normalize: NormalizeOptions,
+    pub shingle: ShingleOptions,
+    pub index: IndexParams,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -50,19 +62,56 @@ pub enum EngineParamsError {
     MaxCandidates,
 }
 
+/// Parameters checked once, with the banding they resolve to: the only
+/// thing an engine is built from, so it never re-checks them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidParams {
+    params: EngineParams,
+    bands: BandParams,
+}
+
+/// The compiled-in defaults, which are valid.
+impl Default for ValidParams {
+    fn default() -> Self {
+        EngineParams::default()
+            .validate()
+            .expect("the default parameters are valid")
+    }
+}
+
+impl ValidParams {
+    pub fn params(&self) -> &EngineParams {
+        &self.params
+    }
+
+    pub fn bands(&self) -> &BandParams {
+        &self.bands
+    }
+}
+
 impl EngineParams {
-    pub fn resolve_bands(&self) -> Result<BandParams, EngineParamsError> {
+    /// Check every value and derive the banding.
+    pub fn validate(self) -> Result<ValidParams, EngineParamsError> {
+        let bands = self.resolve()?;
+        Ok(ValidParams {
+            params: self,
+            bands,
+        })
+    }
+
+    fn resolve(&self) -> Result<BandParams, EngineParamsError> {
         if self.shingle.k == 0 || self.shingle.k > MAX_SHINGLE_K {
             return Err(EngineParamsError::ShingleSize(self.shingle.k));
         }
-        if self.max_candidates == 0 {
+        let index = &self.index;
+        if index.max_candidates == 0 {
             return Err(EngineParamsError::MaxCandidates);
         }
         Ok(BandParams::resolve(
-            self.threshold,
-            self.num_perm,
-            self.bands,
-            self.rows,
+            index.threshold,
+            index.num_perm,
+            index.bands,
+            index.rows,
         )?)
     }
 }

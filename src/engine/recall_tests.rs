@@ -31,6 +31,7 @@
 //! file (the failing input is printed instead).
 
 use super::*;
+use crate::jaccard;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use rand::rngs::StdRng;
@@ -503,11 +504,8 @@ fn check_outcome(
 }
 
 fn new_engine() -> Engine {
-    let engine = Engine::new(EngineParams::default()).expect("defaults are valid");
-    assert_eq!(
-        (engine.band_params().bands, engine.band_params().rows),
-        (21, 6)
-    );
+    let engine = Engine::new(ValidParams::default());
+    assert_eq!((engine.bands().bands, engine.bands().rows), (21, 6));
     engine
 }
 
@@ -600,7 +598,7 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     prop_assert_eq!(records.len(), texts.len());
     prop_assert!(records.iter().all(|r| texts.contains_key(r.id().as_str())));
 
-    let min = engine.band_params().min_query_threshold;
+    let min = engine.bands().min_query_threshold;
     let threshold = engine
         .threshold(c.threshold.map(|f| (min + f * (1.0 - min)).min(1.0)))
         .expect("thresholds are drawn from the served range");
@@ -751,7 +749,7 @@ fn recall_at_the_threshold_is_at_least_0_99_against_brute_force() {
     let engine = new_engine();
     load(&engine, &corpus.docs);
     let loaded = clock.elapsed();
-    let (bands, rows) = (engine.band_params().bands, engine.band_params().rows);
+    let (bands, rows) = (engine.bands().bands, engine.bands().rows);
     let threshold = engine.threshold(None).unwrap();
     let t = threshold.value();
     let index: HashMap<&str, usize> = corpus

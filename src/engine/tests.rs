@@ -3,16 +3,22 @@ use crate::text::{ShingleKind, ShingleOptions};
 use std::collections::HashMap;
 
 fn engine_with(kind: ShingleKind, k: usize, threshold: f64) -> Engine {
-    Engine::new(EngineParams {
-        shingle: ShingleOptions {
-            kind,
-            k,
-            multiset: false,
-        },
-        threshold,
-        ..Default::default()
-    })
-    .unwrap()
+    Engine::new(
+        EngineParams {
+            shingle: ShingleOptions {
+                kind,
+                k,
+                multiset: false,
+            },
+            index: IndexParams {
+                threshold,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+        .validate()
+        .unwrap(),
+    )
 }
 
 fn id(s: &str) -> DocId {
@@ -206,11 +212,17 @@ fn empty_texts_are_refused() {
 
 #[test]
 fn candidate_cap_reports_truncation() {
-    let e = Engine::new(EngineParams {
-        max_candidates: 5,
-        ..Default::default()
-    })
-    .unwrap();
+    let e = Engine::new(
+        EngineParams {
+            index: IndexParams {
+                max_candidates: 5,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+        .validate()
+        .unwrap(),
+    );
     for i in 0..20 {
         put(&e, &format!("d{i}"), DOC1);
     }

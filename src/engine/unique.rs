@@ -61,7 +61,7 @@ impl Engine {
         limit: usize,
         journal: &dyn Journal,
     ) -> Result<UniqueOutcome, EngineError> {
-        let bands = self.bands.bands;
+        let bands = self.bands().bands;
         let _stripes = self
             .unique_locks
             .lock((0..bands).map(|band| self.lsh.band_key(doc.signature(), band)));

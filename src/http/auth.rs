@@ -8,7 +8,8 @@
 //! `WWW-Authenticate`; a read-only key on any other method → 403. Keys are compared in constant time against every
 //! configured key, and are never logged.
 
-use crate::app::AppState;
+use super::routes::is_open;
+use super::state::AppState;
 use crate::config::{AuthSettings, Secret};
 use crate::http::error::ApiError;
 use axum::extract::{Request, State};
@@ -16,9 +17,6 @@ use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::{Choice, ConstantTimeEq};
-
-/// Served without a key whatever the configuration.
-const OPEN_PATHS: &[&str] = &["/healthz", "/readyz", "/openapi.json"];
 
 /// What a presented key may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,7 +27,7 @@ pub enum Access {
 
 /// The middleware: runs before the readiness gate, inside the metrics layer.
 pub async fn require_key(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    let auth = &app.settings.auth;
+    let auth = &app.config.auth;
     if !needs_key(auth, req.uri().path()) {
         return next.run(req).await;
     }
@@ -41,7 +39,7 @@ pub async fn require_key(State(app): State<AppState>, req: Request, next: Next) 
 
 fn needs_key(auth: &AuthSettings, path: &str) -> bool {
     let metrics_open = path == "/metrics" && !auth.protect_metrics;
-    auth.enabled() && !OPEN_PATHS.contains(&path) && !metrics_open
+    auth.enabled() && !is_open(path) && !metrics_open
 }
 
 /// Check the request's credentials for `method`.
@@ -205,7 +203,7 @@ mod tests {
 
         let mut settings = Settings::default();
         settings.auth.api_keys = vec![Secret::new("sekrit-full-key")];
-        let state = AppState::new(settings).unwrap();
+        let state = AppState::new(settings.validate().unwrap());
         let router = crate::http::router(state);
         for (path, key) in [
             ("/stats", "sekrit-full-key"),

@@ -4,8 +4,8 @@ use super::dto::{
     BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, DocumentPut, MatchOut, WrittenOut,
 };
 use super::error::ApiError;
-use super::extract::{parse_json, ApiPath, ApiQuery, JsonBody};
-use crate::app::AppState;
+use super::extract::{parse_json, ApiPath, ApiQuery, JsonBody, Limit, Text};
+use super::state::AppState;
 use crate::engine::{
     DocId, EngineError, IdError, Prepared, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
@@ -127,7 +127,7 @@ pub async fn create(
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let doc: DocumentIn = parse_json(&body.0)?;
-    app.check_text(&doc.text)?;
+    let text = Text::parse(doc.text, &app.config.limits)?;
     let id = match doc.id {
         Some(id) => client_id(&id)?,
         None => generate_id(),
@@ -135,12 +135,12 @@ pub async fn create(
     let metadata = metadata_text(doc.metadata)?;
     // Checked even without `similar=true`: a bad value is never silently ignored.
     let threshold = app.engine.threshold(params.threshold)?;
-    let limit = app.limit(params.limit)?;
+    let limit = Limit::parse(params.limit, &app.config.query)?.get();
     if params.if_unique {
-        return create_if_unique(app, id, doc.text, metadata, threshold, limit).await;
+        return create_if_unique(app, id, text, metadata, threshold, limit).await;
     }
     let check = params.similar.then_some((threshold, limit));
-    let prepared = app.prepare(doc.text).await?;
+    let prepared = app.prepare(text).await?;
     let similar = check.map(|(threshold, limit)| {
         let q = app
             .engine
@@ -175,7 +175,7 @@ pub async fn create(
 async fn create_if_unique(
     app: AppState,
     id: DocId,
-    text: String,
+    text: Text,
     metadata: Option<Box<str>>,
     threshold: Threshold,
     limit: usize,
@@ -227,9 +227,9 @@ pub async fn put(
 ) -> Result<Response, ApiError> {
     let id = client_id(&raw_id)?;
     let doc: DocumentPut = parse_json(&body.0)?;
-    app.check_text(&doc.text)?;
+    let text = Text::parse(doc.text, &app.config.limits)?;
     let metadata = metadata_text(doc.metadata)?;
-    let prepared = app.prepare(doc.text).await?;
+    let prepared = app.prepare(text).await?;
     let shingles = prepared.shingles().len();
     let key = id.clone();
     let outcome = app
@@ -333,11 +333,11 @@ fn prepare_item(app: &AppState, raw: &RawValue) -> ItemResult {
         Some(id) => client_id(id).map_err(fail)?,
         None => generate_id(),
     };
-    app.check_text(&doc.text).map_err(fail)?;
+    let text = Text::parse(doc.text, &app.config.limits).map_err(fail)?;
     let metadata = metadata_text(doc.metadata).map_err(fail)?;
     let prepared = app
         .engine
-        .prepare(&doc.text)
+        .prepare(text.as_str())
         .map_err(|e| fail(EngineError::from(e).into()))?;
     Ok((id, prepared, metadata))
 }
@@ -349,7 +349,7 @@ fn run_batch(
     mode: BatchMode,
 ) -> Result<BatchOut, ApiError> {
     let batch: BatchIn<'_> = parse_json(bytes)?;
-    let max = app.settings.server.max_batch;
+    let max = app.config.server.max_batch;
     if batch.documents.len() > max {
         return Err(ApiError::PayloadTooLarge(format!(
             "the batch has {} documents; the limit is {max} (server.max_batch)",
@@ -369,14 +369,16 @@ fn run_batch(
     // Insert the valid items in request order (repeated ids behave as
     // sequential calls) with one log commit for the whole batch.
     let mut valid = Vec::with_capacity(prepared.len());
-    let mut slots: Vec<Result<(String, usize), BatchItemOut>> = Vec::with_capacity(prepared.len());
+    // Per request item, in order: what to answer for an item that failed
+    // before the store, or (id, shingles) of one handed to it.
+    let mut items: Vec<Result<(String, usize), BatchItemOut>> = Vec::with_capacity(prepared.len());
     for item in prepared {
         match item {
             Ok((id, doc, metadata)) => {
-                slots.push(Ok((id.to_string(), doc.shingles().len())));
+                items.push(Ok((id.to_string(), doc.shingles().len())));
                 valid.push((id, doc, metadata));
             }
-            Err((id, e)) => slots.push(Err(failed_item(id, e))),
+            Err((id, e)) => items.push(Err(failed_item(id, e))),
         }
     }
     let mut outcomes = store.insert_many(valid, write_mode)?.into_iter();
@@ -384,10 +386,10 @@ fn run_batch(
         created: 0,
         replaced: 0,
         failed: 0,
-        results: Vec::with_capacity(slots.len()),
+        results: Vec::with_capacity(items.len()),
     };
-    for slot in slots {
-        let result = match slot {
+    for item in items {
+        let result = match item {
             Err(failed) => failed,
             Ok((id, shingles)) => match outcomes.next().expect("one outcome per valid item") {
                 Ok(outcome) => {

@@ -1,6 +1,8 @@
 //! Request and response bodies: the wire contract documented in `openapi.yaml`.
+//! The shapes of groups and pairs, which the offline command writes too,
+//! are in [`crate::wire`].
 
-use crate::engine::{Edge, Group, Match};
+use crate::engine::Match;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -128,57 +130,6 @@ pub struct BatchOut {
     pub replaced: usize,
     pub failed: usize,
     pub results: Vec<BatchItemOut>,
-}
-
-/// One group on the wire (a page item, or one NDJSON line).
-#[derive(Debug, Serialize)]
-pub struct GroupOut<'a> {
-    pub size: usize,
-    pub ids: Vec<&'a str>,
-    pub members: Vec<MemberOut<'a>>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct MemberOut<'a> {
-    pub id: &'a str,
-    pub best_match: &'a str,
-    pub jaccard: f64,
-}
-
-impl<'a> From<&'a Group> for GroupOut<'a> {
-    fn from(g: &'a Group) -> Self {
-        Self {
-            size: g.len(),
-            ids: g.members.iter().map(|m| m.record.id().as_str()).collect(),
-            members: g
-                .members
-                .iter()
-                .map(|m| MemberOut {
-                    id: m.record.id().as_str(),
-                    best_match: m.best_match.id().as_str(),
-                    jaccard: m.jaccard,
-                })
-                .collect(),
-        }
-    }
-}
-
-/// One pair on the wire.
-#[derive(Debug, Serialize)]
-pub struct PairOut<'a> {
-    pub a: &'a str,
-    pub b: &'a str,
-    pub jaccard: f64,
-}
-
-impl<'a> From<&'a Edge> for PairOut<'a> {
-    fn from(e: &'a Edge) -> Self {
-        Self {
-            a: e.a.id().as_str(),
-            b: e.b.id().as_str(),
-            jaccard: e.jaccard,
-        }
-    }
 }
 
 #[derive(Debug, Serialize)]

@@ -1,50 +1,33 @@
 //! `/duplicates`: the groups of near-duplicates in the whole index, and
-//! the raw verified pairs, streamed.
+//! the raw verified pairs, streamed. The scans themselves, their pool and
+//! the page cache belong to the [`ScanScheduler`](super::scans::ScanScheduler).
 //!
-//! **Scans are not requests.** A whole-index scan runs on a rayon pool of
-//! its own (one thread per core, plus the one that hands results on; built
-//! when the first scan needs it), one scan at a time, so it neither blocks
-//! the async workers nor starves batch ingest of its pool. The scan behind
-//! a page of groups is a task of its own ([`Scans::groups`]): it holds its
-//! permit until it finishes and stores its result in the page cache, whether
-//! or not the request that started it is still waiting. Concurrent requests
-//! for the same groups wait for that one scan; a request that would outlast
-//! `server.request_timeout_secs` answers 503 `scan-in-progress` with a
-//! `Retry-After`, and its retry is answered from the cache.
-//!
-//! **Freshness.** The page cache holds the last computed groups. A first
-//! page (no cursor) reuses them if nothing was written since their scan
-//! started, or if that scan finished less than `server.request_timeout_secs`
-//! ago (the answer a retry was told to come back for); following pages
-//! reuse them for [`PAGE_CACHE_SECS`], so a walk through the pages sees one
-//! consistent answer. The cursor is the hex of the last group's first id;
+//! Pages of groups (`application/json`) come from the scheduler's cache or
+//! its running scan. The cursor is the hex of the last group's first id;
 //! any hex names a position, so a page whose computation was evicted is
-//! recomputed and still continues after it.
-//!
-//! **Streams.** NDJSON answers (and the JSON stream of pairs) go through a
-//! channel of a few 64 KiB chunks: memory stays bounded however large the
-//! answer, and a client that hangs up stops the scan.
+//! recomputed and still continues after it. NDJSON answers (and the JSON
+//! stream of pairs) go through a channel of a few 64 KiB chunks: memory
+//! stays bounded however large the answer, and a client that hangs up
+//! stops the scan.
 
-use super::dto::{GroupOut, PairOut};
 use super::error::ApiError;
-use super::extract::{accepts, ApiQuery};
-use crate::app::AppState;
+use super::extract::{accepts, ApiQuery, Limit};
+use super::scans::{GroupsKey, ScanError};
+use super::state::AppState;
 use crate::engine::{Engine, Groups, ScanStats, Threshold};
+use crate::wire::{GroupOut, PairOut};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use futures_util::future::{BoxFuture, FutureExt, Shared};
 use serde::{Deserialize, Serialize};
 use std::ops::ControlFlow;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
 pub const NDJSON: &str = "application/x-ndjson";
-/// How long following pages reuse a computation of the groups.
-pub const PAGE_CACHE_SECS: u64 = 60;
 /// Bytes buffered before a chunk is handed to the response.
 const CHUNK_BYTES: usize = 64 * 1024;
 /// Chunks in flight between a scan and a (slow) client.
@@ -52,80 +35,6 @@ const CHANNEL_CHUNKS: usize = 4;
 /// A page request stops waiting this long before `server.request_timeout_secs`,
 /// so it answers 503 `scan-in-progress` itself rather than the timeout layer.
 const ANSWER_MARGIN: Duration = Duration::from_millis(250);
-
-/// The groups at one (threshold, min_size), or why the scan failed.
-type ScanResult = Result<Arc<Groups>, Arc<str>>;
-
-/// The whole-index scan scheduler and its page cache, shared by every request.
-pub struct DedupState {
-    /// Built by the first scan: a server that never scans has no threads for it.
-    pool: OnceLock<rayon::ThreadPool>,
-    /// One scan at a time: a second waits rather than halving both. Scans
-    /// own their permit, so it is held exactly as long as the scan runs.
-    scans: Arc<Semaphore>,
-    /// The last computed groups and the scans running now; held only to
-    /// read or swap entries, never across an await.
-    cache: Mutex<PageCache>,
-}
-
-#[derive(Default)]
-struct PageCache {
-    done: Option<Cached>,
-    running: Vec<Running>,
-}
-
-/// A finished computation of the groups.
-struct Cached {
-    key: GroupsKey,
-    /// The engine's generation when the scan started.
-    generation: u64,
-    finished: Instant,
-    groups: Arc<Groups>,
-}
-
-/// A scan in progress; every waiter awaits the same shared future.
-struct Running {
-    key: GroupsKey,
-    started: Instant,
-    result: Shared<BoxFuture<'static, ScanResult>>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct GroupsKey {
-    threshold: f64,
-    min_size: usize,
-}
-
-impl DedupState {
-    pub fn new() -> Self {
-        Self {
-            pool: OnceLock::new(),
-            scans: Arc::new(Semaphore::new(1)),
-            cache: Mutex::new(PageCache::default()),
-        }
-    }
-
-    fn pool(&self) -> &rayon::ThreadPool {
-        self.pool.get_or_init(|| {
-            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(cores + 1)
-                .thread_name(|i| format!("neardup-scan-{i}"))
-                .build()
-                .expect("a thread pool for scans")
-        })
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, PageCache> {
-        self.cache.lock().expect("the page cache lock was poisoned")
-    }
-}
-
-impl Default for DedupState {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -211,8 +120,8 @@ pub async fn groups(
         }
         return Ok(stream_groups(app, threshold, key, after));
     }
-    let limit = app.limit(params.limit)?;
-    let timeout = Duration::from_secs(app.settings.server.request_timeout_secs);
+    let limit = Limit::parse(params.limit, &app.config.query)?.get();
+    let timeout = Duration::from_secs(app.config.server.request_timeout_secs);
     let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
     let groups = computed_groups(&app, threshold, key, after.is_some(), wait).await?;
     let start = after.as_deref().map_or(0, |k| groups.position_after(k));
@@ -232,9 +141,8 @@ pub async fn groups(
     .into_response())
 }
 
-/// The groups at `key`: cached, the running scan's, or a new scan's.
-/// With `wait`, gives up after that long with 503 `scan-in-progress`
-/// (the scan goes on and fills the cache).
+/// The groups at `key` from the scan scheduler; with `wait`, a scan that
+/// outlasts it is 503 `scan-in-progress` (it goes on).
 async fn computed_groups(
     app: &AppState,
     threshold: Threshold,
@@ -242,115 +150,24 @@ async fn computed_groups(
     paging: bool,
     wait: Option<Duration>,
 ) -> Result<Arc<Groups>, ApiError> {
-    let (result, started) = {
-        let mut cache = app.dedup.cache();
-        if let Some(c) = cache.done.as_ref().filter(|c| c.key == key) {
-            let unchanged = c.generation == app.engine.generation();
-            let recent = c.finished.elapsed()
-                < Duration::from_secs(if paging {
-                    PAGE_CACHE_SECS
-                } else {
-                    app.settings.server.request_timeout_secs
-                });
-            if unchanged || recent {
-                return Ok(Arc::clone(&c.groups));
-            }
-        }
-        match cache.running.iter().find(|r| r.key == key) {
-            Some(r) => (r.result.clone(), r.started),
-            None => {
-                let running = start_groups_scan(app, threshold, key);
-                let joined = (running.result.clone(), running.started);
-                cache.running.push(running);
-                joined
-            }
-        }
-    };
-    let outcome = match wait {
-        None => result.await,
-        Some(wait) => match tokio::time::timeout(wait, result).await {
-            Ok(outcome) => outcome,
-            Err(_) => {
-                return Err(ApiError::ScanInProgress {
-                    retry_after_secs: retry_after(app, started),
-                })
-            }
-        },
-    };
-    outcome.map_err(|e| ApiError::Internal(format!("duplicate scan failed: {e}")))
-}
-
-/// Seconds until a scan started at `started` is likely done: the last
-/// scan's duration minus the time this one has run, at least 1.
-fn retry_after(app: &AppState, started: Instant) -> u64 {
-    let expected = app.metrics.last_scan_seconds("groups").unwrap_or(0.0);
-    let left = expected - started.elapsed().as_secs_f64();
-    left.ceil().max(1.0) as u64
-}
-
-/// Start the scan for `key` as a task of its own: it waits for the scan
-/// permit, runs on the scan pool, records its metric and fills the cache.
-fn start_groups_scan(app: &AppState, threshold: Threshold, key: GroupsKey) -> Running {
-    let task_app = app.clone();
-    let handle = tokio::spawn(async move {
-        let app = task_app;
-        let permit = Arc::clone(&app.dedup.scans)
-            .acquire_owned()
-            .await
-            .map_err(|_| Arc::<str>::from("the scan scheduler is closed"))?;
-        let generation = app.engine.generation();
-        let at = Instant::now();
-        let worker = app.clone();
-        let scanned = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            worker.dedup.pool().install(|| {
-                worker
-                    .engine
-                    .duplicate_groups(threshold, key.min_size, None)
-            })
-        })
-        .await;
-        let seconds = at.elapsed().as_secs_f64();
-        let mut cache = app.dedup.cache();
-        cache.running.retain(|r| r.key != key);
-        let groups = match scanned {
-            Ok(groups) => Arc::new(groups),
-            Err(e) => {
-                tracing::error!(error = %e, "duplicate scan failed");
-                return Err(Arc::from(e.to_string()));
-            }
-        };
-        app.metrics.observe_scan("groups", seconds);
-        tracing::info!(
-            threshold = key.threshold,
-            min_size = key.min_size,
-            documents = groups.stats.documents,
-            candidates = groups.stats.candidates,
-            pairs = groups.stats.pairs,
-            groups = groups.groups.len(),
-            seconds,
-            "duplicate groups computed"
-        );
-        cache.done = Some(Cached {
+    let recent = Duration::from_secs(app.config.server.request_timeout_secs);
+    app.scans
+        .groups(
+            &app.engine,
+            &app.metrics,
+            threshold,
             key,
-            generation,
-            finished: Instant::now(),
-            groups: Arc::clone(&groups),
-        });
-        Ok(groups)
-    });
-    let result = handle
-        .map(|joined| match joined {
-            Ok(result) => result,
-            Err(e) => Err(Arc::from(format!("the scan task failed: {e}"))),
+            paging,
+            recent,
+            wait,
+        )
+        .await
+        .map_err(|e| match e {
+            ScanError::InProgress { retry_after_secs } => {
+                ApiError::ScanInProgress { retry_after_secs }
+            }
+            ScanError::Failed(e) => ApiError::Internal(format!("duplicate scan failed: {e}")),
         })
-        .boxed()
-        .shared();
-    Running {
-        key,
-        started: Instant::now(),
-        result,
-    }
 }
 
 type Chunk = Result<Bytes, std::io::Error>;
@@ -453,9 +270,7 @@ pub async fn pairs(
     let ndjson = wants_ndjson(&headers);
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
-        let Ok(permit) = Arc::clone(&app.dedup.scans).acquire_owned().await else {
-            return;
-        };
+        let permit = app.scans.permit().await;
         let worker = app.clone();
         let started = Instant::now();
         let scan = tokio::task::spawn_blocking(move || {
@@ -463,7 +278,7 @@ pub async fn pairs(
             let mut out = ChunkWriter::new(tx);
             let stats = write_pairs(
                 &worker.engine,
-                worker.dedup.pool(),
+                worker.scans.pool(),
                 threshold,
                 ndjson,
                 &mut out,

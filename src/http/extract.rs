@@ -4,8 +4,14 @@
 //! router's body limit) without parsing it, so handlers choose where parsing
 //! runs: inline for small bodies, on a blocking thread for batches.
 //! [`parse_json`] maps serde errors: syntax → 400, shape → 422.
+//!
+//! [`Limit`] and [`Text`] are checked types (parse, don't validate): the
+//! only way to get one is to check a raw value against the configured
+//! bound, and the code that needs the bound to hold (queries, signing)
+//! takes the type, so no handler can forget the check.
 
 use super::error::ApiError;
+use crate::config::{LimitsSettings, QuerySettings};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
@@ -94,6 +100,54 @@ pub fn json_error(e: serde_json::Error) -> ApiError {
         Category::Syntax | Category::Eof | Category::Io => {
             ApiError::MalformedJson(format!("the body is not valid JSON: {e}"))
         }
+    }
+}
+
+/// A result count: `query.default_limit` when absent, else between 1 and
+/// `query.max_limit` (400 `invalid-parameter` otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit(usize);
+
+impl Limit {
+    pub fn parse(raw: Option<usize>, query: &QuerySettings) -> Result<Self, ApiError> {
+        match raw {
+            None => Ok(Self(query.default_limit)),
+            Some(n) if (1..=query.max_limit).contains(&n) => Ok(Self(n)),
+            Some(n) => Err(ApiError::InvalidParameter(format!(
+                "limit must be between 1 and {} (query.max_limit), got {n}",
+                query.max_limit
+            ))),
+        }
+    }
+
+    pub fn get(self) -> usize {
+        self.0
+    }
+}
+
+/// A document or query text of at most `limits.max_text_bytes` UTF-8 bytes
+/// (413 `payload-too-large` otherwise).
+#[derive(Debug)]
+pub struct Text(String);
+
+impl Text {
+    pub fn parse(text: String, limits: &LimitsSettings) -> Result<Self, ApiError> {
+        let max = limits.max_text_bytes;
+        if text.len() > max {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "the text is {} bytes; the limit is {max} bytes (limits.max_text_bytes)",
+                text.len()
+            )));
+        }
+        Ok(Self(text))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
     }
 }
 

@@ -1,12 +1,11 @@
 //! Prometheus metrics (OpenMetrics text at `GET /metrics`).
 //!
+//! The registry only: what is counted and how it is exported. The layer
+//! that times requests sits with the other layers (`middleware.rs`).
 //! One registry per app instance (not a process global), so tests can run
 //! many servers in one process. Gauges that mirror engine state are set at
 //! scrape time rather than on every write.
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -14,9 +13,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
-use std::time::Instant;
 
-use crate::app::AppState;
 use crate::engine::{Engine, QueryOutcome};
 use crate::persist::{SnapshotInfo, Store};
 use std::sync::atomic::Ordering;
@@ -50,6 +47,8 @@ fn scan_histogram() -> Histogram {
 
 pub struct Metrics {
     registry: Registry,
+    /// Requests and their latency by route, method and status: written by
+    /// the tracking layer (`middleware::track`) through [`Metrics::observe_request`].
     requests: Family<HttpLabels, Counter>,
     latency: Family<HttpLabels, Histogram>,
     documents: Gauge,
@@ -260,6 +259,12 @@ impl Metrics {
             .copied()
     }
 
+    /// One answered request.
+    pub fn observe_request(&self, labels: HttpLabels, seconds: f64) {
+        self.latency.get_or_create(&labels).observe(seconds);
+        self.requests.get_or_create(&labels).inc();
+    }
+
     /// A request refused by the concurrency limit.
     pub fn observe_shed(&self) {
         self.requests_shed.inc();
@@ -368,28 +373,6 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Middleware: count and time every request by its route template.
-pub async fn track(State(app): State<AppState>, req: Request, next: Next) -> Response {
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
-    let method = req.method().as_str().to_owned();
-    let start = Instant::now();
-    let resp = next.run(req).await;
-    let labels = HttpLabels {
-        route,
-        method,
-        status: resp.status().as_u16(),
-    };
-    app.metrics.requests.get_or_create(&labels).inc();
-    app.metrics
-        .latency
-        .get_or_create(&labels)
-        .observe(start.elapsed().as_secs_f64());
-    resp
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use super::dto::StatusOut;
 use super::error::ApiError;
 use super::extract::accepts;
-use crate::app::AppState;
+use super::state::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
@@ -28,18 +28,18 @@ pub async fn readyz(State(app): State<AppState>) -> Result<Json<StatusOut>, ApiE
 pub async fn stats(State(app): State<AppState>) -> Json<Value> {
     let engine = &app.engine;
     let p = engine.params();
-    let b = engine.band_params();
+    let b = engine.bands();
     Json(json!({
         "documents": engine.len(),
         "index": {
-            "num_perm": p.num_perm,
-            "seed": p.seed,
-            "threshold": p.threshold,
+            "num_perm": p.index.num_perm,
+            "seed": p.index.seed,
+            "threshold": p.index.threshold,
             "bands": b.bands,
             "rows": b.rows,
             "recall_at_threshold": b.recall_at_threshold,
             "min_query_threshold": b.min_query_threshold,
-            "max_candidates": p.max_candidates,
+            "max_candidates": p.index.max_candidates,
             "lsh_buckets": engine.lsh_bucket_count(),
             "hash_family": crate::engine::HASH_FAMILY,
         },
@@ -93,7 +93,7 @@ pub async fn openapi(State(app): State<AppState>) -> impl IntoResponse {
 }
 
 fn storage_stats(app: &AppState) -> Value {
-    let storage = &app.settings.storage;
+    let storage = &app.config.storage;
     // `/stats` is answered only once the store is open (see `until_restored`).
     let Ok(store) = app.store() else {
         return Value::Null;

@@ -2,8 +2,8 @@
 
 use super::dto::{CompareOut, MatchOut, SimilarOut, SimilarTextIn};
 use super::error::ApiError;
-use super::extract::{parse_json, ApiQuery, JsonBody};
-use crate::app::AppState;
+use super::extract::{parse_json, ApiQuery, JsonBody, Limit, Text};
+use super::state::AppState;
 use crate::engine::QueryOutcome;
 use axum::extract::State;
 use axum::Json;
@@ -33,7 +33,7 @@ pub async fn by_id(
     ApiQuery(p): ApiQuery<SimilarParams>,
 ) -> Result<Json<SimilarOut>, ApiError> {
     let threshold = app.engine.threshold(p.threshold)?;
-    let limit = app.limit(p.limit)?;
+    let limit = Limit::parse(p.limit, &app.config.query)?.get();
     let q = app.engine.similar_to_id(&p.id, threshold, limit)?;
     app.metrics.observe_query(&q);
     Ok(Json(similar_out(Some(p.id), threshold.value(), q)))
@@ -45,10 +45,10 @@ pub async fn by_text(
     body: JsonBody,
 ) -> Result<Json<SimilarOut>, ApiError> {
     let req: SimilarTextIn = parse_json(&body.0)?;
-    app.check_text(&req.text)?;
+    let text = Text::parse(req.text, &app.config.limits)?;
     let threshold = app.engine.threshold(req.threshold)?;
-    let limit = app.limit(req.limit)?;
-    let prepared = app.prepare(req.text).await?;
+    let limit = Limit::parse(req.limit, &app.config.query)?.get();
+    let prepared = app.prepare(text).await?;
     let q = app.engine.similar_to(&prepared, None, threshold, limit);
     app.metrics.observe_query(&q);
     Ok(Json(similar_out(None, threshold.value(), q)))

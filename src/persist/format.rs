@@ -46,8 +46,8 @@ impl Fingerprint {
     pub fn of(p: &EngineParams) -> Self {
         Self {
             hash_family: HASH_FAMILY.to_owned(),
-            num_perm: p.num_perm as u32,
-            seed: p.seed,
+            num_perm: p.index.num_perm as u32,
+            seed: p.index.seed,
             shingle_kind: p.shingle.kind.as_str().to_owned(),
             shingle_k: p.shingle.k as u32,
             multiset: p.shingle.multiset,
@@ -298,8 +298,11 @@ mod tests {
     fn fingerprint_differences_name_the_keys() {
         let a = Fingerprint::of(&EngineParams::default());
         let b = Fingerprint::of(&EngineParams {
-            num_perm: 64,
-            seed: 9,
+            index: crate::engine::IndexParams {
+                num_perm: 64,
+                seed: 9,
+                ..Default::default()
+            },
             ..Default::default()
         });
         assert!(a.differences(&a).is_empty());

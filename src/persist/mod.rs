@@ -284,7 +284,7 @@ impl Store {
         let rotated = Instant::now();
         let records = self.engine.records();
         let collected = Instant::now();
-        let bands = self.engine.band_params();
+        let bands = self.engine.bands();
         let header = SnapshotHeader {
             format_version: snapshot::FORMAT_VERSION,
             seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
@@ -292,7 +292,7 @@ impl Store {
             documents: records.len() as u64,
             created_unix_ms: unix_ms(),
             fingerprint: self.fingerprint.clone(),
-            threshold: self.engine.params().threshold,
+            threshold: self.engine.params().index.threshold,
             bands: bands.bands as u32,
             rows: bands.rows as u32,
         };
@@ -504,7 +504,7 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, Persist
     // could hold (a record frame is well over 64 bytes) all the same.
     let file_len = std::fs::metadata(path).map_err(fsops::io_err(path))?.len();
     engine.reserve(planned.documents.min(file_len / 64) as usize);
-    let num_perm = engine.params().num_perm;
+    let num_perm = engine.params().index.num_perm;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<crate::engine::Record>>(4);
     let mut loaded = 0u64;
     let mut last_log = Instant::now();

@@ -1,5 +1,5 @@
 use super::*;
-use crate::engine::EngineParams;
+use crate::engine::{EngineParams, IndexParams};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs;
@@ -14,7 +14,10 @@ fn settings(dir: &Path) -> StorageSettings {
 }
 
 fn open_with(dir: &Path, params: EngineParams) -> Result<Store, PersistError> {
-    Store::open(Arc::new(Engine::new(params).unwrap()), &settings(dir))
+    Store::open(
+        Arc::new(Engine::new(params.validate().unwrap())),
+        &settings(dir),
+    )
 }
 
 fn open(dir: &Path) -> Store {
@@ -331,7 +334,10 @@ fn different_signature_parameters_refuse_to_start_but_a_new_threshold_is_fine() 
     let err = open_with(
         dir.path(),
         EngineParams {
-            num_perm: 64,
+            index: IndexParams {
+                num_perm: 64,
+                ..Default::default()
+            },
             ..Default::default()
         },
     )
@@ -359,7 +365,10 @@ fn different_signature_parameters_refuse_to_start_but_a_new_threshold_is_fine() 
     let s = open_with(
         dir.path(),
         EngineParams {
-            threshold: 0.9,
+            index: IndexParams {
+                threshold: 0.9,
+                ..Default::default()
+            },
             ..Default::default()
         },
     )

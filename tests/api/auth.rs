@@ -423,16 +423,11 @@ fn invalid_keys_are_rejected_by_validation_without_echoing_them() {
 }
 
 #[tokio::test]
-async fn an_app_with_an_invalid_key_does_not_build() {
+async fn settings_with_an_invalid_key_are_refused_before_anything_starts() {
     let mut settings = test_settings();
-    let dir = tempfile::tempdir().unwrap();
-    settings.storage.data_dir = dir.path().to_owned();
     settings.auth.api_keys = vec![Secret::new("two words")];
-    let e = neardup::app::App::build(settings)
-        .await
-        .err()
-        .expect("refused");
-    assert!(format!("{e:#}").contains("auth.api_keys[0]"), "{e:#}");
+    let e = settings.validate().expect_err("refused");
+    assert!(e.to_string().contains("auth.api_keys[0]"), "{e}");
 }
 
 #[test]

@@ -41,7 +41,8 @@ pub async fn spawn_app_with(mut settings: Settings) -> TestApp {
         settings.storage.data_dir = dir.path().to_owned();
         data_dir = Some(dir);
     }
-    let app = App::build(settings).await.expect("app builds");
+    let config = settings.validate().expect("valid settings");
+    let app = App::build(config).await.expect("app builds");
     let addr = app.local_addr();
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until_stopped(async move {

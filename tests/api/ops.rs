@@ -383,7 +383,9 @@ async fn build_app(grace_secs: u64, data_dir: &std::path::Path) -> App {
     let mut settings = test_settings();
     settings.server.shutdown_grace_secs = grace_secs;
     settings.storage.data_dir = data_dir.to_owned();
-    App::build(settings).await.expect("app builds")
+    App::build(settings.validate().unwrap())
+        .await
+        .expect("app builds")
 }
 
 async fn wait_ready(base: &str) {

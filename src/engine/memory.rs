@@ -1,0 +1,88 @@
+//! What the engine's maps cost: the estimate behind `/stats` `memory` and
+//! the `neardup_memory_bytes` gauges, meant to add up to the process's RSS
+//! growth (allocator overhead and table slack included).
+
+use super::record::malloc_block;
+use super::{DocId, Engine, Record};
+use crate::lsh::index::Slot;
+use std::sync::atomic::Ordering;
+
+/// Approximate heap use by component, for `/stats`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct MemoryStats {
+    pub shingles_bytes: usize,
+    pub signatures_bytes: usize,
+    pub ids_bytes: usize,
+    pub metadata_bytes: usize,
+    /// Record headers, `Arc` counts and allocator rounding (estimated).
+    pub records_overhead_bytes: usize,
+    pub id_map_bytes: usize,
+    pub doc_map_bytes: usize,
+    pub lsh_bytes: usize,
+    pub total_bytes: usize,
+    /// What the index costs with no document in it (table shards and their
+    /// first buckets): part of `total_bytes`, not of `bytes_per_document`.
+    pub fixed_bytes: usize,
+    /// `(total_bytes - fixed_bytes) / documents`: the cost of one more
+    /// document, not skewed by the fixed part on a nearly empty index.
+    pub bytes_per_document: f64,
+}
+
+impl Engine {
+    /// Approximate memory by component, allocator overhead included: the
+    /// figures are meant to add up to the process's RSS growth.
+    pub fn memory(&self) -> MemoryStats {
+        use std::mem::size_of;
+        let docs = self.len();
+        let shingle_values = self.shingle_values.load(Ordering::Relaxed);
+        let shingles_bytes = shingle_values * 4;
+        let signatures_bytes = docs * self.params().index.num_perm * 4;
+        // The id is held twice: as the `ids` key and inside the record.
+        let id_bytes = self.id_bytes.load(Ordering::Relaxed);
+        let ids_bytes = id_bytes * 2;
+        let metadata_bytes = self.metadata_bytes.load(Ordering::Relaxed);
+        // Per document: the `Arc<Record>` block, and the allocator's header
+        // and rounding on the data block and the two id strings (estimated
+        // from the average sizes).
+        let per_doc = |total: usize| total.checked_div(docs).unwrap_or(0);
+        let data = per_doc(signatures_bytes + shingles_bytes);
+        let id = per_doc(id_bytes);
+        let arc_record = malloc_block(2 * size_of::<usize>() + size_of::<Record>());
+        let rounding = malloc_block(data) - data + 2 * (malloc_block(id) - id);
+        let records_overhead_bytes = docs * (arc_record + rounding);
+        // hashbrown: capacity is 7/8 of the buckets; one control byte each.
+        let id_map_bytes = self.ids.capacity() * 8 / 7 * (size_of::<(DocId, Slot)>() + 1);
+        let doc_map_bytes = self.docs.heap_bytes();
+        let lsh_bytes = self.lsh.heap_bytes();
+        let total_bytes = shingles_bytes
+            + signatures_bytes
+            + ids_bytes
+            + metadata_bytes
+            + records_overhead_bytes
+            + id_map_bytes
+            + doc_map_bytes
+            + lsh_bytes;
+        MemoryStats {
+            shingles_bytes,
+            signatures_bytes,
+            ids_bytes,
+            metadata_bytes,
+            records_overhead_bytes,
+            id_map_bytes,
+            doc_map_bytes,
+            lsh_bytes,
+            total_bytes,
+            fixed_bytes: self.fixed_bytes,
+            bytes_per_document: if docs == 0 {
+                0.0
+            } else {
+                total_bytes.saturating_sub(self.fixed_bytes) as f64 / docs as f64
+            },
+        }
+    }
+
+    /// Non-empty LSH buckets across all bands.
+    pub fn lsh_bucket_count(&self) -> usize {
+        self.lsh.bucket_count()
+    }
+}

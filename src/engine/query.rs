@@ -1,0 +1,226 @@
+//! The read side: similarity queries, pairwise comparison, and the one
+//! candidate verifier every path goes through.
+//!
+//! A candidate slot from the LSH index is only a hint (see the module docs
+//! of [`super`]): [`Engine::verify`] re-reads its record, bounds the
+//! Jaccard by the set sizes, computes it exactly, and accepts it only if
+//! the record is still the version `ids` points to. Queries and the
+//! whole-index scan (`dedup.rs`) both call it, so the rule lives once.
+
+use super::{DocId, Engine, EngineError, Prepared, Record};
+use crate::jaccard::{self, Overlap};
+use crate::lsh::index::Slot;
+use crate::minhash;
+use std::sync::Arc;
+
+/// A query threshold checked against what the index is tuned for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Threshold(f64);
+
+impl Threshold {
+    pub fn value(self) -> f64 {
+        self.0
+    }
+}
+
+/// One verified near-duplicate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Match {
+    pub id: DocId,
+    /// Exact Jaccard similarity of the shingle sets.
+    pub jaccard: f64,
+    /// MinHash estimate (fraction of equal signature slots).
+    pub estimate: f64,
+}
+
+/// The answer to a similarity query, with the work it took.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueryOutcome {
+    /// Sorted by Jaccard descending, then id; at most `limit`.
+    pub matches: Vec<Match>,
+    /// Distinct candidates the LSH index proposed (the queried document excluded).
+    pub candidates: usize,
+    /// Candidates whose exact Jaccard fell below the threshold.
+    pub rejected: usize,
+    /// True when the candidate list hit `max_candidates` and was cut.
+    pub truncated: bool,
+}
+
+/// `GET /compare`: both scores and the raw counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    pub jaccard: f64,
+    pub estimate: f64,
+    pub overlap: Overlap,
+}
+
+/// What checking one candidate slot against a query set found.
+pub(crate) enum Verdict {
+    /// No record in the slot (removed since the bucket was read).
+    Missing,
+    /// Exact Jaccard (or its size bound) below the threshold.
+    Below(Arc<Record>),
+    /// At or above the threshold, but `ids` no longer points to this
+    /// version (replaced or removed while it was verified).
+    Stale,
+    /// A true match: the current version, with its exact Jaccard.
+    Match(Arc<Record>, f64),
+}
+
+impl Engine {
+    /// The candidate rule: size bound → exact Jaccard → still the current
+    /// version. `shingles` is the query's sorted set, `t` the threshold.
+    #[inline]
+    pub(crate) fn verify(&self, shingles: &[u32], slot: Slot, t: f64) -> Verdict {
+        let Some(record) = self.docs.get(&slot) else {
+            return Verdict::Missing;
+        };
+        if jaccard::upper_bound(shingles.len(), record.shingles().len()) < t {
+            return Verdict::Below(record);
+        }
+        let j = jaccard::overlap(shingles, record.shingles()).jaccard();
+        if j < t {
+            return Verdict::Below(record);
+        }
+        if !self.is_current(&record, slot) {
+            return Verdict::Stale;
+        }
+        Verdict::Match(record, j)
+    }
+
+    /// Check a query threshold against the range this index serves.
+    pub fn threshold(&self, value: Option<f64>) -> Result<Threshold, EngineError> {
+        let Some(value) = value else {
+            return Ok(Threshold(self.params().index.threshold));
+        };
+        if !(value > 0.0 && value <= 1.0) {
+            return Err(EngineError::ThresholdOutOfRange(value));
+        }
+        if value < self.bands().min_query_threshold {
+            return Err(EngineError::ThresholdBelowTuned {
+                value,
+                min: self.bands().min_query_threshold,
+                tuned: self.params().index.threshold,
+            });
+        }
+        Ok(Threshold(value))
+    }
+
+    /// Near-duplicates of the stored document `id` (never `id` itself).
+    pub fn similar_to_id(
+        &self,
+        id: &str,
+        threshold: Threshold,
+        limit: usize,
+    ) -> Result<QueryOutcome, EngineError> {
+        let record = self
+            .get(id)
+            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        Ok(self.query(
+            record.shingles(),
+            record.signature(),
+            Some(id),
+            threshold,
+            limit,
+        ))
+    }
+
+    /// Near-duplicates of an unstored document; `exclude` skips one id.
+    pub fn similar_to(
+        &self,
+        doc: &Prepared,
+        exclude: Option<&str>,
+        threshold: Threshold,
+        limit: usize,
+    ) -> QueryOutcome {
+        self.query(
+            doc.shingles.as_slice(),
+            &doc.signature,
+            exclude,
+            threshold,
+            limit,
+        )
+    }
+
+    fn query(
+        &self,
+        shingles: &[u32],
+        signature: &[u32],
+        exclude: Option<&str>,
+        threshold: Threshold,
+        limit: usize,
+    ) -> QueryOutcome {
+        let cap = self.params().index.max_candidates;
+        // The queried document never counts against the cap.
+        let own_slot = exclude.and_then(|id| self.ids.get(id).map(|s| *s));
+        let mut slots = Vec::with_capacity(self.bands().bands * 2);
+        let complete = self.lsh.candidates(
+            signature,
+            &mut slots,
+            cap.saturating_add(1).saturating_mul(self.bands().bands),
+        );
+        slots.sort_unstable();
+        slots.dedup();
+        if let Some(own) = own_slot {
+            slots.retain(|&s| s != own);
+        }
+        let truncated = !complete || slots.len() > cap;
+        slots.truncate(cap);
+
+        let t = threshold.value();
+        let mut out = QueryOutcome {
+            truncated,
+            ..Default::default()
+        };
+        for slot in slots {
+            match self.verify(shingles, slot, t) {
+                Verdict::Missing | Verdict::Stale => {} // removed or replaced meanwhile
+                Verdict::Below(record) | Verdict::Match(record, _)
+                    if exclude == Some(record.id().as_str()) => {}
+                Verdict::Below(_) => {
+                    out.candidates += 1;
+                    out.rejected += 1;
+                }
+                Verdict::Match(record, jaccard) => {
+                    out.candidates += 1;
+                    out.matches.push(Match {
+                        id: record.id().clone(),
+                        jaccard,
+                        estimate: minhash::estimate(signature, record.signature()),
+                    });
+                }
+            }
+        }
+        // A replace racing this loop can let both versions of one id pass the
+        // `ids` check at different instants; keep the one verified last.
+        if out.matches.len() > 1 {
+            let mut by_id: Vec<(usize, Match)> = out.matches.drain(..).enumerate().collect();
+            by_id.sort_by(|(i, a), (j, b)| a.id.cmp(&b.id).then(j.cmp(i)));
+            by_id.dedup_by(|later, earlier| later.1.id == earlier.1.id);
+            out.matches = by_id.into_iter().map(|(_, m)| m).collect();
+        }
+        out.matches.sort_by(|a, b| {
+            b.jaccard
+                .total_cmp(&a.jaccard)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        out.matches.truncate(limit);
+        out
+    }
+
+    /// Exact and estimated similarity of two stored documents.
+    pub fn compare(&self, a: &str, b: &str) -> Result<Comparison, EngineError> {
+        let ra = self
+            .get(a)
+            .ok_or_else(|| EngineError::NotFound(a.to_owned()))?;
+        let rb = self
+            .get(b)
+            .ok_or_else(|| EngineError::NotFound(b.to_owned()))?;
+        let overlap = jaccard::overlap(ra.shingles(), rb.shingles());
+        Ok(Comparison {
+            jaccard: overlap.jaccard(),
+            estimate: minhash::estimate(ra.signature(), rb.signature()),
+            overlap,
+        })
+    }
+}

@@ -1,0 +1,87 @@
+//! What the router serves, and the routes the layers treat apart: one
+//! list each, read by the router, the layers and the tests.
+
+/// The request id header, set (or kept) by the outermost layer.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// Every (method, path template) the router serves. `openapi.yaml` must
+/// list exactly these; the integration tests check both directions.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("POST", "/documents"),
+    ("POST", "/documents/batch"),
+    ("GET", "/documents/{id}"),
+    ("PUT", "/documents/{id}"),
+    ("DELETE", "/documents/{id}"),
+    ("GET", "/similar"),
+    ("POST", "/similar"),
+    ("GET", "/compare"),
+    ("GET", "/duplicates"),
+    ("GET", "/duplicates/pairs"),
+    ("GET", "/stats"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+    ("GET", "/metrics"),
+    ("GET", "/openapi.json"),
+    ("POST", "/admin/snapshot"),
+];
+
+/// A route treated apart from the rest by the layers.
+#[derive(Clone, Copy, Debug)]
+pub struct SpecialRoute {
+    pub path: &'static str,
+    /// Answered without a key even when keys are configured (`/metrics`
+    /// follows `auth.protect_metrics` instead).
+    pub open: bool,
+    /// Answered while the index is being restored.
+    pub while_restoring: bool,
+    /// Answered even when `server.max_concurrent_requests` are in flight.
+    pub never_shed: bool,
+}
+
+/// The probes, the metrics and this server's OpenAPI document: the one
+/// list the layers (and the tests) take these exceptions from.
+pub const SPECIAL_ROUTES: &[SpecialRoute] = &[
+    SpecialRoute {
+        path: "/healthz",
+        open: true,
+        while_restoring: true,
+        never_shed: true,
+    },
+    SpecialRoute {
+        path: "/readyz",
+        open: true,
+        while_restoring: true,
+        never_shed: true,
+    },
+    SpecialRoute {
+        path: "/metrics",
+        open: false,
+        while_restoring: true,
+        never_shed: true,
+    },
+    SpecialRoute {
+        path: "/openapi.json",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
+];
+
+fn special(path: &str) -> Option<&'static SpecialRoute> {
+    SPECIAL_ROUTES.iter().find(|r| r.path == path)
+}
+
+/// Served without a key whatever the configuration (`/metrics` aside).
+pub fn is_open(path: &str) -> bool {
+    special(path).is_some_and(|r| r.open)
+}
+
+/// Served while the index is being restored.
+pub fn served_while_restoring(path: &str) -> bool {
+    special(path).is_some_and(|r| r.while_restoring)
+}
+
+/// Never refused by the concurrency limit.
+pub fn never_shed(path: &str) -> bool {
+    special(path).is_some_and(|r| r.never_shed)
+}

@@ -1,0 +1,248 @@
+//! [`ScanScheduler`]: whole-index duplicate scans, one at a time, on a
+//! pool of their own, and the page cache of the last computed groups.
+//!
+//! **Scans are not requests.** A scan runs on a rayon pool of its own (one
+//! thread per core, plus the one that hands results on; built when the
+//! first scan needs it), so it neither blocks the async workers nor starves
+//! batch ingest of its pool. One scan runs at a time: a scan holds an owned
+//! permit for exactly as long as it runs. The scan behind a page of groups
+//! ([`ScanScheduler::groups`]) is a task of its own: it stores its result
+//! in the page cache whether or not the request that started it still
+//! waits, concurrent requests for the same groups wait for that one scan,
+//! and a request that stops waiting learns when to come back.
+//!
+//! **Freshness.** The cache holds the last computed groups. A first page
+//! reuses them if nothing was written since their scan started, or if that
+//! scan finished less than the caller's `recent` window ago (the answer a
+//! retry was told to come back for); following pages reuse them for
+//! [`PAGE_CACHE_SECS`], so a walk through the pages sees one consistent
+//! answer.
+
+use super::metrics::Metrics;
+use crate::engine::{Engine, Groups, Threshold};
+use futures_util::future::{BoxFuture, FutureExt, Shared};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// How long following pages reuse a computation of the groups.
+pub const PAGE_CACHE_SECS: u64 = 60;
+
+/// The groups at one (threshold, min_size), or why the scan failed.
+type ScanResult = Result<Arc<Groups>, Arc<str>>;
+
+/// What a page request asks for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GroupsKey {
+    pub threshold: f64,
+    pub min_size: usize,
+}
+
+/// Why [`ScanScheduler::groups`] has no groups to give.
+#[derive(Debug)]
+pub enum ScanError {
+    /// The scan outlasts the caller's wait; it goes on and fills the cache.
+    InProgress { retry_after_secs: u64 },
+    /// The scan itself failed (logged where it failed).
+    Failed(Arc<str>),
+}
+
+pub struct ScanScheduler {
+    /// Built by the first scan: a server that never scans has no threads for it.
+    pool: OnceLock<rayon::ThreadPool>,
+    /// One scan at a time: a second waits rather than halving both. Scans
+    /// own their permit, so it is held exactly as long as the scan runs.
+    permits: Arc<Semaphore>,
+    /// The last computed groups and the scans running now; held only to
+    /// read or swap entries, never across an await.
+    cache: Mutex<PageCache>,
+}
+
+#[derive(Default)]
+struct PageCache {
+    done: Option<Cached>,
+    running: Vec<Running>,
+}
+
+/// A finished computation of the groups.
+struct Cached {
+    key: GroupsKey,
+    /// The engine's generation when the scan started.
+    generation: u64,
+    finished: Instant,
+    groups: Arc<Groups>,
+}
+
+/// A scan in progress; every waiter awaits the same shared future.
+struct Running {
+    key: GroupsKey,
+    started: Instant,
+    result: Shared<BoxFuture<'static, ScanResult>>,
+}
+
+impl Default for ScanScheduler {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ScanScheduler {
+    pub fn new() -> Self {
+        Self {
+            pool: OnceLock::new(),
+            permits: Arc::new(Semaphore::new(1)),
+            cache: Mutex::new(PageCache::default()),
+        }
+    }
+
+    /// The scan pool: cores + 1 threads, built on first use.
+    pub fn pool(&self) -> &rayon::ThreadPool {
+        self.pool.get_or_init(|| {
+            let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(cores + 1)
+                .thread_name(|i| format!("neardup-scan-{i}"))
+                .build()
+                .expect("a thread pool for scans")
+        })
+    }
+
+    /// Wait for the scan permit; hold it for as long as the scan runs.
+    pub async fn permit(&self) -> OwnedSemaphorePermit {
+        Arc::clone(&self.permits)
+            .acquire_owned()
+            .await
+            .expect("the scan semaphore is never closed")
+    }
+
+    fn cache(&self) -> MutexGuard<'_, PageCache> {
+        self.cache.lock().expect("the page cache lock was poisoned")
+    }
+
+    /// The groups at `key`: cached, the running scan's, or a new scan's.
+    /// `paging` (a page after the first) accepts a cached answer up to
+    /// [`PAGE_CACHE_SECS`] old; a first page accepts one only if nothing was
+    /// written since, or if it finished within `recent`. With `wait`, gives
+    /// up after that long with [`ScanError::InProgress`].
+    #[allow(clippy::too_many_arguments)]
+    pub async fn groups(
+        self: &Arc<Self>,
+        engine: &Arc<Engine>,
+        metrics: &Arc<Metrics>,
+        threshold: Threshold,
+        key: GroupsKey,
+        paging: bool,
+        recent: Duration,
+        wait: Option<Duration>,
+    ) -> Result<Arc<Groups>, ScanError> {
+        let (result, started) = {
+            let mut cache = self.cache();
+            if let Some(c) = cache.done.as_ref().filter(|c| c.key == key) {
+                let unchanged = c.generation == engine.generation();
+                let window = if paging {
+                    Duration::from_secs(PAGE_CACHE_SECS)
+                } else {
+                    recent
+                };
+                if unchanged || c.finished.elapsed() < window {
+                    return Ok(Arc::clone(&c.groups));
+                }
+            }
+            match cache.running.iter().find(|r| r.key == key) {
+                Some(r) => (r.result.clone(), r.started),
+                None => {
+                    let running = self.start(engine, metrics, threshold, key);
+                    let joined = (running.result.clone(), running.started);
+                    cache.running.push(running);
+                    joined
+                }
+            }
+        };
+        let outcome = match wait {
+            None => result.await,
+            Some(wait) => match tokio::time::timeout(wait, result).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    return Err(ScanError::InProgress {
+                        retry_after_secs: retry_after(metrics, started),
+                    })
+                }
+            },
+        };
+        outcome.map_err(ScanError::Failed)
+    }
+
+    /// Start the scan for `key` as a task of its own: it waits for the
+    /// permit, runs on the scan pool, records its metric and fills the cache.
+    fn start(
+        self: &Arc<Self>,
+        engine: &Arc<Engine>,
+        metrics: &Arc<Metrics>,
+        threshold: Threshold,
+        key: GroupsKey,
+    ) -> Running {
+        let (scheduler, engine, metrics) =
+            (Arc::clone(self), Arc::clone(engine), Arc::clone(metrics));
+        let handle = tokio::spawn(async move {
+            let permit = scheduler.permit().await;
+            let generation = engine.generation();
+            let at = Instant::now();
+            let (worker, pool_owner) = (Arc::clone(&engine), Arc::clone(&scheduler));
+            let scanned = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                pool_owner
+                    .pool()
+                    .install(|| worker.duplicate_groups(threshold, key.min_size, None))
+            })
+            .await;
+            let seconds = at.elapsed().as_secs_f64();
+            let mut cache = scheduler.cache();
+            cache.running.retain(|r| r.key != key);
+            let groups = match scanned {
+                Ok(groups) => Arc::new(groups),
+                Err(e) => {
+                    tracing::error!(error = %e, "duplicate scan failed");
+                    return Err(Arc::from(e.to_string()));
+                }
+            };
+            metrics.observe_scan("groups", seconds);
+            tracing::info!(
+                threshold = key.threshold,
+                min_size = key.min_size,
+                documents = groups.stats.documents,
+                candidates = groups.stats.candidates,
+                pairs = groups.stats.pairs,
+                groups = groups.groups.len(),
+                seconds,
+                "duplicate groups computed"
+            );
+            cache.done = Some(Cached {
+                key,
+                generation,
+                finished: Instant::now(),
+                groups: Arc::clone(&groups),
+            });
+            Ok(groups)
+        });
+        let result = handle
+            .map(|joined| match joined {
+                Ok(result) => result,
+                Err(e) => Err(Arc::from(format!("the scan task failed: {e}"))),
+            })
+            .boxed()
+            .shared();
+        Running {
+            key,
+            started: Instant::now(),
+            result,
+        }
+    }
+}
+
+/// Seconds until a scan started at `started` is likely done: the last
+/// scan's duration minus the time this one has run, at least 1.
+fn retry_after(metrics: &Metrics, started: Instant) -> u64 {
+    let expected = metrics.last_scan_seconds("groups").unwrap_or(0.0);
+    let left = expected - started.elapsed().as_secs_f64();
+    left.ceil().max(1.0) as u64
+}
