@@ -19,6 +19,7 @@
 
 pub mod format;
 pub mod fsops;
+mod recovery;
 pub mod snapshot;
 pub mod wal;
 
@@ -27,14 +28,14 @@ use crate::engine::{
     DocId, Engine, EngineError, JournalError, Prepared, Threshold, UniqueOutcome, WriteMode,
     WriteOutcome,
 };
-use format::{Fingerprint, StoredRecord};
+use format::Fingerprint;
 use serde::Serialize;
 use snapshot::SnapshotHeader;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use wal::{Wal, WalOp};
+use wal::Wal;
 
 /// Errors of the durability layer; every one names the file it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -127,11 +128,6 @@ fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-fn now_stats(start: Instant, n: u64) -> (f64, f64) {
-    let s = start.elapsed().as_secs_f64();
-    (s, if s > 0.0 { n as f64 / s } else { 0.0 })
-}
-
 impl Store {
     /// Recover the engine's state from `settings.data_dir`, then open the log.
     pub fn open(engine: Arc<Engine>, settings: &StorageSettings) -> Result<Self, PersistError> {
@@ -141,7 +137,7 @@ impl Store {
         let fingerprint = Fingerprint::of(engine.params());
         let start = Instant::now();
         let mut report = RecoveryReport::default();
-        let (next_lsn, last) = recover(&engine, &dir, &fingerprint, &mut report)?;
+        let (next_lsn, last) = recovery::recover(&engine, &dir, &fingerprint, &mut report)?;
         report.documents = engine.len();
         report.seconds = start.elapsed().as_secs_f64();
         let older_bytes = wal::list_segments(&dir)?
@@ -365,278 +361,6 @@ fn spawn_interval_sync(wal: &Arc<Wal>, every: Duration) {
             }
         })
         .expect("spawning a thread");
-}
-
-/// Load the newest usable snapshot and replay the log after it. Returns
-/// the next LSN and the snapshot used.
-fn recover(
-    engine: &Engine,
-    dir: &Path,
-    fingerprint: &Fingerprint,
-    report: &mut RecoveryReport,
-) -> Result<(u64, Option<SnapshotInfo>), PersistError> {
-    let snapshots = snapshot::list_snapshots(dir)?;
-    let segments = wal::list_segments(dir)?;
-    let log_covers = |lsn: u64| segments.first().is_none_or(|(first, _)| *first <= lsn);
-
-    let mut base: Option<(SnapshotHeader, PathBuf)> = None;
-    let mut first_error: Option<PersistError> = None;
-    for (_, path) in snapshots.iter().rev() {
-        let header = match snapshot::read_header(path) {
-            Ok(h) => h,
-            Err(e) => {
-                first_error.get_or_insert(e);
-                continue;
-            }
-        };
-        let diffs = header.fingerprint.differences(fingerprint);
-        if !diffs.is_empty() {
-            return Err(PersistError::ParameterMismatch {
-                path: path.clone(),
-                details: diffs.join("; "),
-            });
-        }
-        if first_error.is_some() && !log_covers(header.wal_lsn) {
-            break; // the log no longer reaches back this far
-        }
-        match load_snapshot(engine, path) {
-            Ok(h) => {
-                if let Some(e) = &first_error {
-                    tracing::error!(error = %e, fallback = %path.display(), "newer snapshot is damaged; using an older one plus the log");
-                    report.fallbacks.push(e.to_string());
-                }
-                base = Some((h, path.clone()));
-                break;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "snapshot is damaged");
-                engine.clear();
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    if base.is_none() {
-        if let Some(e) = first_error {
-            return Err(PersistError::Unrecoverable(format!(
-                "{e}; no older snapshot is intact with an unbroken log since it, so starting would lose acknowledged writes. \
-                 Move the damaged file aside to start from what remains, knowingly"
-            )));
-        }
-    }
-    let from = base.as_ref().map_or(0, |(h, _)| h.wal_lsn);
-    if !log_covers(from) {
-        let (first, path) = &segments[0];
-        return Err(PersistError::Unrecoverable(format!(
-            "the log starts at record {first} ({}) but the state needs it from record {from}: records are missing",
-            path.display()
-        )));
-    }
-    let last = base.as_ref().map(|(h, path)| SnapshotInfo {
-        path: path.clone(),
-        seq: h.seq,
-        documents: h.documents,
-        bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
-        milliseconds: 0.0,
-        rotate_ms: 0.0,
-        collect_ms: 0.0,
-        write_ms: 0.0,
-        created_unix_ms: h.created_unix_ms,
-        wal_lsn: h.wal_lsn,
-    });
-    if let Some((h, path)) = &base {
-        report.snapshot = Some(path.clone());
-        report.snapshot_documents = h.documents;
-    }
-    let next = replay(engine, &segments, from, fingerprint, report)?;
-    Ok((next, last))
-}
-
-fn corrupt_record(path: &Path, what: String) -> PersistError {
-    PersistError::Corrupt {
-        path: path.to_owned(),
-        offset: 0,
-        reason: what,
-    }
-}
-
-fn restore_record(engine: &Engine, path: &Path, rec: StoredRecord) -> Result<(), PersistError> {
-    let id = DocId::parse(&rec.id)
-        .map_err(|e| corrupt_record(path, format!("record {:?} has an invalid id: {e}", rec.id)))?;
-    let doc = engine
-        .prepared_from_parts(rec.signature.into(), rec.shingles)
-        .ok_or_else(|| {
-            corrupt_record(
-                path,
-                format!(
-                    "record {:?} has an invalid signature or shingle set",
-                    rec.id
-                ),
-            )
-        })?;
-    engine
-        .insert(
-            id,
-            &doc,
-            rec.metadata.map(String::into_boxed_str),
-            WriteMode::Upsert,
-        )
-        .map_err(|e| {
-            corrupt_record(path, format!("record {:?} cannot be restored: {e}", rec.id))
-        })?;
-    Ok(())
-}
-
-/// Records per batch handed from the reading thread to the indexing one.
-const RESTORE_BATCH: usize = 8192;
-
-/// Load a snapshot into `engine` as a two-stage pipeline: a reader thread
-/// reads, checksums and decodes frames straight into records (see
-/// [`format::decode_record`]) while this thread indexes the previous batch
-/// ([`Engine::restore_batch`], which spreads the LSH work over the rayon
-/// pool). Every map is sized from the header's document count first, so
-/// nothing rehashes on the way. On error the engine may hold part of the
-/// snapshot; the caller clears it.
-fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, PersistError> {
-    let start = Instant::now();
-    tracing::info!(path = %path.display(), "loading snapshot");
-    let planned = snapshot::read_header(path)?;
-    // The header is checksummed, but bound the reservation by what the file
-    // could hold (a record frame is well over 64 bytes) all the same.
-    let file_len = std::fs::metadata(path).map_err(fsops::io_err(path))?.len();
-    engine.reserve(planned.documents.min(file_len / 64) as usize);
-    let num_perm = engine.params().index.num_perm;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<crate::engine::Record>>(4);
-    let mut loaded = 0u64;
-    let mut last_log = Instant::now();
-    let header = std::thread::scope(|s| {
-        let reader = std::thread::Builder::new()
-            .name("snapshot-read".into())
-            .spawn_scoped(s, move || {
-                snapshot::read_with(
-                    path,
-                    RESTORE_BATCH,
-                    |payload| format::decode_record(payload, num_perm),
-                    |batch| {
-                        tx.send(batch).map_err(|_| {
-                            PersistError::Unrecoverable("snapshot restore stopped".into())
-                        })
-                    },
-                )
-            })
-            .map_err(fsops::io_err(path))?;
-        // Ends when the reader finishes or fails (either drops `tx`).
-        for batch in rx {
-            loaded += batch.len() as u64;
-            engine.restore_batch(batch);
-            if last_log.elapsed() > Duration::from_secs(2) {
-                let (_, rate) = now_stats(start, loaded);
-                tracing::info!(documents = loaded, per_second = rate as u64, "restoring");
-                last_log = Instant::now();
-            }
-        }
-        reader
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    });
-    engine.finish_restore();
-    let header = header?;
-    let (secs, rate) = now_stats(start, loaded);
-    tracing::info!(
-        path = %path.display(),
-        documents = loaded,
-        seconds = secs,
-        per_second = rate as u64,
-        "snapshot loaded"
-    );
-    Ok(header)
-}
-
-/// Replay every log record at or after `from`. Returns the next LSN.
-fn replay(
-    engine: &Engine,
-    segments: &[(u64, PathBuf)],
-    from: u64,
-    fingerprint: &Fingerprint,
-    report: &mut RecoveryReport,
-) -> Result<u64, PersistError> {
-    let start = Instant::now();
-    let mut next = from;
-    for (i, (seg_start, path)) in segments.iter().enumerate() {
-        let is_last = i + 1 == segments.len();
-        let seg_end = segments.get(i + 1).map(|s| s.0);
-        if seg_end.is_some_and(|end| end <= from) {
-            continue; // entirely before the snapshot
-        }
-        let contents = match wal::read_segment(path) {
-            Ok(c) => c,
-            Err(PersistError::IncompleteHeader { .. }) if is_last => {
-                // A crash while creating the newest segment left a partial header.
-                tracing::warn!(path = %path.display(), "removing a log segment whose header was never completed");
-                std::fs::remove_file(path).map_err(fsops::io_err(path))?;
-                break;
-            }
-            Err(e) => return Err(e),
-        };
-        let diffs = contents.header.fingerprint.differences(fingerprint);
-        if !diffs.is_empty() {
-            return Err(PersistError::ParameterMismatch {
-                path: path.clone(),
-                details: diffs.join("; "),
-            });
-        }
-        if *seg_start > next {
-            return Err(PersistError::Unrecoverable(format!(
-                "{} starts at record {seg_start} but record {next} is missing",
-                path.display()
-            )));
-        }
-        if contents.torn_bytes > 0 {
-            if !is_last {
-                return Err(PersistError::Corrupt {
-                    path: path.clone(),
-                    offset: contents.valid_len,
-                    reason: "incomplete record before the end of the log".into(),
-                });
-            }
-            tracing::warn!(
-                path = %path.display(),
-                offset = contents.valid_len,
-                bytes = contents.torn_bytes,
-                "dropping a torn final log record (a crash interrupted its write; it was never acknowledged)"
-            );
-            let f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(fsops::io_err(path))?;
-            f.set_len(contents.valid_len).map_err(fsops::io_err(path))?;
-            f.sync_all().map_err(fsops::io_err(path))?;
-            report.torn_bytes_dropped += contents.torn_bytes;
-        }
-        for (lsn, op) in contents.entries {
-            if lsn < from {
-                continue;
-            }
-            match op {
-                WalOp::Upsert(rec) => restore_record(engine, path, rec)?,
-                WalOp::Delete(id) => {
-                    engine.remove(&id);
-                }
-            }
-            report.replayed_records += 1;
-            next = lsn + 1;
-        }
-        next = next.max(*seg_start);
-    }
-    if report.replayed_records > 0 {
-        let (secs, rate) = now_stats(start, report.replayed_records);
-        tracing::info!(
-            records = report.replayed_records,
-            seconds = secs,
-            per_second = rate as u64,
-            "log replayed"
-        );
-    }
-    Ok(next)
 }
 
 #[cfg(test)]

@@ -109,7 +109,7 @@ fn a_snapshot_plus_the_log_after_it_restores_everything() {
 #[test]
 fn a_snapshot_of_several_restore_batches_answers_queries_as_before() {
     let dir = tempfile::tempdir().unwrap();
-    let n = RESTORE_BATCH + RESTORE_BATCH / 2;
+    let n = recovery::RESTORE_BATCH + recovery::RESTORE_BATCH / 2;
     let (before, answers, buckets) = {
         let s = open(dir.path());
         let items: Vec<_> = (0..n)
@@ -234,6 +234,49 @@ fn a_flipped_byte_in_the_middle_of_the_log_refuses_to_start() {
     }
     let msg = err.to_string();
     assert!(msg.contains("wal-") && msg.contains("offset"), "{msg}");
+}
+
+#[test]
+fn a_logged_record_that_cannot_be_restored_is_reported_at_its_own_offset() {
+    use crate::engine::{DocId, Journal, JournalEntry, Record};
+    let dir = tempfile::tempdir().unwrap();
+    let next = {
+        let s = open(dir.path());
+        for i in 0..3 {
+            put(&s, &format!("d{i}"), &text(i));
+        }
+        s.wal().next_lsn()
+    };
+    // A well-framed, checksummed record whose shingle set is not sorted:
+    // the log is intact, the record is not.
+    let wal = wal::Wal::open(
+        dir.path(),
+        next,
+        WalFsync::Always,
+        Fingerprint::of(&EngineParams::default()),
+        0,
+    )
+    .unwrap();
+    let bad = Record::new(
+        DocId::parse("bad-one").unwrap(),
+        None,
+        &[7u32; 128],
+        &[9, 3, 5],
+    );
+    let lsn = wal.append(JournalEntry::Upsert(&bad)).unwrap();
+    wal.commit(lsn).unwrap();
+    drop(wal);
+    let seg = last_segment(dir.path());
+    let err = open_with(dir.path(), EngineParams::default()).unwrap_err();
+    match &err {
+        PersistError::Corrupt { path, offset, reason } => {
+            assert_eq!(path, &seg);
+            // The first frame after the segment header, not offset 0.
+            assert!(*offset > 8, "{err}");
+            assert!(reason.contains("\"bad-one\""), "{err}");
+        }
+        other => panic!("expected corruption, got {other}"),
+    }
 }
 
 #[test]

@@ -78,11 +78,20 @@ fn encode_header(h: &SegmentHeader) -> Vec<u8> {
     out
 }
 
+/// One record of a segment, where it was read.
+#[derive(Debug)]
+pub struct LogEntry {
+    /// Byte offset of the record's frame in the segment file.
+    pub offset: u64,
+    pub lsn: u64,
+    pub op: WalOp,
+}
+
 /// The contents of one segment.
 #[derive(Debug)]
 pub struct SegmentContents {
     pub header: SegmentHeader,
-    pub entries: Vec<(u64, WalOp)>,
+    pub entries: Vec<LogEntry>,
     /// Length of the valid prefix (header + complete frames).
     pub valid_len: u64,
     /// Bytes after `valid_len` that form an incomplete final frame.
@@ -145,7 +154,11 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
                     ));
                 }
                 expected += 1;
-                entries.push((lsn, op));
+                entries.push(LogEntry {
+                    offset: pos as u64,
+                    lsn,
+                    op,
+                });
                 pos += n;
             }
             Frame::Incomplete => {
