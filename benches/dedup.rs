@@ -12,8 +12,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use neardup::engine::{DocId, Engine, NoJournal, UniqueOutcome, ValidParams, WriteMode};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use neardup::testkit::Articles;
 use rayon::prelude::*;
 use std::ops::ControlFlow;
 use std::sync::OnceLock;
@@ -22,26 +21,20 @@ use std::time::Duration;
 const DOCS: usize = 50_000;
 const PLANT_EVERY: usize = 100;
 
-fn words(n: usize) -> Vec<u32> {
-    let mut rng = StdRng::seed_from_u64(n as u64);
-    (0..rng.gen_range(110..150))
-        .map(|_| rng.gen_range(0..40_000))
-        .collect()
+/// The test kit's articles: an original and, at every `n % 100 == 1`,
+/// a near-duplicate of document `n - 1`.
+fn articles() -> &'static Articles {
+    static ARTICLES: OnceLock<Articles> = OnceLock::new();
+    ARTICLES.get_or_init(|| Articles::new(0xd3d0b, 40_000, PLANT_EVERY))
 }
 
-fn render(words: &[u32]) -> String {
-    words
-        .iter()
-        .map(|w| format!("w{w}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn twin(n: usize) -> String {
-    let mut w = words(n);
-    let i = w.len() / 2;
-    w[i] = 1_000_000 + n as u32;
-    render(&w)
+/// A new near-duplicate of the original document `n` (not planted).
+fn another_twin(n: usize) -> String {
+    let a = articles();
+    let mut words = a.words(n);
+    let i = words.len() / 2;
+    words[i] = words[i].wrapping_add(1) % 40_000;
+    a.render(&words, n, false)
 }
 
 fn engine() -> &'static Engine {
@@ -49,15 +42,14 @@ fn engine() -> &'static Engine {
     ENGINE.get_or_init(|| {
         let e = Engine::new(ValidParams::default());
         (0..DOCS).into_par_iter().for_each(|n| {
-            let put = |id: String, text: &str| {
-                let doc = e.prepare(text).unwrap();
-                e.insert(DocId::parse(&id).unwrap(), &doc, None, WriteMode::Create)
-                    .unwrap();
-            };
-            put(format!("d{n}"), &render(&words(n)));
-            if n % PLANT_EVERY == 0 {
-                put(format!("d{n}-twin"), &twin(n));
-            }
+            let doc = e.prepare(&articles().text(n)).unwrap();
+            e.insert(
+                DocId::parse(&format!("d{n}")).unwrap(),
+                &doc,
+                None,
+                WriteMode::Create,
+            )
+            .unwrap();
         });
         e
     })
@@ -95,7 +87,7 @@ fn if_unique(c: &mut Criterion) {
     let t = e.threshold(None).unwrap();
     let twins: Vec<_> = (0..DOCS)
         .step_by(PLANT_EVERY)
-        .map(|n| (n, e.prepare(&twin(n + 1)).unwrap()))
+        .map(|n| (n + 2, e.prepare(&another_twin(n + 2)).unwrap()))
         .collect();
     let mut g = c.benchmark_group("insert_if_unique");
     let mut i = 0;
@@ -109,7 +101,7 @@ fn if_unique(c: &mut Criterion) {
                 .unwrap()
             {
                 UniqueOutcome::Duplicate(q) => {
-                    assert_eq!(q.matches[0].id.as_str(), format!("d{}", n + 1))
+                    assert_eq!(q.matches[0].id.as_str(), format!("d{n}"))
                 }
                 UniqueOutcome::Inserted(_) => panic!("a twin got in"),
             }

@@ -34,6 +34,7 @@
 //! lower bound. The last line is a JSON summary for scripts.
 
 use clap::{Parser, ValueEnum};
+use neardup::testkit::Articles;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -88,16 +89,11 @@ struct Args {
 
 // ------------------------------------------------------------ the corpus --
 
-const STOP_WORDS: &[&str] = &[
-    "the", "of", "and", "a", "to", "in", "is", "that", "it", "for", "as", "with", "was", "on",
-    "be", "by", "or", "this", "which", "from",
-];
-
 struct Corpus {
     seed: u64,
     docs: usize,
-    plant_every: usize,
-    vocab: Vec<String>,
+    /// The generated articles (`neardup::testkit`); `None` with `--corpus`.
+    articles: Option<Articles>,
     /// Documents read from `--corpus`, in file order; empty when generated.
     file: Vec<FileDoc>,
 }
@@ -134,30 +130,16 @@ impl Corpus {
         Ok(Self {
             seed: 0,
             docs: file.len(),
-            plant_every: usize::MAX,
-            vocab: Vec::new(),
+            articles: None,
             file,
         })
     }
 
     fn new(args: &Args) -> Self {
-        let mut rng = StdRng::seed_from_u64(args.seed);
-        let mut vocab: Vec<String> = STOP_WORDS.iter().map(|w| w.to_string()).collect();
-        let mut seen: std::collections::HashSet<String> = vocab.iter().cloned().collect();
-        while vocab.len() < 20_000 {
-            let len = rng.gen_range(3..=10);
-            let w: String = (0..len)
-                .map(|_| rng.gen_range(b'a'..=b'z') as char)
-                .collect();
-            if seen.insert(w.clone()) {
-                vocab.push(w);
-            }
-        }
         Self {
             seed: args.seed,
             docs: args.docs.unwrap_or(100_000),
-            plant_every: args.plant_every.max(2),
-            vocab,
+            articles: Some(Articles::new(args.seed, 20_000, args.plant_every.max(2))),
             file: Vec::new(),
         }
     }
@@ -171,63 +153,15 @@ impl Corpus {
 
     /// A planted near-duplicate's original, if `n` is one.
     fn twin_of(&self, n: usize) -> Option<usize> {
-        (self.file.is_empty() && n % self.plant_every == 1).then(|| n - 1)
-    }
-
-    fn words(&self, n: usize) -> Vec<u32> {
-        let mut rng = StdRng::seed_from_u64(self.seed.rotate_left(32) ^ n as u64);
-        let stops = STOP_WORDS.len() as u32;
-        let vocab = self.vocab.len() as u32;
-        let len = rng.gen_range(110..=150);
-        (0..len)
-            .map(|_| {
-                if rng.gen_bool(0.25) {
-                    rng.gen_range(0..stops)
-                } else {
-                    rng.gen_range(stops..vocab)
-                }
-            })
-            .collect()
+        self.articles.as_ref()?.twin_of(n)
     }
 
     fn text(&self, n: usize) -> String {
-        if let Some(d) = self.file.get(n) {
-            return d.text.clone();
+        match (&self.articles, self.file.get(n)) {
+            (_, Some(d)) => d.text.clone(),
+            (Some(articles), None) => articles.text(n),
+            (None, None) => unreachable!("a file corpus has no document {n}"),
         }
-        let mut rng = StdRng::seed_from_u64(!self.seed ^ n as u64);
-        let words = match self.twin_of(n) {
-            Some(original) => {
-                let mut w = self.words(original);
-                for _ in 0..rng.gen_range(1..=2) {
-                    let at = rng.gen_range(0..w.len());
-                    w[at] = rng.gen_range(STOP_WORDS.len() as u32..self.vocab.len() as u32);
-                }
-                w
-            }
-            None => self.words(n),
-        };
-        let mut out = String::with_capacity(words.len() * 8);
-        let mut left = 0;
-        for w in words {
-            let word = &self.vocab[w as usize];
-            if left == 0 {
-                if !out.is_empty() {
-                    out.push_str(". ");
-                }
-                left = rng.gen_range(6..=20);
-                out.push(word.as_bytes()[0].to_ascii_uppercase() as char);
-                out.push_str(&word[1..]);
-            } else {
-                out.push(' ');
-                out.push_str(word);
-                if rng.gen_bool(0.06) {
-                    out.push(',');
-                }
-            }
-            left -= 1;
-        }
-        out.push('.');
-        out
     }
 
     fn batch_body(&self, range: std::ops::Range<usize>) -> Vec<u8> {

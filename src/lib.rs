@@ -24,5 +24,7 @@ pub mod lsh;
 pub mod minhash;
 pub mod persist;
 pub mod telemetry;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod text;
 pub mod wire;

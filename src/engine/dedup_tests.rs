@@ -2,9 +2,10 @@
 
 use super::*;
 use crate::jaccard;
+use crate::testkit::{edit, numbered_words, random_words};
 use proptest::prelude::*;
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
 
@@ -12,55 +13,11 @@ fn engine() -> Engine {
     Engine::new(ValidParams::default())
 }
 
-fn words(rng: &mut StdRng, n: usize, vocab: u32) -> Vec<u32> {
-    (0..n).map(|_| rng.gen_range(0..vocab)).collect()
-}
-
-fn render(words: &[u32]) -> String {
-    words
-        .iter()
-        .map(|w| format!("w{w}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Substitute `k` random positions with fresh words.
-fn edit(rng: &mut StdRng, base: &[u32], k: usize, vocab: u32) -> Vec<u32> {
-    let mut w = base.to_vec();
-    for _ in 0..k {
-        let i = rng.gen_range(0..w.len());
-        w[i] = rng.gen_range(0..vocab);
-    }
-    w
-}
-
-/// Unrelated documents plus planted families: chains (each variant edits
-/// the previous one, so the ends can fall below the threshold while the
-/// family stays connected) and stars (every variant edits the base).
+/// The test kit's planted families, by id.
 fn corpus(seed: u64, unrelated: usize, families: usize) -> BTreeMap<String, String> {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let vocab = 50_000;
-    let mut docs = BTreeMap::new();
-    for i in 0..unrelated {
-        let n = rng.gen_range(60..160);
-        docs.insert(format!("u{i:05}"), render(&words(&mut rng, n, vocab)));
-    }
-    for f in 0..families {
-        let n = rng.gen_range(80..160);
-        let base = words(&mut rng, n, vocab);
-        let size = rng.gen_range(2..7);
-        let chain = f % 2 == 0;
-        let mut prev = base.clone();
-        docs.insert(format!("f{f:04}-0"), render(&base));
-        for v in 1..size {
-            let from = if chain { &prev } else { &base };
-            let k = rng.gen_range(0..4);
-            let next = edit(&mut rng, from, k, vocab);
-            docs.insert(format!("f{f:04}-{v}"), render(&next));
-            prev = next;
-        }
-    }
-    docs
+    crate::testkit::families(seed, unrelated, families)
+        .into_iter()
+        .collect()
 }
 
 fn load(e: &Engine, docs: &BTreeMap<String, String>) {
@@ -274,7 +231,7 @@ fn scans_report_progress_up_to_every_slot() {
 #[test]
 fn deleted_and_replaced_documents_leave_the_groups() {
     let e = engine();
-    let text = render(&words(&mut StdRng::seed_from_u64(1), 120, 1000));
+    let text = numbered_words(&random_words(&mut StdRng::seed_from_u64(1), 120, 1000));
     for id in ["a", "b", "c"] {
         let doc = e.prepare(&text).unwrap();
         e.insert(DocId::parse(id).unwrap(), &doc, None, WriteMode::Create)
@@ -310,9 +267,10 @@ fn concurrent_near_identical_if_unique_inserts_store_exactly_one() {
                 let mut rng = StdRng::seed_from_u64(100 + th as u64);
                 let mut inserted = vec![0usize; rounds];
                 for (round, count) in inserted.iter_mut().enumerate() {
-                    let base = words(&mut StdRng::seed_from_u64(round as u64), 120, 50_000);
-                    let variant = edit(&mut rng, &base, 1, 50_000);
-                    let doc = e.prepare(&render(&variant)).unwrap();
+                    let mut variant =
+                        random_words(&mut StdRng::seed_from_u64(round as u64), 120, 50_000);
+                    edit(&mut rng, &mut variant, 1, 50_000);
+                    let doc = e.prepare(&numbered_words(&variant)).unwrap();
                     let id = DocId::parse(&format!("dup-{round}-{th}")).unwrap();
                     barrier.wait();
                     if let UniqueOutcome::Inserted(_) = e
@@ -322,8 +280,8 @@ fn concurrent_near_identical_if_unique_inserts_store_exactly_one() {
                         *count += 1;
                     }
                 }
-                let own = words(&mut rng, 120, 1_000_000);
-                let doc = e.prepare(&render(&own)).unwrap();
+                let own = random_words(&mut rng, 120, 1_000_000);
+                let doc = e.prepare(&numbered_words(&own)).unwrap();
                 let id = DocId::parse(&format!("own-{th}")).unwrap();
                 let out = e
                     .insert_if_unique(id, &doc, None, t, 5, &NoJournal)
@@ -347,7 +305,7 @@ fn concurrent_near_identical_if_unique_inserts_store_exactly_one() {
 #[test]
 fn if_unique_reports_the_duplicates_and_an_existing_id() {
     let e = engine();
-    let text = render(&words(&mut StdRng::seed_from_u64(2), 100, 1000));
+    let text = numbered_words(&random_words(&mut StdRng::seed_from_u64(2), 100, 1000));
     let doc = e.prepare(&text).unwrap();
     let t = e.threshold(None).unwrap();
     let id = |s: &str| DocId::parse(s).unwrap();

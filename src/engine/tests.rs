@@ -54,42 +54,11 @@ fn examples_md_word_three_shingle_jaccard_values() {
 
 #[test]
 fn examples_md_question_pairs() {
-    let pairs = [
-        (
-            "What is the step by step guide to invest in share market in india?",
-            "What is the step by step guide to invest in share market?",
-            0.8621,
-            0.8333,
-        ),
-        (
-            "What was your first sexual experience like?",
-            "What was your first sexual experience?",
-            0.8684,
-            0.8000,
-        ),
-        (
-            "What does manipulation mean?",
-            "What does manipulation means?",
-            0.9583,
-            0.3333,
-        ),
-        (
-            "When can I expect my Cognizant confirmation mail?",
-            "When can I expect Cognizant confirmation mail?",
-            0.8085,
-            0.3750,
-        ),
-        (
-            "Can I make 50,000 a month by day trading?",
-            "Can I make 30,000 a month by day trading?",
-            0.7500,
-            0.4000,
-        ),
-    ];
     let chars = engine_with(ShingleKind::Char, 5, 0.5);
     let words = engine_with(ShingleKind::Word, 3, 0.5);
-    for (a, b, c5, w3) in pairs {
-        for (e, expected) in [(&chars, c5), (&words, w3)] {
+    for pair in crate::testkit::QUESTION_PAIRS {
+        let (a, b) = (pair.a, pair.b);
+        for (e, expected) in [(&chars, pair.char5), (&words, pair.word3)] {
             put(e, "a", a);
             put(e, "b", b);
             let j = e.compare("a", "b").unwrap().jaccard;

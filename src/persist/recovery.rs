@@ -158,9 +158,7 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, Persist
     let planned = snapshot::read_header(path)?;
     // The header is checksummed, but bound the reservation by what the file
     // could hold (a record frame is well over 64 bytes) all the same.
-    let file_len = std::fs::metadata(path)
-        .map_err(fsops::io_err(path))?
-        .len();
+    let file_len = std::fs::metadata(path).map_err(fsops::io_err(path))?.len();
     engine.reserve(planned.documents.min(file_len / 64) as usize);
     let num_perm = engine.params().index.num_perm;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Record>>(4);
@@ -188,7 +186,11 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, Persist
             engine.restore_batch(batch);
             if last_log.elapsed() > Duration::from_secs(2) {
                 let (_, per_second) = rate(start, loaded);
-                tracing::info!(documents = loaded, per_second = per_second as u64, "restoring");
+                tracing::info!(
+                    documents = loaded,
+                    per_second = per_second as u64,
+                    "restoring"
+                );
                 last_log = Instant::now();
             }
         }
@@ -305,8 +307,7 @@ fn truncate_torn_tail(
         .write(true)
         .open(path)
         .map_err(fsops::io_err(path))?;
-    f.set_len(contents.valid_len)
-        .map_err(fsops::io_err(path))?;
+    f.set_len(contents.valid_len).map_err(fsops::io_err(path))?;
     f.sync_all().map_err(fsops::io_err(path))?;
     report.torn_bytes_dropped += contents.torn_bytes;
     Ok(())

@@ -269,7 +269,11 @@ fn a_logged_record_that_cannot_be_restored_is_reported_at_its_own_offset() {
     let seg = last_segment(dir.path());
     let err = open_with(dir.path(), EngineParams::default()).unwrap_err();
     match &err {
-        PersistError::Corrupt { path, offset, reason } => {
+        PersistError::Corrupt {
+            path,
+            offset,
+            reason,
+        } => {
             assert_eq!(path, &seg);
             // The first frame after the segment header, not offset 0.
             assert!(*offset > 8, "{err}");

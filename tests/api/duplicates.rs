@@ -14,46 +14,9 @@ use std::process::Command;
 
 type Pairs = BTreeMap<(String, String), f64>;
 
-/// Unrelated documents plus planted families (chains and stars of one- and
-/// two-word edits), deterministic from `seed`.
+/// The test kit's planted families (chains and stars of word edits).
 fn corpus(seed: u64, unrelated: usize, families: usize) -> Vec<(String, String)> {
-    let vocab = vocabulary(seed, 4000);
-    let mut state = seed;
-    let mut next = move |n: usize| {
-        state = state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((state >> 33) as usize) % n
-    };
-    let mut docs = Vec::new();
-    let text = |next: &mut dyn FnMut(usize) -> usize, n: usize| -> Vec<String> {
-        (0..n).map(|_| vocab[next(vocab.len())].clone()).collect()
-    };
-    for i in 0..unrelated {
-        let n = 40 + next(60);
-        docs.push((format!("u{i:04}"), text(&mut next, n).join(" ")));
-    }
-    for f in 0..families {
-        let n = 60 + next(60);
-        let base = text(&mut next, n);
-        let size = 2 + next(4);
-        let mut prev = base.clone();
-        docs.push((format!("f{f:03}-0"), base.join(" ")));
-        for v in 1..size {
-            let mut w = if f % 2 == 0 {
-                prev.clone()
-            } else {
-                base.clone()
-            };
-            for _ in 0..next(3) {
-                let i = next(w.len());
-                w[i] = vocab[next(vocab.len())].clone();
-            }
-            docs.push((format!("f{f:03}-{v}"), w.join(" ")));
-            prev = w;
-        }
-    }
-    docs
+    neardup::testkit::families(seed, unrelated, families)
 }
 
 fn brute_pairs(docs: &[(String, String)], t: f64) -> Pairs {

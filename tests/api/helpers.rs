@@ -314,36 +314,7 @@ pub fn reference_overlap(a: &str, b: &str) -> (usize, usize) {
     (inter, sa.len() + sb.len() - inter)
 }
 
-/// `n` distinct pseudo-words derived from `seed` (deterministic: LSH answers
-/// depend on the text, so a fixed corpus keeps every test deterministic).
-pub fn vocabulary(seed: u64, n: usize) -> Vec<String> {
-    const SYLLABLES: [&str; 16] = [
-        "ka", "lo", "mi", "nu", "pe", "ra", "si", "to", "va", "ze", "bo", "du", "fi", "gu", "ho",
-        "ju",
-    ];
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;
-    let mut next = || {
-        // splitmix64
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        let r = next();
-        let word: String = (0..4)
-            .map(|i| SYLLABLES[((r >> (i * 4)) & 15) as usize])
-            .collect::<String>()
-            + &format!("{}", (r >> 16) % 100);
-        if seen.insert(word.clone()) {
-            out.push(word);
-        }
-    }
-    out
-}
+pub use neardup::testkit::vocabulary;
 
 // --- Raw HTTP/1.1 over TCP, for requests reqwest cannot hold half-sent.
 

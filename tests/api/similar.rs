@@ -8,46 +8,13 @@ use crate::helpers::{
     approx_eq, assert_problem, assert_scores_eq, reference_overlap, result_ids, similar_path,
     spawn_app, spawn_app_with, test_settings, vocabulary, TestApp,
 };
+use neardup::testkit::{QuestionPair, QUESTION_PAIRS};
 use neardup::text::ShingleKind;
 use serde_json::{json, Value};
 
 const DOC1: &str = "The night is dark and the moon is red.";
 const DOC2: &str = "I can see moon is red, the night is dark.";
 const DOC3: &str = "The moon in the night is red.";
-
-/// EXAMPLES.md question pairs: (A, B, char-5 Jaccard, word-3 Jaccard).
-const QUESTION_PAIRS: [(&str, &str, f64, f64); 5] = [
-    (
-        "What is the step by step guide to invest in share market in india?",
-        "What is the step by step guide to invest in share market?",
-        0.8621,
-        0.8333,
-    ),
-    (
-        "What was your first sexual experience like?",
-        "What was your first sexual experience?",
-        0.8684,
-        0.8000,
-    ),
-    (
-        "What does manipulation mean?",
-        "What does manipulation means?",
-        0.9583,
-        0.3333,
-    ),
-    (
-        "When can I expect my Cognizant confirmation mail?",
-        "When can I expect Cognizant confirmation mail?",
-        0.8085,
-        0.3750,
-    ),
-    (
-        "Can I make 50,000 a month by day trading?",
-        "Can I make 30,000 a month by day trading?",
-        0.7500,
-        0.4000,
-    ),
-];
 
 fn round4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
@@ -206,7 +173,7 @@ async fn comparing_a_document_with_itself_gives_one() {
 #[tokio::test]
 async fn question_pairs_match_the_documented_char_5_jaccard() {
     let app = spawn_with_shingles(ShingleKind::Char, 5, 0.5).await;
-    for (i, (a, b, char5, _)) in QUESTION_PAIRS.iter().enumerate() {
+    for (i, QuestionPair { a, b, char5, .. }) in QUESTION_PAIRS.iter().enumerate() {
         let (ia, ib) = (format!("q{i}a"), format!("q{i}b"));
         app.insert(&ia, a).await;
         app.insert(&ib, b).await;
@@ -238,7 +205,7 @@ async fn question_pairs_match_the_documented_char_5_jaccard() {
 #[tokio::test]
 async fn question_pairs_match_the_documented_word_3_jaccard() {
     let app = spawn_with_shingles(ShingleKind::Word, 3, 0.5).await;
-    for (i, (a, b, _, word3)) in QUESTION_PAIRS.iter().enumerate() {
+    for (i, QuestionPair { a, b, word3, .. }) in QUESTION_PAIRS.iter().enumerate() {
         let (ia, ib) = (format!("q{i}a"), format!("q{i}b"));
         app.insert(&ia, a).await;
         app.insert(&ib, b).await;
@@ -246,7 +213,7 @@ async fn question_pairs_match_the_documented_word_3_jaccard() {
         assert_eq!(round4(f(&c["jaccard"])), *word3, "{a:?} vs {b:?}: {c}");
     }
     // Word shingles are more selective: at 0.5 only the first two pairs match.
-    for (i, (_, _, _, word3)) in QUESTION_PAIRS.iter().enumerate() {
+    for (i, QuestionPair { word3, .. }) in QUESTION_PAIRS.iter().enumerate() {
         let body = app.similar(&format!("q{i}a"), Some(0.5), None).await;
         check_answer(&body);
         let expected: Vec<String> = if *word3 >= 0.5 {

@@ -1,0 +1,416 @@
+//! Live responses, happy and erroneous, conform to their documented schemas.
+
+use super::live::*;
+use super::spec::*;
+use crate::helpers::{assert_problem, spawn_app, spawn_app_with, test_settings, TestApp};
+use neardup::config::Secret;
+use neardup::http::ROUTES;
+use reqwest::header::HeaderMap;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test]
+async fn a_happy_path_through_every_route_matches_the_documented_responses() {
+    let app = spawn_app().await;
+    let mut covered: BTreeSet<(&str, &str)> = BTreeSet::new();
+    let mut call = async |method: &'static str, path: &'static str, url: &str, body: Body| {
+        let reply = send(&app, method, url, &body).await;
+        assert!(
+            (200..300).contains(&reply.status),
+            "{method} {url} → {}: {}",
+            reply.status,
+            String::from_utf8_lossy(&reply.body)
+        );
+        covered.insert((method, path));
+        let body = assert_documented(method, path, &reply);
+        (reply, body)
+    };
+
+    let q1 = json!({"id": "q1", "text": "What is the step by step guide to invest in share market in india?",
+                    "metadata": {"source": "forum"}});
+    let (reply, body) = call("POST", "/documents", "/documents", Body::Json(q1)).await;
+    assert_eq!(reply.status, 201);
+    assert_eq!(reply.headers["location"], "/documents/q1");
+    assert!(body.get("similar").is_none(), "{body}");
+
+    let q2 =
+        json!({"id": "q2", "text": "What is the step by step guide to invest in share market?"});
+    let url = "/documents?similar=true&threshold=0.8&limit=5";
+    let (_, body) = call("POST", "/documents", url, Body::Json(q2)).await;
+    assert_eq!(body["similar"][0]["id"], "q1", "{body}");
+    assert_eq!(body["truncated"], false, "{body}");
+
+    let no_id = json!({"text": "a text stored under a generated id"});
+    let (reply, body) = call("POST", "/documents", "/documents", Body::Json(no_id)).await;
+    let id = body["id"].as_str().unwrap();
+    assert_eq!(
+        reply.headers["location"],
+        format!("/documents/{id}").as_str()
+    );
+
+    let q3 = json!({"text": "An unrelated question about gardening in spring"});
+    let (reply, _) = call(
+        "PUT",
+        "/documents/{id}",
+        "/documents/q3",
+        Body::Json(q3.clone()),
+    )
+    .await;
+    assert_eq!(reply.status, 201);
+    let (reply, _) = call("PUT", "/documents/{id}", "/documents/q3", Body::Json(q3)).await;
+    assert_eq!(reply.status, 200);
+    assert!(!reply.headers.contains_key("location"));
+
+    let batch = json!({"documents": [
+        {"id": "a", "text": "the night is dark and the moon is red"},
+        {"id": "q3", "text": "a replaced text about gardening"},
+        {"text": "?!"},
+        {"id": "", "text": "an invalid id"},
+        {"id": "b", "text": "x", "metadata": [1]},
+        5,
+    ]});
+    let url = "/documents/batch?mode=upsert";
+    let (_, body) = call("POST", "/documents/batch", url, Body::Json(batch)).await;
+    let statuses: Vec<&Value> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["status"])
+        .collect();
+    assert_eq!(statuses, [201, 200, 422, 400, 422, 422], "{body}");
+    let batch = json!({"documents": [{"id": "a", "text": "again"}]});
+    let (_, body) = call(
+        "POST",
+        "/documents/batch",
+        "/documents/batch",
+        Body::Json(batch),
+    )
+    .await;
+    assert_eq!(body["results"][0]["status"], 409, "{body}");
+
+    let (_, body) = call("GET", "/documents/{id}", "/documents/q1", Body::None).await;
+    assert_eq!(body["metadata"], json!({"source": "forum"}));
+    let (_, body) = call("GET", "/documents/{id}", "/documents/q2", Body::None).await;
+    assert_eq!(body["metadata"], Value::Null);
+
+    let (_, body) = call("GET", "/similar", "/similar?id=q1&limit=10", Body::None).await;
+    assert_eq!(body["results"][0]["id"], "q2", "{body}");
+    let text = json!({"text": "what is the step-by-step guide to invest in share market?"});
+    call("POST", "/similar", "/similar", Body::Json(text)).await;
+    call("GET", "/compare", "/compare?a=q1&b=q2", Body::None).await;
+
+    let q2_again = json!({"id": "q2-again", "text": "What is the step by step guide to invest in share market?"});
+    let (reply, body) = call(
+        "POST",
+        "/documents",
+        "/documents?if_unique=true",
+        Body::Json(q2_again),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(body["inserted"], false, "{body}");
+    let (_, body) = call(
+        "GET",
+        "/duplicates",
+        "/duplicates?threshold=0.8&min_size=2&limit=1",
+        Body::None,
+    )
+    .await;
+    assert_eq!(body["groups"][0]["ids"], json!(["q1", "q2"]), "{body}");
+    assert_eq!(body["next_cursor"], Value::Null, "{body}");
+    let (reply, body) = call(
+        "GET",
+        "/duplicates/pairs",
+        "/duplicates/pairs?threshold=0.8",
+        Body::None,
+    )
+    .await;
+    assert_eq!(reply.content_type().as_deref(), Some("application/json"));
+    assert_eq!(body["pairs"][0]["a"], "q1", "{body}");
+    assert_eq!(body["pairs"][0]["b"], "q2", "{body}");
+
+    let (_, body) = call("GET", "/stats", "/stats", Body::None).await;
+    assert_eq!(body["storage"]["last_snapshot"], Value::Null);
+    let (_, body) = call("POST", "/admin/snapshot", "/admin/snapshot", Body::None).await;
+    assert_eq!(body["documents"], 5, "{body}");
+    let (_, body) = call("GET", "/stats", "/stats", Body::None).await;
+    assert!(body["storage"]["last_snapshot"].is_object(), "{body}");
+
+    let (_, body) = call("GET", "/healthz", "/healthz", Body::None).await;
+    assert_eq!(body, json!({"status": "ok"}));
+    let (_, body) = call("GET", "/readyz", "/readyz", Body::None).await;
+    assert_eq!(body, json!({"status": "ready"}));
+    let (reply, body) = call("GET", "/metrics", "/metrics", Body::None).await;
+    assert!(reply.content_type().unwrap().starts_with("text/plain;"));
+    assert!(body.as_str().unwrap().contains("neardup_documents 5"));
+    let (_, body) = call("GET", "/openapi.json", "/openapi.json", Body::None).await;
+    assert_eq!(body["openapi"], "3.1.0");
+
+    let (reply, _) = call("DELETE", "/documents/{id}", "/documents/q3", Body::None).await;
+    assert_eq!(reply.status, 204);
+
+    let routes: BTreeSet<(&str, &str)> = ROUTES.iter().copied().collect();
+    assert_eq!(covered, routes, "the happy path visits every route");
+}
+
+/// An error case: (method, documented path, request URL, body, status, slug).
+type Case = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Body,
+    u16,
+    &'static str,
+);
+
+fn json_body(value: Value) -> Body {
+    Body::Json(value)
+}
+
+fn text_body() -> Body {
+    Body::Raw("text/plain", "the night is dark".into())
+}
+
+fn broken_json() -> Body {
+    Body::Raw("application/json", "{not json".into())
+}
+
+/// Send each case; assert its status, its slug, and that the reply matches
+/// what its operation documents for that status.
+async fn assert_cases(app: &TestApp, cases: Vec<Case>) {
+    for (method, path, url, body, status, slug) in cases {
+        let reply = send(app, method, url, &body).await;
+        let what = format!("{method} {url}");
+        let text = String::from_utf8_lossy(&reply.body).into_owned();
+        assert_eq!(reply.status, status, "{what}: {text}");
+        let body = assert_documented(method, path, &reply);
+        let expected = format!("urn:neardup:problem:{slug}");
+        assert_eq!(body["type"], expected, "{what}: {body}");
+    }
+}
+
+/// Every problem each route produces from a request (the 413s, 503s and
+/// 500 need other settings or a failing disk: see the tests below).
+#[rustfmt::skip]
+fn error_cases() -> Vec<Case> {
+    use Body::None as Empty;
+    let (doc, batch, by_id, sim, cmp) =
+        ("/documents", "/documents/batch", "/documents/{id}", "/similar", "/compare");
+    vec![
+        ("POST", doc, doc, text_body(), 415, "unsupported-media-type"),
+        ("POST", doc, doc, Empty, 415, "unsupported-media-type"),
+        ("POST", doc, doc, broken_json(), 400, "malformed-json"),
+        ("POST", doc, doc, json_body(json!({"text": "a b", "x": 1})), 422, "invalid-body"),
+        ("POST", doc, doc, json_body(json!({"id": 7, "text": "a b"})), 422, "invalid-body"),
+        ("POST", doc, doc, json_body(json!({"text": "a", "metadata": [1]})), 422, "invalid-body"),
+        ("POST", doc, doc, json_body(json!({"text": " ?! "})), 422, "empty-text"),
+        ("POST", doc, doc, json_body(json!({"id": "", "text": "a b"})), 400, "invalid-id"),
+        ("POST", doc, doc, json_body(json!({"id": "a\u{7}", "text": "a"})), 400, "invalid-id"),
+        ("POST", doc, doc, json_body(json!({"id": "q1", "text": "a b"})), 409, "already-exists"),
+        ("POST", doc, "/documents?bogus=1", json_body(json!({"text": "a"})), 400, "invalid-parameter"),
+        ("POST", doc, "/documents?similar=yes", json_body(json!({"text": "a"})), 400, "invalid-parameter"),
+        ("POST", doc, "/documents?similar=true&limit=0", json_body(json!({"text": "a"})), 400, "invalid-parameter"),
+        ("POST", doc, "/documents?similar=true&threshold=1.5", json_body(json!({"text": "a"})), 400, "invalid-threshold"),
+        ("POST", doc, "/documents?similar=true&threshold=0.5", json_body(json!({"text": "a"})), 400, "threshold-below-tuning"),
+        ("POST", batch, batch, text_body(), 415, "unsupported-media-type"),
+        ("POST", batch, batch, broken_json(), 400, "malformed-json"),
+        ("POST", batch, "/documents/batch?mode=bogus", json_body(json!({"documents": []})), 400, "invalid-parameter"),
+        ("POST", batch, batch, json_body(json!([])), 422, "invalid-body"),
+        ("POST", batch, batch, json_body(json!({"documents": [], "x": 1})), 422, "invalid-body"),
+        ("GET", by_id, "/documents/nope", Empty, 404, "document-not-found"),
+        ("GET", by_id, "/documents/%FF", Empty, 400, "invalid-parameter"),
+        ("PUT", by_id, "/documents/q9", text_body(), 415, "unsupported-media-type"),
+        ("PUT", by_id, "/documents/q9", broken_json(), 400, "malformed-json"),
+        ("PUT", by_id, "/documents/%01", json_body(json!({"text": "a"})), 400, "invalid-id"),
+        ("PUT", by_id, "/documents/%FF", json_body(json!({"text": "a"})), 400, "invalid-parameter"),
+        ("PUT", by_id, "/documents/q9", json_body(json!({"id": "q8", "text": "a"})), 422, "invalid-body"),
+        ("PUT", by_id, "/documents/q9", json_body(json!({"text": ""})), 422, "empty-text"),
+        ("DELETE", by_id, "/documents/nope", Empty, 404, "document-not-found"),
+        ("DELETE", by_id, "/documents/%FF", Empty, 400, "invalid-parameter"),
+        ("GET", sim, "/similar", Empty, 400, "invalid-parameter"),
+        ("GET", sim, "/similar?id=q1&id=q2", Empty, 400, "invalid-parameter"),
+        ("GET", sim, "/similar?id=q1&limit=1001", Empty, 400, "invalid-parameter"),
+        ("GET", sim, "/similar?id=q1&threshold=0", Empty, 400, "invalid-threshold"),
+        ("GET", sim, "/similar?id=q1&threshold=0.7", Empty, 400, "threshold-below-tuning"),
+        ("GET", sim, "/similar?id=nope", Empty, 404, "document-not-found"),
+        ("POST", sim, sim, text_body(), 415, "unsupported-media-type"),
+        ("POST", sim, sim, broken_json(), 400, "malformed-json"),
+        ("POST", sim, sim, json_body(json!({"text": "a", "limit": 0})), 400, "invalid-parameter"),
+        ("POST", sim, sim, json_body(json!({"text": "a", "threshold": 2})), 400, "invalid-threshold"),
+        ("POST", sim, sim, json_body(json!({"text": "a", "threshold": 0.1})), 400, "threshold-below-tuning"),
+        ("POST", sim, sim, json_body(json!({"text": "a", "id": "q1"})), 422, "invalid-body"),
+        ("POST", sim, sim, json_body(json!({"text": "..."})), 422, "empty-text"),
+        ("GET", cmp, "/compare?a=q1", Empty, 400, "invalid-parameter"),
+        ("GET", cmp, "/compare?a=q1&b=q2&c=q3", Empty, 400, "invalid-parameter"),
+        ("GET", cmp, "/compare?a=q1&b=nope", Empty, 404, "document-not-found"),
+    ]
+}
+
+#[tokio::test]
+async fn live_error_responses_match_the_documented_problems() {
+    let app = spawn_app().await;
+    app.insert("q1", "the night is dark and the moon is red")
+        .await;
+    app.insert("q2", "the night is dark and the moon is bright red")
+        .await;
+    assert_cases(&app, error_cases()).await;
+    // The shared helper agrees on the problem shape.
+    assert_problem(app.get("/documents/nope").await, 404).await;
+}
+
+#[tokio::test]
+async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
+    let mut settings = test_settings();
+    settings.auth.api_keys = vec![Secret::new("full-key")];
+    settings.auth.read_only_keys = vec![Secret::new("read-key")];
+    let app = spawn_app_with(settings).await;
+    let mut forbidden = 0;
+    for op in operations() {
+        let url = example_url(&op, false);
+        let body = match op.request_body() {
+            Some((_, _, examples)) => Body::Json(examples[0].clone()),
+            None => Body::None,
+        };
+        let open = op.op.get("security") == Some(&json!([]));
+        for key in [None, Some("wrong-key")] {
+            let reply = send_with_key(&app, &op.method, &url, &body, key).await;
+            let what = format!("{} as {url} with {key:?}", op.name());
+            if open {
+                assert_eq!(reply.status, 200, "{what}: documented as open");
+                continue;
+            }
+            assert_eq!(reply.status, 401, "{what}");
+            let problem = assert_documented(&op.method, op.path, &reply);
+            assert_eq!(
+                problem["type"], "urn:neardup:problem:unauthorized",
+                "{what}"
+            );
+        }
+        if op.method != "GET" {
+            let reply = send_with_key(&app, &op.method, &url, &body, Some("read-key")).await;
+            let what = format!("{} as {url} with a read-only key", op.name());
+            assert_eq!(reply.status, 403, "{what}");
+            let problem = assert_documented(&op.method, op.path, &reply);
+            assert_eq!(problem["type"], "urn:neardup:problem:forbidden", "{what}");
+            forbidden += 1;
+        } else {
+            assert!(
+                op.response(403).is_none(),
+                "{}: GET never answers 403",
+                op.name()
+            );
+        }
+    }
+    assert!(forbidden > 0);
+    // The spec marks exactly the probes and itself as open.
+    let open: Vec<String> = operations()
+        .iter()
+        .filter(|op| op.op.get("security") == Some(&json!([])))
+        .map(Op::name)
+        .collect();
+    assert_eq!(open, ["GET /healthz", "GET /openapi.json", "GET /readyz"]);
+    // The file describes the shipped configuration (no keys); this
+    // server's document requires the bearer scheme the file declares.
+    assert!(spec().get("security").is_none());
+    let served = send(&app, "GET", "/openapi.json", &Body::None).await.json();
+    assert_eq!(served["security"], json!([{"bearerAuth": []}]));
+    assert_eq!(
+        served["components"]["securitySchemes"]["bearerAuth"]["scheme"],
+        "bearer"
+    );
+}
+
+#[tokio::test]
+async fn bodies_over_the_limits_are_answered_413_as_documented() {
+    let mut settings = test_settings();
+    settings.server.max_body_bytes = 1024;
+    settings.limits.max_text_bytes = 512;
+    settings.server.max_batch = 2;
+    let app = spawn_app_with(settings).await;
+    let big = || json_body(json!({"text": "word ".repeat(400)}));
+    // Under the body limit, over the text limit.
+    let long = || json_body(json!({"text": "word ".repeat(120)}));
+    let three = json!({"documents": [{"text": "a"}, {"text": "b"}, {"text": "c"}]});
+    let (doc, batch, by_id) = ("/documents", "/documents/batch", "/documents/{id}");
+    let too_large = "payload-too-large";
+    let cases: Vec<Case> = vec![
+        ("POST", doc, doc, big(), 413, too_large),
+        ("PUT", by_id, "/documents/q1", big(), 413, too_large),
+        ("POST", "/similar", "/similar", big(), 413, too_large),
+        ("POST", batch, batch, big(), 413, too_large),
+        ("POST", batch, batch, json_body(three), 413, too_large),
+        ("POST", doc, doc, long(), 413, too_large),
+        ("PUT", by_id, "/documents/q1", long(), 413, too_large),
+        ("POST", "/similar", "/similar", long(), 413, too_large),
+    ];
+    assert_cases(&app, cases).await;
+}
+
+#[tokio::test]
+async fn a_request_over_the_timeout_is_answered_503_as_documented() {
+    let mut settings = test_settings();
+    settings.server.request_timeout_secs = 1;
+    let app = spawn_app_with(settings).await;
+    // Announce a body and never finish it: the handler waits until the
+    // timeout layer answers.
+    let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    let head = "POST /documents HTTP/1.1\r\nhost: localhost\r\n\
+                content-type: application/json\r\ncontent-length: 100\r\n\r\n{\"text\":";
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let (header_end, content_length) = loop {
+        let n = tokio::time::timeout_at(deadline, stream.read(&mut buf))
+            .await
+            .expect("the server answers before the deadline")
+            .unwrap();
+        assert!(
+            n > 0,
+            "connection closed early: {:?}",
+            String::from_utf8_lossy(&raw)
+        );
+        raw.extend_from_slice(&buf[..n]);
+        if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map(|v| v.trim().parse::<usize>().unwrap())
+                .expect("a content-length");
+            if raw.len() >= end + 4 + length {
+                break (end, length);
+            }
+        }
+    };
+    let head = String::from_utf8_lossy(&raw[..header_end]).to_string();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut headers = HeaderMap::new();
+    for line in lines {
+        let (name, value) = line.split_once(':').unwrap();
+        headers.insert(
+            reqwest::header::HeaderName::from_bytes(name.trim().as_bytes()).unwrap(),
+            value.trim().parse().unwrap(),
+        );
+    }
+    let body = raw[header_end + 4..header_end + 4 + content_length].to_vec();
+    let reply = Reply {
+        status,
+        headers,
+        body,
+    };
+    assert_eq!(reply.status, 503);
+    assert!(reply.headers.contains_key("retry-after"), "{head}");
+    let body = assert_documented("POST", "/documents", &reply);
+    assert_eq!(body["type"], "urn:neardup:problem:unavailable");
+}
