@@ -99,7 +99,8 @@ impl App {
 
     /// Recover the index in the background (the socket already answers
     /// `/healthz`; `/readyz` says 503 until recovery is done), serve until
-    /// `shutdown` resolves, drain in-flight requests for up to
+    /// `shutdown` resolves, keep serving with `/readyz` at 503 for
+    /// `server.shutdown_delay_secs`, drain in-flight requests for up to
     /// `server.shutdown_grace_secs`, then write a final snapshot (unless
     /// nothing was written since the last one).
     /// A recovery failure stops the server and is returned.
@@ -116,15 +117,26 @@ impl App {
         let fatal: Arc<std::sync::Mutex<Option<anyhow::Error>>> = Default::default();
         let fatal_slot = Arc::clone(&fatal);
         let drain_state = state.clone();
+        let delay = Duration::from_secs(state.config.server.shutdown_delay_secs);
         let serve = http::serve(self.listener, state.clone(), async move {
-            tokio::select! {
-                _ = shutdown => {}
+            let fatal = tokio::select! {
+                _ = shutdown => false,
                 Ok(e) = fatal_rx => {
                     *fatal_slot.lock().expect("fatal slot") = Some(e);
+                    true
                 }
-            }
+            };
+            // Not ready from now on; keep serving for the delay so load
+            // balancers see it and stop routing here before we stop accepting.
             drain_state.set_ready(false);
-            tracing::info!("shutdown requested; draining in-flight requests");
+            if !fatal && !delay.is_zero() {
+                tracing::info!(
+                    delay_secs = delay.as_secs(),
+                    "shutdown requested; /readyz answers 503, still serving for the delay"
+                );
+                tokio::time::sleep(delay).await;
+            }
+            tracing::info!("draining in-flight requests");
             let _ = draining_tx.send(());
         });
         tokio::select! {

@@ -52,7 +52,10 @@ pub struct ServerSettings {
     pub max_batch: usize,
     /// Requests running longer than this are answered 503.
     pub request_timeout_secs: u64,
-    /// Time in-flight requests get to finish after SIGTERM/SIGINT.
+    /// After SIGTERM/SIGINT: keep serving this long with `/readyz`
+    /// answering 503, so load balancers stop routing here first.
+    pub shutdown_delay_secs: u64,
+    /// Time in-flight requests then get to finish.
     pub shutdown_grace_secs: u64,
     /// Requests handled at once; more are refused at once with 503
     /// (`/healthz`, `/readyz` and `/metrics` are never refused).
@@ -66,6 +69,7 @@ impl Default for ServerSettings {
             max_body_bytes: 16 * 1024 * 1024,
             max_batch: 10_000,
             request_timeout_secs: 30,
+            shutdown_delay_secs: 0,
             shutdown_grace_secs: 10,
             max_concurrent_requests: 512,
         }

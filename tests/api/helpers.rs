@@ -10,8 +10,8 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub base: String,
     pub client: reqwest::Client,
-    /// Dropping the sender (with the TestApp) stops the server.
-    _shutdown: oneshot::Sender<()>,
+    /// Sending on it, or dropping it (with the TestApp), stops the server.
+    shutdown: Option<oneshot::Sender<()>>,
     pub server: tokio::task::JoinHandle<anyhow::Result<()>>,
     /// The server's storage.data_dir when the test did not choose one
     /// (removed when the TestApp is dropped).
@@ -33,7 +33,14 @@ pub async fn spawn_app() -> TestApp {
 /// Start a server with `settings` (its `bind` is forced to a random loopback
 /// port; a default `storage.data_dir` is replaced by a fresh temporary one)
 /// and wait until it is ready.
-pub async fn spawn_app_with(mut settings: Settings) -> TestApp {
+pub async fn spawn_app_with(settings: Settings) -> TestApp {
+    let app = start_app(settings).await;
+    app.wait_ready().await;
+    app
+}
+
+/// Like [`spawn_app_with`], without waiting for the index to be restored.
+pub async fn start_app(mut settings: Settings) -> TestApp {
     settings.server.bind = "127.0.0.1:0".into();
     let mut data_dir = None;
     if settings.storage.data_dir == Settings::default().storage.data_dir {
@@ -52,11 +59,10 @@ pub async fn spawn_app_with(mut settings: Settings) -> TestApp {
         addr,
         base: format!("http://{addr}"),
         client: reqwest::Client::new(),
-        _shutdown: tx,
+        shutdown: Some(tx),
         server,
         data_dir,
     };
-    test_app.wait_ready().await;
     test_app
 }
 
@@ -209,10 +215,17 @@ impl TestApp {
     /// Stop the server (as dropping the TestApp does) and wait for its task.
     pub async fn stop(self) -> anyhow::Result<()> {
         let TestApp {
-            _shutdown, server, ..
+            shutdown, server, ..
         } = self;
-        drop(_shutdown);
+        drop(shutdown);
         server.await.expect("server task did not panic")
+    }
+
+    /// Signal shutdown (as SIGTERM would) and return at once.
+    pub fn begin_shutdown(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
     }
 
     /// GET a path, assert `200`, and return the JSON body.

@@ -1,8 +1,8 @@
 //! Operations: probes, `/stats`, `/metrics`, snapshots, graceful shutdown.
 
 use crate::helpers::{
-    metric_value, result_ids, spawn_app, spawn_app_with, start_partial_post, test_settings,
-    vocabulary,
+    assert_problem, metric_value, result_ids, spawn_app, spawn_app_with, start_app,
+    start_partial_post, test_settings, vocabulary,
 };
 use neardup::app::App;
 use neardup::text::ShingleKind;
@@ -40,14 +40,98 @@ async fn healthz_returns_200_ok() {
 }
 
 #[tokio::test]
-async fn readyz_returns_200_while_serving() {
-    let app = spawn_app().await;
+async fn readyz_is_503_while_the_index_is_restored_then_200() {
+    use neardup::engine::{EngineParams, Journal, JournalEntry};
+    use neardup::persist::{format::Fingerprint, wal};
+    use std::io::Write;
+    // A log segment of one record, written elsewhere...
+    let elsewhere = tempfile::tempdir().unwrap();
+    let segment = {
+        let log = wal::Wal::open(
+            elsewhere.path(),
+            0,
+            neardup::config::WalFsync::Always,
+            Fingerprint::of(&EngineParams::default()),
+            0,
+        )
+        .unwrap();
+        let lsn = log.append(JournalEntry::Delete("never-stored")).unwrap();
+        log.commit(lsn).unwrap();
+        std::fs::read(elsewhere.path().join(wal::segment_name(0))).unwrap()
+    };
+    // ...that the data dir holds as a FIFO: recovery blocks reading it
+    // until the test writes it, however fast the machine.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join(wal::segment_name(0));
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut settings = test_settings();
+    settings.storage.data_dir = dir.path().to_owned();
+    let app = start_app(settings).await;
+
+    // Restoring: the probes and the metrics answer, nothing else does.
+    assert_eq!(app.get("/healthz").await.status(), 200);
+    assert_eq!(app.get("/metrics").await.status(), 200);
+    let resp = app.get("/readyz").await;
+    assert_eq!(resp.headers()["retry-after"], "1");
+    let problem = assert_problem(resp, 503).await;
+    assert_eq!(problem["type"], "urn:neardup:problem:not-ready");
+    let resp = app
+        .post_json("/documents", &json!({"text": "not while restoring"}))
+        .await;
+    assert_eq!(
+        assert_problem(resp, 503).await["type"],
+        "urn:neardup:problem:not-ready"
+    );
+    assert_eq!(app.get("/readyz").await.status(), 503, "still restoring");
+
+    // Release the log: recovery reads it, finishes, and the server is ready.
+    tokio::task::spawn_blocking(move || {
+        let mut f = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+        f.write_all(&segment).unwrap();
+    })
+    .await
+    .unwrap();
+    app.wait_ready().await;
     let resp = app.get("/readyz").await;
     assert_eq!(resp.status(), 200);
     assert_eq!(
         resp.json::<Value>().await.unwrap(),
         json!({"status": "ready"})
     );
+    assert_eq!(
+        app.stats().await["storage"]["recovery"]["replayed_records"],
+        1
+    );
+}
+
+#[tokio::test]
+async fn readyz_is_503_while_draining_and_requests_are_still_served() {
+    let mut settings = test_settings();
+    settings.server.shutdown_delay_secs = 2;
+    let mut app = spawn_app_with(settings).await;
+    assert_eq!(app.get("/readyz").await.status(), 200);
+    app.begin_shutdown();
+    let mut readyz = app.get("/readyz").await;
+    for _ in 0..100 {
+        if readyz.status() == 503 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        readyz = app.get("/readyz").await;
+    }
+    let problem = assert_problem(readyz, 503).await;
+    assert_eq!(problem["type"], "urn:neardup:problem:not-ready");
+    // Still serving during the delay: a load balancer has time to notice.
+    assert_eq!(app.get("/healthz").await.status(), 200);
+    assert_eq!(app.get("/stats").await.status(), 200);
+    let stopped = tokio::time::timeout(Duration::from_secs(30), app.server)
+        .await
+        .expect("the server stops after the delay");
+    stopped.unwrap().unwrap();
 }
 
 #[tokio::test]
