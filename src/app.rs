@@ -6,7 +6,7 @@
 //! already), so `main` can report a clear error before serving.
 //! [`App::run_until_stopped`] takes the shutdown future as an argument so
 //! tests pass their own; it restores the index in the background
-//! ([`restore`]), then runs the snapshot timer ([`snapshot_timer`]), and on
+//! (`restore`), then runs the snapshot timer (`snapshot_timer`), and on
 //! shutdown drains requests and writes a final snapshot.
 
 use crate::config::Config;

@@ -7,12 +7,16 @@
 //!      signature ─lsh bands→ candidates ─exact Jaccard on the stored sets→ matches
 //! ```
 //!
-//! Module map — dependencies point inward, and the core never touches I/O:
+//! Module map — dependencies point inward, and the core never touches I/O
+//! (`ARCHITECTURE.md` has the full rule and the invariants):
 //! - core: [`text`] (normalize, shingle), [`minhash`], [`jaccard`], [`lsh`]
 //!   (banding parameters and index), [`engine`] (the owner of all state);
-//! - around it: [`config`] (layered settings), [`telemetry`] (logs),
-//!   [`http`] (axum router, problem+json errors, metrics), [`app`] (build
-//!   and run the server), [`cli`] (offline `neardup dedup`).
+//! - around it: [`config`] (layered settings, validated once), [`persist`]
+//!   (write-ahead log, snapshots, recovery), [`wire`] (JSON shapes shared by
+//!   the API and the CLI), [`telemetry`] (logs), [`http`] (router, layers,
+//!   problem+json, metrics), [`app`] (build and run the server), [`cli`]
+//!   (offline `neardup dedup`);
+//! - for tests, benches and examples only: `testkit` (feature `testkit`).
 
 pub mod app;
 pub mod cli;

@@ -95,9 +95,8 @@ impl RecordShard {
 /// shards by the slot's low bits: 8 bytes per slot (`Option<Arc>` is one
 /// pointer) instead of a hash map's 16 plus control byte and slack.
 ///
-/// The API mirrors the `DashMap` it replaces (`get` returns a cloned `Arc`,
-/// so no guard outlives the call). Every call holds one shard lock and
-/// takes no other lock meanwhile.
+/// `get` returns a cloned `Arc`, so no guard outlives the call. Every call
+/// holds one shard lock and takes no other lock meanwhile.
 pub(crate) struct RecordTable {
     shards: Box<[RecordShard]>,
 }
@@ -140,7 +139,7 @@ impl RecordTable {
         self.shards[shard].read().get(i)?.clone()
     }
 
-    /// Take the record out of `slot` (the `DashMap::remove` shape).
+    /// Take the record out of `slot`, with the slot.
     pub(crate) fn remove(&self, slot: &Slot) -> Option<(Slot, Arc<Record>)> {
         let (shard, i) = place(*slot);
         let old = self.shards[shard].write().get_mut(i)?.take()?;

@@ -45,6 +45,15 @@ fn scan_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
+/// The log's counter totals at the last scrape.
+#[derive(Clone, Copy, Debug, Default)]
+struct WalSeen {
+    appends: u64,
+    append_nanos: u64,
+    fsyncs: u64,
+    fsync_nanos: u64,
+}
+
 pub struct Metrics {
     registry: Registry,
     /// Requests and their latency by route, method and status: written by
@@ -73,7 +82,7 @@ pub struct Metrics {
     /// The duration of the last finished scan of each kind (for `Retry-After`).
     last_scan: std::sync::Mutex<std::collections::HashMap<&'static str, f64>>,
     /// WAL counter values already exported (the WAL keeps plain atomics).
-    wal_seen: std::sync::Mutex<[u64; 4]>,
+    wal_seen: std::sync::Mutex<WalSeen>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -279,25 +288,24 @@ impl Metrics {
         self.snapshot_bytes.set(info.bytes as i64);
     }
 
+    /// Move the exported WAL counters up to the log's own totals.
     fn export_wal(&self, store: &Store) {
         let wal = store.wal();
         let c = &wal.counters;
-        let now = [
-            c.appends.load(Ordering::Relaxed),
-            c.append_nanos.load(Ordering::Relaxed),
-            c.fsyncs.load(Ordering::Relaxed),
-            c.fsync_nanos.load(Ordering::Relaxed),
-        ];
+        let now = WalSeen {
+            appends: c.appends.load(Ordering::Relaxed),
+            append_nanos: c.append_nanos.load(Ordering::Relaxed),
+            fsyncs: c.fsyncs.load(Ordering::Relaxed),
+            fsync_nanos: c.fsync_nanos.load(Ordering::Relaxed),
+        };
         let mut seen = self.wal_seen.lock().expect("metrics lock");
-        let d: Vec<u64> = now
-            .iter()
-            .zip(seen.iter())
-            .map(|(n, s)| n.saturating_sub(*s))
-            .collect();
-        self.wal_appends.inc_by(d[0]);
-        self.wal_append_seconds.inc_by(d[1] as f64 / 1e9);
-        self.wal_fsyncs.inc_by(d[2]);
-        self.wal_fsync_seconds.inc_by(d[3] as f64 / 1e9);
+        let since = |now: u64, seen: u64| now.saturating_sub(seen);
+        self.wal_appends.inc_by(since(now.appends, seen.appends));
+        self.wal_append_seconds
+            .inc_by(since(now.append_nanos, seen.append_nanos) as f64 / 1e9);
+        self.wal_fsyncs.inc_by(since(now.fsyncs, seen.fsyncs));
+        self.wal_fsync_seconds
+            .inc_by(since(now.fsync_nanos, seen.fsync_nanos) as f64 / 1e9);
         *seen = now;
         self.wal_bytes.set(wal.bytes() as i64);
     }

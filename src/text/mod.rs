@@ -1,7 +1,7 @@
 //! Text → shingle set: the first two stages of the pipeline.
 //!
 //! Pure functions with no I/O. [`normalize`] applies the recipe from
-//! `EXAMPLES.md` (NFKC, lowercase, strip everything that is neither a word
+//! `docs/examples.md` (NFKC, lowercase, strip everything that is neither a word
 //! character nor whitespace, collapse whitespace, trim); [`shingle`] cuts the
 //! normalized string into word or character k-grams and hashes each one to a
 //! 32-bit value, word shingles from per-word hashes ([`words`]). The

@@ -1,4 +1,4 @@
-//! The normalization recipe (see `EXAMPLES.md`):
+//! The normalization recipe (see `docs/examples.md`):
 //!
 //! 1. Unicode NFKC (ligatures, full-width forms and compatibility characters fold);
 //! 2. lowercase (full Unicode case mapping);

@@ -38,7 +38,7 @@ async fn posting_a_document_returns_201_with_location() {
     assert_eq!(resp.status(), 201);
     assert_eq!(location(&resp), "/documents/doc-1");
     let body: Value = resp.json().await.unwrap();
-    // EXAMPLES.md: document 1 has 7 word 3-shingles.
+    // docs/examples.md: document 1 has 7 word 3-shingles.
     assert_eq!(body, json!({"id": "doc-1", "shingles": 7}));
 }
 

@@ -292,7 +292,7 @@ pub fn metric_value(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f
         })
 }
 
-// --- A reference shingler: the EXAMPLES.md recipe on ASCII text, written
+// --- A reference shingler: the docs/examples.md recipe on ASCII text, written
 // --- independently of the server, used as the oracle for exact Jaccard.
 
 /// Lowercase, drop everything but ASCII letters, digits, `_` and whitespace,

@@ -1,6 +1,6 @@
 //! `/similar` and `/compare`: exact answers through the API.
 //!
-//! Expected values come from `EXAMPLES.md` (derived by hand and by a
+//! Expected values come from `docs/examples.md` (derived by hand and by a
 //! brute-force reference) or from the test's own reference shingler
 //! (`helpers::reference_overlap`), never from the server.
 
