@@ -2,7 +2,7 @@
 # Side-by-side benchmark of neardup against the libraries users would pick
 # instead (datasketch, rensa; pinned in ../shared/bench/requirements.txt), in
 # ONE run on ONE machine, so the ratios hold on a noisy machine even when the
-# absolute figures do not. See BENCHMARKS.md for what each figure means.
+# absolute figures do not. See docs/benchmarks.md for what each figure means.
 #
 #   scripts/bench.sh                       # 1,000,000-doc index, 100,000-doc peer slice
 #   N=200000 PEER_N=50000 scripts/bench.sh # quicker
