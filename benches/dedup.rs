@@ -11,7 +11,7 @@
 //! ```
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use neardup::engine::{DocId, Engine, NoJournal, UniqueOutcome, ValidParams, WriteMode};
+use neardup::engine::{DocId, Engine, NoJournal, Query, UniqueOutcome, ValidParams, WriteMode};
 use neardup::testkit::Articles;
 use rayon::prelude::*;
 use std::ops::ControlFlow;
@@ -97,7 +97,7 @@ fn if_unique(c: &mut Criterion) {
             i += 1;
             let id = DocId::parse("candidate").unwrap();
             match e
-                .insert_if_unique(id, doc, None, t, 10, &NoJournal)
+                .insert_if_unique(id, doc, None, None, &Query::new(t, 10), &NoJournal)
                 .unwrap()
             {
                 UniqueOutcome::Duplicate(q) => {

@@ -23,7 +23,7 @@
 //! ```
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use neardup::engine::{DocId, Engine, Record, ValidParams, WriteMode};
+use neardup::engine::{DocId, Engine, Query, Record, ValidParams, WriteMode};
 use neardup::jaccard;
 use neardup::lsh::{BandParams, LshIndex};
 use neardup::minhash::{Kernel, MinHasher};
@@ -579,7 +579,10 @@ fn similar_end_to_end(c: &mut Criterion) {
         let mut i = Cycle::new(w.planted.len());
         b.iter(|| {
             let p = &w.planted[i.next()];
-            let q = w.engine.similar_to_id(black_box(&p.base), t, 10).unwrap();
+            let q = w
+                .engine
+                .similar_to_id(black_box(&p.base), &Query::new(t, 10))
+                .unwrap();
             assert_eq!(q.matches.len(), 1, "{}: {:?}", p.base, q.matches);
             assert_eq!(q.matches[0].id.as_str(), p.variant);
             assert_eq!(q.matches[0].jaccard.to_bits(), p.jaccard.to_bits());
@@ -595,7 +598,7 @@ fn similar_end_to_end(c: &mut Criterion) {
         b.iter(|| {
             let p = &w.planted[i.next()];
             let doc = w.engine.prepare(black_box(&p.base_text)).unwrap();
-            let q = w.engine.similar_to(&doc, None, t, 10);
+            let q = w.engine.similar_to(&doc, None, &Query::new(t, 10));
             assert_eq!(q.matches.len(), 2);
             assert_eq!(
                 (q.matches[0].id.as_str(), q.matches[0].jaccard),

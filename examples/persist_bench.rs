@@ -15,7 +15,7 @@
 //! (snapshot + the log written during the snapshot).
 
 use neardup::config::{StorageSettings, WalFsync};
-use neardup::engine::{DocId, Engine, ValidParams, WriteMode};
+use neardup::engine::{DocId, Engine, NewDoc, Query, ValidParams, WriteMode};
 use neardup::persist::Store;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use rayon::prelude::*;
@@ -124,9 +124,12 @@ fn write_rate(store: &Store, threads: usize, secs: f64, base: u64) -> f64 {
                     let id = DocId::parse(&format!("w{base}-{t}-{i}")).unwrap();
                     store
                         .insert(
-                            id,
-                            &docs[(i as usize) % docs.len()],
-                            None,
+                            NewDoc {
+                                id,
+                                doc: docs[(i as usize) % docs.len()].clone(),
+                                metadata: None,
+                                expires_ms: None,
+                            },
                             WriteMode::Upsert,
                         )
                         .unwrap();
@@ -167,7 +170,12 @@ fn main() {
             .into_par_iter()
             .map(|i| {
                 let doc = store.engine().prepare(&text(i)).unwrap();
-                (DocId::parse(&format!("d{i}")).unwrap(), doc, None)
+                NewDoc {
+                    id: DocId::parse(&format!("d{i}")).unwrap(),
+                    doc,
+                    metadata: None,
+                    expires_ms: None,
+                }
             })
             .collect();
         for r in store.insert_many(items, WriteMode::Create).unwrap() {
@@ -204,7 +212,13 @@ fn main() {
                 let t = Instant::now();
                 let id = DocId::parse(&format!("snapw{i}")).unwrap();
                 let doc = &fresh[(i % 2000) as usize];
-                store.insert(id, doc, None, WriteMode::Upsert).unwrap();
+                let new = NewDoc {
+                    id,
+                    doc: doc.clone(),
+                    metadata: None,
+                    expires_ms: None,
+                };
+                store.insert(new, WriteMode::Upsert).unwrap();
                 let ns = t.elapsed().as_nanos() as u64;
                 if ns > 5_000_000 {
                     slow.lock()
@@ -225,7 +239,10 @@ fn main() {
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 // d7 has no near-duplicates: this times candidate lookup + verification.
-                let q = store.engine().similar_to_id("d7", t_, 10).unwrap();
+                let q = store
+                    .engine()
+                    .similar_to_id("d7", &Query::new(t_, 10))
+                    .unwrap();
                 assert!(!q.truncated);
                 if in_snapshot.load(Ordering::Relaxed) {
                     worst_read.fetch_max(t.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -9,9 +9,10 @@
 //! (`restore`), then runs the snapshot timer (`snapshot_timer`), and on
 //! shutdown drains requests and writes a final snapshot.
 
-use crate::config::Config;
+use crate::collections::{Collections, Status};
+use crate::config::{Config, WalFsync};
+use crate::engine::{Clock, SystemClock};
 use crate::http::{self, AppState};
-use crate::persist::Store;
 use anyhow::Context;
 use std::fs::File;
 use std::future::Future;
@@ -48,11 +49,24 @@ fn lock_data_dir(dir: &std::path::Path) -> anyhow::Result<File> {
 }
 
 impl App {
-    /// Lock the data dir, build the state and bind the listener.
+    /// Lock the data dir, find the collections, build the state and bind
+    /// the listener.
     pub async fn build(config: Config) -> anyhow::Result<Self> {
+        Self::build_with_clock(config, Arc::new(SystemClock)).await
+    }
+
+    /// [`Self::build`] with every engine's "now" from `clock` (tests move it
+    /// by hand to expire documents).
+    pub async fn build_with_clock(config: Config, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let addr = config.bind_addr();
         let dir_lock = lock_data_dir(&config.storage.data_dir)?;
-        let state = AppState::new(config);
+        let collections = Collections::open(&config, clock).with_context(|| {
+            format!(
+                "cannot read the collections in storage.data_dir {}",
+                config.storage.data_dir.display()
+            )
+        })?;
+        let state = AppState::new(config, Arc::new(collections));
         let listener = TcpListener::bind(addr)
             .await
             .with_context(|| format!("cannot listen on {addr}"))?;
@@ -61,6 +75,7 @@ impl App {
             tracing::info!(
                 api_keys = auth.api_keys.len(),
                 read_only_keys = auth.read_only_keys.len(),
+                scoped_keys = auth.keys.len(),
                 protect_metrics = auth.protect_metrics,
                 "access control on: requests need Authorization: Bearer <key>"
             );
@@ -69,11 +84,13 @@ impl App {
                 "no auth.api_keys or auth.read_only_keys configured: the API is open to anyone who can reach it"
             );
         }
-        let b = state.engine.bands();
+        let default = state.collections.default_collection();
+        let (p, b) = (default.engine.params(), default.engine.bands());
         tracing::info!(
             addr = %listener.local_addr()?,
-            num_perm = state.engine.params().index.num_perm,
-            threshold = state.engine.params().index.threshold,
+            collections = state.collections.len(),
+            num_perm = p.index.num_perm,
+            threshold = p.index.threshold,
             bands = b.bands,
             rows = b.rows,
             recall_at_threshold = b.recall_at_threshold,
@@ -110,26 +127,17 @@ impl App {
     ) -> anyhow::Result<()> {
         let state = self.state.clone();
         let grace = Duration::from_secs(state.config.server.shutdown_grace_secs);
-        let (fatal_tx, fatal_rx) = tokio::sync::oneshot::channel::<anyhow::Error>();
-        let background = tokio::spawn(restore_then_snapshot(state.clone(), fatal_tx));
+        let background = tokio::spawn(restore_then_maintain(state.clone()));
 
         let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
-        let fatal: Arc<std::sync::Mutex<Option<anyhow::Error>>> = Default::default();
-        let fatal_slot = Arc::clone(&fatal);
         let drain_state = state.clone();
         let delay = Duration::from_secs(state.config.server.shutdown_delay_secs);
         let serve = http::serve(self.listener, state.clone(), async move {
-            let fatal = tokio::select! {
-                _ = shutdown => false,
-                Ok(e) = fatal_rx => {
-                    *fatal_slot.lock().expect("fatal slot") = Some(e);
-                    true
-                }
-            };
+            shutdown.await;
             // Not ready from now on; keep serving for the delay so load
             // balancers see it and stop routing here before we stop accepting.
             drain_state.set_ready(false);
-            if !fatal && !delay.is_zero() {
+            if !delay.is_zero() {
                 tracing::info!(
                     delay_secs = delay.as_secs(),
                     "shutdown requested; /readyz answers 503, still serving for the delay"
@@ -150,87 +158,164 @@ impl App {
             } => tracing::warn!(grace_secs = grace.as_secs(), "grace period elapsed; closing remaining connections"),
         }
         background.abort();
-        if let Some(e) = fatal.lock().expect("fatal slot").take() {
-            return Err(e);
-        }
-        let changed = state.store_if_open().map(|s| s.changed_since_snapshot());
-        if changed == Some(false) {
-            tracing::info!("nothing written since the last snapshot; no final snapshot needed");
-        }
-        if changed == Some(true) {
-            match state.snapshot().await {
-                Ok(info) => {
-                    tracing::info!(documents = info.documents, path = %info.path.display(), "final snapshot written")
+        if state.is_restored() {
+            match state.snapshot_changed().await {
+                Ok(written) if written.is_empty() => {
+                    tracing::info!(
+                        "nothing written since the last snapshots; no final snapshot needed"
+                    )
+                }
+                Ok(written) => {
+                    for (c, info) in written {
+                        tracing::info!(collection = %c.name, documents = info.documents, path = %info.path.display(), "final snapshot written");
+                    }
                 }
                 Err(e) => {
                     tracing::error!(error = %e, "final snapshot failed; the log still holds every write")
                 }
             }
         }
-        tracing::info!(documents = state.engine.len(), "stopped");
+        let documents: usize = state
+            .collections
+            .list()
+            .iter()
+            .map(|c| c.engine.len())
+            .sum();
+        tracing::info!(documents, "stopped");
         Ok(())
     }
 }
 
-/// The background task: restore the index, then snapshot on the timer.
-async fn restore_then_snapshot(
-    state: AppState,
-    fatal: tokio::sync::oneshot::Sender<anyhow::Error>,
-) {
-    match restore(&state).await {
-        Ok(()) => snapshot_timer(&state).await,
-        Err(e) => {
-            let _ = fatal.send(e);
-        }
-    }
+/// The background task: restore every collection, then keep them: the
+/// snapshot timer, the purge of expired documents, and (in `interval`
+/// mode) the periodic log fsync.
+async fn restore_then_maintain(state: AppState) {
+    restore(&state).await;
+    tokio::join!(
+        snapshot_timer(&state),
+        purge_timer(&state),
+        fsync_timer(&state)
+    );
 }
 
-/// Load the stored state (snapshot + log) off the async workers, open the
-/// store and mark the server ready. An error stops the server.
-async fn restore(state: &AppState) -> anyhow::Result<()> {
-    let engine = Arc::clone(&state.engine);
-    let storage = state.config.storage.clone();
-    let store = tokio::task::spawn_blocking(move || Store::open(engine, &storage))
-        .await
-        .context("the recovery task failed")?
-        .map_err(|e| {
-            tracing::error!(error = %e, "cannot restore the stored index; refusing to start");
-            anyhow::Error::new(e).context("cannot restore the stored index")
-        })?;
-    let r = &store.recovery;
+/// Restore every collection off the async workers; a collection that
+/// fails is reported (and answers 503) while the others serve. Then the
+/// server is ready.
+async fn restore(state: &AppState) {
+    let collections = Arc::clone(&state.collections);
+    let started = std::time::Instant::now();
+    if let Err(e) = tokio::task::spawn_blocking(move || collections.restore()).await {
+        tracing::error!(error = %e, "the restore task failed");
+    }
+    let all = state.collections.list();
+    let failed: Vec<String> = all
+        .iter()
+        .filter(|c| c.status() == Status::Failed)
+        .map(|c| c.name.to_string())
+        .collect();
+    let documents: usize = all.iter().map(|c| c.engine.len()).sum();
     tracing::info!(
-        documents = r.documents,
-        snapshot = r.snapshot.as_ref().map(|p| p.display().to_string()),
-        replayed_records = r.replayed_records,
-        torn_bytes_dropped = r.torn_bytes_dropped,
-        seconds = r.seconds,
+        collections = all.len(),
+        documents,
+        failed = failed.len(),
+        seconds = started.elapsed().as_secs_f64(),
         "index restored; ready"
     );
-    state.open_store(Arc::new(store));
-    state.set_ready(true);
-    Ok(())
+    if !failed.is_empty() {
+        tracing::error!(
+            collections = failed.join(","),
+            "some collections could not be restored; they answer 503 collection-unavailable"
+        );
+    }
+    state.mark_restored();
 }
 
-/// Every `storage.snapshot_interval_secs` (0: never), snapshot if anything
-/// was written since the last one. Runs until the server stops.
-async fn snapshot_timer(state: &AppState) {
-    let every = state.config.storage.snapshot_interval_secs;
-    if every == 0 {
-        return;
+/// A tick every `secs` seconds (none while `secs` is 0), the first after a period.
+async fn every(secs: u64) -> Option<tokio::time::Interval> {
+    if secs == 0 {
+        return None;
     }
-    let mut tick = tokio::time::interval(Duration::from_secs(every));
+    let mut tick = tokio::time::interval(Duration::from_secs(secs));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await; // the first tick is immediate
+    Some(tick)
+}
+
+/// Every `storage.snapshot_interval_secs` (0: never), snapshot each
+/// collection written since its last snapshot. Runs until the server stops.
+async fn snapshot_timer(state: &AppState) {
+    let Some(mut tick) = every(state.config.storage.snapshot_interval_secs).await else {
+        return;
+    };
     loop {
         tick.tick().await;
-        if state
-            .store_if_open()
-            .is_some_and(|s| s.changed_since_snapshot())
-        {
-            if let Err(e) = state.snapshot().await {
-                tracing::error!(error = %e, "periodic snapshot failed");
+        if let Err(e) = state.snapshot_changed().await {
+            tracing::error!(error = %e, "periodic snapshot failed");
+        }
+    }
+}
+
+/// Every `storage.purge_interval_secs`, purge the documents that have
+/// expired (a journaled delete each: the memory goes, the log says so).
+async fn purge_timer(state: &AppState) {
+    let Some(mut tick) = every(state.config.storage.purge_interval_secs).await else {
+        return;
+    };
+    loop {
+        tick.tick().await;
+        purge_expired(state).await;
+    }
+}
+
+/// Purge every collection's expired documents now, off the async workers.
+pub async fn purge_expired(state: &AppState) {
+    let collections = Arc::clone(&state.collections);
+    let metrics = Arc::clone(&state.metrics);
+    let purged = tokio::task::spawn_blocking(move || {
+        for c in collections.list() {
+            let Some(store) = c.store() else { continue };
+            let started = std::time::Instant::now();
+            match store.purge_expired() {
+                Ok(0) => {}
+                Ok(n) => {
+                    metrics.observe_purge(c.name.as_str(), n);
+                    tracing::info!(collection = %c.name, documents = n, seconds = started.elapsed().as_secs_f64(), "expired documents purged");
+                }
+                Err(e) => {
+                    tracing::error!(collection = %c.name, error = %e, "purging expired documents failed; they stay hidden and are retried")
+                }
             }
         }
+    })
+    .await;
+    if let Err(e) = purged {
+        tracing::error!(error = %e, "the purge task failed");
+    }
+}
+
+/// In `interval` mode, fsync every collection's log each
+/// `storage.wal_fsync_interval_ms`.
+async fn fsync_timer(state: &AppState) {
+    if state.config.storage.wal_fsync != WalFsync::Interval {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_millis(
+        state.config.storage.wal_fsync_interval_ms,
+    ));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let collections = Arc::clone(&state.collections);
+        let _ = tokio::task::spawn_blocking(move || {
+            for c in collections.list() {
+                if let Some(store) = c.store() {
+                    if let Err(e) = store.wal().sync_now() {
+                        tracing::error!(collection = %c.name, error = %e, "periodic log fsync failed");
+                    }
+                }
+            }
+        })
+        .await;
     }
 }
 

@@ -34,6 +34,8 @@ pub struct Settings {
     pub index: IndexParams,
     pub shingle: ShingleOptions,
     pub normalize: NormalizeOptions,
+    /// The `default` collection's retention (named collections have their own).
+    pub retention: Retention,
     pub query: QuerySettings,
     pub storage: StorageSettings,
     pub log: LogSettings,
@@ -76,17 +78,53 @@ impl Default for ServerSettings {
     }
 }
 
+/// How long documents are kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Retention {
+    /// Documents without an expiry of their own expire this long after
+    /// they were stored; `None` keeps them until deleted.
+    pub ttl_secs: Option<u64>,
+}
+
+impl Retention {
+    /// The longest retention or document expiry: 100 years of seconds, so
+    /// every expiry is a time RFC 3339 can write.
+    pub const MAX_TTL_SECS: u64 = 3_155_760_000;
+
+    /// `ttl_secs`, when given, is 1 to [`Self::MAX_TTL_SECS`].
+    pub fn check(&self) -> Result<(), String> {
+        match self.ttl_secs {
+            Some(0) => {
+                Err("retention.ttl_secs must be at least 1 (or null for no expiry), got 0".into())
+            }
+            Some(s) if s > Self::MAX_TTL_SECS => Err(format!(
+                "retention.ttl_secs must be at most {} (100 years), got {s}",
+                Self::MAX_TTL_SECS
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn ttl(&self) -> Option<std::time::Duration> {
+        self.ttl_secs.map(std::time::Duration::from_secs)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsSettings {
     /// Largest document or query text, in UTF-8 bytes; larger texts get 413.
     pub max_text_bytes: usize,
+    /// Most collections the server holds, `default` included.
+    pub max_collections: usize,
 }
 
 impl Default for LimitsSettings {
     fn default() -> Self {
         Self {
             max_text_bytes: 1024 * 1024,
+            max_collections: 1000,
         }
     }
 }
@@ -143,6 +181,10 @@ pub struct StorageSettings {
     pub snapshot_interval_secs: u64,
     /// Snapshots kept (the log is kept back to the oldest of them).
     pub snapshots_keep: usize,
+    /// How often expired documents are purged from memory (a delete in the
+    /// log each); they are absent from every answer from the instant they
+    /// expire either way.
+    pub purge_interval_secs: u64,
 }
 
 impl Default for StorageSettings {
@@ -153,6 +195,7 @@ impl Default for StorageSettings {
             wal_fsync_interval_ms: 100,
             snapshot_interval_secs: 300,
             snapshots_keep: 2,
+            purge_interval_secs: 60,
         }
     }
 }
@@ -223,6 +266,24 @@ pub struct AuthSettings {
     pub read_only_keys: Vec<Secret>,
     /// Whether `/metrics` needs a key too (when any key is configured).
     pub protect_metrics: bool,
+    /// Keys with a scope: `[[auth.keys]]` tables of `key`, optional
+    /// `collections` (the only collections it may use; omitted: every
+    /// collection) and `read_only`.
+    pub keys: Vec<ScopedKey>,
+}
+
+/// A key limited to some collections, or to reading.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScopedKey {
+    pub key: Secret,
+    /// The collections it may use; `None`: every collection, and it may
+    /// also create, change and delete collections (unless read-only).
+    #[serde(default)]
+    pub collections: Option<Vec<String>>,
+    /// GET and HEAD only.
+    #[serde(default)]
+    pub read_only: bool,
 }
 
 impl Default for AuthSettings {
@@ -231,6 +292,7 @@ impl Default for AuthSettings {
             api_keys: Vec::new(),
             read_only_keys: Vec::new(),
             protect_metrics: true,
+            keys: Vec::new(),
         }
     }
 }
@@ -238,13 +300,15 @@ impl Default for AuthSettings {
 impl AuthSettings {
     /// True when any key is configured, so requests must carry one.
     pub fn enabled(&self) -> bool {
-        !self.api_keys.is_empty() || !self.read_only_keys.is_empty()
+        !self.api_keys.is_empty() || !self.read_only_keys.is_empty() || !self.keys.is_empty()
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
+        let scoped: Vec<Secret> = self.keys.iter().map(|k| k.key.clone()).collect();
         let lists = [
             ("auth.api_keys", &self.api_keys),
             ("auth.read_only_keys", &self.read_only_keys),
+            ("auth.keys", &scoped),
         ];
         for (name, keys) in lists {
             for (i, key) in keys.iter().enumerate() {
@@ -272,6 +336,29 @@ impl AuthSettings {
                 "auth.read_only_keys[{i}] is also in auth.api_keys; \
                  a key must be in only one of the two lists"
             )));
+        }
+        for (i, k) in self.keys.iter().enumerate() {
+            let elsewhere = self.api_keys.contains(&k.key)
+                || self.read_only_keys.contains(&k.key)
+                || self.keys[..i].iter().any(|o| o.key == k.key);
+            if elsewhere {
+                return Err(ConfigError::Invalid(format!(
+                    "auth.keys[{i}].key is configured twice; a key must appear once"
+                )));
+            }
+            for (j, name) in k.collections.iter().flatten().enumerate() {
+                let valid = !name.is_empty()
+                    && name.len() <= 64
+                    && name.bytes().all(|b| {
+                        b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
+                    });
+                if !valid {
+                    return Err(ConfigError::Invalid(format!(
+                        "auth.keys[{i}].collections[{j}] {name:?} is not a collection name \
+                         (1 to 64 characters of a-z, 0-9, '_' and '-')"
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -401,6 +488,15 @@ impl Settings {
         }
         if self.storage.wal_fsync_interval_ms == 0 {
             return invalid("storage.wal_fsync_interval_ms must be at least 1");
+        }
+        if self.storage.purge_interval_secs == 0 {
+            return invalid("storage.purge_interval_secs must be at least 1");
+        }
+        if self.limits.max_collections == 0 {
+            return invalid("limits.max_collections must be at least 1 (the default collection)");
+        }
+        if let Err(e) = self.retention.check() {
+            return Err(ConfigError::Invalid(e));
         }
         self.auth.validate()?;
         let engine = self.engine_params().validate()?;

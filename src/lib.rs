@@ -20,6 +20,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod collections;
 pub mod config;
 pub mod engine;
 pub mod http;

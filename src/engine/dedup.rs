@@ -176,10 +176,11 @@ impl Engine {
         stats
     }
 
-    /// The current record in `slot`, if `ids` still points there.
-    fn current(&self, slot: Slot) -> Option<Arc<Record>> {
-        let record = self.docs.get(&slot).map(|r| Arc::clone(&r))?;
-        self.is_current(&record, slot).then_some(record)
+    /// The current record in `slot`, if `ids` still points there and it
+    /// has not expired at `now`.
+    fn current(&self, slot: Slot, now: u64) -> Option<Arc<Record>> {
+        let record = self.docs.get(&slot)?;
+        (self.is_current(&record, slot) && self.is_live(&record, now)).then_some(record)
     }
 
     /// Verified edges from the slots in `lo..hi` to higher slots below `span`;
@@ -192,11 +193,12 @@ impl Engine {
         threshold: Threshold,
     ) -> (Vec<Edge>, usize, usize) {
         let t = threshold.value();
+        let now = self.now_ms();
         let mut edges = Vec::new();
         let mut slots = Vec::new();
         let (mut documents, mut verified) = (0, 0);
         for slot in lo..hi {
-            let Some(record) = self.current(slot) else {
+            let Some(record) = self.current(slot, now) else {
                 continue;
             };
             documents += 1;
@@ -207,7 +209,7 @@ impl Engine {
             slots.sort_unstable();
             slots.dedup();
             for &other in &slots {
-                let (peer, j) = match self.verify(record.shingles(), other, t) {
+                let (peer, j) = match self.verify(record.shingles(), other, t, now, None) {
                     Verdict::Missing => continue,
                     Verdict::Below(_) | Verdict::Stale => {
                         verified += 1;

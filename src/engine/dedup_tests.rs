@@ -274,7 +274,7 @@ fn concurrent_near_identical_if_unique_inserts_store_exactly_one() {
                     let id = DocId::parse(&format!("dup-{round}-{th}")).unwrap();
                     barrier.wait();
                     if let UniqueOutcome::Inserted(_) = e
-                        .insert_if_unique(id, &doc, None, t, 5, &NoJournal)
+                        .insert_if_unique(id, &doc, None, None, &Query::new(t, 5), &NoJournal)
                         .unwrap()
                     {
                         *count += 1;
@@ -284,7 +284,7 @@ fn concurrent_near_identical_if_unique_inserts_store_exactly_one() {
                 let doc = e.prepare(&numbered_words(&own)).unwrap();
                 let id = DocId::parse(&format!("own-{th}")).unwrap();
                 let out = e
-                    .insert_if_unique(id, &doc, None, t, 5, &NoJournal)
+                    .insert_if_unique(id, &doc, None, None, &Query::new(t, 5), &NoJournal)
                     .unwrap();
                 assert!(matches!(out, UniqueOutcome::Inserted(_)));
                 inserted
@@ -310,11 +310,11 @@ fn if_unique_reports_the_duplicates_and_an_existing_id() {
     let t = e.threshold(None).unwrap();
     let id = |s: &str| DocId::parse(s).unwrap();
     assert!(matches!(
-        e.insert_if_unique(id("a"), &doc, None, t, 10, &NoJournal),
+        e.insert_if_unique(id("a"), &doc, None, None, &Query::new(t, 10), &NoJournal),
         Ok(UniqueOutcome::Inserted(_))
     ));
     let Ok(UniqueOutcome::Duplicate(q)) =
-        e.insert_if_unique(id("b"), &doc, None, t, 10, &NoJournal)
+        e.insert_if_unique(id("b"), &doc, None, None, &Query::new(t, 10), &NoJournal)
     else {
         panic!("expected a duplicate");
     };
@@ -326,7 +326,7 @@ fn if_unique_reports_the_duplicates_and_an_existing_id() {
         .prepare("a different text about other things entirely")
         .unwrap();
     assert_eq!(
-        e.insert_if_unique(id("a"), &other, None, t, 10, &NoJournal),
+        e.insert_if_unique(id("a"), &other, None, None, &Query::new(t, 10), &NoJournal),
         Err(EngineError::AlreadyExists(id("a")))
     );
 }

@@ -38,6 +38,7 @@ mod memory;
 mod params;
 mod query;
 mod record;
+mod retention;
 mod unique;
 
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
@@ -45,9 +46,10 @@ pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;
 pub use params::{EngineParams, EngineParamsError, IndexParams, ValidParams, MAX_SHINGLE_K};
-pub use query::{Comparison, Match, QueryOutcome, Threshold};
-pub use record::Record;
+pub use query::{Comparison, Match, Query, QueryOutcome, Threshold};
 use record::RecordTable;
+pub use record::{Record, Stamp};
+pub use retention::{Clock, ManualClock, SystemClock};
 pub use unique::UniqueOutcome;
 
 use crate::lsh::index::Slot;
@@ -80,6 +82,18 @@ impl Prepared {
     pub fn signature(&self) -> &[u32] {
         &self.signature
     }
+}
+
+/// A document to write: what the HTTP layer (or the offline command)
+/// hands the store.
+#[derive(Clone, Debug)]
+pub struct NewDoc {
+    pub id: DocId,
+    pub doc: Prepared,
+    /// Caller-supplied JSON object, as text.
+    pub metadata: Option<Box<str>>,
+    /// The document's own expiry (ms since the epoch), if it set one.
+    pub expires_ms: Option<u64>,
 }
 
 /// How an insert treats an id that already exists.
@@ -153,6 +167,14 @@ pub struct Engine {
     unique_locks: unique::Stripes,
     /// Heap bytes of the empty maps, measured at construction (memory report).
     fixed_bytes: usize,
+    /// Where "now" comes from (expiry, `created_at`); see `retention.rs`.
+    clock: Arc<dyn Clock>,
+    /// The retention TTL in ms (0: none), read at every expiry check so a
+    /// change applies at once.
+    ttl_ms: AtomicU64,
+    /// Stored records with an expiry of their own (a purge scan is skipped
+    /// while this and `ttl_ms` are 0).
+    own_expiries: AtomicU64,
 }
 
 impl std::fmt::Debug for Engine {
@@ -167,6 +189,11 @@ impl std::fmt::Debug for Engine {
 
 impl Engine {
     pub fn new(valid: ValidParams) -> Self {
+        Self::with_clock(valid, Arc::new(SystemClock))
+    }
+
+    /// An engine whose "now" comes from `clock`.
+    pub fn with_clock(valid: ValidParams, clock: Arc<dyn Clock>) -> Self {
         let (params, bands) = (valid.params(), valid.bands());
         let lsh = LshIndex::new(bands.bands, bands.rows, params.index.seed);
         let docs = RecordTable::default();
@@ -186,6 +213,9 @@ impl Engine {
             generation: AtomicU64::new(0),
             unique_locks: unique::Stripes::new(),
             params: valid,
+            clock,
+            ttl_ms: AtomicU64::new(0),
+            own_expiries: AtomicU64::new(0),
         }
     }
 
@@ -231,7 +261,8 @@ impl Engine {
         })
     }
 
-    /// Store a prepared document under `id` (no journal).
+    /// Store a prepared document under `id`, stored now with no expiry of
+    /// its own (no journal).
     pub fn insert(
         &self,
         id: DocId,
@@ -239,30 +270,42 @@ impl Engine {
         metadata: Option<Box<str>>,
         mode: WriteMode,
     ) -> Result<WriteOutcome, EngineError> {
-        self.insert_journaled(id, doc, metadata, mode, &NoJournal)
+        let stamp = Stamp {
+            created_ms: self.now_ms(),
+            expires_ms: None,
+        };
+        self.insert_journaled(id, doc, metadata, mode, stamp, &NoJournal)
             .map(|(outcome, _)| outcome)
     }
 
-    /// Store a prepared document under `id`, appending it to `journal`
-    /// first; returns the outcome and the journal's sequence number. If the
-    /// append fails nothing is applied.
+    /// Store a prepared document under `id` with `stamp`, appending it to
+    /// `journal` first; returns the outcome and the journal's sequence
+    /// number. If the append fails nothing is applied. An expired document
+    /// under `id` counts as absent: `Create` replaces it and says `Created`.
     pub fn insert_journaled(
         &self,
         id: DocId,
         doc: &Prepared,
         metadata: Option<Box<str>>,
         mode: WriteMode,
+        stamp: Stamp,
         journal: &dyn Journal,
     ) -> Result<(WriteOutcome, u64), EngineError> {
         let entry = self.ids.entry(id);
-        if mode == WriteMode::Create {
-            if let Entry::Occupied(e) = &entry {
-                return Err(EngineError::AlreadyExists(e.key().clone()));
-            }
+        let live_before = match &entry {
+            Entry::Occupied(e) => self
+                .docs
+                .get(e.get())
+                .is_some_and(|r| self.is_live(&r, self.now_ms())),
+            Entry::Vacant(_) => false,
+        };
+        if mode == WriteMode::Create && live_before {
+            return Err(EngineError::AlreadyExists(entry.key().clone()));
         }
         let record = Arc::new(Record::new(
             entry.key().clone(),
             metadata,
+            stamp,
             &doc.signature,
             doc.shingles.as_slice(),
         ));
@@ -281,26 +324,30 @@ impl Engine {
                 None
             }
         };
-        match old {
-            Some(old_slot) => {
-                self.release(old_slot);
-                Ok((WriteOutcome::Replaced, seq))
-            }
-            None => Ok((WriteOutcome::Created, seq)),
+        if let Some(old_slot) = old {
+            self.release(old_slot);
         }
+        let outcome = if live_before {
+            WriteOutcome::Replaced
+        } else {
+            WriteOutcome::Created
+        };
+        Ok((outcome, seq))
     }
 
-    /// Remove `id`; false if it was not stored.
+    /// Remove `id`; false if no live document had it.
     pub fn remove(&self, id: &str) -> bool {
-        matches!(self.remove_journaled(id, &NoJournal), Ok(Some(_)))
+        matches!(self.remove_journaled(id, &NoJournal), Ok(Some((_, true))))
     }
 
-    /// Remove `id`, journaling the delete first; `None` if it was not stored.
+    /// Remove `id`, journaling the delete first. `None` if it was not
+    /// stored; else the journal's sequence number and whether the removed
+    /// version was live (an expired one is purged all the same).
     pub fn remove_journaled(
         &self,
         id: &str,
         journal: &dyn Journal,
-    ) -> Result<Option<u64>, EngineError> {
+    ) -> Result<Option<(u64, bool)>, EngineError> {
         // `entry` needs an owned key; an id that does not parse cannot be stored.
         let Ok(key) = DocId::parse(id) else {
             return Ok(None);
@@ -308,19 +355,23 @@ impl Engine {
         let Entry::Occupied(entry) = self.ids.entry(key) else {
             return Ok(None);
         };
+        let live = self
+            .docs
+            .get(entry.get())
+            .is_some_and(|r| self.is_live(&r, self.now_ms()));
         let seq = journal
             .append(JournalEntry::Delete(id))
             .map_err(EngineError::Journal)?;
         let (_, slot) = entry.remove_entry();
         self.release(slot);
-        Ok(Some(seq))
+        Ok(Some((seq, live)))
     }
 
     /// Remove every document (recovery discards a damaged snapshot's part).
     pub fn clear(&self) {
         let ids: Vec<DocId> = self.ids.iter().map(|e| e.key().clone()).collect();
         for id in ids {
-            self.remove(id.as_str());
+            let _ = self.remove_journaled(id.as_str(), &NoJournal);
         }
     }
 
@@ -343,6 +394,14 @@ impl Engine {
             }
         };
         op(&self.shingle_values, record.shingles().len());
+        let own_expiry = usize::from(record.stamp().expires_ms.is_some());
+        if add {
+            self.own_expiries
+                .fetch_add(own_expiry as u64, Ordering::Relaxed);
+        } else {
+            self.own_expiries
+                .fetch_sub(own_expiry as u64, Ordering::Relaxed);
+        }
         op(&self.id_bytes, record.id().as_str().len());
         op(&self.metadata_bytes, record.metadata().map_or(0, str::len));
     }
@@ -353,10 +412,12 @@ impl Engine {
         self.ids.get(record.id().as_str()).map(|s| *s) == Some(slot)
     }
 
-    /// The current record of `id`.
+    /// The current record of `id`, unless it has expired.
     pub fn get(&self, id: &str) -> Option<Arc<Record>> {
         let slot = *self.ids.get(id)?;
-        self.docs.get(&slot).map(|r| Arc::clone(&r))
+        self.docs
+            .get(&slot)
+            .filter(|r| self.is_live(r, self.now_ms()))
     }
 
     /// Every stored record, current versions only (for snapshots and scans).

@@ -2,10 +2,11 @@
 //! candidate verifier every path goes through.
 //!
 //! A candidate slot from the LSH index is only a hint (see the module docs
-//! of [`super`]): [`Engine::verify`] re-reads its record, bounds the
-//! Jaccard by the set sizes, computes it exactly, and accepts it only if
-//! the record is still the version `ids` points to. Queries and the
-//! whole-index scan (`dedup.rs`) both call it, so the rule lives once.
+//! of [`super`]): [`Engine::verify`] re-reads its record, drops it if it
+//! has expired or is older than the query's `since`, bounds the Jaccard by
+//! the set sizes, computes it exactly, and accepts it only if the record is
+//! still the version `ids` points to. Queries and the whole-index scan
+//! (`dedup.rs`) both call it, so the rule lives once.
 
 use super::{DocId, Engine, EngineError, Prepared, Record};
 use crate::jaccard::{self, Overlap};
@@ -23,10 +24,36 @@ impl Threshold {
     }
 }
 
+/// What a similarity query asks for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Query {
+    pub threshold: Threshold,
+    /// Most matches returned.
+    pub limit: usize,
+    /// Only documents stored at or after this instant (ms since the epoch).
+    pub since: Option<u64>,
+}
+
+impl Query {
+    pub fn new(threshold: Threshold, limit: usize) -> Self {
+        Self {
+            threshold,
+            limit,
+            since: None,
+        }
+    }
+
+    pub fn since(self, since: Option<u64>) -> Self {
+        Self { since, ..self }
+    }
+}
+
 /// One verified near-duplicate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Match {
     pub id: DocId,
+    /// When the matched version was stored (ms since the epoch).
+    pub created_ms: u64,
     /// Exact Jaccard similarity of the shingle sets.
     pub jaccard: f64,
     /// MinHash estimate (fraction of equal signature slots).
@@ -56,7 +83,8 @@ pub struct Comparison {
 
 /// What checking one candidate slot against a query set found.
 pub(crate) enum Verdict {
-    /// No record in the slot (removed since the bucket was read).
+    /// No record in the slot (removed since the bucket was read), or one
+    /// that has expired or is older than the query's `since`: not a candidate.
     Missing,
     /// Exact Jaccard (or its size bound) below the threshold.
     Below(Arc<Record>),
@@ -68,13 +96,24 @@ pub(crate) enum Verdict {
 }
 
 impl Engine {
-    /// The candidate rule: size bound → exact Jaccard → still the current
-    /// version. `shingles` is the query's sorted set, `t` the threshold.
+    /// The candidate rule: live and recent enough → size bound → exact
+    /// Jaccard → still the current version. `shingles` is the query's
+    /// sorted set, `t` the threshold, `now` the query's instant.
     #[inline]
-    pub(crate) fn verify(&self, shingles: &[u32], slot: Slot, t: f64) -> Verdict {
+    pub(crate) fn verify(
+        &self,
+        shingles: &[u32],
+        slot: Slot,
+        t: f64,
+        now: u64,
+        since: Option<u64>,
+    ) -> Verdict {
         let Some(record) = self.docs.get(&slot) else {
             return Verdict::Missing;
         };
+        if !self.is_live(&record, now) || since.is_some_and(|s| record.created_ms() < s) {
+            return Verdict::Missing;
+        }
         if jaccard::upper_bound(shingles.len(), record.shingles().len()) < t {
             return Verdict::Below(record);
         }
@@ -107,39 +146,16 @@ impl Engine {
     }
 
     /// Near-duplicates of the stored document `id` (never `id` itself).
-    pub fn similar_to_id(
-        &self,
-        id: &str,
-        threshold: Threshold,
-        limit: usize,
-    ) -> Result<QueryOutcome, EngineError> {
+    pub fn similar_to_id(&self, id: &str, q: &Query) -> Result<QueryOutcome, EngineError> {
         let record = self
             .get(id)
             .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
-        Ok(self.query(
-            record.shingles(),
-            record.signature(),
-            Some(id),
-            threshold,
-            limit,
-        ))
+        Ok(self.query(record.shingles(), record.signature(), Some(id), q))
     }
 
     /// Near-duplicates of an unstored document; `exclude` skips one id.
-    pub fn similar_to(
-        &self,
-        doc: &Prepared,
-        exclude: Option<&str>,
-        threshold: Threshold,
-        limit: usize,
-    ) -> QueryOutcome {
-        self.query(
-            doc.shingles.as_slice(),
-            &doc.signature,
-            exclude,
-            threshold,
-            limit,
-        )
+    pub fn similar_to(&self, doc: &Prepared, exclude: Option<&str>, q: &Query) -> QueryOutcome {
+        self.query(doc.shingles.as_slice(), &doc.signature, exclude, q)
     }
 
     fn query(
@@ -147,8 +163,7 @@ impl Engine {
         shingles: &[u32],
         signature: &[u32],
         exclude: Option<&str>,
-        threshold: Threshold,
-        limit: usize,
+        q: &Query,
     ) -> QueryOutcome {
         let cap = self.params().index.max_candidates;
         // The queried document never counts against the cap.
@@ -167,13 +182,14 @@ impl Engine {
         let truncated = !complete || slots.len() > cap;
         slots.truncate(cap);
 
-        let t = threshold.value();
+        let t = q.threshold.value();
+        let now = self.now_ms();
         let mut out = QueryOutcome {
             truncated,
             ..Default::default()
         };
         for slot in slots {
-            match self.verify(shingles, slot, t) {
+            match self.verify(shingles, slot, t, now, q.since) {
                 Verdict::Missing | Verdict::Stale => {} // removed or replaced meanwhile
                 Verdict::Below(record) | Verdict::Match(record, _)
                     if exclude == Some(record.id().as_str()) => {}
@@ -185,6 +201,7 @@ impl Engine {
                     out.candidates += 1;
                     out.matches.push(Match {
                         id: record.id().clone(),
+                        created_ms: record.created_ms(),
                         jaccard,
                         estimate: minhash::estimate(signature, record.signature()),
                     });
@@ -204,7 +221,7 @@ impl Engine {
                 .total_cmp(&a.jaccard)
                 .then_with(|| a.id.cmp(&b.id))
         });
-        out.matches.truncate(limit);
+        out.matches.truncate(q.limit);
         out
     }
 

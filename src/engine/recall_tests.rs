@@ -612,13 +612,15 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     for (id, text) in &texts {
         let record = engine.get(id).expect("the model lists stored ids");
         let truth = brute_force(&records, record.shingles(), Some(id));
-        let full = engine.similar_to_id(id, threshold, 1000).expect("stored");
+        let full = engine
+            .similar_to_id(id, &Query::new(threshold, 1000))
+            .expect("stored");
         check_outcome(&full, &truth, Some(id), t, 1000)?;
         // By text, and with a limit: the same answer, or a prefix of it.
         let prepared = engine.prepare(text).expect("stored texts have words");
-        let by_text = engine.similar_to(&prepared, Some(id), threshold, 1000);
+        let by_text = engine.similar_to(&prepared, Some(id), &Query::new(threshold, 1000));
         prop_assert_eq!(&by_text.matches, &full.matches);
-        let limited = engine.similar_to(&prepared, Some(id), threshold, c.limit);
+        let limited = engine.similar_to(&prepared, Some(id), &Query::new(threshold, c.limit));
         check_outcome(&limited, &truth, Some(id), t, c.limit)?;
         prop_assert_eq!(
             &limited.matches[..],
@@ -649,7 +651,7 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     let text = corpus.unstored_variant();
     let prepared = engine.prepare(&text).expect("generated texts have words");
     let truth = brute_force(&records, prepared.shingles(), None);
-    let q = engine.similar_to(&prepared, None, threshold, 1000);
+    let q = engine.similar_to(&prepared, None, &Query::new(threshold, 1000));
     check_outcome(&q, &truth, None, t, 1000)?;
     Ok(())
 }
@@ -701,7 +703,9 @@ fn the_string_oracle_agrees_with_every_answer_on_a_seeded_corpus() {
         for (o, j) in &truth {
             assert_eq!(j.to_bits(), hashed[o].to_bits(), "{id} ~ {o}");
         }
-        let q = engine.similar_to_id(id, threshold, 1000).unwrap();
+        let q = engine
+            .similar_to_id(id, &Query::new(threshold, 1000))
+            .unwrap();
         check_outcome(&q, &hashed, Some(id), 0.8, 1000).unwrap();
         check_outcome(&q, &truth, Some(id), 0.8, 1000).unwrap();
         pairs += hashed.values().filter(|&&j| j >= 0.8).count();
@@ -793,7 +797,9 @@ fn recall_at_the_threshold_is_at_least_0_99_against_brute_force() {
     let mut found: HashMap<(usize, usize), usize> = HashMap::new();
     let (mut candidates, mut rejected) = (0usize, 0usize);
     for (i, d) in corpus.docs.iter().enumerate() {
-        let q = engine.similar_to_id(&d.id, threshold, 1000).unwrap();
+        let q = engine
+            .similar_to_id(&d.id, &Query::new(threshold, 1000))
+            .unwrap();
         check_outcome(&q, &truth_of[i], Some(&d.id), t, 1000).unwrap();
         candidates += q.candidates;
         rejected += q.rejected;

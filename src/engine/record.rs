@@ -1,9 +1,20 @@
-//! A stored document (id, opaque metadata, signature and shingle set), and
-//! [`RecordTable`], the `slot → record` map.
+//! A stored document (id, opaque metadata, when it was stored and when it
+//! expires, signature and shingle set), and [`RecordTable`], the
+//! `slot → record` map.
 
 use super::DocId;
 use crate::lsh::index::Slot;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// When a version of a document was stored, and its own expiry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stamp {
+    /// Milliseconds since the Unix epoch, by the server's clock.
+    pub created_ms: u64,
+    /// The document's own expiry (ms since the epoch), if it set one; it
+    /// wins over the collection's retention.
+    pub expires_ms: Option<u64>,
+}
 
 /// One document as the engine holds it. Immutable once built; a replace
 /// builds a new record. Signature and shingles share one allocation.
@@ -12,6 +23,10 @@ pub struct Record {
     id: DocId,
     /// Caller-supplied JSON, kept as its text; the engine never parses it.
     metadata: Option<Box<str>>,
+    /// When this version was stored (ms since the epoch).
+    created_ms: u64,
+    /// Its own expiry (ms since the epoch), 0 for none.
+    expires_ms: u64,
     num_perm: u32,
     /// `num_perm` signature values, then the sorted, distinct shingle hashes.
     data: Box<[u32]>,
@@ -21,13 +36,20 @@ impl Record {
     pub(crate) fn new(
         id: DocId,
         metadata: Option<Box<str>>,
+        stamp: Stamp,
         signature: &[u32],
         shingles: &[u32],
     ) -> Self {
         let mut data = Vec::with_capacity(signature.len() + shingles.len());
         data.extend_from_slice(signature);
         data.extend_from_slice(shingles);
-        Self::from_parts(id, metadata, signature.len(), data.into_boxed_slice())
+        Self::from_parts(
+            id,
+            metadata,
+            stamp,
+            signature.len(),
+            data.into_boxed_slice(),
+        )
     }
 
     /// A record over `data` = signature (`num_perm` values) then shingles,
@@ -36,6 +58,7 @@ impl Record {
     pub(crate) fn from_parts(
         id: DocId,
         metadata: Option<Box<str>>,
+        stamp: Stamp,
         num_perm: usize,
         data: Box<[u32]>,
     ) -> Self {
@@ -43,9 +66,24 @@ impl Record {
         Self {
             id,
             metadata,
+            created_ms: stamp.created_ms,
+            expires_ms: stamp.expires_ms.unwrap_or(0),
             num_perm: num_perm as u32,
             data,
         }
+    }
+
+    /// When this version was stored, and its own expiry.
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            created_ms: self.created_ms,
+            expires_ms: (self.expires_ms != 0).then_some(self.expires_ms),
+        }
+    }
+
+    /// When this version was stored (ms since the Unix epoch).
+    pub fn created_ms(&self) -> u64 {
+        self.created_ms
     }
 
     pub fn id(&self) -> &DocId {
@@ -183,7 +221,13 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn rec(id: &str) -> Arc<Record> {
-        Arc::new(Record::new(DocId::parse(id).unwrap(), None, &[1, 2], &[3]))
+        Arc::new(Record::new(
+            DocId::parse(id).unwrap(),
+            None,
+            Stamp::default(),
+            &[1, 2],
+            &[3],
+        ))
     }
 
     #[test]
@@ -193,7 +237,13 @@ mod tests {
 
     #[test]
     fn records_split_into_signature_and_shingles() {
-        let r = Record::from_parts(DocId::parse("a").unwrap(), None, 2, vec![1, 2, 3, 4].into());
+        let r = Record::from_parts(
+            DocId::parse("a").unwrap(),
+            None,
+            Stamp::default(),
+            2,
+            vec![1, 2, 3, 4].into(),
+        );
         assert_eq!((r.signature(), r.shingles()), (&[1, 2][..], &[3, 4][..]));
     }
 

@@ -78,7 +78,7 @@ fn similar_returns_verified_matches_sorted_without_self() {
     put(&e, "same", "alpha beta gamma delta epsilon zeta eta theta");
     put(&e, "far", "one two three four five six seven eight");
     let t = e.threshold(None).unwrap();
-    let out = e.similar_to_id("base", t, 10).unwrap();
+    let out = e.similar_to_id("base", &Query::new(t, 10)).unwrap();
     let ids: Vec<&str> = out.matches.iter().map(|m| m.id.as_str()).collect();
     assert_eq!(ids, vec!["same", "near"]);
     assert_eq!(out.matches[0].jaccard, 1.0);
@@ -90,7 +90,7 @@ fn similar_returns_verified_matches_sorted_without_self() {
         "also-same",
         "alpha beta gamma delta epsilon zeta eta theta",
     );
-    let out = e.similar_to_id("base", t, 2).unwrap();
+    let out = e.similar_to_id("base", &Query::new(t, 2)).unwrap();
     let ids: Vec<&str> = out.matches.iter().map(|m| m.id.as_str()).collect();
     assert_eq!(ids, vec!["also-same", "same"]);
 }
@@ -126,7 +126,11 @@ fn remove_unindexes_and_frees_memory_accounting() {
     assert!(e.remove("a"));
     assert!(!e.remove("a"));
     let t = e.threshold(None).unwrap();
-    assert!(e.similar_to_id("b", t, 10).unwrap().matches.is_empty());
+    assert!(e
+        .similar_to_id("b", &Query::new(t, 10))
+        .unwrap()
+        .matches
+        .is_empty());
     assert!(e.remove("b"));
     assert_eq!(e.lsh_bucket_count(), 0);
     let m = e.memory();
@@ -140,9 +144,19 @@ fn replaced_documents_leave_no_stale_matches() {
     put(&e, "x", DOC1);
     put(&e, "x", DOC2); // now dissimilar
     let t = e.threshold(None).unwrap();
-    assert!(e.similar_to_id("q", t, 10).unwrap().matches.is_empty());
+    assert!(e
+        .similar_to_id("q", &Query::new(t, 10))
+        .unwrap()
+        .matches
+        .is_empty());
     put(&e, "x", DOC1);
-    assert_eq!(e.similar_to_id("q", t, 10).unwrap().matches.len(), 1);
+    assert_eq!(
+        e.similar_to_id("q", &Query::new(t, 10))
+            .unwrap()
+            .matches
+            .len(),
+        1
+    );
 }
 
 #[test]
@@ -196,7 +210,7 @@ fn candidate_cap_reports_truncation() {
         put(&e, &format!("d{i}"), DOC1);
     }
     let t = e.threshold(None).unwrap();
-    let out = e.similar_to(&e.prepare(DOC1).unwrap(), None, t, 100);
+    let out = e.similar_to(&e.prepare(DOC1).unwrap(), None, &Query::new(t, 100));
     assert!(out.truncated);
     assert_eq!(out.matches.len(), 5);
 }
@@ -247,7 +261,7 @@ fn concurrent_writers_and_readers_see_whole_documents() {
             s.spawn(move || {
                 let t = e.threshold(None).unwrap();
                 for _ in 0..500 {
-                    let out = e.similar_to_id("probe", t, 1000).unwrap();
+                    let out = e.similar_to_id("probe", &Query::new(t, 1000)).unwrap();
                     let mut seen = HashMap::new();
                     for m in &out.matches {
                         assert!(valid.contains(&m.jaccard), "{m:?}");
@@ -259,7 +273,7 @@ fn concurrent_writers_and_readers_see_whole_documents() {
     });
     // Afterwards the index agrees with brute force exactly.
     let t = e.threshold(None).unwrap();
-    let out = e.similar_to_id("probe", t, 1000).unwrap();
+    let out = e.similar_to_id("probe", &Query::new(t, 1000)).unwrap();
     let probe = e.get("probe").unwrap();
     let mut expected: Vec<(String, f64)> = e
         .records()

@@ -12,7 +12,7 @@
 //!
 //! Plain inserts (`WriteMode`) are not checked and take no stripe.
 
-use super::{DocId, Engine, EngineError, Journal, Prepared, QueryOutcome, Threshold, WriteMode};
+use super::{DocId, Engine, EngineError, Journal, Prepared, Query, QueryOutcome, Stamp, WriteMode};
 use std::sync::{Mutex, MutexGuard};
 
 /// Lock stripes; with b = 21 bands a call takes at most 21 of them.
@@ -48,31 +48,42 @@ pub enum UniqueOutcome {
 }
 
 impl Engine {
-    /// Store `doc` under the new id `id` unless a stored document has exact
-    /// Jaccard ≥ `threshold` with it; then nothing is stored and the
-    /// near-duplicates (at most `limit`) are returned. An existing `id` is
-    /// [`EngineError::AlreadyExists`], as with [`WriteMode::Create`].
+    /// Store `doc` under the new id `id` (stored now, expiring at
+    /// `expires_ms` if given) unless a stored document matches it by `q`
+    /// (exact Jaccard ≥ its threshold, stored since its `since`); then
+    /// nothing is stored and the near-duplicates (at most its limit) are
+    /// returned. An existing live `id` is [`EngineError::AlreadyExists`],
+    /// as with [`WriteMode::Create`].
     pub fn insert_if_unique(
         &self,
         id: DocId,
         doc: &Prepared,
         metadata: Option<Box<str>>,
-        threshold: Threshold,
-        limit: usize,
+        expires_ms: Option<u64>,
+        q: &Query,
         journal: &dyn Journal,
     ) -> Result<UniqueOutcome, EngineError> {
         let bands = self.bands().bands;
         let _stripes = self
             .unique_locks
             .lock((0..bands).map(|band| self.lsh.band_key(doc.signature(), band)));
-        if self.ids.contains_key(id.as_str()) {
+        if self.get(id.as_str()).is_some() {
             return Err(EngineError::AlreadyExists(id));
         }
-        let found = self.similar_to(doc, None, threshold, limit.max(1));
+        let q = Query {
+            limit: q.limit.max(1),
+            ..*q
+        };
+        let found = self.similar_to(doc, None, &q);
         if !found.matches.is_empty() {
             return Ok(UniqueOutcome::Duplicate(found));
         }
-        let (_, seq) = self.insert_journaled(id, doc, metadata, WriteMode::Create, journal)?;
+        let stamp = Stamp {
+            created_ms: self.now_ms(),
+            expires_ms,
+        };
+        let (_, seq) =
+            self.insert_journaled(id, doc, metadata, WriteMode::Create, stamp, journal)?;
         Ok(UniqueOutcome::Inserted(seq))
     }
 }

@@ -1,40 +1,107 @@
 //! Access control: `Authorization: Bearer <key>` against `auth.api_keys`
-//! (every route) and `auth.read_only_keys` (GET and HEAD only).
+//! (every route), `auth.read_only_keys` (GET and HEAD only) and
+//! `[[auth.keys]]` (keys limited to some collections and/or to reading).
 //!
 //! With no key configured everything is open. Otherwise every route but
 //! the probes (`/healthz`, `/readyz`), the OpenAPI document
 //! (`/openapi.json`) and `/metrics` when `auth.protect_metrics = false`
 //! needs a key: none, a malformed header or an unknown key → 401 with
-//! `WWW-Authenticate`; a read-only key on any other method → 403. Keys are compared in constant time against every
+//! `WWW-Authenticate`; a read-only key on any other method → 403. A key
+//! with a collections list may use only those collections (the unprefixed
+//! document routes are the collection `default`); on any other collection,
+//! on creating, changing or deleting collections, and on the server-wide
+//! routes (`/metrics`, `/admin/...`) it gets 403, and `GET /collections`
+//! lists only its own. Keys are compared in constant time against every
 //! configured key, and are never logged.
 
+use super::error::ApiError;
 use super::routes::is_open;
 use super::state::AppState;
+use crate::collections::DEFAULT_COLLECTION;
 use crate::config::{AuthSettings, Secret};
-use crate::http::error::ApiError;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use subtle::{Choice, ConstantTimeEq};
+use std::sync::Arc;
+use subtle::{Choice, ConditionallySelectable, ConstantTimeEq};
+
+/// The collections a request's key may use, attached to the request (an
+/// open server, or a key without a list: every collection).
+#[derive(Clone, Debug, Default)]
+pub enum Scope {
+    #[default]
+    All,
+    Only(Arc<[String]>),
+}
+
+impl Scope {
+    pub fn allows(&self, collection: &str) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Only(names) => names.iter().any(|n| n == collection),
+        }
+    }
+}
 
 /// What a presented key may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    Full,
-    ReadOnly,
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grant {
+    pub read_only: bool,
+    /// The collections it may use; `None`: every one, and it may manage them.
+    pub collections: Option<Vec<String>>,
+}
+
+/// What a request is for, as far as scopes go.
+#[derive(Debug, PartialEq, Eq)]
+enum Target<'a> {
+    /// A collection's documents, queries or description.
+    Collection(&'a str),
+    /// `GET /collections`: listed by scope.
+    List,
+    /// Creating, changing or deleting a collection.
+    Manage,
+    /// Server-wide: `/metrics`, `/admin/...`.
+    Server,
+    /// Nothing a scope restricts (an unrouted path: 404 follows).
+    Other,
+}
+
+fn target<'a>(method: &Method, path: &'a str) -> Target<'a> {
+    let segs: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    match segs.as_slice() {
+        ["collections"] | ["collections", ""]
+            if method == Method::GET || method == Method::HEAD =>
+        {
+            Target::List
+        }
+        ["collections"] | ["collections", ""] => Target::Manage,
+        ["collections", name] if method == Method::GET || method == Method::HEAD => {
+            Target::Collection(name)
+        }
+        ["collections", _] => Target::Manage,
+        ["collections", name, ..] => Target::Collection(name),
+        ["documents", ..] | ["similar"] | ["compare"] | ["duplicates", ..] | ["stats"] => {
+            Target::Collection(DEFAULT_COLLECTION)
+        }
+        ["metrics"] | ["admin", ..] => Target::Server,
+        _ => Target::Other,
+    }
 }
 
 /// The middleware: runs before the readiness gate, inside the metrics layer.
-pub async fn require_key(State(app): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn require_key(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
     let auth = &app.config.auth;
     if !needs_key(auth, req.uri().path()) {
         return next.run(req).await;
     }
-    if let Err(e) = authorize(auth, req.method(), req.headers()) {
-        return e.into_response();
+    match authorize(auth, req.method(), req.uri().path(), req.headers()) {
+        Ok(scope) => {
+            req.extensions_mut().insert(scope);
+            next.run(req).await
+        }
+        Err(e) => e.into_response(),
     }
-    next.run(req).await
 }
 
 fn needs_key(auth: &AuthSettings, path: &str) -> bool {
@@ -42,17 +109,38 @@ fn needs_key(auth: &AuthSettings, path: &str) -> bool {
     auth.enabled() && !is_open(path) && !metrics_open
 }
 
-/// Check the request's credentials for `method`.
-fn authorize(auth: &AuthSettings, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+/// Check the request's credentials for `method` on `path`; the scope the
+/// request runs with.
+fn authorize(
+    auth: &AuthSettings,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Result<Scope, ApiError> {
     let token = bearer_token(headers)?;
-    match access(auth, token) {
-        None => Err(ApiError::Unauthorized {
-            detail: "the bearer token is not a valid API key",
-            key_sent: true,
-        }),
-        Some(Access::Full) => Ok(()),
-        Some(Access::ReadOnly) if method == Method::GET || method == Method::HEAD => Ok(()),
-        Some(Access::ReadOnly) => Err(ApiError::Forbidden),
+    let grant = access(auth, token).ok_or(ApiError::Unauthorized {
+        detail: "the bearer token is not a valid API key",
+        key_sent: true,
+    })?;
+    if grant.read_only && method != Method::GET && method != Method::HEAD {
+        return Err(ApiError::Forbidden(
+            "this key is read-only: it may only call GET and HEAD routes",
+        ));
+    }
+    let Some(names) = grant.collections else {
+        return Ok(Scope::All);
+    };
+    match target(method, path) {
+        Target::Collection(name) if !names.iter().any(|n| n == name) => Err(ApiError::Forbidden(
+            "this key may not use this collection (it is not in the key's collections list)",
+        )),
+        Target::Manage => Err(ApiError::Forbidden(
+            "creating, changing or deleting collections needs a key without a collections list",
+        )),
+        Target::Server => Err(ApiError::Forbidden(
+            "server-wide routes need a key without a collections list",
+        )),
+        _ => Ok(Scope::Only(names.into())),
     }
 }
 
@@ -85,24 +173,50 @@ fn bearer_token(headers: &HeaderMap) -> Result<&[u8], ApiError> {
     Ok(token)
 }
 
-/// The access `token` grants, if any. Compares against every configured
-/// key without stopping at a match; only a length mismatch is decided
-/// faster (by `subtle`'s slice comparison), which reveals key lengths at most.
-pub fn access(auth: &AuthSettings, token: &[u8]) -> Option<Access> {
-    let any = |keys: &[Secret]| {
-        keys.iter().fold(Choice::from(0), |found, key| {
-            found | key.expose().as_bytes().ct_eq(token)
+/// The grant `token` carries, if any. Compares against every configured
+/// key without stopping at a match (the matched position is selected in
+/// constant time too); only a length mismatch is decided faster (by
+/// `subtle`'s slice comparison), which reveals key lengths at most.
+pub fn access(auth: &AuthSettings, token: &[u8]) -> Option<Grant> {
+    let keys: Vec<(&Secret, Grant)> = auth
+        .api_keys
+        .iter()
+        .map(|k| {
+            (
+                k,
+                Grant {
+                    read_only: false,
+                    collections: None,
+                },
+            )
         })
-    };
-    let full = any(&auth.api_keys);
-    let read_only = any(&auth.read_only_keys);
-    if bool::from(full) {
-        Some(Access::Full)
-    } else if bool::from(read_only) {
-        Some(Access::ReadOnly)
-    } else {
-        None
+        .chain(auth.read_only_keys.iter().map(|k| {
+            (
+                k,
+                Grant {
+                    read_only: true,
+                    collections: None,
+                },
+            )
+        }))
+        .chain(auth.keys.iter().map(|k| {
+            (
+                &k.key,
+                Grant {
+                    read_only: k.read_only,
+                    collections: k.collections.clone(),
+                },
+            )
+        }))
+        .collect();
+    let mut found = Choice::from(0);
+    let mut index = 0u32;
+    for (i, (key, _)) in keys.iter().enumerate() {
+        let hit = key.expose().as_bytes().ct_eq(token);
+        index.conditional_assign(&(i as u32), hit);
+        found |= hit;
     }
+    bool::from(found).then(|| keys[index as usize].1.clone())
 }
 
 #[cfg(test)]
@@ -118,15 +232,54 @@ mod tests {
             api_keys: vec![Secret::new("full-one"), Secret::new("full-two")],
             read_only_keys: vec![Secret::new("reader")],
             protect_metrics: true,
+            keys: vec![crate::config::ScopedKey {
+                key: Secret::new("scoped"),
+                collections: Some(vec!["bodies".into()]),
+                read_only: false,
+            }],
         }
+    }
+
+    #[test]
+    fn requests_are_sorted_by_what_a_scope_restricts() {
+        let get = Method::GET;
+        assert_eq!(target(&get, "/collections"), Target::List);
+        assert_eq!(target(&Method::PUT, "/collections/b"), Target::Manage);
+        assert_eq!(target(&Method::DELETE, "/collections/b"), Target::Manage);
+        assert_eq!(target(&get, "/collections/b"), Target::Collection("b"));
+        assert_eq!(
+            target(&Method::POST, "/collections/b/documents"),
+            Target::Collection("b")
+        );
+        assert_eq!(target(&get, "/similar"), Target::Collection("default"));
+        assert_eq!(target(&get, "/documents/x"), Target::Collection("default"));
+        assert_eq!(target(&Method::POST, "/admin/snapshot"), Target::Server);
+        assert_eq!(target(&get, "/nowhere"), Target::Other);
     }
 
     #[test]
     fn a_token_matches_any_configured_key_and_nothing_else() {
         let a = auth();
-        assert_eq!(access(&a, b"full-one"), Some(Access::Full));
-        assert_eq!(access(&a, b"full-two"), Some(Access::Full));
-        assert_eq!(access(&a, b"reader"), Some(Access::ReadOnly));
+        let full = Some(Grant {
+            read_only: false,
+            collections: None,
+        });
+        assert_eq!(access(&a, b"full-one"), full);
+        assert_eq!(access(&a, b"full-two"), full);
+        assert_eq!(
+            access(&a, b"reader"),
+            Some(Grant {
+                read_only: true,
+                collections: None
+            })
+        );
+        assert_eq!(
+            access(&a, b"scoped"),
+            Some(Grant {
+                read_only: false,
+                collections: Some(vec!["bodies".into()])
+            })
+        );
         for wrong in [
             &b"full-on"[..],
             b"full-one ",
@@ -202,8 +355,18 @@ mod tests {
         let _guard = tracing::subscriber::set_default(subscriber);
 
         let mut settings = Settings::default();
+        let dir = tempfile::tempdir().unwrap();
+        settings.storage.data_dir = dir.path().to_owned();
         settings.auth.api_keys = vec![Secret::new("sekrit-full-key")];
-        let state = AppState::new(settings.validate().unwrap());
+        let config = settings.validate().unwrap();
+        let collections = std::sync::Arc::new(
+            crate::collections::Collections::open(
+                &config,
+                std::sync::Arc::new(crate::engine::SystemClock),
+            )
+            .unwrap(),
+        );
+        let state = AppState::new(config, collections);
         let router = crate::http::router(state);
         for (path, key) in [
             ("/stats", "sekrit-full-key"),

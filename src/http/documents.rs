@@ -1,13 +1,17 @@
 //! `/documents`: create, replace, read, delete, and bulk load.
 
 use super::dto::{
-    BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, DocumentPut, MatchOut, WrittenOut,
+    format_time, BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, DocumentPut, MatchOut,
+    WrittenOut,
 };
 use super::error::ApiError;
-use super::extract::{parse_json, ApiPath, ApiQuery, JsonBody, Limit, Text};
-use super::state::AppState;
+use super::extract::{
+    parse_json, parse_since, parse_time, ApiQuery, Coll, DocPath, JsonBody, Limit, Text,
+};
+use super::state::{write, AppState};
+use crate::collections::{Collection, Retention};
 use crate::engine::{
-    DocId, EngineError, IdError, Prepared, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
+    DocId, EngineError, IdError, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use crate::persist::Store;
 use axum::extract::State;
@@ -27,8 +31,15 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'.')
     .remove(b'~');
 
-fn location(id: &DocId) -> HeaderValue {
-    let path = format!("/documents/{}", utf8_percent_encode(id.as_str(), SEGMENT));
+/// The new document's path: under `/collections/{name}` unless it is in
+/// the default collection, whose routes are unprefixed.
+fn location(coll: &Collection, id: &DocId) -> HeaderValue {
+    let id = utf8_percent_encode(id.as_str(), SEGMENT);
+    let path = if coll.name.is_default() {
+        format!("/documents/{id}")
+    } else {
+        format!("/collections/{}/documents/{id}", coll.name)
+    };
     HeaderValue::from_str(&path).expect("percent-encoded paths are valid header values")
 }
 
@@ -107,6 +118,43 @@ fn metadata_text(raw: Option<Box<RawValue>>) -> Result<Option<Box<str>>, ApiErro
     }
 }
 
+/// A write's own expiry (ms since the epoch) from `ttl_secs` or
+/// `expires_at` (at most one; 422 otherwise), at `now`.
+fn own_expiry(
+    ttl_secs: Option<usize>,
+    expires_at: Option<&str>,
+    now: u64,
+) -> Result<Option<u64>, ApiError> {
+    match (ttl_secs, expires_at) {
+        (None, None) => Ok(None),
+        (Some(_), Some(_)) => Err(ApiError::InvalidBody(
+            "give ttl_secs or expires_at, not both".into(),
+        )),
+        (Some(secs), None) if secs == 0 || secs as u64 > Retention::MAX_TTL_SECS => {
+            Err(ApiError::InvalidBody(format!(
+                "ttl_secs must be 1 to {} (100 years), got {secs}",
+                Retention::MAX_TTL_SECS
+            )))
+        }
+        (Some(secs), None) => Ok(Some(now + secs as u64 * 1000)),
+        (None, Some(at)) => {
+            let ms = parse_time("expires_at", at).map_err(ApiError::InvalidBody)?;
+            match u64::try_from(ms) {
+                Ok(ms) if ms > now => Ok(Some(ms)),
+                _ => Err(ApiError::InvalidBody(format!(
+                    "expires_at {at:?} is not in the future"
+                ))),
+            }
+        }
+    }
+}
+
+/// A `since` query or body value, as ms since the epoch.
+pub(super) fn since(raw: Option<&str>) -> Result<Option<u64>, ApiError> {
+    raw.map(|s| parse_since(s).map_err(ApiError::InvalidParameter))
+        .transpose()
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CreateParams {
@@ -118,11 +166,14 @@ pub struct CreateParams {
     if_unique: bool,
     threshold: Option<f64>,
     limit: Option<usize>,
+    /// With `similar` or `if_unique`: only documents stored since then count.
+    since: Option<String>,
 }
 
 /// `POST /documents`.
 pub async fn create(
     State(app): State<AppState>,
+    Coll(coll): Coll,
     ApiQuery(params): ApiQuery<CreateParams>,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
@@ -133,27 +184,37 @@ pub async fn create(
         None => generate_id(),
     };
     let metadata = metadata_text(doc.metadata)?;
+    let expires_ms = own_expiry(
+        doc.ttl_secs,
+        doc.expires_at.as_deref(),
+        coll.engine.now_ms(),
+    )?;
     // Checked even without `similar=true`: a bad value is never silently ignored.
-    let threshold = app.engine.threshold(params.threshold)?;
-    let limit = Limit::parse(params.limit, &app.config.query)?.get();
+    let q = Query::new(
+        coll.engine.threshold(params.threshold)?,
+        Limit::parse(params.limit, &app.config.query)?.get(),
+    )
+    .since(since(params.since.as_deref())?);
+    let prepared = app.prepare(&coll, text).await?;
+    let new = NewDoc {
+        id: id.clone(),
+        doc: prepared,
+        metadata,
+        expires_ms,
+    };
     if params.if_unique {
-        return create_if_unique(app, id, text, metadata, threshold, limit).await;
+        return create_if_unique(&app, &coll, new, q).await;
     }
-    let check = params.similar.then_some((threshold, limit));
-    let prepared = app.prepare(text).await?;
-    let similar = check.map(|(threshold, limit)| {
-        let q = app
-            .engine
-            .similar_to(&prepared, Some(id.as_str()), threshold, limit);
-        app.metrics.observe_query(&q);
-        q
+    let similar = params.similar.then(|| {
+        let found = coll.engine.similar_to(&new.doc, Some(id.as_str()), &q);
+        app.metrics.observe_query(coll.name.as_str(), &found);
+        found
     });
-    let shingles = prepared.shingles().len();
-    let key = id.clone();
-    app.write(move |store| store.insert(key, &prepared, metadata, WriteMode::Create))
+    let shingles = new.doc.shingles().len();
+    write(&coll, move |store| store.insert(new, WriteMode::Create))
         .await
-        .inspect_err(|_| app.metrics.observe_write("failed"))?;
-    app.metrics.observe_write("created");
+        .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
+    app.metrics.observe_write(coll.name.as_str(), "created");
     let body = WrittenOut {
         id: id.to_string(),
         shingles,
@@ -163,7 +224,7 @@ pub async fn create(
     };
     Ok((
         StatusCode::CREATED,
-        [(header::LOCATION, location(&id))],
+        [(header::LOCATION, location(&coll, &id))],
         Json(body),
     )
         .into_response())
@@ -173,23 +234,20 @@ pub async fn create(
 /// stored; 200 and `"inserted": false` with the stored near-duplicates in
 /// `similar` when not (nothing is stored then).
 async fn create_if_unique(
-    app: AppState,
-    id: DocId,
-    text: Text,
-    metadata: Option<Box<str>>,
-    threshold: Threshold,
-    limit: usize,
+    app: &AppState,
+    coll: &Arc<Collection>,
+    new: NewDoc,
+    q: Query,
 ) -> Result<Response, ApiError> {
-    let prepared = app.prepare(text).await?;
-    let shingles = prepared.shingles().len();
-    let key = id.clone();
-    let outcome = app
-        .write(move |store| store.insert_if_unique(key, &prepared, metadata, threshold, limit))
+    let id = new.id.clone();
+    let shingles = new.doc.shingles().len();
+    let name = coll.name.as_str();
+    let outcome = write(coll, move |store| store.insert_if_unique(new, &q))
         .await
-        .inspect_err(|_| app.metrics.observe_write("failed"))?;
+        .inspect_err(|e| app.metrics.observe_write_error(name, e))?;
     Ok(match outcome {
         UniqueOutcome::Inserted(_) => {
-            app.metrics.observe_write("created");
+            app.metrics.observe_write(name, "created");
             let body = WrittenOut {
                 id: id.to_string(),
                 shingles,
@@ -199,20 +257,20 @@ async fn create_if_unique(
             };
             (
                 StatusCode::CREATED,
-                [(header::LOCATION, location(&id))],
+                [(header::LOCATION, location(coll, &id))],
                 Json(body),
             )
                 .into_response()
         }
-        UniqueOutcome::Duplicate(q) => {
-            app.metrics.observe_query(&q);
-            app.metrics.observe_write("rejected_duplicate");
+        UniqueOutcome::Duplicate(found) => {
+            app.metrics.observe_query(name, &found);
+            app.metrics.observe_write(name, "rejected_duplicate");
             let body = WrittenOut {
                 id: id.to_string(),
                 shingles,
                 inserted: Some(false),
-                truncated: Some(q.truncated),
-                similar: Some(q.matches.into_iter().map(MatchOut::from).collect()),
+                truncated: Some(found.truncated),
+                similar: Some(found.matches.into_iter().map(MatchOut::from).collect()),
             };
             (StatusCode::OK, Json(body)).into_response()
         }
@@ -222,19 +280,30 @@ async fn create_if_unique(
 /// `PUT /documents/{id}`: create (201) or replace (200).
 pub async fn put(
     State(app): State<AppState>,
-    ApiPath(raw_id): ApiPath<String>,
+    Coll(coll): Coll,
+    DocPath(raw_id): DocPath,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let id = client_id(&raw_id)?;
     let doc: DocumentPut = parse_json(&body.0)?;
     let text = Text::parse(doc.text, &app.config.limits)?;
     let metadata = metadata_text(doc.metadata)?;
-    let prepared = app.prepare(text).await?;
+    let expires_ms = own_expiry(
+        doc.ttl_secs,
+        doc.expires_at.as_deref(),
+        coll.engine.now_ms(),
+    )?;
+    let prepared = app.prepare(&coll, text).await?;
     let shingles = prepared.shingles().len();
-    let key = id.clone();
-    let outcome = app
-        .write(move |store| store.insert(key, &prepared, metadata, WriteMode::Upsert))
-        .await?;
+    let new = NewDoc {
+        id: id.clone(),
+        doc: prepared,
+        metadata,
+        expires_ms,
+    };
+    let outcome = write(&coll, move |store| store.insert(new, WriteMode::Upsert))
+        .await
+        .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
     let body = Json(WrittenOut {
         id: id.to_string(),
         shingles,
@@ -244,27 +313,24 @@ pub async fn put(
     });
     Ok(match outcome {
         WriteOutcome::Created => {
-            app.metrics.observe_write("created");
+            app.metrics.observe_write(coll.name.as_str(), "created");
             (
                 StatusCode::CREATED,
-                [(header::LOCATION, location(&id))],
+                [(header::LOCATION, location(&coll, &id))],
                 body,
             )
                 .into_response()
         }
         WriteOutcome::Replaced => {
-            app.metrics.observe_write("replaced");
+            app.metrics.observe_write(coll.name.as_str(), "replaced");
             (StatusCode::OK, body).into_response()
         }
     })
 }
 
 /// `GET /documents/{id}`.
-pub async fn get(
-    State(app): State<AppState>,
-    ApiPath(id): ApiPath<String>,
-) -> Result<Response, ApiError> {
-    let record = app.engine.get(&id).ok_or(EngineError::NotFound(id))?;
+pub async fn get(Coll(coll): Coll, DocPath(id): DocPath) -> Result<Response, ApiError> {
+    let record = coll.engine.get(&id).ok_or(EngineError::NotFound(id))?;
     let metadata = record
         .metadata()
         .map(serde_json::from_str::<&RawValue>)
@@ -274,6 +340,8 @@ pub async fn get(
         id: record.id().as_str(),
         metadata,
         shingles: record.shingles().len(),
+        created_at: format_time(record.created_ms()),
+        expires_at: coll.engine.expiry_ms(&record).map(format_time),
     })
     .into_response())
 }
@@ -281,11 +349,15 @@ pub async fn get(
 /// `DELETE /documents/{id}`.
 pub async fn delete(
     State(app): State<AppState>,
-    ApiPath(id): ApiPath<String>,
+    Coll(coll): Coll,
+    DocPath(id): DocPath,
 ) -> Result<StatusCode, ApiError> {
     let key = id.clone();
-    if app.write(move |store| store.remove(&key)).await? {
-        app.metrics.observe_write("deleted");
+    let removed = write(&coll, move |store| store.remove(&key))
+        .await
+        .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
+    if removed {
+        app.metrics.observe_write(coll.name.as_str(), "deleted");
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(EngineError::NotFound(id).into())
@@ -312,20 +384,23 @@ pub struct BatchParams {
 /// `POST /documents/batch`: parse and sign on every core, insert in order.
 pub async fn batch(
     State(app): State<AppState>,
+    Coll(coll): Coll,
     ApiQuery(params): ApiQuery<BatchParams>,
     body: JsonBody,
 ) -> Result<Json<BatchOut>, ApiError> {
-    let store = Arc::clone(app.store()?);
-    let worker = app.clone();
-    tokio::task::spawn_blocking(move || run_batch(&worker, &store, &body.0, params.mode))
+    let store = Arc::clone(
+        coll.store()
+            .ok_or_else(|| ApiError::CollectionUnavailable(coll.name.to_string()))?,
+    );
+    tokio::task::spawn_blocking(move || run_batch(&app, &coll, &store, &body.0, params.mode))
         .await
         .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))?
         .map(Json)
 }
 
-type ItemResult = Result<(DocId, Prepared, Option<Box<str>>), (Option<String>, ApiError)>;
+type ItemResult = Result<NewDoc, (Option<String>, ApiError)>;
 
-fn prepare_item(app: &AppState, raw: &RawValue) -> ItemResult {
+fn prepare_item(app: &AppState, coll: &Collection, raw: &RawValue, now: u64) -> ItemResult {
     let doc: DocumentIn = parse_json(raw.get().as_bytes()).map_err(|e| (None, e))?;
     let given = doc.id.clone();
     let fail = |e: ApiError| (given.clone(), e);
@@ -335,15 +410,22 @@ fn prepare_item(app: &AppState, raw: &RawValue) -> ItemResult {
     };
     let text = Text::parse(doc.text, &app.config.limits).map_err(fail)?;
     let metadata = metadata_text(doc.metadata).map_err(fail)?;
-    let prepared = app
+    let expires_ms = own_expiry(doc.ttl_secs, doc.expires_at.as_deref(), now).map_err(fail)?;
+    let prepared = coll
         .engine
         .prepare(text.as_str())
         .map_err(|e| fail(EngineError::from(e).into()))?;
-    Ok((id, prepared, metadata))
+    Ok(NewDoc {
+        id,
+        doc: prepared,
+        metadata,
+        expires_ms,
+    })
 }
 
 fn run_batch(
     app: &AppState,
+    coll: &Collection,
     store: &Store,
     bytes: &[u8],
     mode: BatchMode,
@@ -357,10 +439,11 @@ fn run_batch(
         )));
     }
     // Parse and sign on every core.
+    let now = coll.engine.now_ms();
     let prepared: Vec<ItemResult> = batch
         .documents
         .par_iter()
-        .map(|raw| prepare_item(app, raw))
+        .map(|raw| prepare_item(app, coll, raw, now))
         .collect();
     let write_mode = match mode {
         BatchMode::Create => WriteMode::Create,
@@ -374,14 +457,21 @@ fn run_batch(
     let mut items: Vec<Result<(String, usize), BatchItemOut>> = Vec::with_capacity(prepared.len());
     for item in prepared {
         match item {
-            Ok((id, doc, metadata)) => {
-                items.push(Ok((id.to_string(), doc.shingles().len())));
-                valid.push((id, doc, metadata));
+            Ok(new) => {
+                items.push(Ok((new.id.to_string(), new.doc.shingles().len())));
+                valid.push(new);
             }
             Err((id, e)) => items.push(Err(failed_item(id, e))),
         }
     }
-    let mut outcomes = store.insert_many(valid, write_mode)?.into_iter();
+    let name = coll.name.as_str();
+    let mut outcomes = store
+        .insert_many(valid, write_mode)
+        .inspect_err(|e| {
+            app.metrics
+                .observe_write_error(name, &ApiError::from(e.clone()))
+        })?
+        .into_iter();
     let mut out = BatchOut {
         created: 0,
         replaced: 0,
@@ -403,7 +493,7 @@ fn run_batch(
                             (StatusCode::OK, "replaced")
                         }
                     };
-                    app.metrics.observe_write(label);
+                    app.metrics.observe_write(name, label);
                     BatchItemOut {
                         id: Some(id),
                         status: status.as_u16(),
@@ -411,7 +501,11 @@ fn run_batch(
                         detail: None,
                     }
                 }
-                Err(e) => failed_item(Some(id), e.into()),
+                Err(e) => {
+                    let e = ApiError::from(e);
+                    app.metrics.observe_write_error(name, &e);
+                    failed_item(Some(id), e)
+                }
             },
         };
         if result.status >= 400 {

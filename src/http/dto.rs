@@ -16,6 +16,12 @@ pub struct DocumentIn {
     /// Any JSON object; stored verbatim and returned by `GET /documents/{id}`.
     #[serde(default)]
     pub metadata: Option<Box<RawValue>>,
+    /// Own expiry, seconds from now (at least 1); not with `expires_at`.
+    #[serde(default, deserialize_with = "integral_count")]
+    pub ttl_secs: Option<usize>,
+    /// Own expiry, an RFC 3339 time in the future; not with `ttl_secs`.
+    #[serde(default)]
+    pub expires_at: Option<String>,
 }
 
 /// `PUT /documents/{id}`: the id comes from the path only, so a body
@@ -26,6 +32,21 @@ pub struct DocumentPut {
     pub text: String,
     #[serde(default)]
     pub metadata: Option<Box<RawValue>>,
+    /// Own expiry, seconds from now (at least 1); not with `expires_at`.
+    #[serde(default, deserialize_with = "integral_count")]
+    pub ttl_secs: Option<usize>,
+    /// Own expiry, an RFC 3339 time in the future; not with `ttl_secs`.
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+/// RFC 3339 (UTC, milliseconds) of `ms` since the Unix epoch.
+pub fn format_time(ms: u64) -> String {
+    use time::format_description::well_known::Rfc3339;
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .unwrap_or_default()
 }
 
 /// `POST /documents/batch`. Items stay raw so one bad item fails alone.
@@ -47,6 +68,9 @@ pub struct SimilarTextIn {
     /// floats are accepted too.
     #[serde(default, deserialize_with = "integral_count")]
     pub limit: Option<usize>,
+    /// Only documents stored at or after this RFC 3339 time.
+    #[serde(default)]
+    pub since: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -54,6 +78,8 @@ pub struct MatchOut {
     pub id: String,
     pub jaccard: f64,
     pub estimate: f64,
+    /// When the matched document was stored (RFC 3339).
+    pub created_at: String,
 }
 
 impl From<Match> for MatchOut {
@@ -62,6 +88,7 @@ impl From<Match> for MatchOut {
             id: m.id.to_string(),
             jaccard: m.jaccard,
             estimate: m.estimate,
+            created_at: format_time(m.created_ms),
         }
     }
 }
@@ -87,6 +114,11 @@ pub struct DocumentOut<'a> {
     pub id: &'a str,
     pub metadata: Option<&'a RawValue>,
     pub shingles: usize,
+    /// When this version was stored (RFC 3339).
+    pub created_at: String,
+    /// When it expires (RFC 3339), by its own expiry or its collection's
+    /// retention; null if it does not.
+    pub expires_at: Option<String>,
 }
 
 /// `GET /similar` and `POST /similar`.

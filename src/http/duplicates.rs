@@ -11,9 +11,10 @@
 //! stops the scan.
 
 use super::error::ApiError;
-use super::extract::{accepts, ApiQuery, Limit};
+use super::extract::{accepts, ApiQuery, Coll, Limit};
 use super::scans::{GroupsKey, ScanError};
 use super::state::AppState;
+use crate::collections::Collection;
 use crate::engine::{Engine, Groups, ScanStats, Threshold};
 use crate::wire::{GroupOut, PairOut};
 use axum::body::{Body, Bytes};
@@ -102,11 +103,13 @@ fn min_size(raw: Option<usize>) -> Result<usize, ApiError> {
 /// `GET /duplicates`.
 pub async fn groups(
     State(app): State<AppState>,
+    Coll(coll): Coll,
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<GroupsParams>,
 ) -> Result<Response, ApiError> {
-    let threshold = app.engine.threshold(params.threshold)?;
+    let threshold = coll.engine.threshold(params.threshold)?;
     let key = GroupsKey {
+        collection: coll.id,
         threshold: threshold.value(),
         min_size: min_size(params.min_size)?,
     };
@@ -118,12 +121,12 @@ pub async fn groups(
                     .into(),
             ));
         }
-        return Ok(stream_groups(app, threshold, key, after));
+        return Ok(stream_groups(app, coll, threshold, key, after));
     }
     let limit = Limit::parse(params.limit, &app.config.query)?.get();
     let timeout = Duration::from_secs(app.config.server.request_timeout_secs);
     let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
-    let groups = computed_groups(&app, threshold, key, after.is_some(), wait).await?;
+    let groups = computed_groups(&app, &coll, threshold, key, after.is_some(), wait).await?;
     let start = after.as_deref().map_or(0, |k| groups.position_after(k));
     let page = &groups.groups[start.min(groups.groups.len())..];
     let page = &page[..limit.min(page.len())];
@@ -145,6 +148,7 @@ pub async fn groups(
 /// outlasts it is 503 `scan-in-progress` (it goes on).
 async fn computed_groups(
     app: &AppState,
+    coll: &Collection,
     threshold: Threshold,
     key: GroupsKey,
     paging: bool,
@@ -153,7 +157,8 @@ async fn computed_groups(
     let recent = Duration::from_secs(app.config.server.request_timeout_secs);
     app.scans
         .groups(
-            &app.engine,
+            coll.name.as_str(),
+            &coll.engine,
             &app.metrics,
             threshold,
             key,
@@ -230,13 +235,15 @@ impl ChunkWriter {
 
 fn stream_groups(
     app: AppState,
+    coll: Arc<Collection>,
     threshold: Threshold,
     key: GroupsKey,
     after: Option<Vec<u8>>,
 ) -> Response {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
-        let groups = match computed_groups(&app, threshold, key, after.is_some(), None).await {
+        let groups = match computed_groups(&app, &coll, threshold, key, after.is_some(), None).await
+        {
             Ok(g) => g,
             Err(e) => {
                 tracing::error!(error = %e, "duplicate groups stream failed");
@@ -263,26 +270,21 @@ fn stream_groups(
 /// object or (`Accept: application/x-ndjson`) one pair per line.
 pub async fn pairs(
     State(app): State<AppState>,
+    Coll(coll): Coll,
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<PairsParams>,
 ) -> Result<Response, ApiError> {
-    let threshold = app.engine.threshold(params.threshold)?;
+    let threshold = coll.engine.threshold(params.threshold)?;
     let ndjson = wants_ndjson(&headers);
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
         let permit = app.scans.permit().await;
-        let worker = app.clone();
+        let (engine, scans) = (Arc::clone(&coll.engine), Arc::clone(&app.scans));
         let started = Instant::now();
         let scan = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let mut out = ChunkWriter::new(tx);
-            let stats = write_pairs(
-                &worker.engine,
-                worker.scans.pool(),
-                threshold,
-                ndjson,
-                &mut out,
-            );
+            let stats = write_pairs(&engine, scans.pool(), threshold, ndjson, &mut out);
             if stats.complete {
                 out.flush();
             } else {
@@ -292,9 +294,10 @@ pub async fn pairs(
         })
         .await;
         app.metrics
-            .observe_scan("pairs", started.elapsed().as_secs_f64());
+            .observe_scan(coll.name.as_str(), "pairs", started.elapsed().as_secs_f64());
         match scan {
             Ok(stats) => tracing::info!(
+                collection = %coll.name,
                 threshold = threshold.value(),
                 documents = stats.documents,
                 candidates = stats.candidates,

@@ -9,6 +9,7 @@
 //! router's outermost error layer adds the request id to every problem
 //! (`request_id`), so a client can quote it and an operator find the log.
 
+use crate::collections::{CollectionError, InvalidName};
 use crate::engine::{EngineError, IdError};
 use crate::text::TextError;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -45,6 +46,15 @@ pub enum ApiError {
     Engine(#[from] EngineError),
     #[error("invalid id: {0}")]
     InvalidId(#[from] IdError),
+    #[error(transparent)]
+    InvalidCollectionName(#[from] InvalidName),
+    #[error("no collection named {0:?}")]
+    CollectionNotFound(String),
+    /// Its files could not be restored (the cause is logged at start).
+    #[error("collection {0:?} is unavailable: its files could not be restored (see the server log); repair them or delete the collection")]
+    CollectionUnavailable(String),
+    #[error(transparent)]
+    Collection(#[from] CollectionError),
     /// The body is not syntactically valid JSON (or not UTF-8).
     #[error("{0}")]
     MalformedJson(String),
@@ -78,9 +88,10 @@ pub enum ApiError {
         detail: &'static str,
         key_sent: bool,
     },
-    /// A read-only key on a route that is not GET or HEAD.
-    #[error("this key is read-only: it may only call GET and HEAD routes")]
-    Forbidden,
+    /// A read-only key on a route that is not GET or HEAD, or a key used
+    /// outside its collections.
+    #[error("{0}")]
+    Forbidden(&'static str),
     /// Unexpected failure; the message is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -122,6 +133,52 @@ impl ApiError {
                 ),
             },
             ApiError::InvalidId(_) => (S::BAD_REQUEST, "invalid-id", "Invalid document id"),
+            ApiError::InvalidCollectionName(_) => (
+                S::BAD_REQUEST,
+                "invalid-collection-name",
+                "Invalid collection name",
+            ),
+            ApiError::CollectionNotFound(_) => {
+                (S::NOT_FOUND, "collection-not-found", "Collection not found")
+            }
+            ApiError::CollectionUnavailable(_) => (
+                S::SERVICE_UNAVAILABLE,
+                "collection-unavailable",
+                "Collection unavailable",
+            ),
+            ApiError::Collection(e) => match e {
+                CollectionError::NotFound(_) => {
+                    (S::NOT_FOUND, "collection-not-found", "Collection not found")
+                }
+                CollectionError::InvalidName(_) => (
+                    S::BAD_REQUEST,
+                    "invalid-collection-name",
+                    "Invalid collection name",
+                ),
+                CollectionError::Settings(_) => (
+                    S::UNPROCESSABLE_ENTITY,
+                    "invalid-settings",
+                    "Invalid collection settings",
+                ),
+                CollectionError::Conflict { .. } => (
+                    S::CONFLICT,
+                    "collection-conflict",
+                    "Collection exists with other settings",
+                ),
+                CollectionError::Protected(_) => (
+                    S::CONFLICT,
+                    "collection-protected",
+                    "Collection cannot be changed this way",
+                ),
+                CollectionError::TooMany(_) => {
+                    (S::CONFLICT, "too-many-collections", "Too many collections")
+                }
+                CollectionError::Storage(_) => (
+                    S::SERVICE_UNAVAILABLE,
+                    "storage-unavailable",
+                    "Storage unavailable",
+                ),
+            },
             ApiError::MalformedJson(_) => (S::BAD_REQUEST, "malformed-json", "Malformed JSON"),
             ApiError::InvalidBody(_) => (
                 S::UNPROCESSABLE_ENTITY,
@@ -152,7 +209,7 @@ impl ApiError {
                 (S::SERVICE_UNAVAILABLE, "unavailable", "Service unavailable")
             }
             ApiError::Unauthorized { .. } => (S::UNAUTHORIZED, "unauthorized", "Unauthorized"),
-            ApiError::Forbidden => (S::FORBIDDEN, "forbidden", "Forbidden"),
+            ApiError::Forbidden(_) => (S::FORBIDDEN, "forbidden", "Forbidden"),
             ApiError::Internal(_) => (
                 S::INTERNAL_SERVER_ERROR,
                 "internal",
@@ -170,7 +227,8 @@ impl ApiError {
         let (status, slug, title) = self.parts();
         let detail = match self {
             ApiError::Internal(_) => INTERNAL_DETAIL.to_owned(),
-            ApiError::Engine(EngineError::Journal(_)) => STORAGE_DETAIL.to_owned(),
+            ApiError::Engine(EngineError::Journal(_))
+            | ApiError::Collection(CollectionError::Storage(_)) => STORAGE_DETAIL.to_owned(),
             other => other.to_string(),
         };
         Problem {
@@ -191,6 +249,9 @@ impl IntoResponse for ApiError {
             ApiError::Internal(msg) => tracing::error!(error = %msg, "internal error"),
             ApiError::Engine(EngineError::Journal(e)) => {
                 tracing::error!(error = %e, "write not durable")
+            }
+            ApiError::Collection(CollectionError::Storage(e)) => {
+                tracing::error!(error = %e, "collection change not durable")
             }
             _ => {}
         }

@@ -9,15 +9,23 @@
 //! only way to get one is to check a raw value against the configured
 //! bound, and the code that needs the bound to hold (queries, signing)
 //! takes the type, so no handler can forget the check.
+//!
+//! [`Coll`] is the collection a request is for (the `{name}` of
+//! `/collections/{name}/...`, or `default` on the unprefixed routes),
+//! found and ready; [`DocPath`] the `{id}` of a document route.
 
 use super::error::ApiError;
+use super::state::AppState;
+use crate::collections::{Collection, CollectionName, Status};
 use crate::config::{LimitsSettings, QuerySettings};
 use axum::body::Bytes;
+use axum::extract::RawPathParams;
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
 use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, StatusCode};
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
+use std::sync::Arc;
 
 /// A buffered JSON request body, Content-Type checked.
 pub struct JsonBody(pub Bytes);
@@ -149,6 +157,89 @@ impl Text {
     pub fn into_string(self) -> String {
         self.0
     }
+}
+
+/// The path parameter `key` of the matched route, percent-decoded.
+async fn path_param(parts: &mut Parts, key: &str) -> Result<Option<String>, ApiError> {
+    let params = RawPathParams::from_request_parts(parts, &())
+        .await
+        .map_err(|e| ApiError::InvalidParameter(e.body_text()))?;
+    Ok(params
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v.to_owned()))
+}
+
+/// The collection a request is for, ready to serve it: 400 for a name that
+/// cannot be one, 404 `collection-not-found`, 503 `collection-unavailable`
+/// for a collection whose files could not be restored.
+pub struct Coll(pub Arc<Collection>);
+
+impl FromRequestParts<AppState> for Coll {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, ApiError> {
+        let c = match path_param(parts, "name").await? {
+            None => app.collections.default_collection(),
+            Some(name) => {
+                CollectionName::parse(&name)?;
+                app.collections
+                    .get(&name)
+                    .ok_or(ApiError::CollectionNotFound(name))?
+            }
+        };
+        match c.status() {
+            Status::Ready => Ok(Coll(c)),
+            Status::Failed => Err(ApiError::CollectionUnavailable(c.name.to_string())),
+            Status::Restoring => Err(ApiError::NotReady),
+        }
+    }
+}
+
+/// The `{name}` of a `/collections/{name}` route, checked (400 otherwise).
+pub struct CollName(pub CollectionName);
+
+impl<S: Send + Sync> FromRequestParts<S> for CollName {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        let name = path_param(parts, "name")
+            .await?
+            .ok_or_else(|| ApiError::InvalidParameter("no collection name in the path".into()))?;
+        Ok(CollName(CollectionName::parse(&name)?))
+    }
+}
+
+/// The `{id}` of a document route, percent-decoded (not checked: reads of
+/// an id that cannot exist answer 404, writes check it).
+pub struct DocPath(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for DocPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        path_param(parts, "id")
+            .await?
+            .map(DocPath)
+            .ok_or_else(|| ApiError::InvalidParameter("no document id in the path".into()))
+    }
+}
+
+/// An RFC 3339 timestamp as milliseconds since the Unix epoch (negative
+/// before 1970); `field` names it in the error (400 `invalid-parameter`,
+/// or 422 `invalid-body` in a body: see the callers).
+pub fn parse_time(field: &str, value: &str) -> Result<i64, String> {
+    use time::format_description::well_known::Rfc3339;
+    let t = time::OffsetDateTime::parse(value, &Rfc3339)
+        .map_err(|e| format!("{field} {value:?} is not an RFC 3339 time ({e})"))?;
+    // RFC 3339 years end at 9999, well inside i64 milliseconds.
+    Ok((t.unix_timestamp_nanos() / 1_000_000) as i64)
+}
+
+/// A `since` bound as milliseconds since the epoch: a time before 1970
+/// keeps every document.
+pub fn parse_since(raw: &str) -> Result<u64, String> {
+    parse_time("since", raw).map(|ms| u64::try_from(ms).unwrap_or(0))
 }
 
 /// True when an `Accept` header names `media` (with a non-zero q).

@@ -1,43 +1,62 @@
-//! Prometheus metrics (OpenMetrics text at `GET /metrics`).
+//! Prometheus metrics (`GET /metrics`, OpenMetrics or text 0.0.4).
 //!
 //! The registry only: what is counted and how it is exported. The layer
-//! that times requests sits with the other layers (`middleware.rs`).
-//! One registry per app instance (not a process global), so tests can run
-//! many servers in one process. Gauges that mirror engine state are set at
-//! scrape time rather than on every write.
+//! that times requests sits with the other layers (`middleware.rs`). One
+//! registry per server (not a process global), so tests run many servers
+//! in one process. Everything about a collection carries the label
+//! `collection`; gauges that mirror state (documents, memory, the log, the
+//! process) are set at scrape time rather than on every write, and the
+//! gauges of a deleted collection go with it.
 
+use crate::collections::{Collection, Collections, Status};
+use crate::engine::QueryOutcome;
+use crate::persist::{SnapshotInfo, Store};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use std::sync::atomic::AtomicU64;
-
-use crate::engine::{Engine, QueryOutcome};
-use crate::persist::{SnapshotInfo, Store};
-use std::sync::atomic::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct HttpLabels {
+    /// The collection the request was for ("" for server routes).
+    pub collection: String,
     pub route: String,
     pub method: String,
     pub status: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ComponentLabels {
-    pub component: &'static str,
+struct CollectionLabels {
+    collection: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OutcomeLabels {
-    pub outcome: &'static str,
+struct ComponentLabels {
+    collection: String,
+    component: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct KindLabels {
-    pub kind: &'static str,
+struct OutcomeLabels {
+    collection: String,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    collection: String,
+    kind: &'static str,
+}
+
+fn of(collection: &str) -> CollectionLabels {
+    CollectionLabels {
+        collection: collection.to_owned(),
+    }
 }
 
 fn scan_histogram() -> Histogram {
@@ -45,7 +64,20 @@ fn scan_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
 }
 
-/// The log's counter totals at the last scrape.
+fn latency_histogram() -> Histogram {
+    // 25 µs .. ~0.8 s
+    Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
+}
+
+fn candidates_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 15))
+}
+
+fn snapshot_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+}
+
+/// A log's counter totals at the last scrape (the log keeps plain atomics).
 #[derive(Clone, Copy, Debug, Default)]
 struct WalSeen {
     appends: u64,
@@ -54,167 +86,251 @@ struct WalSeen {
     fsync_nanos: u64,
 }
 
+/// Every metric the server exports. Fields are the families; their help
+/// texts (in [`Metrics::default`]) say what each counts.
 pub struct Metrics {
+    /// Everything of the service, prefixed `neardup_`.
     registry: Registry,
-    /// Requests and their latency by route, method and status: written by
-    /// the tracking layer (`middleware::track`) through [`Metrics::observe_request`].
+    /// The process's standard `process_*` metrics, unprefixed.
+    process: Registry,
     requests: Family<HttpLabels, Counter>,
     latency: Family<HttpLabels, Histogram>,
-    documents: Gauge,
-    memory: Family<ComponentLabels, Gauge>,
-    query_candidates: Histogram,
-    candidates_verified: Counter,
-    candidates_rejected: Counter,
-    rejected_ratio: Gauge<f64, AtomicU64>,
-    truncated_queries: Counter,
     requests_shed: Counter,
+    collections: Gauge,
+    collection_up: Family<CollectionLabels, Gauge>,
+    ready: Gauge,
+    documents: Family<CollectionLabels, Gauge>,
+    memory: Family<ComponentLabels, Gauge>,
+    query_candidates: Family<CollectionLabels, Histogram>,
+    candidates_verified: Family<CollectionLabels, Counter>,
+    candidates_rejected: Family<CollectionLabels, Counter>,
+    rejected_ratio: Family<CollectionLabels, Gauge<f64, AtomicU64>>,
+    truncated_queries: Family<CollectionLabels, Counter>,
     writes: Family<OutcomeLabels, Counter>,
-    snapshot_seconds: Histogram,
-    snapshot_bytes: Gauge,
-    wal_appends: Counter,
-    wal_append_seconds: Counter<f64, AtomicU64>,
-    wal_fsyncs: Counter,
-    wal_fsync_seconds: Counter<f64, AtomicU64>,
-    wal_bytes: Gauge,
-    /// Whole-index duplicate scans by kind (`groups`, `pairs`).
+    purged: Family<CollectionLabels, Counter>,
+    snapshot_seconds: Family<CollectionLabels, Histogram>,
+    snapshot_bytes: Family<CollectionLabels, Gauge>,
+    snapshot_failures: Family<CollectionLabels, Counter>,
+    last_snapshot: Family<CollectionLabels, Gauge>,
+    wal_appends: Family<CollectionLabels, Counter>,
+    wal_append_seconds: Family<CollectionLabels, Counter<f64, AtomicU64>>,
+    wal_fsyncs: Family<CollectionLabels, Counter>,
+    wal_fsync_seconds: Family<CollectionLabels, Counter<f64, AtomicU64>>,
+    wal_bytes: Family<CollectionLabels, Gauge>,
+    wal_writable: Family<CollectionLabels, Gauge>,
     scans: Family<KindLabels, Counter>,
     scan_seconds: Family<KindLabels, Histogram>,
-    /// The duration of the last finished scan of each kind (for `Retry-After`).
-    last_scan: std::sync::Mutex<std::collections::HashMap<&'static str, f64>>,
-    /// WAL counter values already exported (the WAL keeps plain atomics).
-    wal_seen: std::sync::Mutex<WalSeen>,
+    process_rss: Gauge,
+    process_cpu: Counter<f64, AtomicU64>,
+    /// CPU seconds already exported.
+    cpu_seen: Mutex<f64>,
+    process_fds: Gauge,
+    process_start: Gauge,
+    /// Per collection id: its log's counters at the last scrape.
+    wal_seen: Mutex<HashMap<u64, WalSeen>>,
+    /// Per (collection, kind): the last finished scan's duration, for `Retry-After`.
+    last_scan: Mutex<HashMap<(String, &'static str), f64>>,
+    /// Per collection: verified and rejected totals, for the ratio.
+    verified_totals: Mutex<HashMap<String, (u64, u64)>>,
+    /// Collections whose series exist: each one's are made at zero when it
+    /// is first seen and removed once it is gone.
+    exported: Mutex<HashSet<String>>,
 }
 
-fn latency_histogram() -> Histogram {
-    // 25 µs .. ~0.8 s
-    Histogram::new(exponential_buckets(0.000_025, 2.0, 16))
-}
+/// Every write outcome `neardup_writes_total` counts.
+const WRITE_OUTCOMES: [&str; 6] = [
+    "created",
+    "replaced",
+    "deleted",
+    "rejected_duplicate",
+    "conflict",
+    "failed",
+];
+
+/// Every scan kind.
+const SCAN_KINDS: [&str; 2] = ["groups", "pairs"];
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut registry = Registry::with_prefix("neardup");
-        let requests = Family::<HttpLabels, Counter>::default();
-        let latency = Family::<HttpLabels, Histogram>::new_with_constructor(
-            latency_histogram as fn() -> Histogram,
-        );
-        let documents = Gauge::default();
-        let memory = Family::<ComponentLabels, Gauge>::default();
-        let query_candidates = Histogram::new(exponential_buckets(1.0, 2.0, 15));
-        let candidates_verified = Counter::default();
-        let candidates_rejected = Counter::default();
-        let rejected_ratio = Gauge::<f64, AtomicU64>::default();
-        let truncated_queries = Counter::default();
-        let requests_shed = Counter::default();
-        let writes = Family::<OutcomeLabels, Counter>::default();
-        let snapshot_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
-        let snapshot_bytes = Gauge::default();
-        let wal_appends = Counter::default();
-        let wal_append_seconds = Counter::<f64, AtomicU64>::default();
-        let wal_fsyncs = Counter::default();
-        let wal_fsync_seconds = Counter::<f64, AtomicU64>::default();
-        let wal_bytes = Gauge::default();
-        registry.register(
-            "snapshot_duration_seconds",
-            "Time to write a snapshot",
-            snapshot_seconds.clone(),
-        );
-        registry.register(
-            "snapshot_size_bytes",
-            "Size of the last snapshot",
-            snapshot_bytes.clone(),
-        );
-        registry.register(
-            "wal_appends",
-            "Records appended to the write-ahead log",
-            wal_appends.clone(),
-        );
-        registry.register(
-            "wal_append_seconds",
-            "Time spent appending records to the log buffer (divide by wal_appends_total for the mean)",
-            wal_append_seconds.clone(),
-        );
-        registry.register(
-            "wal_fsyncs",
-            "fsync calls on the write-ahead log",
-            wal_fsyncs.clone(),
-        );
-        registry.register(
-            "wal_fsync_seconds",
-            "Time spent in log fsyncs",
-            wal_fsync_seconds.clone(),
-        );
-        registry.register(
-            "wal_size_bytes",
-            "Bytes in live log segments",
-            wal_bytes.clone(),
-        );
-        registry.register(
+        let mut r = Registry::with_prefix("neardup");
+        macro_rules! reg {
+            ($name:literal, $help:literal, $metric:expr) => {{
+                let m = $metric;
+                r.register($name, $help, m.clone());
+                m
+            }};
+        }
+        let requests = reg!(
             "http_requests",
-            "HTTP requests by route, method and status",
-            requests.clone(),
+            "HTTP requests by collection, route, method and status",
+            Family::<HttpLabels, Counter>::default()
         );
-        registry.register(
+        let latency = reg!(
             "http_request_duration_seconds",
-            "HTTP request latency by route, method and status",
-            latency.clone(),
+            "HTTP request latency by collection, route, method and status",
+            Family::<HttpLabels, Histogram>::new_with_constructor(
+                latency_histogram as fn() -> Histogram
+            )
         );
-        registry.register("documents", "Documents stored", documents.clone());
-        registry.register(
-            "memory_bytes",
-            "Estimated heap bytes by component",
-            memory.clone(),
-        );
-        registry.register(
-            "query_candidates",
-            "Distinct LSH candidates verified per similarity query",
-            query_candidates.clone(),
-        );
-        registry.register(
-            "candidates_verified",
-            "LSH candidates checked by exact Jaccard",
-            candidates_verified.clone(),
-        );
-        registry.register(
-            "candidates_rejected",
-            "LSH candidates whose exact Jaccard fell below the threshold",
-            candidates_rejected.clone(),
-        );
-        registry.register(
-            "candidates_rejected_ratio",
-            "Fraction of all verified candidates rejected by exact verification",
-            rejected_ratio.clone(),
-        );
-        registry.register(
-            "queries_truncated",
-            "Queries whose candidate list was cut at index.max_candidates",
-            truncated_queries.clone(),
-        );
-        registry.register(
+        let requests_shed = reg!(
             "requests_shed",
             "Requests refused with 503 because server.max_concurrent_requests were in flight",
-            requests_shed.clone(),
+            Counter::default()
         );
-        registry.register("writes", "Document writes by outcome", writes.clone());
-        let scans = Family::<KindLabels, Counter>::default();
-        let scan_seconds = Family::<KindLabels, Histogram>::new_with_constructor(
-            scan_histogram as fn() -> Histogram,
+        let collections = reg!("collections", "Collections held", Gauge::default());
+        let collection_up = reg!(
+            "collection_up",
+            "1 when a collection serves, 0 while it is restored or when its files could not be",
+            Family::<CollectionLabels, Gauge>::default()
         );
-        registry.register(
+        let ready = reg!("ready", "1 when /readyz answers 200", Gauge::default());
+        let documents = reg!(
+            "documents",
+            "Documents stored (expired ones until purged)",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let memory = reg!(
+            "memory_bytes",
+            "Estimated heap bytes by collection and component",
+            Family::<ComponentLabels, Gauge>::default()
+        );
+        let query_candidates = reg!(
+            "query_candidates",
+            "Distinct LSH candidates verified per similarity query",
+            Family::<CollectionLabels, Histogram>::new_with_constructor(
+                candidates_histogram as fn() -> Histogram
+            )
+        );
+        let candidates_verified = reg!(
+            "candidates_verified",
+            "LSH candidates checked by exact Jaccard",
+            Family::<CollectionLabels, Counter>::default()
+        );
+        let candidates_rejected = reg!(
+            "candidates_rejected",
+            "LSH candidates whose exact Jaccard fell below the threshold",
+            Family::<CollectionLabels, Counter>::default()
+        );
+        let rejected_ratio = reg!(
+            "candidates_rejected_ratio",
+            "Fraction of all verified candidates rejected by exact verification",
+            Family::<CollectionLabels, Gauge<f64, AtomicU64>>::default()
+        );
+        let truncated_queries = reg!(
+            "queries_truncated",
+            "Queries whose candidate list was cut at index.max_candidates",
+            Family::<CollectionLabels, Counter>::default()
+        );
+        let writes = reg!(
+            "writes",
+            "Document writes by outcome (created, replaced, deleted, rejected_duplicate, conflict, failed)",
+            Family::<OutcomeLabels, Counter>::default()
+        );
+        let purged = reg!(
+            "documents_purged",
+            "Expired documents purged from memory (a delete in the log each)",
+            Family::<CollectionLabels, Counter>::default()
+        );
+        let snapshot_seconds = reg!(
+            "snapshot_duration_seconds",
+            "Time to write a snapshot",
+            Family::<CollectionLabels, Histogram>::new_with_constructor(
+                snapshot_histogram as fn() -> Histogram
+            )
+        );
+        let snapshot_bytes = reg!(
+            "snapshot_size_bytes",
+            "Size of the last snapshot",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let snapshot_failures = reg!(
+            "snapshot_failures",
+            "Snapshots that could not be written (the log still holds every write)",
+            Family::<CollectionLabels, Counter>::default()
+        );
+        let last_snapshot = reg!(
+            "last_snapshot_timestamp_seconds",
+            "When the last snapshot was written (Unix time)",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let wal_appends = reg!(
+            "wal_appends",
+            "Records appended to the write-ahead log",
+            Family::<CollectionLabels, Counter>::default()
+        );
+        let wal_append_seconds = reg!(
+            "wal_append_seconds",
+            "Time spent appending records to the log buffer (divide by wal_appends_total for the mean)",
+            Family::<CollectionLabels, Counter<f64, AtomicU64>>::default()
+        );
+        let wal_fsyncs = reg!(
+            "wal_fsyncs",
+            "fsync calls on the write-ahead log",
+            Family::<CollectionLabels, Counter>::default()
+        );
+        let wal_fsync_seconds = reg!(
+            "wal_fsync_seconds",
+            "Time spent in log fsyncs",
+            Family::<CollectionLabels, Counter<f64, AtomicU64>>::default()
+        );
+        let wal_bytes = reg!(
+            "wal_size_bytes",
+            "Bytes in live log segments",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let wal_writable = reg!(
+            "wal_writable",
+            "1 when the log accepts writes; 0 while it is out of space (writes resume with room) or after an fsync failure (until a restart)",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let scans = reg!(
             "duplicate_scans",
             "Whole-index duplicate scans (GET /duplicates computations, /duplicates/pairs streams)",
-            scans.clone(),
+            Family::<KindLabels, Counter>::default()
         );
-        registry.register(
+        let scan_seconds = reg!(
             "duplicate_scan_duration_seconds",
             "Time of a whole-index duplicate scan, by kind",
-            scan_seconds.clone(),
+            Family::<KindLabels, Histogram>::new_with_constructor(
+                scan_histogram as fn() -> Histogram
+            )
+        );
+        // The process collector's standard names, without the prefix.
+        let mut p = Registry::default();
+        let process_rss = Gauge::default();
+        p.register(
+            "process_resident_memory_bytes",
+            "Resident memory of the process",
+            process_rss.clone(),
+        );
+        let process_cpu = Counter::<f64, AtomicU64>::default();
+        p.register(
+            "process_cpu_seconds",
+            "User and system CPU time of the process",
+            process_cpu.clone(),
+        );
+        let process_fds = Gauge::default();
+        p.register(
+            "process_open_fds",
+            "Open file descriptors",
+            process_fds.clone(),
+        );
+        let process_start = Gauge::default();
+        p.register(
+            "process_start_time_seconds",
+            "When the process started (Unix time)",
+            process_start.clone(),
         );
         Self {
-            scans,
-            scan_seconds,
-            registry,
+            registry: r,
+            process: p,
+            cpu_seen: Mutex::new(0.0),
             requests,
             latency,
+            requests_shed,
+            collections,
+            collection_up,
+            ready,
             documents,
             memory,
             query_candidates,
@@ -222,49 +338,79 @@ impl Default for Metrics {
             candidates_rejected,
             rejected_ratio,
             truncated_queries,
-            requests_shed,
             writes,
+            purged,
             snapshot_seconds,
             snapshot_bytes,
+            snapshot_failures,
+            last_snapshot,
             wal_appends,
             wal_append_seconds,
             wal_fsyncs,
             wal_fsync_seconds,
             wal_bytes,
+            wal_writable,
+            scans,
+            scan_seconds,
+            process_rss,
+            process_cpu,
+            process_fds,
+            process_start,
             wal_seen: Default::default(),
             last_scan: Default::default(),
+            verified_totals: Default::default(),
+            exported: Default::default(),
         }
     }
 }
 
 impl Metrics {
-    /// Record the verification work of one query.
-    pub fn observe_query(&self, q: &QueryOutcome) {
-        self.query_candidates.observe(q.candidates as f64);
-        self.candidates_verified.inc_by(q.candidates as u64);
-        self.candidates_rejected.inc_by(q.rejected as u64);
+    /// Record the verification work of one query on `collection`.
+    pub fn observe_query(&self, collection: &str, q: &QueryOutcome) {
+        let l = of(collection);
+        self.query_candidates
+            .get_or_create(&l)
+            .observe(q.candidates as f64);
+        self.candidates_verified
+            .get_or_create(&l)
+            .inc_by(q.candidates as u64);
+        self.candidates_rejected
+            .get_or_create(&l)
+            .inc_by(q.rejected as u64);
         if q.truncated {
-            self.truncated_queries.inc();
+            self.truncated_queries.get_or_create(&l).inc();
+        }
+        let mut totals = self.verified_totals.lock().expect("metrics lock");
+        let t = totals.entry(collection.to_owned()).or_default();
+        t.0 += q.candidates as u64;
+        t.1 += q.rejected as u64;
+        if t.0 > 0 {
+            self.rejected_ratio
+                .get_or_create(&l)
+                .set(t.1 as f64 / t.0 as f64);
         }
     }
 
     /// A finished whole-index scan of `kind` (`groups` or `pairs`).
-    pub fn observe_scan(&self, kind: &'static str, seconds: f64) {
-        let labels = KindLabels { kind };
+    pub fn observe_scan(&self, collection: &str, kind: &'static str, seconds: f64) {
+        let labels = KindLabels {
+            collection: collection.to_owned(),
+            kind,
+        };
         self.scans.get_or_create(&labels).inc();
         self.scan_seconds.get_or_create(&labels).observe(seconds);
         self.last_scan
             .lock()
             .expect("metrics lock")
-            .insert(kind, seconds);
+            .insert((collection.to_owned(), kind), seconds);
     }
 
-    /// How long the last finished scan of `kind` took.
-    pub fn last_scan_seconds(&self, kind: &str) -> Option<f64> {
+    /// How long the last finished scan of `kind` on `collection` took.
+    pub fn last_scan_seconds(&self, collection: &str, kind: &'static str) -> Option<f64> {
         self.last_scan
             .lock()
             .expect("metrics lock")
-            .get(kind)
+            .get(&(collection.to_owned(), kind))
             .copied()
     }
 
@@ -279,17 +425,52 @@ impl Metrics {
         self.requests_shed.inc();
     }
 
-    pub fn observe_write(&self, outcome: &'static str) {
-        self.writes.get_or_create(&OutcomeLabels { outcome }).inc();
+    /// A write that took effect: `created`, `replaced`, `deleted` or
+    /// `rejected_duplicate` (insert-if-unique kept it out).
+    pub fn observe_write(&self, collection: &str, outcome: &'static str) {
+        self.writes
+            .get_or_create(&OutcomeLabels {
+                collection: collection.to_owned(),
+                outcome,
+            })
+            .inc();
     }
 
-    pub fn observe_snapshot(&self, info: &SnapshotInfo) {
-        self.snapshot_seconds.observe(info.milliseconds / 1e3);
-        self.snapshot_bytes.set(info.bytes as i64);
+    /// A write that did not: `conflict` (409) or `failed` (a 5xx: it could
+    /// not be made durable). Other refusals are bad requests, not writes.
+    pub fn observe_write_error(&self, collection: &str, e: &super::error::ApiError) {
+        let outcome = match e.status().as_u16() {
+            409 => "conflict",
+            s if s >= 500 => "failed",
+            _ => return,
+        };
+        self.observe_write(collection, outcome);
     }
 
-    /// Move the exported WAL counters up to the log's own totals.
-    fn export_wal(&self, store: &Store) {
+    /// Expired documents purged from `collection`.
+    pub fn observe_purge(&self, collection: &str, documents: usize) {
+        self.purged
+            .get_or_create(&of(collection))
+            .inc_by(documents as u64);
+    }
+
+    pub fn observe_snapshot(&self, collection: &str, info: &SnapshotInfo) {
+        let l = of(collection);
+        self.snapshot_seconds
+            .get_or_create(&l)
+            .observe(info.milliseconds / 1e3);
+        self.snapshot_bytes.get_or_create(&l).set(info.bytes as i64);
+        self.last_snapshot
+            .get_or_create(&l)
+            .set((info.created_unix_ms / 1000) as i64);
+    }
+
+    pub fn observe_snapshot_failure(&self, collection: &str) {
+        self.snapshot_failures.get_or_create(&of(collection)).inc();
+    }
+
+    /// Move a collection's exported log counters up to the log's own totals.
+    fn export_wal(&self, collection: &str, id: u64, store: &Store) {
         let wal = store.wal();
         let c = &wal.counters;
         let now = WalSeen {
@@ -298,51 +479,229 @@ impl Metrics {
             fsyncs: c.fsyncs.load(Ordering::Relaxed),
             fsync_nanos: c.fsync_nanos.load(Ordering::Relaxed),
         };
-        let mut seen = self.wal_seen.lock().expect("metrics lock");
+        let mut seen_all = self.wal_seen.lock().expect("metrics lock");
+        let seen = seen_all.entry(id).or_default();
         let since = |now: u64, seen: u64| now.saturating_sub(seen);
-        self.wal_appends.inc_by(since(now.appends, seen.appends));
+        let l = of(collection);
+        self.wal_appends
+            .get_or_create(&l)
+            .inc_by(since(now.appends, seen.appends));
         self.wal_append_seconds
+            .get_or_create(&l)
             .inc_by(since(now.append_nanos, seen.append_nanos) as f64 / 1e9);
-        self.wal_fsyncs.inc_by(since(now.fsyncs, seen.fsyncs));
+        self.wal_fsyncs
+            .get_or_create(&l)
+            .inc_by(since(now.fsyncs, seen.fsyncs));
         self.wal_fsync_seconds
+            .get_or_create(&l)
             .inc_by(since(now.fsync_nanos, seen.fsync_nanos) as f64 / 1e9);
         *seen = now;
-        self.wal_bytes.set(wal.bytes() as i64);
+        self.wal_bytes.get_or_create(&l).set(wal.bytes() as i64);
+        self.wal_writable
+            .get_or_create(&l)
+            .set(i64::from(wal.is_writable()));
     }
 
-    /// The OpenMetrics text, with engine gauges refreshed.
-    pub fn render(&self, engine: &Engine, store: Option<&Store>) -> String {
-        if let Some(store) = store {
-            self.export_wal(store);
+    /// Set the state gauges from `collections` and the process.
+    fn refresh(&self, collections: &Collections, ready: bool) {
+        // Gauges describe what exists now: a deleted collection's go.
+        self.collection_up.clear();
+        self.documents.clear();
+        self.memory.clear();
+        self.wal_bytes.clear();
+        self.wal_writable.clear();
+        self.ready.set(i64::from(ready));
+        let all = collections.list();
+        self.collections.set(all.len() as i64);
+        let mut live_ids = Vec::with_capacity(all.len());
+        for c in &all {
+            let name = c.name.as_str();
+            live_ids.push(c.id);
+            self.collection_up
+                .get_or_create(&of(name))
+                .set(i64::from(c.status() == Status::Ready));
+            let Some(store) = c.store() else { continue };
+            self.export_wal(name, c.id, store);
+            self.documents
+                .get_or_create(&of(name))
+                .set(c.engine.len() as i64);
+            let m = c.engine.memory();
+            for (component, bytes) in [
+                ("shingles", m.shingles_bytes),
+                ("signatures", m.signatures_bytes),
+                ("ids", m.ids_bytes),
+                ("metadata", m.metadata_bytes),
+                ("records_overhead", m.records_overhead_bytes),
+                ("id_map", m.id_map_bytes),
+                ("doc_map", m.doc_map_bytes),
+                ("lsh", m.lsh_bytes),
+            ] {
+                self.memory
+                    .get_or_create(&ComponentLabels {
+                        collection: name.to_owned(),
+                        component,
+                    })
+                    .set(bytes as i64);
+            }
         }
-        self.documents.set(engine.len() as i64);
-        let m = engine.memory();
-        for (component, bytes) in [
-            ("shingles", m.shingles_bytes),
-            ("signatures", m.signatures_bytes),
-            ("ids", m.ids_bytes),
-            ("metadata", m.metadata_bytes),
-            ("records_overhead", m.records_overhead_bytes),
-            ("id_map", m.id_map_bytes),
-            ("doc_map", m.doc_map_bytes),
-            ("lsh", m.lsh_bytes),
-        ] {
-            self.memory
-                .get_or_create(&ComponentLabels { component })
-                .set(bytes as i64);
+        self.wal_seen
+            .lock()
+            .expect("metrics lock")
+            .retain(|id, _| live_ids.contains(id));
+        self.export_series_of(&all);
+        let p = process_stats();
+        self.process_rss.set(p.rss_bytes as i64);
+        self.process_fds.set(p.open_fds as i64);
+        self.process_start.set(p.start_unix_secs as i64);
+        let mut seen = self.cpu_seen.lock().expect("metrics lock");
+        if p.cpu_seconds > *seen {
+            self.process_cpu.inc_by(p.cpu_seconds - *seen);
+            *seen = p.cpu_seconds;
         }
-        let verified = self.candidates_verified.get();
-        let ratio = if verified == 0 {
-            0.0
-        } else {
-            self.candidates_rejected.get() as f64 / verified as f64
-        };
-        self.rejected_ratio.set(ratio);
+    }
+
+    /// Make every per-collection series of a new collection at zero (a
+    /// counter that appears only once it moves hides the first increment
+    /// from `rate()`), and remove a deleted collection's.
+    fn export_series_of(&self, live: &[Arc<Collection>]) {
+        let mut exported = self.exported.lock().expect("metrics lock");
+        let names: HashSet<&str> = live.iter().map(|c| c.name.as_str()).collect();
+        for name in &names {
+            if exported.contains(*name) {
+                continue;
+            }
+            let l = of(name);
+            let _ = self.query_candidates.get_or_create(&l);
+            let _ = self.candidates_verified.get_or_create(&l);
+            let _ = self.candidates_rejected.get_or_create(&l);
+            let _ = self.rejected_ratio.get_or_create(&l);
+            let _ = self.truncated_queries.get_or_create(&l);
+            let _ = self.purged.get_or_create(&l);
+            let _ = self.snapshot_failures.get_or_create(&l);
+            for outcome in WRITE_OUTCOMES {
+                let _ = self.writes.get_or_create(&OutcomeLabels {
+                    collection: (*name).to_owned(),
+                    outcome,
+                });
+            }
+            for kind in SCAN_KINDS {
+                let _ = self.scans.get_or_create(&KindLabels {
+                    collection: (*name).to_owned(),
+                    kind,
+                });
+            }
+            exported.insert((*name).to_owned());
+        }
+        let gone: Vec<String> = exported
+            .iter()
+            .filter(|n| !names.contains(n.as_str()))
+            .cloned()
+            .collect();
+        for name in gone {
+            let l = of(&name);
+            self.query_candidates.remove(&l);
+            self.candidates_verified.remove(&l);
+            self.candidates_rejected.remove(&l);
+            self.rejected_ratio.remove(&l);
+            self.truncated_queries.remove(&l);
+            self.purged.remove(&l);
+            self.snapshot_seconds.remove(&l);
+            self.snapshot_bytes.remove(&l);
+            self.snapshot_failures.remove(&l);
+            self.last_snapshot.remove(&l);
+            self.wal_appends.remove(&l);
+            self.wal_append_seconds.remove(&l);
+            self.wal_fsyncs.remove(&l);
+            self.wal_fsync_seconds.remove(&l);
+            for outcome in WRITE_OUTCOMES {
+                self.writes.remove(&OutcomeLabels {
+                    collection: name.clone(),
+                    outcome,
+                });
+            }
+            for kind in SCAN_KINDS {
+                let k = KindLabels {
+                    collection: name.clone(),
+                    kind,
+                };
+                self.scans.remove(&k);
+                self.scan_seconds.remove(&k);
+            }
+            self.verified_totals
+                .lock()
+                .expect("metrics lock")
+                .remove(&name);
+            self.last_scan
+                .lock()
+                .expect("metrics lock")
+                .retain(|(c, _), _| *c != name);
+            exported.remove(&name);
+        }
+    }
+
+    /// The OpenMetrics text, with the state gauges refreshed.
+    pub fn render(&self, collections: &Collections, ready: bool) -> String {
+        use prometheus_client::encoding::text::{encode_eof, encode_registry};
+        self.refresh(collections, ready);
         let mut out = String::new();
         // Writing to a String cannot fail.
-        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        let _ = encode_registry(&mut out, &self.registry);
+        let _ = encode_registry(&mut out, &self.process);
+        let _ = encode_eof(&mut out);
         out
     }
+}
+
+/// What the process metrics report.
+#[derive(Debug, Default)]
+struct ProcessStats {
+    rss_bytes: u64,
+    cpu_seconds: f64,
+    open_fds: u64,
+    start_unix_secs: u64,
+}
+
+/// Read from `/proc/self` (Linux); zeros elsewhere.
+fn process_stats() -> ProcessStats {
+    let mut p = ProcessStats::default();
+    let page = 4096u64;
+    let ticks = 100.0; // USER_HZ on every Linux the service targets
+    if let Ok(statm) = std::fs::read_to_string("/proc/self/statm") {
+        if let Some(rss) = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            p.rss_bytes = rss * page;
+        }
+    }
+    if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
+        // Fields after the parenthesized command name, which may hold spaces.
+        if let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let num = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+            // utime, stime are fields 14 and 15 (1-based), starttime 22;
+            // `rest` starts at field 3.
+            p.cpu_seconds = (num(11) + num(12)) as f64 / ticks;
+            let start_ticks = num(19);
+            if let Ok(uptime) = std::fs::read_to_string("/proc/uptime") {
+                let up: f64 = uptime
+                    .split_whitespace()
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0);
+                let boot = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64())
+                    - up;
+                p.start_unix_secs = (boot + start_ticks as f64 / ticks).max(0.0) as u64;
+            }
+        }
+    }
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        p.open_fds = fds.count() as u64;
+    }
+    p
 }
 
 /// OpenMetrics text (what [`Metrics::render`] gives) as the Prometheus
@@ -385,7 +744,7 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::to_prometheus_text;
+    use super::*;
 
     #[test]
     fn openmetrics_becomes_prometheus_text() {
@@ -414,5 +773,20 @@ mod tests {
                         neardup_scan_sum 0.5\n\
                         neardup_scan_count 1\n";
         assert_eq!(to_prometheus_text(om), expected);
+    }
+
+    #[test]
+    fn process_stats_come_from_proc() {
+        let p = process_stats();
+        assert!(p.rss_bytes > 1 << 20, "{p:?}");
+        assert!(p.open_fds > 2, "{p:?}");
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!(
+            p.start_unix_secs <= now && p.start_unix_secs > now - 3600 * 24,
+            "{p:?}"
+        );
     }
 }

@@ -5,7 +5,7 @@
 
 use super::error::{problem_for_status, ApiError, Problem, PROBLEM_JSON};
 use super::metrics::HttpLabels;
-use super::routes::{never_shed, served_while_restoring, REQUEST_ID};
+use super::routes::{collection_of, never_shed, served_while_restoring, REQUEST_ID};
 use super::state::AppState;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
@@ -27,6 +27,7 @@ pub fn request_span(req: &Request<Body>) -> tracing::Span {
         method = %req.method(),
         uri = %req.uri(),
         request_id = %request_id,
+        collection = collection_of(req.uri().path()).unwrap_or(""),
     )
 }
 
@@ -37,9 +38,16 @@ pub async fn track(State(app): State<AppState>, req: Request, next: Next) -> Res
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
     let method = req.method().as_str().to_owned();
+    // Only collections that exist become label values: a client must not
+    // grow the series without bound by naming random ones.
+    let collection = collection_of(req.uri().path())
+        .filter(|name| app.collections.get(name).is_some())
+        .unwrap_or("")
+        .to_owned();
     let start = Instant::now();
     let resp = next.run(req).await;
     let labels = HttpLabels {
+        collection,
         route,
         method,
         status: resp.status().as_u16(),
@@ -55,7 +63,7 @@ pub async fn until_restored(
     req: Request,
     next: Next,
 ) -> Response {
-    if app.store_if_open().is_none() && !served_while_restoring(req.uri().path()) {
+    if !app.is_restored() && !served_while_restoring(req.uri().path()) {
         return ApiError::NotReady.into_response();
     }
     next.run(req).await

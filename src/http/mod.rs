@@ -4,6 +4,7 @@
 //! `persist` and `config`, and nothing below it depends on it.
 
 pub mod auth;
+mod collections;
 mod documents;
 pub mod dto;
 pub mod duplicates;
@@ -31,10 +32,11 @@ use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use routes::{
-    is_open, never_shed, served_while_restoring, SpecialRoute, ROUTES, SPECIAL_ROUTES,
+    is_open, never_shed, served_while_restoring, SpecialRoute, COLLECTION_ROUTES, ROUTES,
+    SPECIAL_ROUTES,
 };
 
 /// Serve `state`'s router on `listener` until `shutdown` resolves, then
@@ -49,11 +51,9 @@ pub async fn serve(
         .await
 }
 
-/// The application router with every layer applied.
-pub fn router(state: AppState) -> Router {
-    let settings = &state.config.server;
-    let timeout = Duration::from_secs(settings.request_timeout_secs);
-    let body_limit = settings.max_body_bytes;
+/// The routes of one collection (the handlers find the collection with
+/// the `Coll` extractor: `default` when there is no `{name}`).
+fn collection_routes() -> Router<AppState> {
     Router::new()
         .route("/documents", post(documents::create))
         .route("/documents/batch", post(documents::batch))
@@ -68,12 +68,38 @@ pub fn router(state: AppState) -> Router {
         .route("/duplicates", get(duplicates::groups))
         .route("/duplicates/pairs", get(duplicates::pairs))
         .route("/stats", get(ops::stats))
+}
+
+/// The application router with every layer applied.
+pub fn router(state: AppState) -> Router {
+    let settings = &state.config.server;
+    let timeout = Duration::from_secs(settings.request_timeout_secs);
+    let body_limit = settings.max_body_bytes;
+    Router::new()
+        .merge(collection_routes())
+        .nest("/collections/{name}", collection_routes())
+        .route("/collections", get(collections::list))
+        .route(
+            "/collections/{name}",
+            get(collections::show)
+                .put(collections::put)
+                .patch(collections::patch)
+                .delete(collections::delete),
+        )
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(ops::openapi))
         .route("/admin/snapshot", post(ops::snapshot))
         .fallback(middleware::not_found)
+        // Innermost: a panicking handler is a logged, generic 500, and a
+        // handler over server.request_timeout_secs a 503; both inside the
+        // tracking layer, so they are counted like every other answer.
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            timeout,
+        ))
         .layer(from_fn_with_state(
             state.clone(),
             middleware::until_restored,
@@ -90,16 +116,17 @@ pub fn router(state: AppState) -> Router {
             // Outermost first. The request id is set before anything else
             // sees the request, the span carries it (so every log line of
             // the request names it), and the error layer adds it to every
-            // problem body, the panic and timeout answers inside it included.
+            // problem body. The span's own failure events are debug-level:
+            // a 5xx's cause is logged where it happens, and a 503 while
+            // restoring or shedding is not an error.
             ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-                .layer(TraceLayer::new_for_http().make_span_with(middleware::request_span))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(middleware::request_span)
+                        .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+                )
                 .layer(PropagateRequestIdLayer::x_request_id())
-                .layer(from_fn(middleware::problem_bodies))
-                .layer(CatchPanicLayer::custom(middleware::panic_response))
-                .layer(TimeoutLayer::with_status_code(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    timeout,
-                )),
+                .layer(from_fn(middleware::problem_bodies)),
         )
 }

@@ -1,9 +1,11 @@
-//! Operational routes: probes, stats, metrics.
+//! Operational routes: probes, stats, metrics, snapshots, the OpenAPI document.
 
 use super::dto::StatusOut;
 use super::error::ApiError;
-use super::extract::accepts;
+use super::extract::{accepts, Coll};
 use super::state::AppState;
+use crate::collections::Collection;
+use crate::persist::SnapshotInfo;
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
@@ -15,7 +17,8 @@ pub async fn healthz() -> Json<StatusOut> {
     Json(StatusOut { status: "ok" })
 }
 
-/// `GET /readyz`: 200 once the index is loaded, 503 before and while draining.
+/// `GET /readyz`: 200 once every collection is restored (or known to be
+/// failed), 503 before and while draining.
 pub async fn readyz(State(app): State<AppState>) -> Result<Json<StatusOut>, ApiError> {
     if app.is_ready() {
         Ok(Json(StatusOut { status: "ready" }))
@@ -24,12 +27,18 @@ pub async fn readyz(State(app): State<AppState>) -> Result<Json<StatusOut>, ApiE
     }
 }
 
-/// `GET /stats`.
-pub async fn stats(State(app): State<AppState>) -> Json<Value> {
-    let engine = &app.engine;
+/// `GET /stats` and `/collections/{name}/stats`.
+pub async fn stats(State(app): State<AppState>, Coll(coll): Coll) -> Json<Value> {
+    Json(stats_of(&app, &coll))
+}
+
+/// The `/stats` body of `coll`.
+pub fn stats_of(app: &AppState, coll: &Collection) -> Value {
+    let engine = &coll.engine;
     let p = engine.params();
     let b = engine.bands();
-    Json(json!({
+    json!({
+        "collection": coll.name,
         "documents": engine.len(),
         "index": {
             "num_perm": p.index.num_perm,
@@ -50,19 +59,20 @@ pub async fn stats(State(app): State<AppState>) -> Json<Value> {
             "hash_bits": 32,
         },
         "normalize": p.normalize,
-        "storage": storage_stats(&app),
+        "retention": {
+            "ttl_secs": engine.retention().map(|d| d.as_secs()),
+        },
+        "storage": storage_stats(app, coll),
         "memory": engine.memory(),
         "uptime_seconds": app.started.elapsed().as_secs(),
         "version": env!("CARGO_PKG_VERSION"),
-    }))
+    })
 }
 
 /// `GET /metrics`: OpenMetrics when the client asks for it (Prometheus
 /// does), else the Prometheus text format 0.0.4.
 pub async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> impl IntoResponse {
-    let text = app
-        .metrics
-        .render(&app.engine, app.store().ok().map(|s| &**s));
+    let text = app.metrics.render(&app.collections, app.is_ready());
     if accepts(&headers, OPENMETRICS) {
         (
             [(
@@ -92,10 +102,9 @@ pub async fn openapi(State(app): State<AppState>) -> impl IntoResponse {
     )
 }
 
-fn storage_stats(app: &AppState) -> Value {
+fn storage_stats(app: &AppState, coll: &Collection) -> Value {
     let storage = &app.config.storage;
-    // `/stats` is answered only once the store is open (see `until_restored`).
-    let Ok(store) = app.store() else {
+    let Some(store) = coll.store() else {
         return Value::Null;
     };
     let wal = store.wal();
@@ -109,6 +118,7 @@ fn storage_stats(app: &AppState) -> Value {
         "wal_next_lsn": wal.next_lsn(),
         "wal_appends": load(&c.appends),
         "wal_fsyncs": load(&c.fsyncs),
+        "wal_writable": wal.is_writable(),
         "snapshot_interval_secs": storage.snapshot_interval_secs,
         "snapshots_keep": storage.snapshots_keep,
         "last_snapshot": store.last_snapshot(),
@@ -116,13 +126,33 @@ fn storage_stats(app: &AppState) -> Value {
     })
 }
 
-/// `POST /admin/snapshot`: write a snapshot now.
+/// `POST /admin/snapshot`: write a snapshot of every collection now. The
+/// top-level fields are the `default` collection's (as before there were
+/// collections); `collections` lists every snapshot written.
 pub async fn snapshot(State(app): State<AppState>) -> Result<Json<Value>, ApiError> {
-    let info = app.snapshot().await?;
-    Ok(Json(json!({
-        "path": info.path,
-        "documents": info.documents,
-        "bytes": info.bytes,
-        "milliseconds": info.milliseconds,
-    })))
+    let written = app.snapshot_all().await?;
+    let fields = |info: &SnapshotInfo| {
+        json!({
+            "path": info.path,
+            "documents": info.documents,
+            "bytes": info.bytes,
+            "milliseconds": info.milliseconds,
+        })
+    };
+    let mut body = written
+        .iter()
+        .find(|(c, _)| c.name.is_default())
+        .map(|(_, info)| fields(info))
+        .unwrap_or_else(|| json!({}));
+    body["collections"] = written
+        .iter()
+        .map(|(c, info)| {
+            let mut entry = json!({ "collection": c.name });
+            if let (Some(e), Value::Object(f)) = (entry.as_object_mut(), fields(info)) {
+                e.extend(f);
+            }
+            entry
+        })
+        .collect();
+    Ok(Json(body))
 }

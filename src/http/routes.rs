@@ -18,11 +18,40 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/duplicates"),
     ("GET", "/duplicates/pairs"),
     ("GET", "/stats"),
+    ("GET", "/collections"),
+    ("GET", "/collections/{name}"),
+    ("PUT", "/collections/{name}"),
+    ("PATCH", "/collections/{name}"),
+    ("DELETE", "/collections/{name}"),
+    ("POST", "/collections/{name}/documents"),
+    ("POST", "/collections/{name}/documents/batch"),
+    ("GET", "/collections/{name}/documents/{id}"),
+    ("PUT", "/collections/{name}/documents/{id}"),
+    ("DELETE", "/collections/{name}/documents/{id}"),
+    ("GET", "/collections/{name}/similar"),
+    ("POST", "/collections/{name}/similar"),
+    ("GET", "/collections/{name}/compare"),
+    ("GET", "/collections/{name}/duplicates"),
+    ("GET", "/collections/{name}/duplicates/pairs"),
+    ("GET", "/collections/{name}/stats"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
     ("GET", "/openapi.json"),
     ("POST", "/admin/snapshot"),
+];
+
+/// The routes every collection serves, unprefixed for `default` and under
+/// `/collections/{name}` for each collection.
+pub const COLLECTION_ROUTES: &[&str] = &[
+    "/documents",
+    "/documents/batch",
+    "/documents/{id}",
+    "/similar",
+    "/compare",
+    "/duplicates",
+    "/duplicates/pairs",
+    "/stats",
 ];
 
 /// A route treated apart from the rest by the layers.
@@ -84,4 +113,36 @@ pub fn served_while_restoring(path: &str) -> bool {
 /// Never refused by the concurrency limit.
 pub fn never_shed(path: &str) -> bool {
     special(path).is_some_and(|r| r.never_shed)
+}
+
+/// The collection a request path is for: the `{name}` of
+/// `/collections/{name}/...`, `default` for the unprefixed collection
+/// routes, `None` for the rest.
+pub fn collection_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix('/')?;
+    if let Some(after) = rest.strip_prefix("collections/") {
+        let name = after.split('/').next().unwrap_or("");
+        return (!name.is_empty()).then_some(name);
+    }
+    let first = rest.split('/').next().unwrap_or("");
+    COLLECTION_ROUTES
+        .iter()
+        .any(|r| r.trim_start_matches('/').split('/').next() == Some(first))
+        .then_some(crate::collections::DEFAULT_COLLECTION)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::collection_of;
+
+    #[test]
+    fn a_path_names_its_collection() {
+        assert_eq!(collection_of("/collections/bodies/similar"), Some("bodies"));
+        assert_eq!(collection_of("/collections/bodies"), Some("bodies"));
+        assert_eq!(collection_of("/collections"), None);
+        assert_eq!(collection_of("/similar"), Some("default"));
+        assert_eq!(collection_of("/documents/x/y"), Some("default"));
+        assert_eq!(collection_of("/metrics"), None);
+        assert_eq!(collection_of("/healthz"), None);
+    }
 }

@@ -11,22 +11,26 @@
 //! waits, concurrent requests for the same groups wait for that one scan,
 //! and a request that stops waiting learns when to come back.
 //!
-//! **Freshness.** The cache holds the last computed groups. A first page
-//! reuses them if nothing was written since their scan started, or if that
-//! scan finished less than the caller's `recent` window ago (the answer a
-//! retry was told to come back for); following pages reuse them for
-//! [`PAGE_CACHE_SECS`], so a walk through the pages sees one consistent
-//! answer.
+//! **Freshness.** The cache holds the last few computed answers (one per
+//! collection and query, [`CACHED_ANSWERS`] at most). A first page
+//! reuses one only if nothing was written since its scan started, or if a
+//! request was told to come back for it (a 503 `scan-in-progress`) and it
+//! finished less than the caller's `recent` window ago; following pages
+//! reuse it for [`PAGE_CACHE_SECS`], so a walk through the pages sees one
+//! consistent answer.
 
 use super::metrics::Metrics;
 use crate::engine::{Engine, Groups, Threshold};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// How long following pages reuse a computation of the groups.
 pub const PAGE_CACHE_SECS: u64 = 60;
+/// Computed answers kept (the oldest goes first).
+pub const CACHED_ANSWERS: usize = 8;
 
 /// The groups at one (threshold, min_size), or why the scan failed.
 type ScanResult = Result<Arc<Groups>, Arc<str>>;
@@ -34,6 +38,9 @@ type ScanResult = Result<Arc<Groups>, Arc<str>>;
 /// What a page request asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GroupsKey {
+    /// The collection's `id` (unique for the process, so a collection
+    /// created again under an old name never sees the old answers).
+    pub collection: u64,
     pub threshold: f64,
     pub min_size: usize,
 }
@@ -60,7 +67,8 @@ pub struct ScanScheduler {
 
 #[derive(Default)]
 struct PageCache {
-    done: Option<Cached>,
+    /// Finished answers, oldest first.
+    done: Vec<Cached>,
     running: Vec<Running>,
 }
 
@@ -70,6 +78,8 @@ struct Cached {
     /// The engine's generation when the scan started.
     generation: u64,
     finished: Instant,
+    /// A request was answered 503 and told to come back for this answer.
+    promised: bool,
     groups: Arc<Groups>,
 }
 
@@ -77,6 +87,8 @@ struct Cached {
 struct Running {
     key: GroupsKey,
     started: Instant,
+    /// Set when a waiter gives up (503): its retry may take the answer.
+    promised: Arc<AtomicBool>,
     result: Shared<BoxFuture<'static, ScanResult>>,
 }
 
@@ -115,6 +127,11 @@ impl ScanScheduler {
             .expect("the scan semaphore is never closed")
     }
 
+    /// Drop the cached answers of a deleted collection (they hold its records).
+    pub fn forget(&self, collection: u64) {
+        self.cache().done.retain(|c| c.key.collection != collection);
+    }
+
     fn cache(&self) -> MutexGuard<'_, PageCache> {
         self.cache.lock().expect("the page cache lock was poisoned")
     }
@@ -127,6 +144,7 @@ impl ScanScheduler {
     #[allow(clippy::too_many_arguments)]
     pub async fn groups(
         self: &Arc<Self>,
+        collection: &str,
         engine: &Arc<Engine>,
         metrics: &Arc<Metrics>,
         threshold: Threshold,
@@ -135,24 +153,28 @@ impl ScanScheduler {
         recent: Duration,
         wait: Option<Duration>,
     ) -> Result<Arc<Groups>, ScanError> {
-        let (result, started) = {
+        let (result, started, promised) = {
             let mut cache = self.cache();
-            if let Some(c) = cache.done.as_ref().filter(|c| c.key == key) {
+            if let Some(c) = cache.done.iter().find(|c| c.key == key) {
                 let unchanged = c.generation == engine.generation();
-                let window = if paging {
-                    Duration::from_secs(PAGE_CACHE_SECS)
+                let reusable = if paging {
+                    c.finished.elapsed() < Duration::from_secs(PAGE_CACHE_SECS)
                 } else {
-                    recent
+                    c.promised && c.finished.elapsed() < recent
                 };
-                if unchanged || c.finished.elapsed() < window {
+                if unchanged || reusable {
                     return Ok(Arc::clone(&c.groups));
                 }
             }
             match cache.running.iter().find(|r| r.key == key) {
-                Some(r) => (r.result.clone(), r.started),
+                Some(r) => (r.result.clone(), r.started, Arc::clone(&r.promised)),
                 None => {
-                    let running = self.start(engine, metrics, threshold, key);
-                    let joined = (running.result.clone(), running.started);
+                    let running = self.start(collection, engine, metrics, threshold, key);
+                    let joined = (
+                        running.result.clone(),
+                        running.started,
+                        Arc::clone(&running.promised),
+                    );
                     cache.running.push(running);
                     joined
                 }
@@ -163,9 +185,10 @@ impl ScanScheduler {
             Some(wait) => match tokio::time::timeout(wait, result).await {
                 Ok(outcome) => outcome,
                 Err(_) => {
+                    promised.store(true, Ordering::Release);
                     return Err(ScanError::InProgress {
-                        retry_after_secs: retry_after(metrics, started),
-                    })
+                        retry_after_secs: retry_after(metrics, collection, started),
+                    });
                 }
             },
         };
@@ -176,6 +199,7 @@ impl ScanScheduler {
     /// permit, runs on the scan pool, records its metric and fills the cache.
     fn start(
         self: &Arc<Self>,
+        collection: &str,
         engine: &Arc<Engine>,
         metrics: &Arc<Metrics>,
         threshold: Threshold,
@@ -183,6 +207,9 @@ impl ScanScheduler {
     ) -> Running {
         let (scheduler, engine, metrics) =
             (Arc::clone(self), Arc::clone(engine), Arc::clone(metrics));
+        let collection = collection.to_owned();
+        let promised = Arc::new(AtomicBool::new(false));
+        let promised_by_waiters = Arc::clone(&promised);
         let handle = tokio::spawn(async move {
             let permit = scheduler.permit().await;
             let generation = engine.generation();
@@ -198,6 +225,7 @@ impl ScanScheduler {
             let seconds = at.elapsed().as_secs_f64();
             let mut cache = scheduler.cache();
             cache.running.retain(|r| r.key != key);
+            let promised = promised_by_waiters.load(Ordering::Acquire);
             let groups = match scanned {
                 Ok(groups) => Arc::new(groups),
                 Err(e) => {
@@ -205,8 +233,9 @@ impl ScanScheduler {
                     return Err(Arc::from(e.to_string()));
                 }
             };
-            metrics.observe_scan("groups", seconds);
+            metrics.observe_scan(&collection, "groups", seconds);
             tracing::info!(
+                collection,
                 threshold = key.threshold,
                 min_size = key.min_size,
                 documents = groups.stats.documents,
@@ -216,10 +245,15 @@ impl ScanScheduler {
                 seconds,
                 "duplicate groups computed"
             );
-            cache.done = Some(Cached {
+            cache.done.retain(|c| c.key != key);
+            if cache.done.len() == CACHED_ANSWERS {
+                cache.done.remove(0);
+            }
+            cache.done.push(Cached {
                 key,
                 generation,
                 finished: Instant::now(),
+                promised,
                 groups: Arc::clone(&groups),
             });
             Ok(groups)
@@ -234,6 +268,7 @@ impl ScanScheduler {
         Running {
             key,
             started: Instant::now(),
+            promised,
             result,
         }
     }
@@ -241,8 +276,10 @@ impl ScanScheduler {
 
 /// Seconds until a scan started at `started` is likely done: the last
 /// scan's duration minus the time this one has run, at least 1.
-fn retry_after(metrics: &Metrics, started: Instant) -> u64 {
-    let expected = metrics.last_scan_seconds("groups").unwrap_or(0.0);
+fn retry_after(metrics: &Metrics, collection: &str, started: Instant) -> u64 {
+    let expected = metrics
+        .last_scan_seconds(collection, "groups")
+        .unwrap_or(0.0);
     let left = expected - started.elapsed().as_secs_f64();
     left.ceil().max(1.0) as u64
 }

@@ -1,10 +1,11 @@
-//! `/similar` and `/compare`: the read side.
+//! `/similar` and `/compare`: the read side, for the request's collection.
 
+use super::documents::since;
 use super::dto::{CompareOut, MatchOut, SimilarOut, SimilarTextIn};
 use super::error::ApiError;
-use super::extract::{parse_json, ApiQuery, JsonBody, Limit, Text};
+use super::extract::{parse_json, parse_since, ApiQuery, Coll, JsonBody, Limit, Text};
 use super::state::AppState;
-use crate::engine::QueryOutcome;
+use crate::engine::{Query, QueryOutcome};
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
@@ -15,6 +16,7 @@ pub struct SimilarParams {
     id: String,
     threshold: Option<f64>,
     limit: Option<usize>,
+    since: Option<String>,
 }
 
 fn similar_out(id: Option<String>, threshold: f64, q: QueryOutcome) -> SimilarOut {
@@ -27,31 +29,44 @@ fn similar_out(id: Option<String>, threshold: f64, q: QueryOutcome) -> SimilarOu
     }
 }
 
-/// `GET /similar?id=&threshold=&limit=`.
+/// `GET /similar?id=&threshold=&limit=&since=`.
 pub async fn by_id(
     State(app): State<AppState>,
+    Coll(coll): Coll,
     ApiQuery(p): ApiQuery<SimilarParams>,
 ) -> Result<Json<SimilarOut>, ApiError> {
-    let threshold = app.engine.threshold(p.threshold)?;
-    let limit = Limit::parse(p.limit, &app.config.query)?.get();
-    let q = app.engine.similar_to_id(&p.id, threshold, limit)?;
-    app.metrics.observe_query(&q);
-    Ok(Json(similar_out(Some(p.id), threshold.value(), q)))
+    let q = Query::new(
+        coll.engine.threshold(p.threshold)?,
+        Limit::parse(p.limit, &app.config.query)?.get(),
+    )
+    .since(since(p.since.as_deref())?);
+    let found = coll.engine.similar_to_id(&p.id, &q)?;
+    app.metrics.observe_query(coll.name.as_str(), &found);
+    Ok(Json(similar_out(Some(p.id), q.threshold.value(), found)))
 }
 
 /// `POST /similar`: query with a text that is not stored.
 pub async fn by_text(
     State(app): State<AppState>,
+    Coll(coll): Coll,
     body: JsonBody,
 ) -> Result<Json<SimilarOut>, ApiError> {
     let req: SimilarTextIn = parse_json(&body.0)?;
     let text = Text::parse(req.text, &app.config.limits)?;
-    let threshold = app.engine.threshold(req.threshold)?;
-    let limit = Limit::parse(req.limit, &app.config.query)?.get();
-    let prepared = app.prepare(text).await?;
-    let q = app.engine.similar_to(&prepared, None, threshold, limit);
-    app.metrics.observe_query(&q);
-    Ok(Json(similar_out(None, threshold.value(), q)))
+    let q = Query::new(
+        coll.engine.threshold(req.threshold)?,
+        Limit::parse(req.limit, &app.config.query)?.get(),
+    )
+    .since(
+        req.since
+            .as_deref()
+            .map(|s| parse_since(s).map_err(ApiError::InvalidBody))
+            .transpose()?,
+    );
+    let prepared = app.prepare(&coll, text).await?;
+    let found = coll.engine.similar_to(&prepared, None, &q);
+    app.metrics.observe_query(coll.name.as_str(), &found);
+    Ok(Json(similar_out(None, q.threshold.value(), found)))
 }
 
 #[derive(Debug, Deserialize)]
@@ -63,10 +78,10 @@ pub struct CompareParams {
 
 /// `GET /compare?a=&b=`.
 pub async fn compare(
-    State(app): State<AppState>,
+    Coll(coll): Coll,
     ApiQuery(p): ApiQuery<CompareParams>,
 ) -> Result<Json<CompareOut>, ApiError> {
-    let c = app.engine.compare(&p.a, &p.b)?;
+    let c = coll.engine.compare(&p.a, &p.b)?;
     Ok(Json(CompareOut {
         a: p.a,
         b: p.b,

@@ -6,12 +6,13 @@ use super::extract::Text;
 use super::metrics::Metrics;
 use super::openapi::ApiDocs;
 use super::scans::ScanScheduler;
+use crate::collections::{Collection, Collections};
 use crate::config::Config;
-use crate::engine::{Engine, EngineError, Prepared};
+use crate::engine::{EngineError, Prepared};
 use crate::persist::{SnapshotInfo, Store};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Texts longer than this are prepared on a blocking thread, so one huge
@@ -23,22 +24,21 @@ const INLINE_PREPARE_BYTES: usize = 16 * 1024;
 pub struct AppState(Arc<AppInner>);
 
 pub struct AppInner {
-    /// The index. Readers use it directly (it is internally synchronized);
-    /// writers go through `store` so every write is logged first. `Arc`
-    /// so blocking tasks can own a handle.
-    pub engine: Arc<Engine>,
-    /// The durable write path, set once by the recovery task (`app.rs`);
-    /// until then every route but the probes answers 503 `not-ready`.
-    /// A `OnceLock`: set once, then read without a lock.
-    store: OnceLock<Arc<Store>>,
+    /// Every collection (the one owner; see `collections`). `Arc` so
+    /// blocking tasks (restore, snapshots, purges) can own a handle.
+    pub collections: Arc<Collections>,
     /// The validated configuration the server started with.
     pub config: Config,
     /// The Prometheus registry (one per server, so tests run many); `Arc`
-    /// so detached scans can record into it.
+    /// so detached scans and snapshots can record into it.
     pub metrics: Arc<Metrics>,
-    /// False until the index is restored, and again while draining:
-    /// what `/readyz` answers. An atomic: written twice, read per probe.
+    /// False until every collection is restored (or failed), and again
+    /// while draining: what `/readyz` answers. An atomic: written a few
+    /// times, read per probe.
     ready: AtomicBool,
+    /// True once the start's restore has finished; until then every route
+    /// but the probes answers 503 `not-ready`.
+    restored: AtomicBool,
     /// One permit per request in flight (`server.max_concurrent_requests`);
     /// the shedding layer takes one without waiting or answers 503.
     pub inflight: tokio::sync::Semaphore,
@@ -59,59 +59,20 @@ impl Deref for AppState {
 }
 
 impl AppState {
-    pub fn new(config: Config) -> Self {
-        let engine = Engine::new(config.engine().clone());
+    pub fn new(config: Config, collections: Arc<Collections>) -> Self {
         let inflight = tokio::sync::Semaphore::new(config.server.max_concurrent_requests);
-        let docs = ApiDocs::new(&config, engine.bands().min_query_threshold);
+        let docs = ApiDocs::new(&config, config.engine().bands().min_query_threshold);
         Self(Arc::new(AppInner {
-            engine: Arc::new(engine),
-            store: OnceLock::new(),
+            collections,
             config,
             metrics: Arc::new(Metrics::default()),
             ready: AtomicBool::new(false),
+            restored: AtomicBool::new(false),
             inflight,
             started: Instant::now(),
             scans: Arc::new(ScanScheduler::new()),
             docs,
         }))
-    }
-
-    /// The store, once recovery has finished; 503 before.
-    pub fn store(&self) -> Result<&Arc<Store>, ApiError> {
-        self.store.get().ok_or(ApiError::NotReady)
-    }
-
-    /// The store if recovery has finished (no error to answer with).
-    pub fn store_if_open(&self) -> Option<&Arc<Store>> {
-        self.store.get()
-    }
-
-    /// Recovery has finished: writes are served from now on.
-    pub fn open_store(&self, store: Arc<Store>) {
-        let _ = self.store.set(store);
-    }
-
-    /// Run a durable write on a blocking thread (it may wait for an fsync).
-    pub async fn write<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store) -> Result<T, EngineError> + Send + 'static,
-    ) -> Result<T, ApiError> {
-        let store = Arc::clone(self.store()?);
-        tokio::task::spawn_blocking(move || f(&store))
-            .await
-            .map_err(|e| ApiError::Internal(format!("write task failed: {e}")))?
-            .map_err(ApiError::from)
-    }
-
-    /// Snapshot now (off the async workers), recording the metrics.
-    pub async fn snapshot(&self) -> Result<SnapshotInfo, ApiError> {
-        let store = Arc::clone(self.store()?);
-        let info = tokio::task::spawn_blocking(move || store.snapshot())
-            .await
-            .map_err(|e| ApiError::Internal(format!("snapshot task failed: {e}")))?
-            .map_err(|e| ApiError::Internal(format!("snapshot failed: {e}")))?;
-        self.metrics.observe_snapshot(&info);
-        Ok(info)
     }
 
     pub fn is_ready(&self) -> bool {
@@ -122,17 +83,99 @@ impl AppState {
         self.ready.store(ready, Ordering::Release);
     }
 
+    /// True once the start's restore has finished.
+    pub fn is_restored(&self) -> bool {
+        self.restored.load(Ordering::Acquire)
+    }
+
+    /// The start's restore has finished: serve every route, and be ready.
+    pub fn mark_restored(&self) {
+        self.restored.store(true, Ordering::Release);
+        self.set_ready(true);
+    }
+
+    /// Snapshot every collection that changed since its last snapshot (off
+    /// the async workers, in a task of its own so a request that stops
+    /// waiting does not stop it), recording the metrics; returns what was
+    /// written, collection by collection.
+    pub async fn snapshot_changed(&self) -> Result<Vec<(Arc<Collection>, SnapshotInfo)>, ApiError> {
+        self.snapshot_where(|store| store.changed_since_snapshot())
+            .await
+    }
+
+    /// Snapshot every collection now (`POST /admin/snapshot`).
+    pub async fn snapshot_all(&self) -> Result<Vec<(Arc<Collection>, SnapshotInfo)>, ApiError> {
+        self.snapshot_where(|_| true).await
+    }
+
+    async fn snapshot_where(
+        &self,
+        pick: impl Fn(&Store) -> bool + Send + 'static,
+    ) -> Result<Vec<(Arc<Collection>, SnapshotInfo)>, ApiError> {
+        let collections = Arc::clone(&self.collections);
+        let metrics = Arc::clone(&self.metrics);
+        let task = tokio::task::spawn_blocking(move || {
+            let mut written = Vec::new();
+            let mut failed = None;
+            for c in collections.list() {
+                let Some(store) = c.store() else { continue };
+                if !pick(store) {
+                    continue;
+                }
+                match store.snapshot() {
+                    Ok(info) => {
+                        metrics.observe_snapshot(c.name.as_str(), &info);
+                        written.push((Arc::clone(&c), info));
+                    }
+                    Err(e) => {
+                        metrics.observe_snapshot_failure(c.name.as_str());
+                        tracing::error!(collection = %c.name, error = %e, "snapshot failed; the log still holds every write");
+                        failed.get_or_insert(e);
+                    }
+                }
+            }
+            (written, failed)
+        });
+        let (written, failed) = task
+            .await
+            .map_err(|e| ApiError::Internal(format!("snapshot task failed: {e}")))?;
+        match failed {
+            Some(e) => Err(ApiError::Internal(format!("snapshot failed: {e}"))),
+            None => Ok(written),
+        }
+    }
+
     /// Prepare a text (checked against `limits.max_text_bytes` by its
-    /// type), off the async workers when it is large.
-    pub async fn prepare(&self, text: Text) -> Result<Prepared, ApiError> {
+    /// type) by `collection`'s recipe, off the async workers when it is large.
+    pub async fn prepare(&self, collection: &Collection, text: Text) -> Result<Prepared, ApiError> {
         let text = text.into_string();
         if text.len() <= INLINE_PREPARE_BYTES {
-            return Ok(self.engine.prepare(&text).map_err(EngineError::from)?);
+            return Ok(collection
+                .engine
+                .prepare(&text)
+                .map_err(EngineError::from)?);
         }
-        let engine = Arc::clone(&self.engine);
+        let engine = Arc::clone(&collection.engine);
         tokio::task::spawn_blocking(move || engine.prepare(&text))
             .await
             .map_err(|e| ApiError::Internal(format!("prepare task failed: {e}")))?
             .map_err(|e| EngineError::from(e).into())
     }
+}
+
+/// A durable write on `collection`'s store, on a blocking thread (it may
+/// wait for an fsync).
+pub async fn write<T: Send + 'static>(
+    collection: &Arc<Collection>,
+    f: impl FnOnce(&Store) -> Result<T, EngineError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let store = Arc::clone(
+        collection
+            .store()
+            .ok_or_else(|| ApiError::CollectionUnavailable(collection.name.to_string()))?,
+    );
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|e| ApiError::Internal(format!("write task failed: {e}")))?
+        .map_err(ApiError::from)
 }

@@ -15,8 +15,16 @@
 //! Integers are fixed-width little-endian (bincode 2, fixed-int config):
 //! signatures and shingle hashes are uniformly random, so varints would
 //! only make them larger and slower.
+//!
+//! **Record layouts.** Format 2 (snapshot format version 2, log segments
+//! `NDUPWAL2`) ends a record with its stamp: `created_ms: u64`,
+//! `expires_ms: u64` (0: no expiry of its own). Format 1 files, written
+//! before documents had a creation time, are still read; their records get
+//! the file's own time as their creation time (the snapshot's creation
+//! time, or the log segment's modification time), an upper bound of when
+//! they were written. New files are always format 2.
 
-use crate::engine::{DocId, EngineParams, Record, HASH_FAMILY};
+use crate::engine::{DocId, EngineParams, Record, Stamp, HASH_FAMILY};
 use bincode::{Decode, Encode};
 
 pub const FRAME_HEADER: usize = 12;
@@ -114,22 +122,36 @@ impl Fingerprint {
     }
 }
 
-/// A stored document, borrowed for writing.
+/// How a record is laid out (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Format 1: no stamp; records get `created_ms`.
+    V1 { created_ms: u64 },
+    /// Format 2: the stamp follows the shingles.
+    V2,
+}
+
+/// A stored document, borrowed for writing (format 2).
 #[derive(Encode)]
 pub struct RecordRef<'a> {
     pub id: &'a str,
     pub metadata: Option<&'a str>,
     pub signature: &'a [u32],
     pub shingles: &'a [u32],
+    pub created_ms: u64,
+    pub expires_ms: u64,
 }
 
 impl<'a> From<&'a Record> for RecordRef<'a> {
     fn from(r: &'a Record) -> Self {
+        let stamp = r.stamp();
         Self {
             id: r.id().as_str(),
             metadata: r.metadata(),
             signature: r.signature(),
             shingles: r.shingles(),
+            created_ms: stamp.created_ms,
+            expires_ms: stamp.expires_ms.unwrap_or(0),
         }
     }
 }
@@ -141,6 +163,40 @@ pub struct StoredRecord {
     pub metadata: Option<String>,
     pub signature: Vec<u32>,
     pub shingles: Vec<u32>,
+    pub created_ms: u64,
+    pub expires_ms: u64,
+}
+
+impl StoredRecord {
+    pub fn stamp(&self) -> Stamp {
+        Stamp {
+            created_ms: self.created_ms,
+            expires_ms: (self.expires_ms != 0).then_some(self.expires_ms),
+        }
+    }
+}
+
+/// A format-1 record (no stamp).
+#[derive(Debug, Clone, PartialEq, Decode)]
+pub struct StoredRecordV1 {
+    pub id: String,
+    pub metadata: Option<String>,
+    pub signature: Vec<u32>,
+    pub shingles: Vec<u32>,
+}
+
+impl StoredRecordV1 {
+    /// As a format-2 record created at `created_ms`, with no expiry.
+    pub fn upgrade(self, created_ms: u64) -> StoredRecord {
+        StoredRecord {
+            id: self.id,
+            metadata: self.metadata,
+            signature: self.signature,
+            shingles: self.shingles,
+            created_ms,
+            expires_ms: 0,
+        }
+    }
 }
 
 /// Decode a [`RecordRef`]-encoded payload straight into a [`Record`]: the
@@ -153,7 +209,7 @@ pub struct StoredRecord {
 /// set, and no trailing bytes. A frame with a good checksum fails these
 /// only if it was written by a different or broken writer, so the error is
 /// reported as corruption.
-pub fn decode_record(payload: &[u8], num_perm: usize) -> Result<Record, String> {
+pub fn decode_record(payload: &[u8], num_perm: usize, layout: Layout) -> Result<Record, String> {
     let mut r = Reader(payload);
     let id = r.str("id")?;
     let id = DocId::parse(id).map_err(|e| format!("record {id:?} has an invalid id: {e}"))?;
@@ -171,6 +227,20 @@ pub fn decode_record(payload: &[u8], num_perm: usize) -> Result<Record, String> 
     let sig = r.take(sig_len.saturating_mul(4), "signature")?;
     let sh_len = r.len("shingles")?;
     let sh = r.take(sh_len.saturating_mul(4), "shingles")?;
+    let stamp = match layout {
+        Layout::V1 { created_ms } => Stamp {
+            created_ms,
+            expires_ms: None,
+        },
+        Layout::V2 => {
+            let created_ms = r.u64("creation time")?;
+            let expires_ms = r.u64("expiry")?;
+            Stamp {
+                created_ms,
+                expires_ms: (expires_ms != 0).then_some(expires_ms),
+            }
+        }
+    };
     if !r.0.is_empty() {
         return Err(format!("record {id} has {} trailing bytes", r.0.len()));
     }
@@ -184,6 +254,7 @@ pub fn decode_record(payload: &[u8], num_perm: usize) -> Result<Record, String> 
     Ok(Record::from_parts(
         id,
         metadata,
+        stamp,
         sig_len,
         data.into_boxed_slice(),
     ))
@@ -215,6 +286,12 @@ impl<'a> Reader<'a> {
             .ok()
             .filter(|&n| n <= self.0.len())
             .ok_or_else(|| format!("record's {what} length {n} is implausible"))
+    }
+
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        Ok(u64::from_le_bytes(
+            self.take(8, what)?.try_into().expect("8 bytes"),
+        ))
     }
 
     fn str(&mut self, what: &str) -> Result<&'a str, String> {
@@ -316,65 +393,105 @@ mod tests {
 
     #[test]
     fn decode_record_reads_what_record_ref_writes() {
-        for metadata in [None, Some("{\"k\": [1, 2]}")] {
+        for (metadata, expires_ms) in [(None, 0), (Some("{\"k\": [1, 2]}"), 99)] {
             let r = RecordRef {
                 id: "doc-ü",
                 metadata,
                 signature: &[1, 2, 0xffff_ffff],
                 shingles: &[3, 9, 0x8000_0000],
+                created_ms: 1_700_000_000_123,
+                expires_ms,
             };
             let bytes = bincode::encode_to_vec(&r, config()).unwrap();
-            let back = decode_record(&bytes, 3).unwrap();
+            let back = decode_record(&bytes, 3, Layout::V2).unwrap();
             assert_eq!(back.id().as_str(), r.id);
             assert_eq!(back.metadata(), r.metadata);
             assert_eq!(back.signature(), r.signature);
             assert_eq!(back.shingles(), r.shingles);
+            assert_eq!(back.created_ms(), r.created_ms);
+            assert_eq!(
+                back.stamp().expires_ms,
+                (expires_ms != 0).then_some(expires_ms)
+            );
         }
+    }
+
+    #[test]
+    fn format_1_records_get_the_fallback_creation_time() {
+        #[derive(Encode)]
+        struct V1<'a> {
+            id: &'a str,
+            metadata: Option<&'a str>,
+            signature: &'a [u32],
+            shingles: &'a [u32],
+        }
+        let v1 = V1 {
+            id: "old",
+            metadata: None,
+            signature: &[1, 2],
+            shingles: &[3, 4],
+        };
+        let bytes = bincode::encode_to_vec(&v1, config()).unwrap();
+        let back = decode_record(&bytes, 2, Layout::V1 { created_ms: 42 }).unwrap();
+        assert_eq!(
+            back.stamp(),
+            Stamp {
+                created_ms: 42,
+                expires_ms: None
+            }
+        );
+        assert_eq!(back.shingles(), [3, 4]);
+        // Read as format 2, the same bytes are short: refused, not misread.
+        assert!(decode_record(&bytes, 2, Layout::V2).is_err());
+        let (old, _): (StoredRecordV1, usize) =
+            bincode::decode_from_slice(&bytes, config()).unwrap();
+        assert_eq!(old.upgrade(42).stamp().created_ms, 42);
     }
 
     #[test]
     fn decode_record_refuses_malformed_payloads() {
         let enc = |r: &RecordRef<'_>| bincode::encode_to_vec(r, config()).unwrap();
+        let decode = |b: &[u8], n: usize| decode_record(b, n, Layout::V2);
         let good = RecordRef {
             id: "x",
             metadata: None,
             signature: &[1, 2],
             shingles: &[3, 4],
+            created_ms: 5,
+            expires_ms: 0,
         };
         let bytes = enc(&good);
         // Every truncation and every extra byte is refused, never a panic.
         for cut in 0..bytes.len() {
-            assert!(decode_record(&bytes[..cut], 2).is_err(), "cut {cut}");
+            assert!(decode(&bytes[..cut], 2).is_err(), "cut {cut}");
         }
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(decode_record(&longer, 2).unwrap_err().contains("trailing"));
-        assert!(decode_record(&bytes, 3).unwrap_err().contains("signature"));
+        assert!(decode(&longer, 2).unwrap_err().contains("trailing"));
+        assert!(decode(&bytes, 3).unwrap_err().contains("signature"));
         let unsorted = enc(&RecordRef {
             shingles: &[4, 3],
             ..good
         });
-        assert!(decode_record(&unsorted, 2).unwrap_err().contains("shingle"));
+        assert!(decode(&unsorted, 2).unwrap_err().contains("shingle"));
         let dup = enc(&RecordRef {
             shingles: &[3, 3],
             ..good
         });
-        assert!(decode_record(&dup, 2).is_err());
+        assert!(decode(&dup, 2).is_err());
         let empty = enc(&RecordRef {
             shingles: &[],
             ..good
         });
-        assert!(decode_record(&empty, 2).is_err());
+        assert!(decode(&empty, 2).is_err());
         let bad_id = enc(&RecordRef { id: "a\nb", ..good });
-        assert!(decode_record(&bad_id, 2)
-            .unwrap_err()
-            .contains("invalid id"));
+        assert!(decode(&bad_id, 2).unwrap_err().contains("invalid id"));
         let mut bad_tag = bytes.clone();
         bad_tag[8 + 1] = 7; // after the id's length and its one byte
-        assert!(decode_record(&bad_tag, 2).unwrap_err().contains("tag"));
+        assert!(decode(&bad_tag, 2).unwrap_err().contains("tag"));
         let mut huge = bytes.clone();
         huge[..8].copy_from_slice(&u64::MAX.to_le_bytes());
-        assert!(decode_record(&huge, 2).unwrap_err().contains("implausible"));
+        assert!(decode(&huge, 2).unwrap_err().contains("implausible"));
     }
 
     #[test]
@@ -384,6 +501,8 @@ mod tests {
             metadata: Some("{}"),
             signature: &[1, 2],
             shingles: &[3],
+            created_ms: 7,
+            expires_ms: 9,
         };
         let bytes = bincode::encode_to_vec(&r, config()).unwrap();
         let (back, _): (StoredRecord, usize) =
@@ -394,7 +513,9 @@ mod tests {
                 id: "x".into(),
                 metadata: Some("{}".into()),
                 signature: vec![1, 2],
-                shingles: vec![3]
+                shingles: vec![3],
+                created_ms: 7,
+                expires_ms: 9,
             }
         );
     }

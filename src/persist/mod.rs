@@ -17,16 +17,16 @@
 //!   unless an older snapshot *and* an unbroken log since it can stand in;
 //! - data written under different signature parameters is refused.
 
+pub mod catalog;
 pub mod format;
 pub mod fsops;
 mod recovery;
 pub mod snapshot;
 pub mod wal;
 
-use crate::config::{StorageSettings, WalFsync};
+use crate::config::StorageSettings;
 use crate::engine::{
-    DocId, Engine, EngineError, JournalError, Prepared, Threshold, UniqueOutcome, WriteMode,
-    WriteOutcome,
+    Engine, EngineError, JournalError, NewDoc, Query, Stamp, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use format::Fingerprint;
 use serde::Serialize;
@@ -34,7 +34,7 @@ use snapshot::SnapshotHeader;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use wal::Wal;
 
 /// Errors of the durability layer; every one names the file it concerns.
@@ -98,7 +98,9 @@ pub struct RecoveryReport {
     pub seconds: f64,
 }
 
-/// The durable front of the engine: every write goes through here.
+/// The durable front of the engine: every write goes through here. In
+/// `interval` mode its owner calls `wal().sync_now()` on the interval
+/// (the server runs one timer for every collection's log).
 pub struct Store {
     engine: Arc<Engine>,
     dir: PathBuf,
@@ -152,9 +154,6 @@ impl Store {
             fingerprint.clone(),
             older_bytes,
         )?);
-        if settings.wal_fsync == WalFsync::Interval {
-            spawn_interval_sync(&wal, Duration::from_millis(settings.wal_fsync_interval_ms));
-        }
         let next_seq = snapshot::list_snapshots(&dir)?
             .last()
             .map_or(1, |(s, _)| s + 1);
@@ -190,34 +189,40 @@ impl Store {
             .map_err(|e| EngineError::Journal(JournalError::new(e)))
     }
 
+    /// The stamp of a write made now, expiring at `expires_ms` if given.
+    fn stamp_now(&self, expires_ms: Option<u64>) -> Stamp {
+        Stamp {
+            created_ms: self.engine.now_ms(),
+            expires_ms,
+        }
+    }
+
     /// Insert or replace durably: returns once the log record is committed.
-    pub fn insert(
-        &self,
-        id: DocId,
-        doc: &Prepared,
-        metadata: Option<Box<str>>,
-        mode: WriteMode,
-    ) -> Result<WriteOutcome, EngineError> {
-        let (outcome, lsn) = self
-            .engine
-            .insert_journaled(id, doc, metadata, mode, &*self.wal)?;
+    pub fn insert(&self, new: NewDoc, mode: WriteMode) -> Result<WriteOutcome, EngineError> {
+        let stamp = self.stamp_now(new.expires_ms);
+        let (outcome, lsn) = self.engine.insert_journaled(
+            new.id,
+            &new.doc,
+            new.metadata,
+            mode,
+            stamp,
+            &*self.wal,
+        )?;
         self.commit(lsn)?;
         Ok(outcome)
     }
 
     /// Insert-if-unique durably (see [`Engine::insert_if_unique`]): returns
     /// once the log record is committed, or at once with the near-duplicates.
-    pub fn insert_if_unique(
-        &self,
-        id: DocId,
-        doc: &Prepared,
-        metadata: Option<Box<str>>,
-        threshold: Threshold,
-        limit: usize,
-    ) -> Result<UniqueOutcome, EngineError> {
-        let outcome = self
-            .engine
-            .insert_if_unique(id, doc, metadata, threshold, limit, &*self.wal)?;
+    pub fn insert_if_unique(&self, new: NewDoc, q: &Query) -> Result<UniqueOutcome, EngineError> {
+        let outcome = self.engine.insert_if_unique(
+            new.id,
+            &new.doc,
+            new.metadata,
+            new.expires_ms,
+            q,
+            &*self.wal,
+        )?;
         if let UniqueOutcome::Inserted(lsn) = outcome {
             self.commit(lsn)?;
         }
@@ -228,15 +233,16 @@ impl Store {
     /// Per-item results keep their order; a failed commit fails them all.
     pub fn insert_many(
         &self,
-        items: impl IntoIterator<Item = (DocId, Prepared, Option<Box<str>>)>,
+        items: impl IntoIterator<Item = NewDoc>,
         mode: WriteMode,
     ) -> Result<Vec<Result<WriteOutcome, EngineError>>, EngineError> {
         let mut last = None;
         let results: Vec<_> = items
             .into_iter()
-            .map(|(id, doc, metadata)| {
+            .map(|new| {
+                let stamp = self.stamp_now(new.expires_ms);
                 self.engine
-                    .insert_journaled(id, &doc, metadata, mode, &*self.wal)
+                    .insert_journaled(new.id, &new.doc, new.metadata, mode, stamp, &*self.wal)
                     .map(|(outcome, lsn)| {
                         last = Some(lsn);
                         outcome
@@ -249,15 +255,34 @@ impl Store {
         Ok(results)
     }
 
-    /// Delete durably; false if the id was not stored.
+    /// Delete durably; false if no live document had the id (an expired
+    /// one is purged all the same).
     pub fn remove(&self, id: &str) -> Result<bool, EngineError> {
         match self.engine.remove_journaled(id, &*self.wal)? {
-            Some(lsn) => {
+            Some((lsn, live)) => {
                 self.commit(lsn)?;
-                Ok(true)
+                Ok(live)
             }
             None => Ok(false),
         }
+    }
+
+    /// Purge every document expired at the engine's "now": a journaled
+    /// delete each, one commit. Returns how many were purged.
+    pub fn purge_expired(&self) -> Result<usize, EngineError> {
+        let now = self.engine.now_ms();
+        let mut last = None;
+        let mut purged = 0;
+        for id in self.engine.expired_ids(now) {
+            if let Some(lsn) = self.engine.remove_if_expired(&id, now, &*self.wal)? {
+                last = Some(lsn);
+                purged += 1;
+            }
+        }
+        if let Some(lsn) = last {
+            self.commit(lsn)?;
+        }
+        Ok(purged)
     }
 
     /// True when writes were logged since the last snapshot.
@@ -347,20 +372,6 @@ impl Store {
     pub fn data_dir(&self) -> &Path {
         &self.dir
     }
-}
-
-fn spawn_interval_sync(wal: &Arc<Wal>, every: Duration) {
-    let weak = Arc::downgrade(wal);
-    std::thread::Builder::new()
-        .name("wal-fsync".into())
-        .spawn(move || loop {
-            std::thread::sleep(every);
-            let Some(wal) = weak.upgrade() else { return };
-            if let Err(e) = wal.sync_now() {
-                tracing::error!(error = %e, "periodic log fsync failed");
-            }
-        })
-        .expect("spawning a thread");
 }
 
 #[cfg(test)]

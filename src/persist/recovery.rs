@@ -15,7 +15,7 @@ use super::format::{self, Fingerprint, StoredRecord};
 use super::snapshot::{self, SnapshotHeader};
 use super::wal::{self, LogEntry, SegmentContents, WalOp};
 use super::{fsops, PersistError, RecoveryReport, SnapshotInfo};
-use crate::engine::{DocId, Engine, Record, WriteMode};
+use crate::engine::{DocId, Engine, NoJournal, Record, WriteMode};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -171,7 +171,7 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, Persist
                 snapshot::read_with(
                     path,
                     RESTORE_BATCH,
-                    |payload| format::decode_record(payload, num_perm),
+                    |payload, header| format::decode_record(payload, num_perm, header.layout()),
                     |batch| {
                         tx.send(batch).map_err(|_| {
                             PersistError::Unrecoverable("snapshot restore stopped".into())
@@ -329,7 +329,9 @@ fn apply(
         match entry.op {
             WalOp::Upsert(rec) => restore_record(engine, path, entry.offset, rec)?,
             WalOp::Delete(id) => {
-                engine.remove(&id);
+                engine
+                    .remove_journaled(&id, &NoJournal)
+                    .expect("no journal, no journal error");
             }
         }
         report.replayed_records += 1;
@@ -353,6 +355,7 @@ fn restore_record(
     };
     let id = DocId::parse(&rec.id)
         .map_err(|e| corrupt(format!("record {:?} has an invalid id: {e}", rec.id)))?;
+    let stamp = rec.stamp();
     let doc = engine
         .prepared_from_parts(rec.signature.into(), rec.shingles)
         .ok_or_else(|| {
@@ -362,11 +365,13 @@ fn restore_record(
             ))
         })?;
     engine
-        .insert(
+        .insert_journaled(
             id,
             &doc,
             rec.metadata.map(String::into_boxed_str),
             WriteMode::Upsert,
+            stamp,
+            &NoJournal,
         )
         .map_err(|e| corrupt(format!("record {:?} cannot be restored: {e}", rec.id)))?;
     Ok(())

@@ -22,7 +22,9 @@ use std::sync::Arc;
 
 const MAGIC: &[u8; 8] = b"NDUPSNP1";
 const END: &[u8; 8] = b"NDUPEND1";
-pub const FORMAT_VERSION: u32 = 1;
+/// The version written; every version since the first is read (format 1
+/// records have no stamp: see [`format`](super::format)).
+pub const FORMAT_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]
 pub struct SnapshotHeader {
@@ -161,17 +163,29 @@ fn read_header_from(path: &Path, r: &mut impl Read) -> Result<(SnapshotHeader, u
     let (header, _): (SnapshotHeader, usize) =
         bincode::decode_from_slice(body, format::config())
             .map_err(|e| corrupt(path, 12, format!("unreadable snapshot header: {e}")))?;
-    if header.format_version != FORMAT_VERSION {
+    if !(1..=FORMAT_VERSION).contains(&header.format_version) {
         return Err(corrupt(
             path,
             12,
             format!(
-                "snapshot format version {} is not supported (this build reads {FORMAT_VERSION})",
+                "snapshot format version {} is not supported (this build reads 1 to {FORMAT_VERSION})",
                 header.format_version
             ),
         ));
     }
     Ok((header, 12 + hlen as u64 + 4))
+}
+
+impl SnapshotHeader {
+    /// How this snapshot's records are laid out.
+    pub fn layout(&self) -> format::Layout {
+        match self.format_version {
+            1 => format::Layout::V1 {
+                created_ms: self.created_unix_ms,
+            },
+            _ => format::Layout::V2,
+        }
+    }
 }
 
 /// Stream every record of a snapshot to `sink` in chunks, verifying each
@@ -185,10 +199,19 @@ pub fn read(
     read_with(
         path,
         chunk,
-        |payload| {
-            bincode::decode_from_slice(payload, format::config())
-                .map(|(rec, _)| rec)
-                .map_err(|e| format!("unreadable record: {e}"))
+        |payload, header| {
+            let unreadable = |e: bincode::error::DecodeError| format!("unreadable record: {e}");
+            match header.layout() {
+                format::Layout::V2 => bincode::decode_from_slice(payload, format::config())
+                    .map(|(rec, _)| rec)
+                    .map_err(unreadable),
+                format::Layout::V1 { created_ms } => bincode::decode_from_slice::<
+                    format::StoredRecordV1,
+                    _,
+                >(payload, format::config())
+                .map(|(rec, _)| rec.upgrade(created_ms))
+                .map_err(unreadable),
+            }
         },
         sink,
     )
@@ -200,7 +223,7 @@ pub fn read(
 pub fn read_with<T>(
     path: &Path,
     chunk: usize,
-    decode: impl Fn(&[u8]) -> Result<T, String>,
+    decode: impl Fn(&[u8], &SnapshotHeader) -> Result<T, String>,
     mut sink: impl FnMut(Vec<T>) -> Result<(), PersistError>,
 ) -> Result<SnapshotHeader, PersistError> {
     let file = File::open(path).map_err(io_err(path))?;
@@ -225,7 +248,7 @@ pub fn read_with<T>(
             Frame::Incomplete => return Err(corrupt(path, offset, "record is truncated")),
             Frame::Corrupt(reason) => return Err(corrupt(path, offset, reason)),
         };
-        let rec = decode(payload).map_err(|e| corrupt(path, offset, e))?;
+        let rec = decode(payload, &header).map_err(|e| corrupt(path, offset, e))?;
         body_crc = crc32c::crc32c_append(body_crc, &frame);
         offset += frame.len() as u64;
         batch.push(rec);

@@ -1,5 +1,5 @@
 use super::*;
-use crate::engine::{EngineParams, IndexParams};
+use crate::engine::{DocId, EngineParams, IndexParams, NewDoc, Query, WriteMode};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::fs;
@@ -43,9 +43,12 @@ fn state(e: &Engine) -> State {
 fn put(s: &Store, id: &str, text: &str) {
     let doc = s.engine().prepare(text).unwrap();
     s.insert(
-        DocId::parse(id).unwrap(),
-        &doc,
-        Some("{\"n\":1}".into()),
+        NewDoc {
+            id: DocId::parse(id).unwrap(),
+            doc,
+            metadata: Some("{\"n\":1}".into()),
+            expires_ms: None,
+        },
         WriteMode::Upsert,
     )
     .unwrap();
@@ -120,7 +123,12 @@ fn a_snapshot_of_several_restore_batches_answers_queries_as_before() {
                     .engine()
                     .prepare(&text(i - usize::from(i % 10 == 9)))
                     .unwrap();
-                (DocId::parse(&format!("d{i}")).unwrap(), doc, None)
+                NewDoc {
+                    id: DocId::parse(&format!("d{i}")).unwrap(),
+                    doc,
+                    metadata: None,
+                    expires_ms: None,
+                }
             })
             .collect();
         for r in s.insert_many(items, WriteMode::Create).unwrap() {
@@ -130,7 +138,11 @@ fn a_snapshot_of_several_restore_batches_answers_queries_as_before() {
         let t = s.engine().threshold(None).unwrap();
         let answers: Vec<_> = (0..n)
             .step_by(97)
-            .map(|i| s.engine().similar_to_id(&format!("d{i}"), t, 10).unwrap())
+            .map(|i| {
+                s.engine()
+                    .similar_to_id(&format!("d{i}"), &Query::new(t, 10))
+                    .unwrap()
+            })
             .collect();
         (state(s.engine()), answers, s.engine().lsh_bucket_count())
     };
@@ -141,7 +153,10 @@ fn a_snapshot_of_several_restore_batches_answers_queries_as_before() {
     assert_eq!(s.engine().lsh_bucket_count(), buckets);
     let t = s.engine().threshold(None).unwrap();
     for (k, i) in (0..n).step_by(97).enumerate() {
-        let again = s.engine().similar_to_id(&format!("d{i}"), t, 10).unwrap();
+        let again = s
+            .engine()
+            .similar_to_id(&format!("d{i}"), &Query::new(t, 10))
+            .unwrap();
         assert_eq!(again, answers[k], "d{i}");
     }
 }
@@ -252,7 +267,7 @@ fn a_logged_record_that_cannot_be_restored_is_reported_at_its_own_offset() {
     let wal = wal::Wal::open(
         dir.path(),
         next,
-        WalFsync::Always,
+        crate::config::WalFsync::Always,
         Fingerprint::of(&EngineParams::default()),
         0,
     )
@@ -260,6 +275,7 @@ fn a_logged_record_that_cannot_be_restored_is_reported_at_its_own_offset() {
     let bad = Record::new(
         DocId::parse("bad-one").unwrap(),
         None,
+        crate::engine::Stamp::default(),
         &[7u32; 128],
         &[9, 3, 5],
     );
@@ -423,7 +439,7 @@ fn different_signature_parameters_refuse_to_start_but_a_new_threshold_is_fine() 
     assert_eq!(s.engine().len(), 2);
     let t = s.engine().threshold(None).unwrap();
     put(&s, "x-copy", &text(1));
-    let found = s.engine().similar_to_id("x", t, 10).unwrap();
+    let found = s.engine().similar_to_id("x", &Query::new(t, 10)).unwrap();
     assert_eq!(found.matches[0].id.as_str(), "x-copy");
 }
 
@@ -445,12 +461,11 @@ fn batches_commit_once() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     let items: Vec<_> = (0..100)
-        .map(|i| {
-            (
-                DocId::parse(&format!("b{i}")).unwrap(),
-                s.engine().prepare(&text(i)).unwrap(),
-                None,
-            )
+        .map(|i| NewDoc {
+            id: DocId::parse(&format!("b{i}")).unwrap(),
+            doc: s.engine().prepare(&text(i)).unwrap(),
+            metadata: None,
+            expires_ms: None,
         })
         .collect();
     let before = s.wal().counters.fsyncs.load(Ordering::Relaxed);
@@ -509,6 +524,7 @@ fn always_mode_acknowledges_only_what_is_fsynced() {
             &doc,
             None,
             WriteMode::Upsert,
+            crate::engine::Stamp::default(),
             &**s.wal_arc(),
         )
         .unwrap();

@@ -25,7 +25,7 @@
 //! later write is refused until a restart re-reads the disk, because after a
 //! failed fsync nobody can say what reached it.
 
-use super::format::{self, Fingerprint, Frame, RecordRef, StoredRecord};
+use super::format::{self, Fingerprint, Frame, Layout, RecordRef, StoredRecord, StoredRecordV1};
 use super::fsops::{io_err, list_numbered, sync_dir};
 use super::PersistError;
 use crate::config::WalFsync;
@@ -38,7 +38,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-const MAGIC: &[u8; 8] = b"NDUPWAL1";
+/// Segments written now: records in format 2 (see [`format`]).
+const MAGIC: &[u8; 8] = b"NDUPWAL2";
+/// Segments of format 1 (records without a stamp), still read.
+const MAGIC_V1: &[u8; 8] = b"NDUPWAL1";
 
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]
 pub struct SegmentHeader {
@@ -57,6 +60,22 @@ enum OpRef<'a> {
 pub enum WalOp {
     Upsert(StoredRecord),
     Delete(String),
+}
+
+/// A logged write of a format-1 segment.
+#[derive(Decode)]
+enum WalOpV1 {
+    Upsert(StoredRecordV1),
+    Delete(String),
+}
+
+impl WalOpV1 {
+    fn upgrade(self, created_ms: u64) -> WalOp {
+        match self {
+            WalOpV1::Upsert(r) => WalOp::Upsert(r.upgrade(created_ms)),
+            WalOpV1::Delete(id) => WalOp::Delete(id),
+        }
+    }
 }
 
 pub fn segment_name(start_lsn: u64) -> String {
@@ -112,9 +131,22 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
         path: path.to_owned(),
     };
     let magic_len = data.len().min(MAGIC.len());
-    if data[..magic_len] != MAGIC[..magic_len] {
+    let starts = |magic: &[u8; 8]| data[..magic_len] == magic[..magic_len];
+    let layout = if starts(MAGIC) {
+        Layout::V2
+    } else if starts(MAGIC_V1) {
+        // Format 1 records get the segment's last write time as their
+        // creation time: an upper bound of when each was written.
+        let modified = fs::metadata(path)
+            .and_then(|m| m.modified())
+            .map_err(io_err(path))?;
+        let created_ms = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Layout::V1 { created_ms }
+    } else {
         return Err(corrupt(0, "not a neardup log segment (bad magic)".into()));
-    }
+    };
     if data.len() < 12 {
         return Err(incomplete());
     }
@@ -144,9 +176,24 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
         }
         match format::read_frame(&data[pos..]) {
             Frame::Ok(payload, n) => {
-                let ((lsn, op), _): ((u64, WalOp), usize) =
-                    bincode::decode_from_slice(payload, format::config())
-                        .map_err(|e| corrupt(pos, format!("unreadable log record: {e}")))?;
+                let unreadable = |e: bincode::error::DecodeError| {
+                    corrupt(pos, format!("unreadable log record: {e}"))
+                };
+                let (lsn, op) = match layout {
+                    Layout::V2 => {
+                        bincode::decode_from_slice::<(u64, WalOp), _>(payload, format::config())
+                            .map_err(unreadable)?
+                            .0
+                    }
+                    Layout::V1 { created_ms } => {
+                        let ((lsn, op), _) = bincode::decode_from_slice::<(u64, WalOpV1), _>(
+                            payload,
+                            format::config(),
+                        )
+                        .map_err(unreadable)?;
+                        (lsn, op.upgrade(created_ms))
+                    }
+                };
                 if lsn != expected {
                     return Err(corrupt(
                         pos,
@@ -256,6 +303,12 @@ impl Wal {
 
     pub fn mode(&self) -> WalFsync {
         self.mode
+    }
+
+    /// False while the log is out of space (it resumes with room) or after
+    /// a failed fsync (until a restart).
+    pub fn is_writable(&self) -> bool {
+        !self.poisoned.load(Ordering::Acquire) && !self.stalled.load(Ordering::Acquire)
     }
 
     /// The LSN the next append gets.

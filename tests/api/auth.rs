@@ -45,11 +45,15 @@ fn bearer(key: &str) -> String {
     format!("Bearer {key}")
 }
 
-/// A request per route (from `ROUTES`) that succeeds with a full key, in
-/// an order that leaves each one something to work on.
-fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)> {
+/// The collection the prefixed twins of the document routes use.
+const COLL: &str = "c1";
+
+/// Requests for the routes every collection serves, as (method, route,
+/// url, body) with unprefixed paths, in an order that leaves each one
+/// something to work on (the DELETE comes last, see below).
+fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
     let doc = |t: &str| json!({ "text": t });
-    let requests = vec![
+    vec![
         (
             Method::POST,
             "/documents",
@@ -97,6 +101,50 @@ fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)>
             None,
         ),
         (Method::GET, "/stats", "/stats".to_owned(), None),
+        (
+            Method::DELETE,
+            "/documents/{id}",
+            "/documents/a3".to_owned(),
+            None,
+        ),
+    ]
+}
+
+/// A request per route (from `ROUTES`) that succeeds with a full key, in
+/// an order that leaves each one something to work on: the collection
+/// routes for `default`, the collection `c1` created, its twins, the
+/// management routes, the service routes, and `c1` deleted.
+fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)> {
+    let base = collection_requests();
+    let mut requests = base.clone();
+    requests.push((
+        Method::PUT,
+        "/collections/{name}",
+        format!("/collections/{COLL}"),
+        Some(json!({"retention": {"ttl_secs": 3600}})),
+    ));
+    for (method, route, url, body) in base {
+        let route: &'static str = neardup::http::ROUTES
+            .iter()
+            .map(|(_, p)| *p)
+            .find(|p| p.strip_prefix("/collections/{name}") == Some(route))
+            .expect("a prefixed twin of every collection route");
+        requests.push((method, route, format!("/collections/{COLL}{url}"), body));
+    }
+    requests.extend([
+        (Method::GET, "/collections", "/collections".to_owned(), None),
+        (
+            Method::GET,
+            "/collections/{name}",
+            format!("/collections/{COLL}"),
+            None,
+        ),
+        (
+            Method::PATCH,
+            "/collections/{name}",
+            format!("/collections/{COLL}"),
+            Some(json!({"retention": {"ttl_secs": 7200}})),
+        ),
         (Method::GET, "/healthz", "/healthz".to_owned(), None),
         (Method::GET, "/readyz", "/readyz".to_owned(), None),
         (Method::GET, "/metrics", "/metrics".to_owned(), None),
@@ -114,11 +162,11 @@ fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)>
         ),
         (
             Method::DELETE,
-            "/documents/{id}",
-            "/documents/a3".to_owned(),
+            "/collections/{name}",
+            format!("/collections/{COLL}"),
             None,
         ),
-    ];
+    ]);
     let covered: std::collections::BTreeSet<(String, &str)> = requests
         .iter()
         .map(|(m, route, _, _)| (m.to_string(), *route))
@@ -465,7 +513,7 @@ fn print_config_shows_how_many_keys_but_never_a_key() {
     let config: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(
         config["auth"],
-        json!({"api_keys": ["***", "***"], "read_only_keys": ["***"], "protect_metrics": false})
+        json!({"api_keys": ["***", "***"], "read_only_keys": ["***"], "protect_metrics": false, "keys": []})
     );
 }
 

@@ -17,6 +17,8 @@ struct Server {
     child: Child,
     base: String,
     client: reqwest::Client,
+    /// Every log line so far (JSON, from stderr).
+    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// Start the binary on a random port with `data_dir`; returns once ready.
@@ -36,9 +38,12 @@ async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Server {
     // Logs go to stderr.
     let logs = child.stderr.take().expect("piped stderr");
     let (tx, rx) = std::sync::mpsc::channel();
+    let lines: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let kept = std::sync::Arc::clone(&lines);
     std::thread::spawn(move || {
         let mut sent = false;
         for line in BufReader::new(logs).lines().map_while(Result::ok) {
+            kept.lock().unwrap().push(line.clone());
             if !sent && line.contains("neardup listening") {
                 let v: Value = serde_json::from_str(&line).expect("json log line");
                 let _ = tx.send(v["addr"].as_str().expect("addr field").to_owned());
@@ -53,6 +58,7 @@ async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Server {
         child,
         base: format!("http://{addr}"),
         client: reqwest::Client::new(),
+        logs: lines,
     };
     for _ in 0..6000 {
         if let Ok(r) = server
@@ -202,11 +208,12 @@ async fn writer(
     }
 }
 
-/// Is the stored version of `id` exactly `text` (same shingle set)?
-async fn holds_exactly(server: &Server, id: &str, text: &str) -> bool {
+/// Is the stored version of `id` in the collection at `prefix` (`""` for
+/// `default`) exactly `text` (same shingle set)?
+async fn holds_exactly_in(server: &Server, prefix: &str, id: &str, text: &str) -> bool {
     let resp = server
         .client
-        .post(format!("{}/similar", server.base))
+        .post(format!("{}{prefix}/similar", server.base))
         .json(&json!({"text": text, "threshold": 1.0, "limit": 1000}))
         .send()
         .await
@@ -219,12 +226,20 @@ async fn holds_exactly(server: &Server, id: &str, text: &str) -> bool {
         .any(|m| m["id"] == id && m["jaccard"] == 1.0)
 }
 
+async fn holds_exactly(server: &Server, id: &str, text: &str) -> bool {
+    holds_exactly_in(server, "", id, text).await
+}
+
 async fn verify(server: &Server, ids: &HashMap<String, IdState>) -> usize {
+    verify_in(server, "", ids).await
+}
+
+async fn verify_in(server: &Server, prefix: &str, ids: &HashMap<String, IdState>) -> usize {
     let mut checked = 0;
     for (id, st) in ids {
         let resp = server
             .client
-            .get(format!("{}/documents/{id}", server.base))
+            .get(format!("{}{prefix}/documents/{id}", server.base))
             .send()
             .await
             .unwrap();
@@ -240,7 +255,7 @@ async fn verify(server: &Server, ids: &HashMap<String, IdState>) -> usize {
         let ok = if present {
             let mut whole = false;
             for text in allowed.iter().filter_map(|t| t.as_ref()) {
-                whole |= holds_exactly(server, id, text).await;
+                whole |= holds_exactly_in(server, prefix, id, text).await;
             }
             whole
         } else {
@@ -248,7 +263,7 @@ async fn verify(server: &Server, ids: &HashMap<String, IdState>) -> usize {
         };
         assert!(
             ok,
-            "{id}: present={present}, acknowledged {:?}, pending {:?}",
+            "{prefix}/documents/{id}: present={present}, acknowledged {:?}, pending {:?}",
             st.acked.is_some(),
             st.pending
         );
@@ -261,6 +276,10 @@ async fn verify(server: &Server, ids: &HashMap<String, IdState>) -> usize {
 /// holds one of its two allowed states; record which, so the next round
 /// checks against the truth.
 async fn settle(server: &Server, ids: &Mutex<HashMap<String, IdState>>) {
+    settle_in(server, "", ids).await
+}
+
+async fn settle_in(server: &Server, prefix: &str, ids: &Mutex<HashMap<String, IdState>>) {
     let ambiguous: Vec<(String, IdState)> = ids
         .lock()
         .unwrap()
@@ -271,7 +290,7 @@ async fn settle(server: &Server, ids: &Mutex<HashMap<String, IdState>>) {
     for (id, st) in ambiguous {
         let mut actual = None;
         for text in std::iter::once(&st.acked).chain(&st.pending).flatten() {
-            if holds_exactly(server, &id, text).await {
+            if holds_exactly_in(server, prefix, &id, text).await {
                 actual = Some(text.clone());
                 break;
             }
@@ -375,8 +394,41 @@ async fn sigterm_writes_a_final_snapshot_and_restart_replays_nothing() {
     );
 }
 
+impl Server {
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// The log lines so far, joined.
+    fn log_text(&self) -> String {
+        self.logs.lock().unwrap().join("\n")
+    }
+}
+
+/// The collection answers 503 `collection-unavailable` and is listed as failed.
+async fn assert_failed(server: &Server, documents_path: &str, name: &str) {
+    let resp = server.get(documents_path).await;
+    assert_eq!(resp.status(), 503, "{documents_path}");
+    let problem: Value = resp.json().await.unwrap();
+    assert_eq!(
+        problem["type"], "urn:neardup:problem:collection-unavailable",
+        "{problem}"
+    );
+    let listed: Value = server
+        .get(&format!("/collections/{name}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["status"], "failed", "{listed}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn starting_with_different_signature_parameters_is_refused() {
+async fn data_written_under_other_signature_parameters_is_refused_for_its_collection() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path(), &[]).await;
     let resp = server
@@ -388,22 +440,18 @@ async fn starting_with_different_signature_parameters_is_refused() {
         .unwrap();
     assert_eq!(resp.status(), 201);
     server.kill9();
-    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .env("NEARDUP_SERVER__BIND", "127.0.0.1:0")
-        .env("NEARDUP_STORAGE__DATA_DIR", dir.path())
-        .env("NEARDUP_INDEX__NUM_PERM", "64")
-        .output()
-        .expect("runs");
-    assert!(!out.status.success(), "a mismatched start must fail");
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // num_perm 64 against data signed with 128: the default collection is
+    // refused, named, with the differing key; the server serves the rest.
+    let server = start(dir.path(), &[("NEARDUP_INDEX__NUM_PERM", "64")]).await;
+    assert_failed(&server, "/documents/x", "default").await;
+    let log = server.log_text();
     assert!(
-        all.contains("index.num_perm: stored 128, configured 64"),
-        "{all}"
+        log.contains("index.num_perm: stored 128, configured 64"),
+        "{log}"
     );
+    assert!(log.contains("\"collection\":\"default\""), "{log}");
+    assert_eq!(server.get("/healthz").await.status(), 200);
+    server.kill9();
     // Changing only the threshold is fine: the LSH tables are rebuilt.
     let server = start(dir.path(), &[("NEARDUP_INDEX__THRESHOLD", "0.9")]).await;
     assert_eq!(server.stats().await["documents"], 1);
@@ -411,24 +459,35 @@ async fn starting_with_different_signature_parameters_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_corrupt_log_refuses_to_start_naming_the_file_and_offset() {
+async fn a_corrupt_log_is_reported_with_its_collection_file_and_offset_and_the_others_serve() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(
         dir.path(),
         &[("NEARDUP_STORAGE__SNAPSHOT_INTERVAL_SECS", "0")],
     )
     .await;
+    let resp = server
+        .client
+        .put(format!("{}/collections/kept", server.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
     for i in 0..20 {
-        let resp = server
-            .client
-            .put(format!("{}/documents/d{i}", server.base))
-            .json(&json!({"text": text_for(3, i)}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(resp.status(), 201);
+        for prefix in ["", "/collections/kept"] {
+            let resp = server
+                .client
+                .put(format!("{}{prefix}/documents/d{i}", server.base))
+                .json(&json!({"text": text_for(3, i)}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 201);
+        }
     }
     server.kill9();
+    // Damage the default collection's log (the data dir itself).
     let seg = std::fs::read_dir(dir.path())
         .unwrap()
         .filter_map(|e| e.ok())
@@ -440,17 +499,241 @@ async fn a_corrupt_log_refuses_to_start_naming_the_file_and_offset() {
     let mid = data.len() / 2;
     data[mid] ^= 0x55;
     std::fs::write(&seg, &data).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .env("NEARDUP_SERVER__BIND", "127.0.0.1:0")
-        .env("NEARDUP_STORAGE__DATA_DIR", dir.path())
-        .output()
-        .expect("runs");
-    assert!(!out.status.success(), "a corrupt log must refuse the start");
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let server = start(dir.path(), &[]).await;
+    assert_failed(&server, "/documents/d1", "default").await;
+    let log = server.log_text();
     let name = seg.file_name().unwrap().to_string_lossy().to_string();
-    assert!(all.contains(&name) && all.contains("offset"), "{all}");
+    assert!(log.contains(&name) && log.contains("offset"), "{log}");
+    // The other collection is whole.
+    let stats: Value = server
+        .get("/collections/kept/stats")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["documents"], 20, "{stats}");
+    server.kill9();
+}
+
+/// What is known of a short-lived collection the DDL task creates, fills
+/// and deletes.
+#[derive(Clone, Debug, Default)]
+struct CollState {
+    /// Acknowledged: it exists (created and not deleted since).
+    exists: bool,
+    /// Documents acknowledged in it.
+    documents: u64,
+    /// A create, fill or delete whose answer never came.
+    pending: bool,
+}
+
+/// Create a collection, fill it with a batch, delete it; again, until the
+/// server dies. Every step is recorded before it is sent and acknowledged
+/// when answered.
+async fn ddl(base: String, colls: Arc<Mutex<HashMap<String, CollState>>>, seed: u64) {
+    let http = reqwest::Client::new();
+    let mut rng = StdRng::seed_from_u64(seed);
+    loop {
+        let name = format!("tmp{}", rng.gen_range(0..1_000_000));
+        colls
+            .lock()
+            .unwrap()
+            .entry(name.clone())
+            .or_default()
+            .pending = true;
+        let settings = json!({"shingle": {"kind": "char", "k": 4}, "index": {"threshold": 0.7}});
+        let Ok(resp) = http
+            .put(format!("{base}/collections/{name}"))
+            .json(&settings)
+            .send()
+            .await
+        else {
+            return;
+        };
+        assert_eq!(resp.status(), 201, "PUT /collections/{name}");
+        {
+            let mut map = colls.lock().unwrap();
+            let st = map.get_mut(&name).unwrap();
+            st.exists = true;
+            // Still pending: the fill below.
+        }
+        let docs: Vec<Value> = (0..rng.gen_range(20..200))
+            .map(|i| json!({"id": format!("t{i}"), "text": text_for(7, i)}))
+            .collect();
+        let count = docs.len() as u64;
+        let Ok(resp) = http
+            .post(format!("{base}/collections/{name}/documents/batch"))
+            .json(&json!({"documents": docs}))
+            .send()
+            .await
+        else {
+            return;
+        };
+        assert_eq!(resp.status(), 200);
+        if resp.bytes().await.is_err() {
+            return;
+        }
+        {
+            let mut map = colls.lock().unwrap();
+            let st = map.get_mut(&name).unwrap();
+            st.documents = count;
+            st.pending = true; // the delete below
+        }
+        let Ok(resp) = http
+            .delete(format!("{base}/collections/{name}"))
+            .send()
+            .await
+        else {
+            return;
+        };
+        assert_eq!(resp.status(), 204, "DELETE /collections/{name}");
+        let mut map = colls.lock().unwrap();
+        let st = map.get_mut(&name).unwrap();
+        st.exists = false;
+        st.documents = 0;
+        st.pending = false;
+    }
+}
+
+/// Every short-lived collection is as acknowledged (or, for one whose last
+/// step was not answered, in a state that step may have left); a deleted
+/// one has left nothing on disk. Records what the unanswered steps did.
+async fn verify_collections(
+    server: &Server,
+    dir: &Path,
+    colls: &Mutex<HashMap<String, CollState>>,
+) {
+    let snapshot = colls.lock().unwrap().clone();
+    for (name, st) in snapshot {
+        let resp = server.get(&format!("/collections/{name}")).await;
+        let exists = resp.status() == 200;
+        assert!(exists || resp.status() == 404, "{name}: {}", resp.status());
+        let documents = if exists {
+            let body: Value = resp.json().await.unwrap();
+            assert_eq!(body["status"], "ready", "{name}: {body}");
+            body["documents"].as_u64().unwrap()
+        } else {
+            0
+        };
+        if st.pending {
+            // A create, a fill (any prefix of the batch) or a delete.
+            if exists {
+                assert!(
+                    st.exists || documents == 0,
+                    "{name}: {documents} documents from nowhere"
+                );
+            }
+        } else {
+            assert_eq!(
+                exists, st.exists,
+                "{name}: acknowledged exists={}",
+                st.exists
+            );
+            assert_eq!(documents, st.documents, "{name}: documents");
+        }
+        if !exists {
+            assert!(
+                !dir.join("collections").join(&name).exists(),
+                "{name} is gone but its directory is not"
+            );
+        }
+        let mut map = colls.lock().unwrap();
+        let entry = map.get_mut(&name).unwrap();
+        *entry = CollState {
+            exists,
+            documents,
+            pending: false,
+        };
+    }
+    // No half-created or half-deleted directory survives a restart.
+    if let Ok(entries) = std::fs::read_dir(dir.join("collections")) {
+        for e in entries.filter_map(|e| e.ok()) {
+            let n = e.file_name().to_string_lossy().into_owned();
+            assert!(!n.starts_with('.'), "leftover {n}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_in_several_collections_and_collection_changes_survive_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefixes = ["", "/collections/bodies", "/collections/titles"];
+    let ids: Vec<Arc<Mutex<HashMap<String, IdState>>>> =
+        prefixes.iter().map(|_| Default::default()).collect();
+    let colls: Arc<Mutex<HashMap<String, CollState>>> = Default::default();
+    let mut rng = StdRng::seed_from_u64(0x5eed);
+    let server = start(dir.path(), &[]).await;
+    for (name, settings) in [
+        ("bodies", json!({})),
+        (
+            "titles",
+            json!({"shingle": {"kind": "char", "k": 5}, "index": {"threshold": 0.7}}),
+        ),
+    ] {
+        let resp = server
+            .client
+            .put(format!("{}/collections/{name}", server.base))
+            .json(&settings)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 201);
+    }
+    server.kill9();
+    let rounds = 6;
+    let mut checked = 0;
+    for round in 0..rounds {
+        let server = start(dir.path(), &[]).await;
+        for (prefix, ids) in prefixes.iter().zip(&ids) {
+            let expected = ids.lock().unwrap().clone();
+            checked += verify_in(&server, prefix, &expected).await;
+            settle_in(&server, prefix, ids).await;
+        }
+        verify_collections(&server, dir.path(), &colls).await;
+        let mut tasks: Vec<_> = prefixes
+            .iter()
+            .zip(&ids)
+            .enumerate()
+            .map(|(c, (prefix, ids))| {
+                tokio::spawn(writer(
+                    format!("{}{prefix}", server.base),
+                    c,
+                    Arc::clone(ids),
+                    rng.gen(),
+                ))
+            })
+            .collect();
+        tasks.push(tokio::spawn(ddl(
+            server.base.clone(),
+            Arc::clone(&colls),
+            rng.gen(),
+        )));
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(200..1200))).await;
+        server.kill9();
+        for t in tasks {
+            t.await.expect("writer task does not panic");
+        }
+        eprintln!(
+            "round {round}: killed; {} short-lived collections tracked",
+            colls.lock().unwrap().len()
+        );
+    }
+    let server = start(dir.path(), &[]).await;
+    for (prefix, ids) in prefixes.iter().zip(&ids) {
+        let expected = ids.lock().unwrap().clone();
+        checked += verify_in(&server, prefix, &expected).await;
+    }
+    verify_collections(&server, dir.path(), &colls).await;
+    eprintln!("verified {checked} id states across {rounds} kills");
+    for ids in &ids {
+        assert!(
+            ids.lock().unwrap().len() >= 20,
+            "every collection took writes"
+        );
+    }
+    assert!(
+        colls.lock().unwrap().len() >= 3,
+        "collections came and went"
+    );
+    server.kill9();
 }

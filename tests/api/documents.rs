@@ -1,8 +1,8 @@
 //! `/documents`: create, read, replace, delete, ingest-and-check, and batch.
 
 use crate::helpers::{
-    approx_eq, assert_problem, doc_path, reference_overlap, result_ids, spawn_app, spawn_app_with,
-    test_settings,
+    approx_eq, assert_problem, doc_path, reference_overlap, result_ids, route, spawn_app,
+    spawn_app_with, test_settings,
 };
 use serde_json::{json, Value};
 
@@ -36,7 +36,7 @@ async fn posting_a_document_returns_201_with_location() {
         .post_json("/documents", &json!({"id": "doc-1", "text": NIGHT}))
         .await;
     assert_eq!(resp.status(), 201);
-    assert_eq!(location(&resp), "/documents/doc-1");
+    assert_eq!(location(&resp), route("/documents/doc-1"));
     let body: Value = resp.json().await.unwrap();
     // docs/examples.md: document 1 has 7 word 3-shingles.
     assert_eq!(body, json!({"id": "doc-1", "shingles": 7}));
@@ -73,7 +73,7 @@ async fn posting_without_an_id_generates_distinct_uuid_v7_ids_in_creation_order(
         let body: Value = resp.json().await.unwrap();
         let id = body["id"].as_str().expect("generated id").to_owned();
         assert!(is_uuid_v7(&id), "not a UUIDv7: {id}");
-        assert_eq!(loc, format!("/documents/{id}"));
+        assert_eq!(loc, route(&format!("/documents/{id}")));
         // The generated id is a real, readable id.
         assert_eq!(app.get_json(&loc).await["id"], id.as_str());
         ids.push(id);
@@ -100,7 +100,7 @@ async fn location_percent_encodes_ids_and_leads_back_to_the_document() {
             .await;
         assert_eq!(resp.status(), 201, "{id}");
         let loc = location(&resp);
-        assert_eq!(loc, expected);
+        assert_eq!(loc, route(expected));
         // Following the Location finds the document.
         assert_eq!(app.get_json(&loc).await["id"], id);
         // And so does any other valid encoding of the same id.
@@ -135,7 +135,7 @@ async fn putting_a_new_id_creates_with_201_and_an_existing_one_replaces_with_200
         .put_json(&doc_path("p/1"), &json!({"text": NIGHT}))
         .await;
     assert_eq!(resp.status(), 201);
-    assert_eq!(location(&resp), "/documents/p%2F1");
+    assert_eq!(location(&resp), route("/documents/p%2F1"));
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body, json!({"id": "p/1", "shingles": 7}));
 
@@ -262,7 +262,7 @@ async fn ingest_and_check_returns_earlier_near_duplicates_with_exact_jaccard() {
         )
         .await;
     assert_eq!(resp.status(), 201);
-    assert_eq!(location(&resp), "/documents/near");
+    assert_eq!(location(&resp), route("/documents/near"));
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["id"], "near");
     assert_eq!(body["truncated"], false);

@@ -5,8 +5,8 @@
 //! (`helpers::reference_word_shingles`), never from the server.
 
 use crate::helpers::{
-    assert_problem, metric_value, reference_overlap, reference_word_shingles, spawn_app,
-    vocabulary, TestApp,
+    assert_problem, collection_label, metric_value, reference_overlap, reference_word_shingles,
+    route, spawn_app, vocabulary, TestApp,
 };
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -233,13 +233,13 @@ async fn groups_pages_and_stream_are_the_components_of_brute_force_pairs() {
     let scans = metric_value(
         &metrics,
         "neardup_duplicate_scans_total",
-        &[("kind", "groups")],
+        &[("collection", collection_label()), ("kind", "groups")],
     );
     assert_eq!(scans, Some(4.0), "{metrics}");
     let timed = metric_value(
         &metrics,
         "neardup_duplicate_scan_duration_seconds_count",
-        &[("kind", "groups")],
+        &[("collection", collection_label()), ("kind", "groups")],
     );
     assert_eq!(timed, Some(4.0));
 }
@@ -387,7 +387,10 @@ async fn if_unique_stores_the_first_and_returns_it_for_near_duplicates() {
         )
         .await;
     assert_eq!(resp.status(), 201);
-    assert_eq!(resp.headers()["location"], "/documents/first");
+    assert_eq!(
+        resp.headers()["location"],
+        route("/documents/first").as_str()
+    );
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["inserted"], true);
     assert_eq!(body["similar"], json!([]));
@@ -683,7 +686,7 @@ async fn groups_scans(app: &TestApp) -> f64 {
     metric_value(
         &text,
         "neardup_duplicate_scans_total",
-        &[("kind", "groups")],
+        &[("collection", collection_label()), ("kind", "groups")],
     )
     .unwrap_or(0.0)
 }

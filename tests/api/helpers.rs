@@ -6,6 +6,37 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use tokio::sync::oneshot;
 
+/// `path` as the suites of this test binary address it: a collection route
+/// (`/documents...`, `/similar`, `/compare`, `/duplicates...`, `/stats`)
+/// goes under `/collections/{name}` when the binary runs them against a
+/// named collection (`crate::COLLECTION`); anything else is unchanged.
+pub fn route(path: &str) -> String {
+    let Some(name) = crate::COLLECTION else {
+        return path.to_owned();
+    };
+    let first = |p: &str| {
+        p.trim_start_matches('/')
+            .split(['/', '?'])
+            .next()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let segment = first(path);
+    let is_collection_route = neardup::http::COLLECTION_ROUTES
+        .iter()
+        .any(|r| first(r) == segment);
+    if is_collection_route {
+        format!("/collections/{name}{path}")
+    } else {
+        path.to_owned()
+    }
+}
+
+/// The `collection` label of the collection the suites address.
+pub fn collection_label() -> &'static str {
+    crate::COLLECTION.unwrap_or("default")
+}
+
 pub struct TestApp {
     pub addr: SocketAddr,
     pub base: String,
@@ -16,6 +47,8 @@ pub struct TestApp {
     /// The server's storage.data_dir when the test did not choose one
     /// (removed when the TestApp is dropped).
     pub data_dir: Option<tempfile::TempDir>,
+    /// A key that may create collections, when keys are configured.
+    key: Option<String>,
 }
 
 /// Default settings on a random loopback port.
@@ -36,6 +69,7 @@ pub async fn spawn_app() -> TestApp {
 pub async fn spawn_app_with(settings: Settings) -> TestApp {
     let app = start_app(settings).await;
     app.wait_ready().await;
+    app.create_collection().await;
     app
 }
 
@@ -48,6 +82,11 @@ pub async fn start_app(mut settings: Settings) -> TestApp {
         settings.storage.data_dir = dir.path().to_owned();
         data_dir = Some(dir);
     }
+    let key = settings
+        .auth
+        .api_keys
+        .first()
+        .map(|k| k.expose().to_owned());
     let config = settings.validate().expect("valid settings");
     let app = App::build(config).await.expect("app builds");
     let addr = app.local_addr();
@@ -62,6 +101,7 @@ pub async fn start_app(mut settings: Settings) -> TestApp {
         shutdown: Some(tx),
         server,
         data_dir,
+        key,
     };
     test_app
 }
@@ -80,8 +120,32 @@ impl TestApp {
         panic!("server at {} never became ready", self.base);
     }
 
+    /// The URL of `path`, through [`route`].
     pub fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
+        format!("{}{}", self.base, route(path))
+    }
+
+    /// Create the named collection the suites run against (with the
+    /// server's defaults, so it answers as `default` would), if any; an
+    /// existing one (a restarted server) is fine.
+    pub async fn create_collection(&self) {
+        let Some(name) = crate::COLLECTION else {
+            return;
+        };
+        let mut req = self
+            .client
+            .put(format!("{}/collections/{name}", self.base))
+            .json(&serde_json::json!({}));
+        if let Some(key) = &self.key {
+            req = req.bearer_auth(key);
+        }
+        let resp = req.send().await.expect("request sent");
+        let status = resp.status().as_u16();
+        assert!(
+            status == 201 || status == 200,
+            "creating collection {name}: {status} {}",
+            resp.text().await.unwrap_or_default()
+        );
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
@@ -345,6 +409,7 @@ pub async fn start_partial_post(
     sent: usize,
 ) -> PartialRequest {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
+    let path = route(path);
     let head = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n",

@@ -1,6 +1,10 @@
 //! The one integration-test binary: every test talks to a real server on a
 //! random local port (see `helpers::spawn_app`).
 
+/// The suites address the `default` collection (the unprefixed routes);
+/// `tests/api_collection` runs the collection suites again against a named one.
+const COLLECTION: Option<&str> = None;
+
 mod helpers;
 
 mod auth;

@@ -276,11 +276,11 @@ async fn metrics_are_openmetrics_text_with_the_expected_series() {
         "neardup_http_request_duration_seconds_bucket{",
         "neardup_http_request_duration_seconds_count{",
         "neardup_http_request_duration_seconds_sum{",
-        "neardup_documents ",
+        "neardup_documents{collection=\"default\"} ",
         "neardup_query_candidates_bucket{",
-        "neardup_query_candidates_count ",
-        "neardup_candidates_rejected_total ",
-        "neardup_candidates_rejected_ratio ",
+        "neardup_query_candidates_count{collection=\"default\"} ",
+        "neardup_candidates_rejected_total{collection=\"default\"} ",
+        "neardup_candidates_rejected_ratio{collection=\"default\"} ",
     ] {
         assert!(
             text.lines().any(|l| l.starts_with(series)),
@@ -297,7 +297,10 @@ async fn metrics_are_openmetrics_text_with_the_expected_series() {
     ] {
         assert!(text.contains(family), "missing {family:?}");
     }
-    assert_eq!(metric_value(&text, "neardup_documents", &[]), Some(1.0));
+    assert_eq!(
+        metric_value(&text, "neardup_documents", &[("collection", "default")]),
+        Some(1.0)
+    );
 }
 
 #[tokio::test]
@@ -318,7 +321,10 @@ async fn metrics_default_to_the_prometheus_text_format_for_other_clients() {
         // Counter families are named after their `_total` samples.
         assert!(text.contains("# TYPE neardup_http_requests_total counter\n"));
         assert!(text.contains("# TYPE neardup_documents gauge\n"));
-        assert_eq!(metric_value(&text, "neardup_documents", &[]), Some(1.0));
+        assert_eq!(
+            metric_value(&text, "neardup_documents", &[("collection", "default")]),
+            Some(1.0)
+        );
     }
 }
 
@@ -530,7 +536,12 @@ async fn graceful_shutdown_finishes_an_in_flight_request_then_stops() {
         .expect("server stopped after the in-flight request")
         .expect("server task did not panic");
     assert!(result.is_ok(), "{result:?}");
-    assert!(state.engine.get("in-flight").is_some());
+    assert!(state
+        .collections
+        .default_collection()
+        .engine
+        .get("in-flight")
+        .is_some());
 }
 
 #[tokio::test]

@@ -595,7 +595,11 @@ async fn candidates_beyond_max_candidates_are_cut_and_reported_as_truncated() {
 
     let metrics = app.metrics().await;
     assert_eq!(
-        crate::helpers::metric_value(&metrics, "neardup_queries_truncated_total", &[]),
+        crate::helpers::metric_value(
+            &metrics,
+            "neardup_queries_truncated_total",
+            &[("collection", crate::helpers::collection_label())]
+        ),
         Some(2.0)
     );
 }

@@ -27,3 +27,4 @@ mod responses;
 mod routes;
 mod served;
 mod spec;
+mod twins;

@@ -3,7 +3,7 @@
 use super::live::*;
 use super::spec::*;
 use crate::helpers::{assert_problem, spawn_app, spawn_app_with, test_settings, TestApp};
-use neardup::config::Secret;
+use neardup::config::{ScopedKey, Secret};
 use neardup::http::ROUTES;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
@@ -11,60 +11,83 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-#[tokio::test]
-async fn a_happy_path_through_every_route_matches_the_documented_responses() {
-    let app = spawn_app().await;
-    let mut covered: BTreeSet<(&str, &str)> = BTreeSet::new();
-    let mut call = async |method: &'static str, path: &'static str, url: &str, body: Body| {
-        let reply = send(&app, method, url, &body).await;
+/// Requests checked against the spec, recording the routes they visit.
+struct Walk<'a> {
+    app: &'a TestApp,
+    /// `""` for `default`, `/collections/{name}` for a named collection.
+    prefix: String,
+    /// The `{name}` filled in.
+    url_prefix: String,
+    covered: BTreeSet<(String, String)>,
+}
+
+impl Walk<'_> {
+    /// Send `method url` (prefixed) as documented at `path` (prefixed);
+    /// assert a 2xx documented answer.
+    async fn call(&mut self, method: &str, path: &str, url: &str, body: Body) -> (Reply, Value) {
+        let (path, url) = (
+            format!("{}{path}", self.prefix),
+            format!("{}{url}", self.url_prefix),
+        );
+        let reply = send(self.app, method, &url, &body).await;
         assert!(
             (200..300).contains(&reply.status),
             "{method} {url} → {}: {}",
             reply.status,
             String::from_utf8_lossy(&reply.body)
         );
-        covered.insert((method, path));
-        let body = assert_documented(method, path, &reply);
+        let body = assert_documented(method, &path, &reply);
+        self.covered.insert((method.to_owned(), path));
         (reply, body)
-    };
+    }
+}
 
+/// Every route a collection serves, through `walk`'s prefix.
+async fn collection_happy_path(walk: &mut Walk<'_>) {
+    let base = walk.url_prefix.clone();
+    let location = |id: &str| format!("{base}/documents/{id}");
     let q1 = json!({"id": "q1", "text": "What is the step by step guide to invest in share market in india?",
                     "metadata": {"source": "forum"}});
-    let (reply, body) = call("POST", "/documents", "/documents", Body::Json(q1)).await;
+    let (reply, body) = walk
+        .call("POST", "/documents", "/documents", Body::Json(q1))
+        .await;
     assert_eq!(reply.status, 201);
-    assert_eq!(reply.headers["location"], "/documents/q1");
+    assert_eq!(reply.headers["location"], location("q1").as_str());
     assert!(body.get("similar").is_none(), "{body}");
 
-    let q2 =
-        json!({"id": "q2", "text": "What is the step by step guide to invest in share market?"});
-    let url = "/documents?similar=true&threshold=0.8&limit=5";
-    let (_, body) = call("POST", "/documents", url, Body::Json(q2)).await;
+    let q2 = json!({"id": "q2", "text": "What is the step by step guide to invest in share market?",
+                    "ttl_secs": 3600});
+    let url = "/documents?similar=true&threshold=0.8&limit=5&since=1970-01-01T00:00:00Z";
+    let (_, body) = walk.call("POST", "/documents", url, Body::Json(q2)).await;
     assert_eq!(body["similar"][0]["id"], "q1", "{body}");
     assert_eq!(body["truncated"], false, "{body}");
 
     let no_id = json!({"text": "a text stored under a generated id"});
-    let (reply, body) = call("POST", "/documents", "/documents", Body::Json(no_id)).await;
+    let (reply, body) = walk
+        .call("POST", "/documents", "/documents", Body::Json(no_id))
+        .await;
     let id = body["id"].as_str().unwrap();
-    assert_eq!(
-        reply.headers["location"],
-        format!("/documents/{id}").as_str()
-    );
+    assert_eq!(reply.headers["location"], location(id).as_str());
 
-    let q3 = json!({"text": "An unrelated question about gardening in spring"});
-    let (reply, _) = call(
-        "PUT",
-        "/documents/{id}",
-        "/documents/q3",
-        Body::Json(q3.clone()),
-    )
-    .await;
+    let q3 = json!({"text": "An unrelated question about gardening in spring",
+                    "expires_at": "2999-01-01T00:00:00Z"});
+    let (reply, _) = walk
+        .call(
+            "PUT",
+            "/documents/{id}",
+            "/documents/q3",
+            Body::Json(q3.clone()),
+        )
+        .await;
     assert_eq!(reply.status, 201);
-    let (reply, _) = call("PUT", "/documents/{id}", "/documents/q3", Body::Json(q3)).await;
+    let (reply, _) = walk
+        .call("PUT", "/documents/{id}", "/documents/q3", Body::Json(q3))
+        .await;
     assert_eq!(reply.status, 200);
     assert!(!reply.headers.contains_key("location"));
 
     let batch = json!({"documents": [
-        {"id": "a", "text": "the night is dark and the moon is red"},
+        {"id": "a", "text": "the night is dark and the moon is red", "ttl_secs": 60},
         {"id": "q3", "text": "a replaced text about gardening"},
         {"text": "?!"},
         {"id": "", "text": "an invalid id"},
@@ -72,7 +95,9 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
         5,
     ]});
     let url = "/documents/batch?mode=upsert";
-    let (_, body) = call("POST", "/documents/batch", url, Body::Json(batch)).await;
+    let (_, body) = walk
+        .call("POST", "/documents/batch", url, Body::Json(batch))
+        .await;
     let statuses: Vec<&Value> = body["results"]
         .as_array()
         .unwrap()
@@ -81,78 +106,193 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
         .collect();
     assert_eq!(statuses, [201, 200, 422, 400, 422, 422], "{body}");
     let batch = json!({"documents": [{"id": "a", "text": "again"}]});
-    let (_, body) = call(
-        "POST",
-        "/documents/batch",
-        "/documents/batch",
-        Body::Json(batch),
-    )
-    .await;
+    let (_, body) = walk
+        .call(
+            "POST",
+            "/documents/batch",
+            "/documents/batch",
+            Body::Json(batch),
+        )
+        .await;
     assert_eq!(body["results"][0]["status"], 409, "{body}");
 
-    let (_, body) = call("GET", "/documents/{id}", "/documents/q1", Body::None).await;
+    let (_, body) = walk
+        .call("GET", "/documents/{id}", "/documents/q1", Body::None)
+        .await;
     assert_eq!(body["metadata"], json!({"source": "forum"}));
-    let (_, body) = call("GET", "/documents/{id}", "/documents/q2", Body::None).await;
+    assert!(
+        body["created_at"].as_str().unwrap().ends_with('Z'),
+        "{body}"
+    );
+    let (_, body) = walk
+        .call("GET", "/documents/{id}", "/documents/q2", Body::None)
+        .await;
     assert_eq!(body["metadata"], Value::Null);
+    assert!(body["expires_at"].is_string(), "{body}");
 
-    let (_, body) = call("GET", "/similar", "/similar?id=q1&limit=10", Body::None).await;
+    let url = "/similar?id=q1&limit=10&since=2000-01-01T00:00:00%2B02:00";
+    let (_, body) = walk.call("GET", "/similar", url, Body::None).await;
     assert_eq!(body["results"][0]["id"], "q2", "{body}");
-    let text = json!({"text": "what is the step-by-step guide to invest in share market?"});
-    call("POST", "/similar", "/similar", Body::Json(text)).await;
-    call("GET", "/compare", "/compare?a=q1&b=q2", Body::None).await;
+    assert!(body["results"][0]["created_at"].is_string(), "{body}");
+    let text = json!({"text": "what is the step-by-step guide to invest in share market?",
+                      "since": "2000-01-01T00:00:00Z"});
+    walk.call("POST", "/similar", "/similar", Body::Json(text))
+        .await;
+    walk.call("GET", "/compare", "/compare?a=q1&b=q2", Body::None)
+        .await;
 
     let q2_again = json!({"id": "q2-again", "text": "What is the step by step guide to invest in share market?"});
-    let (reply, body) = call(
-        "POST",
-        "/documents",
-        "/documents?if_unique=true",
-        Body::Json(q2_again),
-    )
-    .await;
+    let (reply, body) = walk
+        .call(
+            "POST",
+            "/documents",
+            "/documents?if_unique=true",
+            Body::Json(q2_again),
+        )
+        .await;
     assert_eq!(reply.status, 200);
     assert_eq!(body["inserted"], false, "{body}");
-    let (_, body) = call(
-        "GET",
-        "/duplicates",
-        "/duplicates?threshold=0.8&min_size=2&limit=1",
-        Body::None,
-    )
-    .await;
+    let url = "/duplicates?threshold=0.8&min_size=2&limit=1";
+    let (_, body) = walk.call("GET", "/duplicates", url, Body::None).await;
     assert_eq!(body["groups"][0]["ids"], json!(["q1", "q2"]), "{body}");
     assert_eq!(body["next_cursor"], Value::Null, "{body}");
-    let (reply, body) = call(
-        "GET",
-        "/duplicates/pairs",
-        "/duplicates/pairs?threshold=0.8",
-        Body::None,
-    )
-    .await;
+    let url = "/duplicates/pairs?threshold=0.8";
+    let (reply, body) = walk.call("GET", "/duplicates/pairs", url, Body::None).await;
     assert_eq!(reply.content_type().as_deref(), Some("application/json"));
     assert_eq!(body["pairs"][0]["a"], "q1", "{body}");
     assert_eq!(body["pairs"][0]["b"], "q2", "{body}");
 
-    let (_, body) = call("GET", "/stats", "/stats", Body::None).await;
+    let (_, body) = walk.call("GET", "/stats", "/stats", Body::None).await;
     assert_eq!(body["storage"]["last_snapshot"], Value::Null);
-    let (_, body) = call("POST", "/admin/snapshot", "/admin/snapshot", Body::None).await;
     assert_eq!(body["documents"], 5, "{body}");
-    let (_, body) = call("GET", "/stats", "/stats", Body::None).await;
+}
+
+#[tokio::test]
+async fn a_happy_path_through_every_route_matches_the_documented_responses() {
+    let app = spawn_app().await;
+    let mut walk = Walk {
+        app: &app,
+        prefix: String::new(),
+        url_prefix: String::new(),
+        covered: BTreeSet::new(),
+    };
+    collection_happy_path(&mut walk).await;
+
+    let settings = json!({"retention": {"ttl_secs": 86400}});
+    let (reply, body) = walk
+        .call(
+            "PUT",
+            "/collections/{name}",
+            "/collections/titles",
+            Body::Json(settings.clone()),
+        )
+        .await;
+    assert_eq!(reply.status, 201);
+    assert_eq!(reply.headers["location"], "/collections/titles");
+    assert_eq!(body["settings"]["retention"]["ttl_secs"], 86400, "{body}");
+    let (reply, _) = walk
+        .call(
+            "PUT",
+            "/collections/{name}",
+            "/collections/titles",
+            Body::Json(settings),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+
+    walk.prefix = "/collections/{name}".into();
+    walk.url_prefix = "/collections/titles".into();
+    collection_happy_path(&mut walk).await;
+    walk.prefix.clear();
+    walk.url_prefix.clear();
+
+    let (_, body) = walk
+        .call("GET", "/collections", "/collections", Body::None)
+        .await;
+    let names: Vec<&Value> = body["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["name"])
+        .collect();
+    assert_eq!(names, ["default", "titles"], "{body}");
+    let (_, body) = walk
+        .call(
+            "GET",
+            "/collections/{name}",
+            "/collections/titles",
+            Body::None,
+        )
+        .await;
+    assert_eq!(body["stats"]["documents"], 5, "{body}");
+    let patch = json!({"retention": {"ttl_secs": null}});
+    let (_, body) = walk
+        .call(
+            "PATCH",
+            "/collections/{name}",
+            "/collections/titles",
+            Body::Json(patch),
+        )
+        .await;
+    assert_eq!(
+        body["settings"]["retention"]["ttl_secs"],
+        Value::Null,
+        "{body}"
+    );
+
+    let (_, body) = walk
+        .call("POST", "/admin/snapshot", "/admin/snapshot", Body::None)
+        .await;
+    assert_eq!(body["documents"], 5, "{body}");
+    assert_eq!(body["collections"].as_array().unwrap().len(), 2, "{body}");
+    let (_, body) = walk.call("GET", "/stats", "/stats", Body::None).await;
     assert!(body["storage"]["last_snapshot"].is_object(), "{body}");
 
-    let (_, body) = call("GET", "/healthz", "/healthz", Body::None).await;
+    let (_, body) = walk.call("GET", "/healthz", "/healthz", Body::None).await;
     assert_eq!(body, json!({"status": "ok"}));
-    let (_, body) = call("GET", "/readyz", "/readyz", Body::None).await;
+    let (_, body) = walk.call("GET", "/readyz", "/readyz", Body::None).await;
     assert_eq!(body, json!({"status": "ready"}));
-    let (reply, body) = call("GET", "/metrics", "/metrics", Body::None).await;
+    let (reply, body) = walk.call("GET", "/metrics", "/metrics", Body::None).await;
     assert!(reply.content_type().unwrap().starts_with("text/plain;"));
-    assert!(body.as_str().unwrap().contains("neardup_documents 5"));
-    let (_, body) = call("GET", "/openapi.json", "/openapi.json", Body::None).await;
+    let text = body.as_str().unwrap();
+    assert!(
+        text.contains("neardup_documents{collection=\"default\"} 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("neardup_documents{collection=\"titles\"} 5"),
+        "{text}"
+    );
+    let (_, body) = walk
+        .call("GET", "/openapi.json", "/openapi.json", Body::None)
+        .await;
     assert_eq!(body["openapi"], "3.1.0");
 
-    let (reply, _) = call("DELETE", "/documents/{id}", "/documents/q3", Body::None).await;
+    for prefix in ["", "/collections/{name}"] {
+        walk.prefix = prefix.into();
+        walk.url_prefix = prefix.replace("{name}", "titles");
+        let (reply, _) = walk
+            .call("DELETE", "/documents/{id}", "/documents/q3", Body::None)
+            .await;
+        assert_eq!(reply.status, 204);
+    }
+    walk.prefix.clear();
+    walk.url_prefix.clear();
+    let (reply, _) = walk
+        .call(
+            "DELETE",
+            "/collections/{name}",
+            "/collections/titles",
+            Body::None,
+        )
+        .await;
     assert_eq!(reply.status, 204);
 
-    let routes: BTreeSet<(&str, &str)> = ROUTES.iter().copied().collect();
-    assert_eq!(covered, routes, "the happy path visits every route");
+    let routes: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    assert_eq!(walk.covered, routes, "the happy path visits every route");
 }
 
 /// An error case: (method, documented path, request URL, body, status, slug).
@@ -265,8 +405,14 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
     let mut settings = test_settings();
     settings.auth.api_keys = vec![Secret::new("full-key")];
     settings.auth.read_only_keys = vec![Secret::new("read-key")];
+    settings.auth.keys = vec![ScopedKey {
+        key: Secret::new("other-collection-key"),
+        collections: Some(vec!["other".into()]),
+        read_only: false,
+    }];
     let app = spawn_app_with(settings).await;
     let mut forbidden = 0;
+    let mut scoped_forbidden = 0;
     for op in operations() {
         let url = example_url(&op, false);
         let body = match op.request_body() {
@@ -288,6 +434,9 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
                 "{what}"
             );
         }
+        if open {
+            continue;
+        }
         if op.method != "GET" {
             let reply = send_with_key(&app, &op.method, &url, &body, Some("read-key")).await;
             let what = format!("{} as {url} with a read-only key", op.name());
@@ -295,22 +444,31 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
             let problem = assert_documented(&op.method, op.path, &reply);
             assert_eq!(problem["type"], "urn:neardup:problem:forbidden", "{what}");
             forbidden += 1;
+        }
+        // A key limited to another collection: 403 on everything but the
+        // list (filtered to its collections).
+        let reply =
+            send_with_key(&app, &op.method, &url, &body, Some("other-collection-key")).await;
+        let what = format!("{} as {url} with a key for another collection", op.name());
+        if op.path == "/collections" {
+            assert_eq!(reply.status, 200, "{what}");
+            assert_eq!(reply.json()["collections"], json!([]), "{what}");
         } else {
-            assert!(
-                op.response(403).is_none(),
-                "{}: GET never answers 403",
-                op.name()
-            );
+            assert_eq!(reply.status, 403, "{what}");
+            let problem = assert_documented(&op.method, op.path, &reply);
+            assert_eq!(problem["type"], "urn:neardup:problem:forbidden", "{what}");
+            scoped_forbidden += 1;
         }
     }
     assert!(forbidden > 0);
+    assert!(scoped_forbidden > forbidden);
     // The spec marks exactly the probes and itself as open.
     let open: Vec<String> = operations()
         .iter()
         .filter(|op| op.op.get("security") == Some(&json!([])))
         .map(Op::name)
         .collect();
-    assert_eq!(open, ["GET /healthz", "GET /openapi.json", "GET /readyz"]);
+    assert_eq!(open, ["GET /healthz", "GET /readyz", "GET /openapi.json"]);
     // The file describes the shipped configuration (no keys); this
     // server's document requires the bearer scheme the file declares.
     assert!(spec().get("security").is_none());

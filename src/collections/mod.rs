@@ -1,0 +1,434 @@
+//! Collections: several indexes in one service, each with its own recipe,
+//! index parameters, retention, data directory and log.
+//!
+//! [`Collections`] is the one owner of every collection: it opens them at
+//! start (the `default` collection from the server's configuration, the
+//! named ones from their manifests, see [`persist::catalog`]), restores
+//! them, and creates, changes and deletes them at run time. Each change is
+//! durable before it returns and serialized with the others by one lock
+//! (`ddl`); lookups take a read lock on the name map and clone an `Arc`
+//! out, so requests never wait for a change's I/O.
+//!
+//! A collection whose files cannot be restored (a damaged file, a recipe
+//! that does not match its data) is *failed*: it answers 503
+//! `collection-unavailable` with the cause in the log (named with the
+//! collection, file and offset), and every other collection is served as
+//! usual. Deleting a failed collection removes its files.
+
+mod settings;
+
+pub use settings::{
+    empty_body, integral_floats_to_integers, CollectionName, CollectionSettings, InvalidName,
+    Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
+};
+
+use crate::config::{Config, StorageSettings};
+use crate::engine::{Clock, Engine};
+use crate::persist::{catalog, PersistError, Store};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// A named collection's manifest (`collection.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    /// The manifest format, 1.
+    version: u32,
+    created_ms: u64,
+    settings: CollectionSettings,
+}
+
+const MANIFEST_VERSION: u32 = 1;
+
+/// Where a collection is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Its files are being read (at start).
+    Restoring,
+    /// Serving.
+    Ready,
+    /// Its files could not be restored; see the log.
+    Failed,
+}
+
+/// One collection: its settings, its engine and its durable store.
+pub struct Collection {
+    pub name: CollectionName,
+    /// Unique for the life of the process (a collection deleted and
+    /// created again under its name gets a new one): keys caches.
+    pub id: u64,
+    /// When it was created (ms since the epoch; for `default`, the start).
+    pub created_ms: u64,
+    /// Its data directory.
+    dir: PathBuf,
+    /// Its settings; only the retention changes (`PATCH`), under `ddl`.
+    settings: RwLock<CollectionSettings>,
+    /// The index. Readers use it directly; writers go through `store`.
+    pub engine: Arc<Engine>,
+    /// The durable write path, set once restored.
+    store: OnceLock<Arc<Store>>,
+    /// Why restoring failed, if it did (generic: the details are logged).
+    failure: OnceLock<String>,
+}
+
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection")
+            .field("name", &self.name)
+            .field("status", &self.status())
+            .field("documents", &self.engine.len())
+            .finish()
+    }
+}
+
+impl Collection {
+    pub fn status(&self) -> Status {
+        if self.store.get().is_some() {
+            Status::Ready
+        } else if self.failure.get().is_some() {
+            Status::Failed
+        } else {
+            Status::Restoring
+        }
+    }
+
+    /// The store, once restored.
+    pub fn store(&self) -> Option<&Arc<Store>> {
+        self.store.get()
+    }
+
+    pub fn settings(&self) -> CollectionSettings {
+        self.settings.read().expect("settings lock").clone()
+    }
+
+    /// What went wrong restoring it, if it failed.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.get().map(String::as_str)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+/// Why a collection operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CollectionError {
+    #[error("no collection named {0:?}")]
+    NotFound(String),
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(
+        "collection {name:?} exists with other settings: {key} is {existing}, the request asks for {requested}"
+    )]
+    Conflict {
+        name: String,
+        key: String,
+        /// The values, as JSON text.
+        existing: String,
+        requested: String,
+    },
+    #[error("{0}")]
+    Protected(&'static str),
+    #[error("the server already holds {0} collections (limits.max_collections)")]
+    TooMany(usize),
+    /// The change could not be made durable (logged with its cause).
+    #[error("the collection change could not be written: {0}")]
+    Storage(#[from] PersistError),
+}
+
+/// Every collection of the server.
+pub struct Collections {
+    data_dir: PathBuf,
+    /// Storage settings every collection's store uses (its own directory aside).
+    storage: StorageSettings,
+    /// What a new collection's body leaves out comes from here.
+    defaults: CollectionSettings,
+    /// `limits.max_collections`, `default` included.
+    max: usize,
+    /// The clock of every engine (expiry, `created_at`).
+    clock: Arc<dyn Clock>,
+    /// Name → collection. Read per request (cheap read lock, `Arc` cloned
+    /// out); written only by the changes below.
+    map: RwLock<BTreeMap<String, Arc<Collection>>>,
+    /// Serializes creations, changes and deletions (each does I/O).
+    ddl: Mutex<()>,
+    next_id: AtomicU64,
+}
+
+impl std::fmt::Debug for Collections {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collections")
+            .field("collections", &self.map.read().expect("map lock").len())
+            .finish()
+    }
+}
+
+impl Collections {
+    /// Find the collections in `storage.data_dir` (nothing is restored yet:
+    /// see [`Self::restore`]). Fails only if the directory itself cannot be
+    /// read; a collection whose manifest is damaged is listed as failed.
+    pub fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Self, PersistError> {
+        let data_dir = config.storage.data_dir.clone();
+        let root = catalog::root(&data_dir);
+        catalog::clean_leftovers(&root)?;
+        let defaults = CollectionSettings {
+            shingle: config.shingle,
+            normalize: config.normalize,
+            index: config.index.clone(),
+            retention: config.retention,
+        };
+        let this = Self {
+            data_dir: data_dir.clone(),
+            storage: config.storage.clone(),
+            defaults: defaults.clone(),
+            max: config.limits.max_collections,
+            clock,
+            map: RwLock::new(BTreeMap::new()),
+            ddl: Mutex::new(()),
+            next_id: AtomicU64::new(1),
+        };
+        let started = this.clock.now_ms();
+        let default = this.build(
+            CollectionName::default_collection(),
+            data_dir,
+            defaults,
+            started,
+            Some(config.engine().clone()),
+        );
+        this.insert(default);
+        for (name, dir) in catalog::list(&root)? {
+            let Ok(name) = CollectionName::parse(&name) else {
+                tracing::warn!(dir = %dir.display(), "ignoring a directory that is not a collection name");
+                continue;
+            };
+            let collection = match catalog::read_manifest::<Manifest>(&dir) {
+                Ok(m) => match m.settings.validate() {
+                    Ok(valid) => this.build(name, dir, m.settings, m.created_ms, Some(valid)),
+                    Err(e) => this.failed(
+                        name,
+                        dir,
+                        format!("its manifest holds invalid settings: {e}"),
+                    ),
+                },
+                Err(e) => this.failed(name, dir, e.to_string()),
+            };
+            this.insert(collection);
+        }
+        Ok(this)
+    }
+
+    /// A collection of `settings` in `dir` (not yet restored). With
+    /// `valid` = `None` the settings were refused: see [`Self::failed`].
+    fn build(
+        &self,
+        name: CollectionName,
+        dir: PathBuf,
+        settings: CollectionSettings,
+        created_ms: u64,
+        valid: Option<crate::engine::ValidParams>,
+    ) -> Collection {
+        let valid = valid.unwrap_or_default();
+        let engine = Engine::with_clock(valid, Arc::clone(&self.clock));
+        engine.set_retention(settings.retention.ttl());
+        Collection {
+            name,
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            created_ms,
+            dir,
+            settings: RwLock::new(settings),
+            engine: Arc::new(engine),
+            store: OnceLock::new(),
+            failure: OnceLock::new(),
+        }
+    }
+
+    /// A collection that cannot be opened; `why` is logged with its name.
+    fn failed(&self, name: CollectionName, dir: PathBuf, why: String) -> Collection {
+        tracing::error!(collection = %name, dir = %dir.display(), error = %why, "collection cannot be opened; it answers 503 until it is repaired or deleted");
+        let c = self.build(name, dir, self.defaults.clone(), 0, None);
+        let _ = c.failure.set(why);
+        c
+    }
+
+    fn insert(&self, c: Collection) {
+        self.map
+            .write()
+            .expect("map lock")
+            .insert(c.name.as_str().to_owned(), Arc::new(c));
+    }
+
+    fn storage_for(&self, dir: &Path) -> StorageSettings {
+        StorageSettings {
+            data_dir: dir.to_owned(),
+            ..self.storage.clone()
+        }
+    }
+
+    /// Restore every collection not yet restored (blocking; at start). A
+    /// collection that fails is marked failed and the others go on.
+    pub fn restore(&self) {
+        for c in self.list() {
+            if c.status() != Status::Restoring {
+                continue;
+            }
+            match Store::open(Arc::clone(&c.engine), &self.storage_for(&c.dir)) {
+                Ok(store) => {
+                    let r = &store.recovery;
+                    tracing::info!(
+                        collection = %c.name,
+                        documents = r.documents,
+                        snapshot = r.snapshot.as_ref().map(|p| p.display().to_string()),
+                        replayed_records = r.replayed_records,
+                        torn_bytes_dropped = r.torn_bytes_dropped,
+                        seconds = r.seconds,
+                        "collection restored"
+                    );
+                    let _ = c.store.set(Arc::new(store));
+                }
+                Err(e) => {
+                    tracing::error!(collection = %c.name, error = %e, "collection cannot be restored; it answers 503 until it is repaired or deleted");
+                    c.engine.clear();
+                    let _ = c.failure.set(e.to_string());
+                }
+            }
+        }
+    }
+
+    /// The collection named `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<Arc<Collection>> {
+        self.map.read().expect("map lock").get(name).cloned()
+    }
+
+    /// The collection the unprefixed routes serve.
+    pub fn default_collection(&self) -> Arc<Collection> {
+        self.get(DEFAULT_COLLECTION)
+            .expect("the default collection always exists")
+    }
+
+    /// Every collection, by name.
+    pub fn list(&self) -> Vec<Arc<Collection>> {
+        self.map
+            .read()
+            .expect("map lock")
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.read().expect("map lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Settings a new collection gets for what its body leaves out.
+    pub fn defaults(&self) -> &CollectionSettings {
+        &self.defaults
+    }
+
+    /// `PUT /collections/{name}` (blocking: it does I/O). Creates the
+    /// collection from `body` over the defaults and returns it with `true`;
+    /// if it exists with the same settings, returns it with `false`; with
+    /// other settings, [`CollectionError::Conflict`] naming the first key.
+    pub fn create(
+        &self,
+        name: &str,
+        body: &Value,
+    ) -> Result<(Arc<Collection>, bool), CollectionError> {
+        let name = CollectionName::parse(name)?;
+        let (settings, valid) = CollectionSettings::from_body(&self.defaults, body)?;
+        let _ddl = self.ddl.lock().expect("ddl lock");
+        if let Some(existing) = self.get(name.as_str()) {
+            let current = existing.settings();
+            return match current.first_difference(&settings) {
+                None => Ok((existing, false)),
+                Some((key, existing_value, requested)) => Err(CollectionError::Conflict {
+                    name: name.to_string(),
+                    key,
+                    existing: existing_value.to_string(),
+                    requested: requested.to_string(),
+                }),
+            };
+        }
+        if self.len() >= self.max {
+            return Err(CollectionError::TooMany(self.max));
+        }
+        let created_ms = self.clock.now_ms();
+        let manifest = Manifest {
+            version: MANIFEST_VERSION,
+            created_ms,
+            settings: settings.clone(),
+        };
+        let dir = catalog::create(&catalog::root(&self.data_dir), name.as_str(), &manifest)?;
+        let c = self.build(name.clone(), dir, settings, created_ms, Some(valid));
+        let store = Store::open(Arc::clone(&c.engine), &self.storage_for(&c.dir))?;
+        let _ = c.store.set(Arc::new(store));
+        let c = Arc::new(c);
+        self.map
+            .write()
+            .expect("map lock")
+            .insert(name.as_str().to_owned(), Arc::clone(&c));
+        tracing::info!(collection = %name, "collection created");
+        Ok((c, true))
+    }
+
+    /// `PATCH /collections/{name}` (blocking): change the retention, durably,
+    /// with no rebuild; applies at once to every document without an expiry
+    /// of its own.
+    pub fn set_retention(
+        &self,
+        name: &str,
+        retention: Retention,
+    ) -> Result<Arc<Collection>, CollectionError> {
+        retention.check().map_err(SettingsError::Retention)?;
+        let _ddl = self.ddl.lock().expect("ddl lock");
+        let c = self
+            .get(name)
+            .ok_or_else(|| CollectionError::NotFound(name.to_owned()))?;
+        if c.name.is_default() {
+            return Err(CollectionError::Protected(
+                "the default collection's retention comes from the server configuration (retention.ttl_secs)",
+            ));
+        }
+        let mut settings = c.settings();
+        settings.retention = retention;
+        let manifest = Manifest {
+            version: MANIFEST_VERSION,
+            created_ms: c.created_ms,
+            settings: settings.clone(),
+        };
+        catalog::write_manifest(&c.dir, &manifest)?;
+        *c.settings.write().expect("settings lock") = settings;
+        c.engine.set_retention(retention.ttl());
+        tracing::info!(collection = %c.name, ttl_secs = retention.ttl_secs, "collection retention changed");
+        Ok(c)
+    }
+
+    /// `DELETE /collections/{name}` (blocking): gone durably when this
+    /// returns; its memory goes with the last request still holding it.
+    pub fn delete(&self, name: &str) -> Result<Arc<Collection>, CollectionError> {
+        if name == DEFAULT_COLLECTION {
+            return Err(CollectionError::Protected(
+                "the default collection cannot be deleted",
+            ));
+        }
+        let _ddl = self.ddl.lock().expect("ddl lock");
+        let c = self
+            .get(name)
+            .ok_or_else(|| CollectionError::NotFound(name.to_owned()))?;
+        catalog::remove(&catalog::root(&self.data_dir), name)?;
+        self.map.write().expect("map lock").remove(name);
+        tracing::info!(collection = %c.name, documents = c.engine.len(), "collection deleted");
+        Ok(c)
+    }
+}

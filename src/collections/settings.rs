@@ -1,0 +1,261 @@
+//! A collection's settings: its recipe (normalization, shingles), its index
+//! parameters and its retention, and the name it is addressed by.
+//!
+//! A `PUT /collections/{name}` body gives any subset of the sections and
+//! of their keys; whatever it leaves out comes from the server's
+//! configuration ([`CollectionSettings::from_body`]). Settings are compared
+//! key by key in a fixed order, so a conflicting `PUT` can name the first
+//! key that differs ([`CollectionSettings::first_difference`]).
+
+pub use crate::config::Retention;
+use crate::engine::{EngineParams, EngineParamsError, IndexParams, ValidParams};
+use crate::text::{NormalizeOptions, ShingleOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The name of the collection the unprefixed routes serve.
+pub const DEFAULT_COLLECTION: &str = "default";
+/// Longest collection name, in characters.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// A collection name: 1–64 characters of `[a-z0-9_-]`, so it is safe as a
+/// path segment, a directory name and a metric label without escaping.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct CollectionName(Box<str>);
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "collection name {0:?} is invalid: use 1 to {MAX_NAME_LEN} characters of a-z, 0-9, '_' and '-'"
+)]
+pub struct InvalidName(pub String);
+
+impl CollectionName {
+    pub fn parse(s: &str) -> Result<Self, InvalidName> {
+        let ok = !s.is_empty()
+            && s.len() <= MAX_NAME_LEN
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if ok {
+            Ok(Self(s.into()))
+        } else {
+            Err(InvalidName(s.chars().take(80).collect()))
+        }
+    }
+
+    pub fn default_collection() -> Self {
+        Self(DEFAULT_COLLECTION.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_default(&self) -> bool {
+        &*self.0 == DEFAULT_COLLECTION
+    }
+}
+
+impl fmt::Display for CollectionName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Everything that defines a collection.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CollectionSettings {
+    pub shingle: ShingleOptions,
+    pub normalize: NormalizeOptions,
+    pub index: IndexParams,
+    pub retention: Retention,
+}
+
+/// Why a settings body was refused; names the key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("the settings do not match the schema: {0}")]
+    Shape(String),
+    #[error(transparent)]
+    Engine(#[from] EngineParamsError),
+    #[error("{0}")]
+    Retention(String),
+}
+
+impl CollectionSettings {
+    /// The recipe and index parameters, checked (with their banding).
+    pub fn validate(&self) -> Result<ValidParams, SettingsError> {
+        self.retention.check().map_err(SettingsError::Retention)?;
+        Ok(self.engine_params().validate()?)
+    }
+
+    pub fn engine_params(&self) -> EngineParams {
+        EngineParams {
+            normalize: self.normalize,
+            shingle: self.shingle,
+            index: self.index.clone(),
+        }
+    }
+
+    /// `body` (a JSON object of optional sections, each of optional keys)
+    /// over `defaults`, key by key, then checked.
+    pub fn from_body(defaults: &Self, body: &Value) -> Result<(Self, ValidParams), SettingsError> {
+        let mut merged = serde_json::to_value(defaults).expect("settings serialize");
+        let mut body = body.clone();
+        integral_floats_to_integers(&mut body);
+        overlay(&mut merged, &body);
+        let settings: Self =
+            serde_json::from_value(merged).map_err(|e| SettingsError::Shape(e.to_string()))?;
+        let valid = settings.validate()?;
+        Ok((settings, valid))
+    }
+
+    /// Every key as `section.key` with its value, in a fixed order.
+    fn keys(&self) -> Vec<(String, Value)> {
+        let value = serde_json::to_value(self).expect("settings serialize");
+        let mut out = Vec::new();
+        for section in ["shingle", "normalize", "index", "retention"] {
+            if let Some(Value::Object(map)) = value.get(section) {
+                for (k, v) in map {
+                    out.push((format!("{section}.{k}"), v.clone()));
+                }
+            }
+        }
+        out
+    }
+
+    /// The first key whose value differs, as `(key, self's, other's)`.
+    pub fn first_difference(&self, other: &Self) -> Option<(String, Value, Value)> {
+        self.keys()
+            .into_iter()
+            .zip(other.keys())
+            .find(|((_, a), (_, b))| a != b)
+            .map(|((key, a), (_, b))| (key, a, b))
+    }
+}
+
+/// JSON Schema counts `5.0` as an integer: every number in `value` that is
+/// a whole non-negative float within `u64` becomes that integer, so typed
+/// settings accept what the published schema allows.
+pub fn integral_floats_to_integers(value: &mut Value) {
+    match value {
+        Value::Number(n) if !n.is_u64() && !n.is_i64() => {
+            if let Some(f) = n.as_f64() {
+                // 2^64 itself is not a u64; below it every whole f64 is exact.
+                if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) {
+                    *value = Value::from(f as u64);
+                }
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(integral_floats_to_integers),
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_to_integers),
+        _ => {}
+    }
+}
+
+/// Merge `top` into `base`: objects key by key, anything else replaced.
+fn overlay(base: &mut Value, top: &Value) {
+    match (base, top) {
+        (Value::Object(b), Value::Object(t)) => {
+            for (k, v) in t {
+                match b.get_mut(k) {
+                    Some(slot) if slot.is_object() && v.is_object() => overlay(slot, v),
+                    _ => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, t) => *b = t.clone(),
+    }
+}
+
+/// An empty JSON object (a body that gives no section).
+pub fn empty_body() -> Value {
+    Value::Object(Map::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_are_lowercase_ascii_words() {
+        for ok in ["a", "bodies", "titles-2026", "t_1", &"x".repeat(64)] {
+            assert!(CollectionName::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "Bodies",
+            "a b",
+            "a/b",
+            "é",
+            "..",
+            &"x".repeat(65),
+            "a%2Fb",
+        ] {
+            assert!(CollectionName::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_body_overrides_only_what_it_gives() {
+        let defaults = CollectionSettings::default();
+        let body = json!({"shingle": {"kind": "char", "k": 5}, "index": {"threshold": 0.7}});
+        let (s, valid) = CollectionSettings::from_body(&defaults, &body).unwrap();
+        assert_eq!(s.shingle.k, 5);
+        assert!(!s.shingle.multiset, "from the defaults");
+        assert_eq!(s.index.threshold, 0.7);
+        assert_eq!(s.index.num_perm, 128);
+        assert!(valid.bands().min_query_threshold < 0.7);
+        let (same, _) = CollectionSettings::from_body(&defaults, &empty_body()).unwrap();
+        assert_eq!(same, defaults);
+    }
+
+    #[test]
+    fn bad_bodies_name_the_key() {
+        let d = CollectionSettings::default();
+        let e = CollectionSettings::from_body(&d, &json!({"index": {"threshold": 1.5}}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("index.threshold"), "{e}");
+        let e = CollectionSettings::from_body(&d, &json!({"shingle": {"size": 3}}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("size"), "{e}");
+        let e = CollectionSettings::from_body(&d, &json!({"retention": {"ttl_secs": 0}}))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("retention.ttl_secs"), "{e}");
+    }
+
+    #[test]
+    fn whole_floats_are_integers_as_json_schema_says() {
+        let d = CollectionSettings::default();
+        let body = json!({"shingle": {"k": 5.0}, "index": {"num_perm": 64.0}, "retention": {"ttl_secs": 60.0}});
+        let (s, _) = CollectionSettings::from_body(&d, &body).unwrap();
+        assert_eq!(
+            (s.shingle.k, s.index.num_perm, s.retention.ttl_secs),
+            (5, 64, Some(60))
+        );
+        let e = CollectionSettings::from_body(&d, &json!({"shingle": {"k": 5.5}})).unwrap_err();
+        assert!(e.to_string().contains("5.5"), "{e}");
+        let mut v = json!([-1.0, 1e300, 0.0, 3]);
+        integral_floats_to_integers(&mut v);
+        assert_eq!(v, json!([-1.0, 1e300, 0, 3]));
+    }
+
+    #[test]
+    fn the_first_difference_is_named_in_a_fixed_order() {
+        let a = CollectionSettings::default();
+        let mut b = a.clone();
+        b.index.seed = 7;
+        b.retention.ttl_secs = Some(60);
+        let (key, x, y) = a.first_difference(&b).unwrap();
+        assert_eq!((key.as_str(), x, y), ("index.seed", json!(1), json!(7)));
+        assert!(a.first_difference(&a).is_none());
+    }
+}

@@ -1,0 +1,140 @@
+//! Time in the engine: when a version was stored, when it expires, and
+//! the purge of expired documents.
+//!
+//! A document expires at its own `expires_ms` if it set one, else at
+//! `created_ms` plus the index's retention TTL (if any). The TTL is read
+//! at every check, so changing it (`PATCH /collections/{name}`) moves the
+//! expiry of every document that did not set its own, at once and without
+//! a rebuild. An expired document is absent from every answer from the
+//! instant it expires ([`Engine::is_live`] is checked by `get`, the
+//! candidate verifier and the scans); it stays in memory until
+//! [`Engine::remove_if_expired`] purges it (journaled, so a purge is a
+//! delete in the log). Purging is final: a TTL raised later brings back
+//! only documents not yet purged.
+//!
+//! Time comes from a [`Clock`], the system's by default, so tests can move
+//! it by hand ([`ManualClock`]); the engine does no I/O for it.
+
+use super::{DocId, Engine, EngineError, Journal, JournalEntry, Record};
+use dashmap::mapref::entry::Entry;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Where "now" comes from.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Milliseconds since the Unix epoch.
+    fn now_ms(&self) -> u64;
+}
+
+/// The system clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+/// A clock moved by hand (tests): starts at the system time.
+#[derive(Debug)]
+pub struct ManualClock(AtomicU64);
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self(AtomicU64::new(SystemClock.now_ms()))
+    }
+}
+
+impl ManualClock {
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_millis() as u64, Ordering::AcqRel);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+impl Engine {
+    /// Milliseconds since the epoch, by this engine's clock.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// The retention TTL applied to documents without an expiry of their own.
+    pub fn retention(&self) -> Option<Duration> {
+        match self.ttl_ms.load(Ordering::Acquire) {
+            0 => None,
+            ms => Some(Duration::from_millis(ms)),
+        }
+    }
+
+    /// Change the retention TTL; applies at once to every stored document
+    /// without an expiry of its own.
+    pub fn set_retention(&self, ttl: Option<Duration>) {
+        let ms = ttl.map_or(0, |d| (d.as_millis() as u64).max(1));
+        self.ttl_ms.store(ms, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// When `record` expires (ms since the epoch), if it does.
+    pub fn expiry_ms(&self, record: &Record) -> Option<u64> {
+        record.stamp().expires_ms.or_else(|| {
+            let ttl = self.ttl_ms.load(Ordering::Acquire);
+            (ttl != 0).then(|| record.created_ms().saturating_add(ttl))
+        })
+    }
+
+    /// False once `record` has expired (at `now`).
+    #[inline]
+    pub fn is_live(&self, record: &Record, now: u64) -> bool {
+        self.expiry_ms(record).is_none_or(|at| now < at)
+    }
+
+    /// The ids of stored documents expired at `now` (a scan of every slot;
+    /// the purge calls [`Self::remove_if_expired`] on each).
+    pub fn expired_ids(&self, now: u64) -> Vec<DocId> {
+        if self.ttl_ms.load(Ordering::Acquire) == 0
+            && self.own_expiries.load(Ordering::Acquire) == 0
+        {
+            return Vec::new();
+        }
+        (0..self.slot_span() as u32)
+            .filter_map(|slot| self.docs.get(&slot))
+            .filter(|record| !self.is_live(record, now))
+            .map(|record| record.id().clone())
+            .collect()
+    }
+
+    /// Remove `id` if its current version has expired at `now`, journaling
+    /// the delete first; `None` if it is not stored or still live (a
+    /// replace since the scan made it live again).
+    pub fn remove_if_expired(
+        &self,
+        id: &DocId,
+        now: u64,
+        journal: &dyn Journal,
+    ) -> Result<Option<u64>, EngineError> {
+        let Entry::Occupied(entry) = self.ids.entry(id.clone()) else {
+            return Ok(None);
+        };
+        let expired = self
+            .docs
+            .get(entry.get())
+            .is_some_and(|record| !self.is_live(&record, now));
+        if !expired {
+            return Ok(None);
+        }
+        let seq = journal
+            .append(JournalEntry::Delete(id.as_str()))
+            .map_err(EngineError::Journal)?;
+        let (_, slot) = entry.remove_entry();
+        self.release(slot);
+        Ok(Some(seq))
+    }
+}

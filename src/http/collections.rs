@@ -1,0 +1,161 @@
+//! `/collections`: list, show, create, change the retention of, and delete
+//! collections. Collection changes do I/O (a manifest, directories, fsyncs),
+//! so they run on a blocking thread.
+
+use super::auth::Scope;
+use super::dto::format_time;
+use super::error::ApiError;
+use super::extract::{parse_json, CollName, JsonBody};
+use super::ops::stats_of;
+use super::state::AppState;
+use crate::collections::{integral_floats_to_integers, Collection, Retention, Status};
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// A collection as listed: name, status, size, settings and the banding
+/// its settings resolve to.
+fn describe(c: &Collection) -> Value {
+    let b = c.engine.bands();
+    json!({
+        "name": c.name,
+        "status": c.status(),
+        "created_at": format_time(c.created_ms),
+        "documents": c.engine.len(),
+        "settings": c.settings(),
+        "derived": {
+            "bands": b.bands,
+            "rows": b.rows,
+            "recall_at_threshold": b.recall_at_threshold,
+            "min_query_threshold": b.min_query_threshold,
+        },
+    })
+}
+
+/// `GET /collections`: the collections this key may use.
+pub async fn list(State(app): State<AppState>, scope: Option<Extension<Scope>>) -> Json<Value> {
+    let scope = scope.map(|Extension(s)| s).unwrap_or_default();
+    let collections: Vec<Value> = app
+        .collections
+        .list()
+        .iter()
+        .filter(|c| scope.allows(c.name.as_str()))
+        .map(|c| describe(c))
+        .collect();
+    Json(json!({ "collections": collections }))
+}
+
+/// `GET /collections/{name}`: its description and its `/stats` body (null
+/// while it is restored or if it failed).
+pub async fn show(
+    State(app): State<AppState>,
+    CollName(name): CollName,
+) -> Result<Json<Value>, ApiError> {
+    let c = app
+        .collections
+        .get(name.as_str())
+        .ok_or_else(|| ApiError::CollectionNotFound(name.to_string()))?;
+    let mut body = describe(&c);
+    body["stats"] = match c.status() {
+        Status::Ready => stats_of(&app, &c),
+        Status::Restoring | Status::Failed => Value::Null,
+    };
+    Ok(Json(body))
+}
+
+fn location(c: &Collection) -> HeaderValue {
+    HeaderValue::from_str(&format!("/collections/{}", c.name))
+        .expect("collection names are valid header values")
+}
+
+/// `PUT /collections/{name}`: 201 created, 200 when it exists with the same
+/// settings, 409 with other ones (naming the first key that differs).
+pub async fn put(
+    State(app): State<AppState>,
+    CollName(name): CollName,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let settings: Value = parse_json(&body.0)?;
+    let collections = Arc::clone(&app.collections);
+    let (c, created) =
+        tokio::task::spawn_blocking(move || collections.create(name.as_str(), &settings))
+            .await
+            .map_err(|e| ApiError::Internal(format!("collection task failed: {e}")))??;
+    Ok(if created {
+        (
+            StatusCode::CREATED,
+            [(header::LOCATION, location(&c))],
+            Json(describe(&c)),
+        )
+            .into_response()
+    } else {
+        (StatusCode::OK, Json(describe(&c))).into_response()
+    })
+}
+
+/// What `PATCH /collections/{name}` may change.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Patch {
+    retention: RetentionPatch,
+}
+
+/// `{"ttl_secs": n}` or `{"ttl_secs": null}`: the key is required, so an
+/// empty object cannot clear a retention by accident.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetentionPatch {
+    #[serde(default, deserialize_with = "present")]
+    ttl_secs: Option<Option<u64>>,
+}
+
+/// A field that may be null but must be there: `Some(None)` for null.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
+    Option::<u64>::deserialize(d).map(Some)
+}
+
+/// `PATCH /collections/{name}`: change the retention, at once and without
+/// a rebuild (the recipe and index parameters are fixed at creation).
+pub async fn patch(
+    State(app): State<AppState>,
+    CollName(name): CollName,
+    body: JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    let hint = |detail: String| {
+        ApiError::InvalidBody(format!(
+            "{detail}; PATCH changes only {{\"retention\": {{\"ttl_secs\": n or null}}}}: \
+             the recipe and index parameters are fixed when a collection is created"
+        ))
+    };
+    let mut value: Value = parse_json(&body.0)?;
+    integral_floats_to_integers(&mut value);
+    let patch: Patch = serde_json::from_value(value)
+        .map_err(|e| hint(format!("the body does not match the schema: {e}")))?;
+    let Some(ttl_secs) = patch.retention.ttl_secs else {
+        return Err(hint("retention.ttl_secs is missing".into()));
+    };
+    let retention = Retention { ttl_secs };
+    let collections = Arc::clone(&app.collections);
+    let c =
+        tokio::task::spawn_blocking(move || collections.set_retention(name.as_str(), retention))
+            .await
+            .map_err(|e| ApiError::Internal(format!("collection task failed: {e}")))??;
+    Ok(Json(describe(&c)))
+}
+
+/// `DELETE /collections/{name}`: gone durably; 409 for `default`.
+pub async fn delete(
+    State(app): State<AppState>,
+    CollName(name): CollName,
+) -> Result<StatusCode, ApiError> {
+    let collections = Arc::clone(&app.collections);
+    let c = tokio::task::spawn_blocking(move || collections.delete(name.as_str()))
+        .await
+        .map_err(|e| ApiError::Internal(format!("collection task failed: {e}")))??;
+    app.scans.forget(c.id);
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,27 @@
+//! The API suites about one collection's routes, run again against a named
+//! collection: the same test files as `tests/api` (no copy), with every
+//! collection route addressed under `/collections/c1` (see
+//! `helpers::route`), a collection created with the server's defaults by
+//! `spawn_app`. Everything the unprefixed routes promise, a named
+//! collection keeps.
+
+/// The collection the suites run against.
+const COLLECTION: Option<&str> = Some("c1");
+
+// Some helpers serve only suites this binary does not run.
+#[path = "../api/helpers.rs"]
+#[allow(dead_code)]
+mod helpers;
+
+#[path = "../api/concurrency.rs"]
+mod concurrency;
+#[path = "../api/documents.rs"]
+mod documents;
+#[path = "../api/duplicates.rs"]
+mod duplicates;
+#[path = "../api/errors.rs"]
+mod errors;
+#[path = "../api/hostile.rs"]
+mod hostile;
+#[path = "../api/similar.rs"]
+mod similar;
