@@ -85,6 +85,20 @@ struct Args {
     /// Tokio worker threads of the load generator.
     #[arg(long, default_value_t = 1)]
     client_threads: usize,
+    /// Ingest into and query this collection (`/collections/NAME/...`,
+    /// which must exist) instead of `default`.
+    #[arg(long)]
+    collection: Option<String>,
+}
+
+impl Args {
+    /// The URL of a collection route (`/documents/batch`, `/similar`, `/stats`).
+    fn collection_url(&self, route: &str) -> String {
+        match &self.collection {
+            Some(name) => format!("{}/collections/{name}{route}", self.url),
+            None => format!("{}{route}", self.url),
+        }
+    }
 }
 
 // ------------------------------------------------------------ the corpus --
@@ -297,7 +311,7 @@ async fn ingest(client: &reqwest::Client, args: &Args, corpus: &Arc<Corpus>) -> 
         corpus.docs,
         t0.elapsed().as_secs_f64()
     );
-    let url = format!("{}/documents/batch", args.url);
+    let url = args.collection_url("/documents/batch");
     let (client, bodies) = (client.clone(), Arc::new(bodies));
     let failed_items = Arc::new(AtomicUsize::new(0));
     let failed = Arc::clone(&failed_items);
@@ -366,7 +380,7 @@ async fn query(client: &reqwest::Client, args: &Args, corpus: &Arc<Corpus>) -> V
         .collect();
     let checked = picks.iter().filter(|p| p.1.is_some()).count();
     let (found, results) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let url = format!("{}/similar", args.url);
+    let url = args.collection_url("/similar");
     let picks = Arc::new(picks);
     let (c, f, r) = (client.clone(), Arc::clone(&found), Arc::clone(&results));
     let mut run = drive(args.queries, args.concurrency, move |i| {
@@ -423,7 +437,7 @@ async fn healthz(client: &reqwest::Client, args: &Args) -> Value {
 
 async fn stats(client: &reqwest::Client, args: &Args) -> anyhow::Result<Value> {
     let v: Value = client
-        .get(format!("{}/stats", args.url))
+        .get(args.collection_url("/stats"))
         .send()
         .await?
         .error_for_status()?

@@ -39,6 +39,28 @@ enum Command {
     },
 }
 
+/// Every collection keeps its log segment open, and every connection is a
+/// descriptor too: raise the soft open-file limit to the hard one (as
+/// servers commonly do) and warn when it still looks short for
+/// `limits.max_collections`.
+fn raise_open_file_limit(max_collections: usize) {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => {
+            let wanted = max_collections as u64 + 1024;
+            if limit < wanted {
+                tracing::warn!(
+                    open_file_limit = limit,
+                    max_collections,
+                    "the open-file limit is low for limits.max_collections (a log file per collection, plus connections); raise it (ulimit -n) or lower limits.max_collections"
+                );
+            } else {
+                tracing::debug!(open_file_limit = limit, "open-file limit");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "could not read or raise the open-file limit"),
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -52,6 +74,7 @@ async fn main() -> anyhow::Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => {
             neardup::telemetry::init(&config.log);
+            raise_open_file_limit(config.limits.max_collections);
             let app = App::build(config).await?;
             app.run_until_stopped(shutdown_signal()).await
         }
@@ -63,8 +86,13 @@ async fn main() -> anyhow::Result<()> {
             std::process::exit(code);
         }
         Command::PrintConfig => {
-            println!("{}", serde_json::to_string_pretty(&effective(&config)?)?);
-            Ok(())
+            use std::io::Write;
+            let text = serde_json::to_string_pretty(&effective(&config)?)?;
+            // `print-config | head` closes the pipe early: not an error.
+            match writeln!(std::io::stdout().lock(), "{text}") {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+                _ => Ok(()),
+            }
         }
         Command::Healthcheck { addr, live } => {
             let addr = match addr {

@@ -30,7 +30,7 @@
 
 use super::table::{Bucket, Table, MAX_SLOT};
 use rayon::prelude::*;
-use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use super::table::Slot;
 
@@ -58,8 +58,10 @@ pub struct LshIndex {
     bands: usize,
     rows: usize,
     seed: u64,
-    /// Every band's buckets; the band number is part of the key.
-    shards: Box<[Shard]>,
+    /// Every band's buckets; the band number is part of the key. Made by
+    /// the first insert, so an empty index (a new collection) costs next
+    /// to nothing.
+    shards: OnceLock<Box<[Shard]>>,
     /// Buffers of [`insert_bulk`](Self::insert_bulk), kept between calls
     /// until [`release_bulk_buffers`](Self::release_bulk_buffers). The lock
     /// serializes bulk inserts (only the restore path makes them).
@@ -139,9 +141,20 @@ impl LshIndex {
             bands,
             rows,
             seed: seed ^ BAND_SALT,
-            shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            shards: OnceLock::new(),
             bulk_scratch: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The shards, none before the first insert.
+    fn shards(&self) -> &[Shard] {
+        self.shards.get().map_or(&[], |s| s)
+    }
+
+    /// The shards, made if this is the first write.
+    fn shards_for_write(&self) -> &[Shard] {
+        self.shards
+            .get_or_init(|| (0..SHARDS).map(|_| Shard::default()).collect())
     }
 
     pub fn bands(&self) -> usize {
@@ -173,8 +186,9 @@ impl LshIndex {
 
     pub fn insert(&self, slot: Slot, signature: &[u32]) {
         assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
+        let shards = self.shards_for_write();
         for (shard, key) in self.keys(signature) {
-            self.shards[shard].write().insert(key, slot);
+            shards[shard].write().insert(key, slot);
         }
     }
 
@@ -203,6 +217,7 @@ impl LshIndex {
             .zip(parts.par_iter_mut())
             .for_each(|(docs, by_shard)| by_shard.fill(self, docs));
         let parts = &*parts;
+        let shards = self.shards_for_write();
         // 2. Each shard locked once; shards in parallel.
         (0..SHARDS)
             .into_par_iter()
@@ -212,7 +227,7 @@ impl LshIndex {
                 if n == 0 {
                     return;
                 }
-                let mut table = self.shards[shard].write();
+                let mut table = shards[shard].write();
                 table.reserve(n);
                 for p in parts {
                     for &(key, slot) in p.of(shard) {
@@ -235,15 +250,22 @@ impl LshIndex {
         // headroom keeps every shard from growing during the load.
         let mean = keys as f64 / SHARDS as f64;
         let per_shard = (mean + 4.0 * mean.sqrt()).ceil() as usize;
-        self.shards
+        if documents == 0 {
+            return;
+        }
+        self.shards_for_write()
             .par_iter()
             .with_min_len(SHARDS / 64)
             .for_each(|s| s.write().presize(per_shard));
     }
 
     pub fn remove(&self, slot: Slot, signature: &[u32]) {
+        let shards = self.shards();
+        if shards.is_empty() {
+            return;
+        }
         for (shard, key) in self.keys(signature) {
-            self.shards[shard].write().remove(key, slot);
+            shards[shard].write().remove(key, slot);
         }
     }
 
@@ -251,8 +273,12 @@ impl LshIndex {
     /// repeats; the caller sorts and dedups). Returns false if more than
     /// `cap` slots were found, in which case `out` keeps the first `cap`.
     pub fn candidates(&self, signature: &[u32], out: &mut Vec<Slot>, cap: usize) -> bool {
+        let shards = self.shards();
+        if shards.is_empty() {
+            return true;
+        }
         for (shard, key) in self.keys(signature) {
-            match self.shards[shard].read().get(key) {
+            match shards[shard].read().get(key) {
                 None => {}
                 Some(Bucket::One(s)) => out.push(s),
                 Some(Bucket::Many(v)) => out.extend_from_slice(v),
@@ -267,7 +293,7 @@ impl LshIndex {
 
     /// Number of non-empty buckets.
     pub fn bucket_count(&self) -> usize {
-        self.shards.iter().map(|s| s.read().len()).sum()
+        self.shards().iter().map(|s| s.read().len()).sum()
     }
 
     /// Heap bytes: every shard's table and spilled buckets, the shard
@@ -281,9 +307,9 @@ impl LshIndex {
             .map(ByShard::heap_bytes)
             .sum();
         scratch
-            + self.shards.len() * std::mem::size_of::<Shard>()
+            + std::mem::size_of_val(self.shards())
             + self
-                .shards
+                .shards()
                 .iter()
                 .map(|s| s.read().heap_bytes())
                 .sum::<usize>()
@@ -330,6 +356,19 @@ mod tests {
             SHARDS * std::mem::size_of::<Shard>(),
             "every table released"
         );
+    }
+
+    #[test]
+    fn an_empty_index_allocates_nothing_until_its_first_insert() {
+        let idx = LshIndex::new(21, 6, 1);
+        assert_eq!(idx.heap_bytes(), 0);
+        assert_eq!(sorted_candidates(&idx, &[1; 126]), Vec::<Slot>::new());
+        idx.remove(3, &[1; 126]);
+        idx.reserve(0);
+        assert_eq!(idx.heap_bytes(), 0);
+        idx.insert(3, &[1; 126]);
+        assert!(idx.heap_bytes() >= SHARDS * std::mem::size_of::<Shard>());
+        assert_eq!(sorted_candidates(&idx, &[1; 126]), vec![3; 21]);
     }
 
     #[test]
@@ -465,7 +504,7 @@ mod tests {
             e.sort_unstable();
             assert_eq!(sorted_candidates(&idx, &family(f)), e, "family {f}");
         }
-        for s in idx.shards.iter() {
+        for s in idx.shards().iter() {
             s.read().validate();
         }
     }

@@ -288,7 +288,8 @@ impl Wal {
             mode,
             fingerprint,
             pending: Mutex::new(Pending {
-                buf: Vec::with_capacity(1 << 16),
+                // Grows with the first appends: an idle collection holds none.
+                buf: Vec::new(),
                 next_lsn,
             }),
             io: Mutex::new(segment),
