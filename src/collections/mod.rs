@@ -137,6 +137,9 @@ pub enum CollectionError {
     },
     #[error("{0}")]
     Protected(&'static str),
+    /// Its files could not be restored at start.
+    #[error("collection {0:?} is unavailable: its files could not be restored (see the server log); repair them or delete the collection")]
+    Unavailable(String),
     #[error("the server already holds {0} collections (limits.max_collections)")]
     TooMany(usize),
     /// The change could not be made durable (logged with its cause).
@@ -400,6 +403,14 @@ impl Collections {
                 "the default collection's retention comes from the server configuration (retention.ttl_secs)",
             ));
         }
+        let Some(store) = c.store() else {
+            return Err(CollectionError::Unavailable(c.name.to_string()));
+        };
+        // What has expired under the old retention stays expired: purge it
+        // before a longer retention (or none) could make it live again.
+        if let Err(e) = store.purge_expired() {
+            tracing::warn!(collection = %c.name, error = %e, "purging before a retention change failed");
+        }
         let mut settings = c.settings();
         settings.retention = retention;
         let manifest = Manifest {
@@ -426,6 +437,9 @@ impl Collections {
         let c = self
             .get(name)
             .ok_or_else(|| CollectionError::NotFound(name.to_owned()))?;
+        if let Some(store) = c.store() {
+            store.retire();
+        }
         catalog::remove(&catalog::root(&self.data_dir), name)?;
         self.map.write().expect("map lock").remove(name);
         tracing::info!(collection = %c.name, documents = c.engine.len(), "collection deleted");

@@ -72,11 +72,12 @@ impl Engine {
             doc_map_bytes,
             lsh_bytes,
             total_bytes,
-            fixed_bytes: self.fixed_bytes,
+            fixed_bytes: self.fixed_bytes + self.lsh.fixed_bytes(),
             bytes_per_document: if docs == 0 {
                 0.0
             } else {
-                total_bytes.saturating_sub(self.fixed_bytes) as f64 / docs as f64
+                total_bytes.saturating_sub(self.fixed_bytes + self.lsh.fixed_bytes()) as f64
+                    / docs as f64
             },
         }
     }

@@ -197,7 +197,9 @@ impl Engine {
         let (params, bands) = (valid.params(), valid.bands());
         let lsh = LshIndex::new(bands.bands, bands.rows, params.index.seed);
         let docs = RecordTable::default();
-        let fixed_bytes = lsh.heap_bytes() + docs.heap_bytes();
+        // The record table's directory; the LSH shard array comes with the
+        // first document (see `memory`).
+        let fixed_bytes = docs.heap_bytes();
         Self {
             tokenizer: Tokenizer::new(params.normalize, params.shingle, params.index.seed),
             minhasher: MinHasher::new(params.index.num_perm, params.index.seed),

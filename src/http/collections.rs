@@ -157,5 +157,6 @@ pub async fn delete(
         .await
         .map_err(|e| ApiError::Internal(format!("collection task failed: {e}")))??;
     app.scans.forget(c.id);
+    app.metrics.forget_collection(c.name.as_str());
     Ok(StatusCode::NO_CONTENT)
 }

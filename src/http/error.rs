@@ -173,6 +173,11 @@ impl ApiError {
                 CollectionError::TooMany(_) => {
                     (S::CONFLICT, "too-many-collections", "Too many collections")
                 }
+                CollectionError::Unavailable(_) => (
+                    S::SERVICE_UNAVAILABLE,
+                    "collection-unavailable",
+                    "Collection unavailable",
+                ),
                 CollectionError::Storage(_) => (
                     S::SERVICE_UNAVAILABLE,
                     "storage-unavailable",

@@ -135,6 +135,10 @@ pub struct Metrics {
     /// Collections whose series exist: each one's are made at zero when it
     /// is first seen and removed once it is gone.
     exported: Mutex<HashSet<String>>,
+    /// Deleted collections (until a collection of the name exists again):
+    /// series a request still running on one made after its deletion are
+    /// removed at each scrape.
+    deleted: Mutex<HashSet<String>>,
 }
 
 /// Every write outcome `neardup_writes_total` counts.
@@ -360,6 +364,7 @@ impl Default for Metrics {
             last_scan: Default::default(),
             verified_totals: Default::default(),
             exported: Default::default(),
+            deleted: Default::default(),
         }
     }
 }
@@ -560,6 +565,14 @@ impl Metrics {
         }
     }
 
+    /// `name` was deleted: its series go at the next scrape.
+    pub fn forget_collection(&self, name: &str) {
+        self.deleted
+            .lock()
+            .expect("metrics lock")
+            .insert(name.to_owned());
+    }
+
     /// Make every per-collection series of a new collection at zero (a
     /// counter that appears only once it moves hides the first increment
     /// from `rate()`), and remove a deleted collection's.
@@ -592,10 +605,15 @@ impl Metrics {
             }
             exported.insert((*name).to_owned());
         }
+        let mut deleted = self.deleted.lock().expect("metrics lock");
+        deleted.retain(|n| !names.contains(n.as_str()));
         let gone: Vec<String> = exported
             .iter()
             .filter(|n| !names.contains(n.as_str()))
+            .chain(deleted.iter())
             .cloned()
+            .collect::<HashSet<String>>()
+            .into_iter()
             .collect();
         for name in gone {
             let l = of(&name);

@@ -9,7 +9,7 @@ use super::scans::ScanScheduler;
 use crate::collections::{Collection, Collections};
 use crate::config::Config;
 use crate::engine::{EngineError, Prepared};
-use crate::persist::{SnapshotInfo, Store};
+use crate::persist::{PersistError, SnapshotInfo, Store};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -119,7 +119,7 @@ impl AppState {
             let mut failed = None;
             for c in collections.list() {
                 let Some(store) = c.store() else { continue };
-                if !pick(store) {
+                if store.is_retired() || !pick(store) {
                     continue;
                 }
                 match store.snapshot() {
@@ -127,6 +127,8 @@ impl AppState {
                         metrics.observe_snapshot(c.name.as_str(), &info);
                         written.push((Arc::clone(&c), info));
                     }
+                    // Deleted meanwhile.
+                    Err(PersistError::Retired) => {}
                     Err(e) => {
                         metrics.observe_snapshot_failure(c.name.as_str());
                         tracing::error!(collection = %c.name, error = %e, "snapshot failed; the log still holds every write");

@@ -296,6 +296,11 @@ impl LshIndex {
         self.shards().iter().map(|s| s.read().len()).sum()
     }
 
+    /// What the index costs whatever its size: the shard array, once made.
+    pub fn fixed_bytes(&self) -> usize {
+        std::mem::size_of_val(self.shards())
+    }
+
     /// Heap bytes: every shard's table and spilled buckets, the shard
     /// array, and bulk-insert buffers if any are kept.
     pub fn heap_bytes(&self) -> usize {

@@ -67,6 +67,9 @@ pub enum PersistError {
     /// The log ran out of space and another writer is retrying right now.
     #[error("the write-ahead log is out of space; writes are refused until there is room")]
     Stalled,
+    /// The store's collection was deleted: no more snapshots.
+    #[error("the collection was deleted")]
+    Retired,
 }
 
 /// What a finished snapshot looks like, for `/stats` and `POST /admin/snapshot`.
@@ -109,6 +112,8 @@ pub struct Store {
     fingerprint: Fingerprint,
     /// One snapshot at a time.
     snapshot_lock: Mutex<()>,
+    /// Set once its collection is deleted (under `snapshot_lock`).
+    retired: std::sync::atomic::AtomicBool,
     next_seq: AtomicU64,
     last_snapshot: Mutex<Option<SnapshotInfo>>,
     pub recovery: RecoveryReport,
@@ -164,6 +169,7 @@ impl Store {
             wal,
             fingerprint,
             snapshot_lock: Mutex::new(()),
+            retired: Default::default(),
             next_seq: AtomicU64::new(next_seq),
             last_snapshot: Mutex::new(last),
             recovery: report,
@@ -285,6 +291,19 @@ impl Store {
         Ok(purged)
     }
 
+    /// Its collection is being deleted: wait for a running snapshot to
+    /// finish and refuse later ones, so none writes into a directory on its
+    /// way out.
+    pub fn retire(&self) {
+        let _one = self.snapshot_lock.lock().expect("snapshot lock");
+        self.retired
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// True when writes were logged since the last snapshot.
     pub fn changed_since_snapshot(&self) -> bool {
         let since = self
@@ -300,6 +319,9 @@ impl Store {
     /// they wait at most for the log rotation and one `ids` shard scan.
     pub fn snapshot(&self) -> Result<SnapshotInfo, PersistError> {
         let _one = self.snapshot_lock.lock().expect("snapshot lock");
+        if self.is_retired() {
+            return Err(PersistError::Retired);
+        }
         let start = Instant::now();
         let wal_lsn = self.wal.rotate()?;
         let rotated = Instant::now();

@@ -538,3 +538,105 @@ fn always_mode_acknowledges_only_what_is_fsynced() {
         "an fsynced LSN needs no second fsync"
     );
 }
+
+// -- stamps, expiry and the purge ---------------------------------------------
+
+fn open_clocked(
+    dir: &Path,
+    clock: Arc<crate::engine::ManualClock>,
+    ttl: Option<Duration>,
+) -> Store {
+    let engine = Engine::with_clock(EngineParams::default().validate().unwrap(), clock);
+    engine.set_retention(ttl);
+    Store::open(Arc::new(engine), &settings(dir)).unwrap()
+}
+
+fn put_expiring(s: &Store, id: &str, text: &str, expires_ms: Option<u64>) {
+    let doc = s.engine().prepare(text).unwrap();
+    let new = NewDoc {
+        id: DocId::parse(id).unwrap(),
+        doc,
+        metadata: None,
+        expires_ms,
+    };
+    s.insert(new, WriteMode::Upsert).unwrap();
+}
+
+/// Every record's id with its stamp.
+fn stamps(e: &Engine) -> BTreeMap<String, crate::engine::Stamp> {
+    e.records()
+        .iter()
+        .map(|r| (r.id().to_string(), r.stamp()))
+        .collect()
+}
+
+use crate::engine::Clock;
+use std::time::Duration;
+
+#[test]
+fn stamps_survive_the_log_and_snapshots_and_expiry_follows_the_clock_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(crate::engine::ManualClock::default());
+    let t0 = clock.now_ms();
+    let hour = Some(Duration::from_secs(3600));
+    let before = {
+        let s = open_clocked(dir.path(), Arc::clone(&clock), hour);
+        put_expiring(&s, "retained", &text(1), None);
+        put_expiring(&s, "own", &text(2), Some(t0 + 60_000));
+        clock.advance(Duration::from_secs(10));
+        s.snapshot().unwrap();
+        put_expiring(&s, "later", &text(3), Some(t0 + 7_200_000));
+        stamps(s.engine())
+    };
+    assert_eq!(before["retained"].created_ms, t0);
+    assert_eq!(before["later"].created_ms, t0 + 10_000);
+    // Restored from the snapshot (two) and the log (one): the same stamps.
+    let s = open_clocked(dir.path(), Arc::clone(&clock), hour);
+    assert_eq!(stamps(s.engine()), before);
+    assert_eq!(s.recovery.snapshot_documents, 2);
+    assert_eq!(s.recovery.replayed_records, 1);
+    let live = |s: &Store, id: &str| s.engine().get(id).is_some();
+    assert!(live(&s, "own") && live(&s, "retained") && live(&s, "later"));
+    // A minute on: the document's own expiry; an hour: the retention; two:
+    // the longer own expiry, which wins over the retention.
+    clock.advance(Duration::from_secs(60));
+    assert!(!live(&s, "own") && live(&s, "retained"));
+    clock.advance(Duration::from_secs(3600));
+    assert!(!live(&s, "retained") && live(&s, "later"));
+    clock.advance(Duration::from_secs(3600));
+    assert!(!live(&s, "later"));
+    drop(s);
+    // Nothing purged: after a restart they are still expired, not back.
+    let s = open_clocked(dir.path(), Arc::clone(&clock), hour);
+    assert_eq!(s.engine().len(), 3, "held until purged");
+    assert!(!live(&s, "own") && !live(&s, "retained") && !live(&s, "later"));
+}
+
+#[test]
+fn the_purge_logs_a_delete_per_expired_document_and_a_replay_keeps_them_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(crate::engine::ManualClock::default());
+    let t0 = clock.now_ms();
+    {
+        let s = open_clocked(dir.path(), Arc::clone(&clock), None);
+        for i in 0..20 {
+            let expires = (i % 2 == 0).then_some(t0 + 1_000);
+            put_expiring(&s, &format!("d{i}"), &text(i), expires);
+        }
+        assert_eq!(s.purge_expired().unwrap(), 0, "nothing expired yet");
+        clock.advance(Duration::from_secs(2));
+        // Replaced since it expired: live again, so not purged.
+        put_expiring(&s, "d0", &text(100), None);
+        let bytes_before = s.wal().bytes();
+        assert_eq!(s.purge_expired().unwrap(), 9);
+        assert!(s.wal().bytes() > bytes_before, "a delete each in the log");
+        assert_eq!(s.engine().len(), 11);
+        assert_eq!(s.purge_expired().unwrap(), 0, "idempotent");
+    }
+    // The log alone (no snapshot): the deletes replay.
+    let s = open_clocked(dir.path(), Arc::clone(&clock), None);
+    assert_eq!(s.engine().len(), 11);
+    assert_eq!(s.recovery.replayed_records, 21 + 9);
+    let ids: Vec<String> = stamps(s.engine()).into_keys().collect();
+    assert!(ids.contains(&"d0".to_owned()) && !ids.contains(&"d2".to_owned()));
+}

@@ -531,3 +531,306 @@ fn an_invalid_key_in_the_environment_is_a_startup_error_that_does_not_echo_it() 
     assert!(stderr.contains("auth.api_keys[1]"), "{stderr}");
     assert!(!stderr.contains("zz"), "{stderr}");
 }
+
+// -- keys scoped to collections (`[[auth.keys]]`) ------------------------------
+
+use neardup::config::ScopedKey;
+
+fn scoped(key: &str, collections: Option<&[&str]>, read_only: bool) -> ScopedKey {
+    ScopedKey {
+        key: Secret::new(key),
+        collections: collections.map(|c| c.iter().map(|s| s.to_string()).collect()),
+        read_only,
+    }
+}
+
+/// The outcome a key should get: allowed (2xx), or 403.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Expect {
+    Ok,
+    Forbidden,
+}
+
+/// Every collection route's request, unprefixed (`default`) or under
+/// `/collections/{name}`; `true` for the reads.
+fn requests_on(collection: Option<&str>) -> Vec<(Method, String, Option<Value>, bool)> {
+    let prefix = collection.map_or(String::new(), |c| format!("/collections/{c}"));
+    collection_requests()
+        .into_iter()
+        .map(|(m, _, url, mut body)| {
+            let read = m == Method::GET;
+            // The documents are there already (see the caller): POST without an id.
+            if url == "/documents" {
+                if let Some(b) = body.as_mut().and_then(Value::as_object_mut) {
+                    b.remove("id");
+                }
+            }
+            (m, format!("{prefix}{url}"), body, read)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn scoped_keys_reach_their_collections_only_on_every_route() {
+    let mut settings = keyed_settings();
+    settings.auth.keys = vec![
+        scoped("bodies-titles", Some(&["bodies", "titles"]), false),
+        scoped("bodies-reader", Some(&["bodies"]), true),
+        scoped("default-only", Some(&["default"]), false),
+        scoped("everything-reader", None, true),
+        scoped("everything", None, false),
+        scoped("ghost-only", Some(&["ghost"]), false),
+    ];
+    let app = spawn_app_with(settings).await;
+    let full = Some(bearer(FULL));
+    for name in ["bodies", "titles", "other"] {
+        let resp = send(
+            &app,
+            Method::PUT,
+            &format!("/collections/{name}"),
+            full.as_deref(),
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(resp.status(), 201);
+    }
+    let collections = [None, Some("bodies"), Some("titles"), Some("other")];
+    for c in collections {
+        let prefix = c.map_or(String::new(), |c| format!("/collections/{c}"));
+        for (id, text) in [
+            ("a1", "the night is dark and the moon is red"),
+            ("a2", "the night is dark and the moon is bright red"),
+        ] {
+            let resp = send(
+                &app,
+                Method::PUT,
+                &format!("{prefix}/documents/{id}"),
+                full.as_deref(),
+                Some(json!({"text": text})),
+            )
+            .await;
+            assert_eq!(resp.status(), 201);
+        }
+    }
+    // Which collection each key may use, and whether it may write.
+    let keys: [(&str, &[&str], bool); 5] = [
+        ("bodies-titles", &["bodies", "titles"], true),
+        ("bodies-reader", &["bodies"], false),
+        ("default-only", &["default"], true),
+        (
+            "everything-reader",
+            &["default", "bodies", "titles", "other"],
+            false,
+        ),
+        (
+            "everything",
+            &["default", "bodies", "titles", "other"],
+            true,
+        ),
+    ];
+    let mut checked = 0;
+    for (key, allowed, writes) in keys {
+        let auth = bearer(key);
+        for collection in collections {
+            let name = collection.unwrap_or("default");
+            for (method, url, body, read) in requests_on(collection) {
+                let expect = if allowed.contains(&name) && (read || writes) {
+                    Expect::Ok
+                } else {
+                    Expect::Forbidden
+                };
+                let resp = send(&app, method.clone(), &url, Some(&auth), body).await;
+                let status = resp.status().as_u16();
+                match expect {
+                    Expect::Ok => assert!(
+                        (200..300).contains(&status),
+                        "{key}: {method} {url} → {status}"
+                    ),
+                    Expect::Forbidden => {
+                        assert!(resp.headers().get("www-authenticate").is_none());
+                        let p = assert_problem(resp, 403).await;
+                        assert_eq!(
+                            p["type"], "urn:neardup:problem:forbidden",
+                            "{key}: {method} {url}"
+                        );
+                    }
+                }
+                checked += 1;
+            }
+            // The collection's own description follows the same rule.
+            if let Some(c) = collection {
+                let resp = send(
+                    &app,
+                    Method::GET,
+                    &format!("/collections/{c}"),
+                    Some(&auth),
+                    None,
+                )
+                .await;
+                let expected = if allowed.contains(&c) { 200 } else { 403 };
+                assert_eq!(resp.status(), expected, "{key}: GET /collections/{c}");
+            }
+        }
+        // The list shows what the key may use.
+        let resp = send(&app, Method::GET, "/collections", Some(&auth), None).await;
+        let body: Value = resp.json().await.unwrap();
+        let listed: Vec<&str> = body["collections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        let mut expected: Vec<&str> = allowed.to_vec();
+        expected.sort();
+        assert_eq!(listed, expected, "{key}");
+        // Managing collections, snapshots and metrics need a key without a list.
+        let unlisted = allowed.len() == 4;
+        for (method, path, body) in [
+            (Method::PUT, "/collections/newone", Some(json!({}))),
+            (
+                Method::PATCH,
+                "/collections/other",
+                Some(json!({"retention": {"ttl_secs": 60}})),
+            ),
+            (Method::POST, "/admin/snapshot", None),
+            (Method::GET, "/metrics", None),
+            (Method::DELETE, "/collections/newone", None),
+        ] {
+            let resp = send(&app, method.clone(), path, Some(&auth), body).await;
+            let status = resp.status().as_u16();
+            let ok = unlisted && (writes || method == Method::GET);
+            if ok {
+                assert!(
+                    (200..300).contains(&status),
+                    "{key}: {method} {path} → {status}"
+                );
+            } else {
+                assert_eq!(status, 403, "{key}: {method} {path}");
+            }
+        }
+    }
+    assert!(checked > 200);
+    // A key limited to a collection that does not exist gets the 404 for it
+    // (it may know of it), and a 403 elsewhere.
+    let ghost = bearer("ghost-only");
+    let resp = send(
+        &app,
+        Method::GET,
+        "/collections/ghost/stats",
+        Some(&ghost),
+        None,
+    )
+    .await;
+    assert_eq!(
+        assert_problem(resp, 404).await["type"],
+        "urn:neardup:problem:collection-not-found"
+    );
+    let resp = send(
+        &app,
+        Method::GET,
+        "/collections/bodies/stats",
+        Some(&ghost),
+        None,
+    )
+    .await;
+    assert_problem(resp, 403).await;
+    // Someone else's collection that does not exist: 403, nothing learned.
+    let resp = send(
+        &app,
+        Method::GET,
+        "/collections/nope/stats",
+        Some(&bearer("bodies-titles")),
+        None,
+    )
+    .await;
+    assert_problem(resp, 403).await;
+    // Today's keys keep working beside them.
+    let resp = send(
+        &app,
+        Method::GET,
+        "/collections/other/stats",
+        Some(&bearer(READER)),
+        None,
+    )
+    .await;
+    assert_eq!(resp.status(), 200);
+    let resp = send(
+        &app,
+        Method::DELETE,
+        "/collections/other",
+        Some(&bearer(READER)),
+        None,
+    )
+    .await;
+    assert_problem(resp, 403).await;
+}
+
+#[test]
+fn scoped_keys_are_validated_like_the_others_and_never_echoed() {
+    let mut settings = test_settings();
+    settings.auth.keys = vec![
+        scoped("ok-key", Some(&["bodies"]), false),
+        scoped("bad zz", None, false),
+    ];
+    let e = settings.validate().unwrap_err().to_string();
+    assert!(e.contains("auth.keys[1]"), "{e}");
+    assert!(!e.contains("zz"), "{e}");
+    let mut settings = test_settings();
+    settings.auth.keys = vec![scoped("k1-key", Some(&["Not A Name"]), false)];
+    let e = settings.validate().unwrap_err().to_string();
+    assert!(e.contains("auth.keys[0].collections"), "{e}");
+    let mut settings = test_settings();
+    settings.auth.keys = vec![scoped("same-key", None, false)];
+    settings.auth.api_keys = vec![Secret::new("same-key")];
+    let e = settings.validate().unwrap_err().to_string();
+    assert!(e.contains("twice") || e.contains("more than once"), "{e}");
+    assert!(!e.contains("same-key"), "{e}");
+    let debug = format!("{:?}", {
+        let mut s = test_settings();
+        s.auth.keys = vec![scoped("secret-scoped-key", Some(&["a"]), true)];
+        s
+    });
+    assert!(!debug.contains("secret-scoped-key"), "{debug}");
+}
+
+#[test]
+fn scoped_keys_load_from_toml_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("neardup.toml");
+    std::fs::write(
+        &path,
+        r#"
+[[auth.keys]]
+key = "bodies-key-123"
+collections = ["bodies", "titles"]
+
+[[auth.keys]]
+key = "reader-key-123"
+read_only = true
+"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["--config", path.to_str().unwrap(), "print-config"])
+        .current_dir(dir.path())
+        .output()
+        .expect("neardup runs");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !stdout.contains("bodies-key-123") && !stdout.contains("reader-key-123"),
+        "{stdout}"
+    );
+    let config: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        config["auth"]["keys"],
+        json!([
+            {"key": "***", "collections": ["bodies", "titles"], "read_only": false},
+            {"key": "***", "collections": null, "read_only": true},
+        ])
+    );
+}

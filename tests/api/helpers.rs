@@ -73,8 +73,26 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
     app
 }
 
+/// [`spawn_app_with`] on `clock` (a `ManualClock` moves time by hand).
+pub async fn spawn_app_with_clock(
+    settings: Settings,
+    clock: std::sync::Arc<dyn neardup::engine::Clock>,
+) -> TestApp {
+    let app = start_app_on(settings, clock).await;
+    app.wait_ready().await;
+    app.create_collection().await;
+    app
+}
+
 /// Like [`spawn_app_with`], without waiting for the index to be restored.
-pub async fn start_app(mut settings: Settings) -> TestApp {
+pub async fn start_app(settings: Settings) -> TestApp {
+    start_app_on(settings, std::sync::Arc::new(neardup::engine::SystemClock)).await
+}
+
+async fn start_app_on(
+    mut settings: Settings,
+    clock: std::sync::Arc<dyn neardup::engine::Clock>,
+) -> TestApp {
     settings.server.bind = "127.0.0.1:0".into();
     let mut data_dir = None;
     if settings.storage.data_dir == Settings::default().storage.data_dir {
@@ -88,7 +106,9 @@ pub async fn start_app(mut settings: Settings) -> TestApp {
         .first()
         .map(|k| k.expose().to_owned());
     let config = settings.validate().expect("valid settings");
-    let app = App::build(config).await.expect("app builds");
+    let app = App::build_with_clock(config, clock)
+        .await
+        .expect("app builds");
     let addr = app.local_addr();
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until_stopped(async move {

@@ -8,6 +8,7 @@ const COLLECTION: Option<&str> = None;
 mod helpers;
 
 mod auth;
+mod collections;
 mod concurrency;
 mod crash;
 mod disk_full;
@@ -17,5 +18,6 @@ mod errors;
 mod hostile;
 mod openapi;
 mod ops;
+mod retention;
 mod shedding;
 mod similar;

@@ -23,5 +23,7 @@ mod duplicates;
 mod errors;
 #[path = "../api/hostile.rs"]
 mod hostile;
+#[path = "../api/retention.rs"]
+mod retention;
 #[path = "../api/similar.rs"]
 mod similar;
