@@ -21,3 +21,4 @@ mod ops;
 mod retention;
 mod shedding;
 mod similar;
+mod upgrade;
