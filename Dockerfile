@@ -12,11 +12,19 @@ ARG RUST_VERSION=1.95
 FROM rust:${RUST_VERSION}-slim-bookworm AS builder
 WORKDIR /build
 COPY . .
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # The target dir is a cache mount, not part of the image: the binary is copied
-# out of it in the same RUN.
+# out of it in the same RUN. Cargo decides freshness by mtime, and COPY keeps
+# the context's mtimes, which may be older than the cache's last build of other
+# contents (another checkout, cp -p): so sources whose checksum differs from
+# that last build's (target/src.sums) are touched first.
 RUN --mount=type=cache,id=neardup-cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,id=neardup-target,target=/build/target,sharing=locked \
-    cargo build --release --locked --bin neardup \
+    find src -type f -exec sha256sum {} + | sort > /tmp/src.sums \
+    && touch target/src.sums \
+    && comm -23 /tmp/src.sums target/src.sums | cut -c67- | xargs -r -d '\n' touch \
+    && cargo build --release --locked --bin neardup \
+    && cp /tmp/src.sums target/src.sums \
     && cp target/release/neardup /usr/local/bin/neardup \
     && strip /usr/local/bin/neardup
 
