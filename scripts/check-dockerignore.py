@@ -210,8 +210,8 @@ def main():
             print(f"  - {p}", file=sys.stderr)
         print("  Fix .dockerignore (a '!path' line re-includes a path).", file=sys.stderr)
         return 1
-    print(f"check-dockerignore: ok ({len(needed)} paths cargo needs are in the build "
-          f"context; target, data and .git are not)")
+    print(f"check-dockerignore: the build context holds all {len(needed)} paths cargo "
+          f"needs (manifest, lockfile, config, targets); target, data and .git are excluded")
     return 0
 
 
