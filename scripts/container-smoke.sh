@@ -15,7 +15,8 @@
 #         makes the base images)
 # Env:    SMOKE_PORT (a free loopback port; passed to compose as HOST_PORT),
 #         SMOKE_PROJECT (neardup-smoke-<pid>), SMOKE_SKIP_BUILD=1 (reuse the
-#         compose image), SMOKE_BUILD_TIMEOUT (3600 s), SMOKE_READY_TIMEOUT (60 s).
+#         compose image), SMOKE_BUILD_ARGS (more `podman build` options, e.g.
+#         --no-cache), SMOKE_BUILD_TIMEOUT (3600 s), SMOKE_READY_TIMEOUT (60 s).
 # Needs:  podman, podman-compose, hadolint, python3, cargo, curl, jq.
 #         Only talks to 127.0.0.1.
 set -euo pipefail
@@ -135,7 +136,8 @@ else
   # local base images.
   log "podman-compose build -> $IMAGE (timeout ${BUILD_TIMEOUT}s)"
   start=$(date +%s)
-  timeout "$BUILD_TIMEOUT" "${COMPOSE[@]}" --podman-build-args "--pull=never --network host" build \
+  timeout "$BUILD_TIMEOUT" "${COMPOSE[@]}" \
+    --podman-build-args "--pull=never --network host ${SMOKE_BUILD_ARGS:-}" build \
     || die "podman-compose build"
   BUILD_SECS=$(( $(date +%s) - start ))
   pass "podman-compose build (${BUILD_SECS}s)"
