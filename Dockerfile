@@ -5,8 +5,8 @@
 # whole build context (see .dockerignore) is copied, so every bench, example
 # and test target that Cargo.toml declares is there when cargo reads it.
 
-# Tag of the builder image, rust:<RUST_VERSION>-slim-bookworm (the toolchain
-# that compiles neardup). Any tag at or above Cargo.toml's rust-version works.
+# Tag of the builder image, rust:<RUST_VERSION>-slim-bookworm: the toolchain
+# that compiles neardup. The crate needs Cargo.toml's rust-version or newer.
 ARG RUST_VERSION=1.95
 
 FROM rust:${RUST_VERSION}-slim-bookworm AS builder
