@@ -1,28 +1,34 @@
 #!/usr/bin/env bash
-# Container smoke test: builds the image with podman, runs it on a named volume,
-# ingests documents, checks near-duplicate search, the HEALTHCHECK, the non-root
-# user, graceful SIGTERM shutdown with a final snapshot, and that the data
-# survives into a fresh container on the same volume. Cleans up its containers
-# and volume (not the image: it keeps the build cache warm).
+# Container smoke test of the real docker-compose.yml, with podman-compose:
+# lints the Dockerfile (hadolint) and checks the build context
+# (scripts/check-dockerignore.py), builds the compose service's image, starts
+# it with `podman-compose up -d` under its own project name and a free loopback
+# port, ingests documents, checks near-duplicate search, the HEALTHCHECK, the
+# non-root user, graceful SIGTERM shutdown with a final snapshot, and that the
+# data survives into a new container on the same volume (`down` without -v,
+# then `up` again). Removes everything it started (containers, pod, network,
+# volume), also on failure; keeps the image and the build cache.
 #
 # Usage:  scripts/container-smoke.sh
 #         (sources ../shared/container/setup.sh first when podman is not set up
-#         in this shell: it installs podman and runc and makes the base images)
-# Env:    SMOKE_IMAGE (neardup:smoke), SMOKE_PORT (a free loopback port),
-#         SMOKE_SKIP_BUILD=1 (reuse an existing image), SMOKE_BUILD_TIMEOUT (3600 s),
-#         SMOKE_READY_TIMEOUT (60 s).
-# Needs:  podman, curl, jq. Only talks to 127.0.0.1.
+#         in this shell: it installs podman, podman-compose and hadolint and
+#         makes the base images)
+# Env:    SMOKE_PORT (a free loopback port; passed to compose as HOST_PORT),
+#         SMOKE_PROJECT (neardup-smoke-<pid>), SMOKE_SKIP_BUILD=1 (reuse the
+#         compose image), SMOKE_BUILD_ARGS (more `podman build` options, e.g.
+#         --no-cache), SMOKE_BUILD_TIMEOUT (3600 s), SMOKE_READY_TIMEOUT (60 s).
+# Needs:  podman, podman-compose, hadolint, python3, cargo, curl, jq.
+#         Only talks to 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-IMAGE=${SMOKE_IMAGE:-neardup:smoke}
-RUN_ID="$$"
-NAME1="neardup-smoke-a-$RUN_ID"
-NAME2="neardup-smoke-b-$RUN_ID"
-VOLUME="neardup-smoke-data-$RUN_ID"
+PROJECT=${SMOKE_PROJECT:-neardup-smoke-$$}
+SERVICE=neardup
 BUILD_TIMEOUT=${SMOKE_BUILD_TIMEOUT:-3600}
 READY_TIMEOUT=${SMOKE_READY_TIMEOUT:-60}
 CURL=(curl -sS --max-time 10)
+LABEL="label=io.podman.compose.project=$PROJECT"
+T0=$(date +%s)
 
 PASSED=()
 FAILED=()
@@ -30,37 +36,55 @@ pass() { PASSED+=("$1"); echo "  ok    $1"; }
 fail() { FAILED+=("$1"); echo "  FAIL  $1" >&2; }
 log() { echo "== $*"; }
 
-summary() {
+summary() { # exit status
+  local secs=$(( $(date +%s) - T0 ))
   echo
   echo "==================== container smoke summary ===================="
   for c in "${PASSED[@]+"${PASSED[@]}"}"; do echo "PASS  $c"; done
   for c in "${FAILED[@]+"${FAILED[@]}"}"; do echo "FAIL  $c"; done
-  if [ "${#FAILED[@]}" -eq 0 ] && [ "${ABORTED:-0}" -eq 0 ]; then
-    echo "RESULT: PASS (${#PASSED[@]} checks)"
+  if [ "$1" -eq 0 ]; then
+    echo "RESULT: PASS (${#PASSED[@]} checks, ${secs}s)"
   else
-    echo "RESULT: FAIL (${#FAILED[@]} failed, ${#PASSED[@]} passed${ABORTED:+, aborted})"
+    echo "RESULT: FAIL (${#FAILED[@]} failed, ${#PASSED[@]} passed${ABORTED:+, aborted}${INTERRUPTED:+, interrupted}, exit $1, ${secs}s)"
   fi
 }
+
+# The project's containers (all of them, also stopped ones).
+project_containers() { podman ps -aq --filter "$LABEL" 2>/dev/null; }
 
 cleanup() {
   local rc=$?
   set +e
+  trap - INT TERM
   if [ "$rc" -ne 0 ] || [ "${#FAILED[@]}" -ne 0 ]; then
-    for n in "$NAME1" "$NAME2"; do
-      if podman container exists "$n" 2>/dev/null; then
-        echo "---- last log lines of $n ----" >&2
-        podman logs --tail 30 "$n" >&2 2>&1
-      fi
+    for c in $(project_containers); do
+      echo "---- last log lines of $(podman inspect "$c" --format '{{.Name}}') ----" >&2
+      podman logs --tail 30 "$c" >&2 2>&1
     done
   fi
-  podman rm -f -t 0 "$NAME1" "$NAME2" >/dev/null 2>&1
-  podman volume rm -f "$VOLUME" >/dev/null 2>&1
-  summary
+  if [ "${COMPOSE_USED:-0}" = 1 ]; then
+    # `down -v` removes the project's containers, pod, network and volume;
+    # then anything left behind is removed by label (and the pod by name).
+    "${COMPOSE[@]}" down -v -t 0 >/dev/null 2>&1
+    for c in $(project_containers); do podman rm -f -t 0 "$c" >/dev/null 2>&1; done
+    podman pod rm -f "pod_$PROJECT" >/dev/null 2>&1
+    for v in $(podman volume ls -q --filter "$LABEL" 2>/dev/null); do podman volume rm -f "$v" >/dev/null 2>&1; done
+    for n in $(podman network ls -q --filter "$LABEL" 2>/dev/null); do podman network rm -f "$n" >/dev/null 2>&1; done
+    left="$(project_containers) $(podman volume ls -q --filter "$LABEL" 2>/dev/null) $(podman network ls -q --filter "$LABEL" 2>/dev/null)"
+    podman pod exists "pod_$PROJECT" 2>/dev/null && left+=" pod_$PROJECT"
+    if [ -n "${left// /}" ]; then
+      fail "cleanup: left behind:${left}"
+    else
+      pass "cleanup: no container, pod, volume or network of project $PROJECT left"
+    fi
+  fi
   if [ "$rc" -eq 0 ] && [ "${#FAILED[@]}" -ne 0 ]; then rc=1; fi
+  summary "$rc"
   exit "$rc"
 }
+on_signal() { INTERRUPTED=1; exit 130; }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap on_signal INT TERM
 
 # Aborts the run: later steps depend on this one.
 die() { fail "$1"; ABORTED=1; exit 1; }
@@ -69,46 +93,67 @@ die() { fail "$1"; ABORTED=1; exit 1; }
 if [ -z "${CONTAINERS_CONF:-}" ] && [ -f ../shared/container/setup.sh ]; then
   # shellcheck disable=SC1091
   source ../shared/container/setup.sh
+  set -euo pipefail # setup.sh turns these off at its end
 fi
 # The OCI image format drops HEALTHCHECK; the docker format keeps it.
 export BUILDAH_FORMAT=docker
 
-for tool in podman curl jq; do
+for tool in podman podman-compose hadolint python3 cargo curl jq; do
   command -v "$tool" >/dev/null || die "required tool missing: $tool"
 done
+
+# ---------------------------------------------------------------- static checks
+log "hadolint Dockerfile"
+if out=$(hadolint Dockerfile 2>&1); then
+  pass "hadolint Dockerfile: clean"
+else
+  echo "$out" >&2
+  fail "hadolint Dockerfile"
+fi
+
+log "build context vs cargo targets (.dockerignore)"
+python3 scripts/check-dockerignore.py --self-test >/dev/null || die "check-dockerignore.py --self-test"
+out=$(python3 scripts/check-dockerignore.py 2>&1) && pass "${out#check-dockerignore: }" \
+  || { echo "$out" >&2; die "every cargo target is in the build context (scripts/check-dockerignore.py)"; }
+
+# ---------------------------------------------------------------- compose
+if [ -z "${SMOKE_PORT:-}" ]; then # a port the kernel just handed out on loopback
+  SMOKE_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') \
+    || die "no free loopback port found"
+fi
+export HOST_PORT=$SMOKE_PORT
+BASE="http://127.0.0.1:$SMOKE_PORT"
+COMPOSE=(podman-compose -f docker-compose.yml -p "$PROJECT")
+IMAGE=$("${COMPOSE[@]}" config 2>/dev/null | awk '$1 == "image:" {print $2; exit}')
+[ -n "$IMAGE" ] || die "podman-compose config: no image name for the service"
 
 # ---------------------------------------------------------------- build
 if [ "${SMOKE_SKIP_BUILD:-0}" = 1 ] && podman image exists "$IMAGE"; then
   log "reusing image $IMAGE (SMOKE_SKIP_BUILD=1)"
 else
-  log "building $IMAGE (timeout ${BUILD_TIMEOUT}s)"
+  # The compose file's build section (context ., the Dockerfile); --network host
+  # lets cargo in the build reach the crate registry here, --pull=never uses the
+  # local base images.
+  log "podman-compose build -> $IMAGE (timeout ${BUILD_TIMEOUT}s)"
   start=$(date +%s)
-  if ! timeout "$BUILD_TIMEOUT" podman build --format docker --pull=never --network host -t "$IMAGE" .; then
-    die "podman build"
-  fi
+  timeout "$BUILD_TIMEOUT" "${COMPOSE[@]}" \
+    --podman-build-args "--pull=never --network host ${SMOKE_BUILD_ARGS:-}" build \
+    || die "podman-compose build"
   BUILD_SECS=$(( $(date +%s) - start ))
-  pass "podman build (${BUILD_SECS}s)"
+  pass "podman-compose build (${BUILD_SECS}s)"
 fi
 SIZE=$(podman image inspect "$IMAGE" --format '{{.Size}}')
 log "image $IMAGE: $SIZE bytes ($(( SIZE / 1024 / 1024 )) MiB)"
+# HEALTHCHECK is kept only in the docker image format (BUILDAH_FORMAT=docker).
+want='{"user":"10001:10001","health":["CMD","neardup","healthcheck"],"stop":"SIGTERM","volume":true}'
+got=$(podman image inspect "$IMAGE" | jq -c '.[0] | {user: .Config.User, health: .Healthcheck.Test,
+  stop: .Config.StopSignal, volume: (.Config.Volumes // {} | has("/data"))}')
+[ "$got" = "$want" ] && pass "image config: USER 10001:10001, HEALTHCHECK neardup healthcheck, STOPSIGNAL SIGTERM, VOLUME /data" \
+  || fail "image config: want $want, got $got"
 
 # ---------------------------------------------------------------- helpers
-if [ -z "${SMOKE_PORT:-}" ]; then
-  SMOKE_PORT=""
-  for _ in $(seq 1 50); do
-    p=$(( 20000 + RANDOM % 20000 ))
-    if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then SMOKE_PORT=$p; break; fi
-  done
-  [ -n "$SMOKE_PORT" ] || die "no free loopback port found"
-fi
-BASE="http://127.0.0.1:$SMOKE_PORT"
-
-# Without systemd, podman logs "unable to get systemd connection ... healthchecks" on
-# run/stop: it cannot schedule the image's HEALTHCHECK. Harmless; the check is run
-# explicitly with `podman healthcheck run` below.
-run_container() { # name
-  podman run -d --name "$1" -v "$VOLUME:/data" -p "127.0.0.1:$SMOKE_PORT:8080" "$IMAGE" >/dev/null
-}
+# The service's container (the newest one of the project).
+container() { podman ps -a --filter "$LABEL" --filter "label=io.podman.compose.service=$SERVICE" --format '{{.Names}}' | tail -n1; }
 
 wait_ready() { # name
   local deadline=$(( $(date +%s) + READY_TIMEOUT ))
@@ -143,12 +188,26 @@ snapshot_state() {
   echo "${out}similar=$v"
 }
 
+# Without systemd, podman logs "unable to get systemd connection ... healthchecks" on
+# run/stop: it cannot schedule the HEALTHCHECK. Harmless; the check is run
+# explicitly with `podman healthcheck run` below.
+compose_up() {
+  local out
+  COMPOSE_USED=1
+  out=$("${COMPOSE[@]}" up -d 2>&1) || { echo "$out" >&2; return 1; }
+}
+
 # ---------------------------------------------------------------- first container
-log "starting $NAME1 on 127.0.0.1:$SMOKE_PORT with volume $VOLUME"
-podman volume create "$VOLUME" >/dev/null
-run_container "$NAME1" || die "podman run $NAME1"
-wait_ready "$NAME1" || die "$NAME1 ready within ${READY_TIMEOUT}s (/readyz)"
-pass "$NAME1 answers /readyz"
+log "podman-compose -p $PROJECT up -d (127.0.0.1:$SMOKE_PORT)"
+compose_up || die "podman-compose up -d"
+C1=$(container)
+[ -n "$C1" ] || die "podman-compose up -d started no $SERVICE container"
+VOLUME=$(podman inspect "$C1" --format '{{range .Mounts}}{{if eq .Destination "/data"}}{{.Name}}{{end}}{{end}}')
+[ -n "$VOLUME" ] || die "$C1 has a named volume on /data"
+ID1=$(podman inspect "$C1" --format '{{.Id}}')
+log "container $C1 (${ID1:0:12}), volume $VOLUME"
+wait_ready "$C1" || die "$C1 ready within ${READY_TIMEOUT}s (/readyz)"
+pass "$C1 answers /readyz"
 
 log "ingesting documents"
 body=$(post /documents "$(jq -nc --arg t "$Q1" '{id:"q1", text:$t, metadata:{source:"smoke"}}')") \
@@ -180,20 +239,20 @@ others=$(jq -r '[.results[].id | select(. != "q2")] | join(",")' <<<"$body" 2>/d
 [ -z "$others" ] && pass "GET /similar?id=q1 returns no unrelated documents" \
   || fail "GET /similar?id=q1 returned unexpected ids: $others"
 
-BEFORE=$(snapshot_state) || die "read back documents from $NAME1"
+BEFORE=$(snapshot_state) || die "read back documents from $C1"
 log "state before restart: $BEFORE"
 
 log "healthcheck"
 hc_ok=0
 for _ in $(seq 1 10); do
-  if podman healthcheck run "$NAME1" >/dev/null 2>&1; then hc_ok=1; break; fi
+  if podman healthcheck run "$C1" >/dev/null 2>&1; then hc_ok=1; break; fi
   sleep 1
 done
-[ "$hc_ok" = 1 ] && pass "podman healthcheck run $NAME1 (image HEALTHCHECK: neardup healthcheck)" \
-  || fail "podman healthcheck run $NAME1 did not succeed within 10 tries"
+[ "$hc_ok" = 1 ] && pass "podman healthcheck run $C1 (neardup healthcheck)" \
+  || fail "podman healthcheck run $C1 did not succeed within 10 tries"
 
 log "user"
-uid=$(podman exec "$NAME1" id -u 2>/dev/null || podman top "$NAME1" uid 2>/dev/null | tail -n1 | tr -d ' ' || true)
+uid=$(podman exec "$C1" id -u 2>/dev/null || podman top "$C1" uid 2>/dev/null | tail -n1 | tr -d ' ' || true)
 if [ -n "$uid" ] && [ "$uid" != 0 ]; then
   pass "process runs as non-root (uid $uid)"
 else
@@ -201,28 +260,40 @@ else
 fi
 
 # ---------------------------------------------------------------- graceful stop
-log "stopping $NAME1 with SIGTERM (podman stop -t 20)"
+log "podman-compose stop (SIGTERM, stop_grace_period 20s)"
 start=$(date +%s)
-podman stop -t 20 "$NAME1" >/dev/null || fail "podman stop $NAME1"
+"${COMPOSE[@]}" stop >/dev/null 2>&1 || fail "podman-compose stop"
 STOP_SECS=$(( $(date +%s) - start ))
-code=$(podman inspect "$NAME1" --format '{{.State.ExitCode}}')
-[ "$code" = 0 ] && pass "$NAME1 exited 0 on SIGTERM after ${STOP_SECS}s" \
-  || fail "$NAME1 exit code $code on SIGTERM after ${STOP_SECS}s (137 = killed after the timeout)"
-line=$(podman logs "$NAME1" 2>&1 | grep -F 'final snapshot written' | tail -n1 || true)
+code=$(podman inspect "$C1" --format '{{.State.ExitCode}}')
+[ "$code" = 0 ] && pass "$C1 exited 0 on SIGTERM after ${STOP_SECS}s" \
+  || fail "$C1 exit code $code on SIGTERM after ${STOP_SECS}s (137 = killed after the timeout)"
+line=$(podman logs "$C1" 2>&1 | grep -F 'final snapshot written' | tail -n1 || true)
 if [ -n "$line" ]; then
   pass "logs show the final snapshot: $line"
 else
   fail "logs show \"final snapshot written\""
 fi
 
-# ---------------------------------------------------------------- restart on the same volume
-log "starting $NAME2 on the same volume"
-run_container "$NAME2" || die "podman run $NAME2"
-wait_ready "$NAME2" || die "$NAME2 ready within ${READY_TIMEOUT}s (/readyz)"
-pass "$NAME2 answers /readyz on the same volume"
+# ---------------------------------------------------------------- new container, same volume
+log "podman-compose down (keeps the volume), then up -d again"
+"${COMPOSE[@]}" down >/dev/null 2>&1 || fail "podman-compose down"
+podman container exists "$ID1" && fail "podman-compose down did not remove $C1"
+podman volume exists "$VOLUME" || die "volume $VOLUME survives podman-compose down"
+compose_up || die "podman-compose up -d (second time)"
+C2=$(container)
+[ -n "$C2" ] || die "second podman-compose up -d started no $SERVICE container"
+ID2=$(podman inspect "$C2" --format '{{.Id}}')
+V2=$(podman inspect "$C2" --format '{{range .Mounts}}{{if eq .Destination "/data"}}{{.Name}}{{end}}{{end}}')
+[ "$ID1" != "$ID2" ] && [ "$V2" = "$VOLUME" ] && pass "new container ${ID2:0:12} on volume $VOLUME" \
+  || fail "new container on the same volume (old ${ID1:0:12}, new ${ID2:0:12}, volume $V2)"
+wait_ready "$C2" || die "$C2 ready within ${READY_TIMEOUT}s (/readyz)"
+pass "new container answers /readyz"
 AFTER=$(snapshot_state || true)
 log "state after restart:  $AFTER"
-[ "$AFTER" = "$BEFORE" ] && pass "documents survived the restart (shingle counts and /similar identical)" \
-  || fail "documents survived the restart: before [$BEFORE] after [$AFTER]"
+[ "$AFTER" = "$BEFORE" ] && pass "documents survived into the new container (shingle counts and /similar identical)" \
+  || fail "documents survived into the new container: before [$BEFORE] after [$AFTER]"
 
-podman stop -t 20 "$NAME2" >/dev/null || fail "podman stop $NAME2"
+"${COMPOSE[@]}" stop >/dev/null 2>&1 || fail "podman-compose stop (second container)"
+code=$(podman inspect "$C2" --format '{{.State.ExitCode}}')
+[ "$code" = 0 ] && pass "new container exited 0 on SIGTERM" \
+  || fail "new container exit code $code on SIGTERM"
