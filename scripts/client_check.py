@@ -101,7 +101,7 @@ def main(base_url: str) -> None:
 
     # Text answers.
     metrics = get_metrics.sync_detailed(client=client)
-    assert metrics.status_code == 200 and "neardup_documents 4" in metrics.parsed, metrics.parsed[:200]
+    assert metrics.status_code == 200 and "neardup_documents{collection=\"default\"} 4" in metrics.parsed, metrics.parsed[:200]
     stats = get_stats.sync_detailed(client=client)
     assert stats.status_code == 200 and stats.parsed.documents == 4, stats.content[:200]
     doc = get_openapi.sync_detailed(client=client)

@@ -72,7 +72,7 @@ else
     echo "NOTE: server and offline groups differ (see $OUT/groups-*.jsonl)"
 fi
 start=$(date +%s.%N)
-curl -fsS "$B/duplicates/pairs" >"$OUT/pairs-api.jsonl"
+curl -fsS -H "accept: application/x-ndjson" "$B/duplicates/pairs" >"$OUT/pairs-api.jsonl"
 end=$(date +%s.%N)
 echo "GET /duplicates/pairs: $(wc -l <"$OUT/pairs-api.jsonl") pairs in $(echo "$end - $start" | bc)s"
 # A first JSON page after a write (so the cache cannot answer it).

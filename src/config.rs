@@ -439,14 +439,14 @@ impl Settings {
             }
             figment = figment.merge(Toml::file_exact(file));
         }
+        let figment = figment.merge(Env::prefixed(env_prefix).split("__").lowercase(true));
+        let files: Vec<&Path> = [Some(default_file), file].into_iter().flatten().collect();
         let settings: Settings = figment
-            .merge(Env::prefixed(env_prefix).split("__").lowercase(true))
             .extract()
-            .map_err(|e| {
-                let files: Vec<&Path> = [Some(default_file), file].into_iter().flatten().collect();
-                ConfigError::Load(describe(e, &files, env_prefix))
-            })?;
-        settings.validate()
+            .map_err(|e| ConfigError::Load(describe(e, &files, env_prefix)))?;
+        settings
+            .validate()
+            .map_err(|e| name_the_source(e, &figment, &files, env_prefix))
     }
 
     /// Check every value, resolving the listen address and the engine
@@ -514,6 +514,56 @@ impl Settings {
             shingle: self.shingle,
             index: self.index.clone(),
         }
+    }
+}
+
+/// A validation error with where its first setting was set, when that is a
+/// file or an environment variable: `index.threshold ... (set in
+/// neardup.toml)`. The setting is the first `section.key` the message names.
+fn name_the_source(
+    error: ConfigError,
+    figment: &Figment,
+    files: &[&Path],
+    env_prefix: &str,
+) -> ConfigError {
+    let wrap = |message: String, rebuild: fn(String) -> ConfigError| {
+        let key = message
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '.'))
+            .map(|w| w.trim_end_matches('.'))
+            .find(|w| {
+                w.contains('.')
+                    && w.split('.').count() == 2
+                    && w.split('.').all(|p| !p.is_empty())
+                    && figment.find_metadata(w).is_some()
+            })
+            .map(str::to_owned);
+        let Some(key) = key else {
+            return rebuild(message);
+        };
+        let origin = match figment.find_metadata(&key) {
+            Some(m) => match &m.source {
+                Some(figment::Source::File(path)) => {
+                    let canon = path.canonicalize().ok();
+                    let shown = files
+                        .iter()
+                        .find(|f| f.canonicalize().ok() == canon)
+                        .map_or_else(|| path.display().to_string(), |f| f.display().to_string());
+                    format!(" (set in {shown})")
+                }
+                _ if m.name.contains("environment") => format!(
+                    " (set by the environment variable {env_prefix}{})",
+                    key.replace('.', "__").to_uppercase()
+                ),
+                _ => String::new(),
+            },
+            None => String::new(),
+        };
+        rebuild(format!("{message}{origin}"))
+    };
+    match error {
+        ConfigError::Invalid(m) => wrap(m, ConfigError::Invalid),
+        ConfigError::Engine(e) => wrap(e.to_string(), ConfigError::Invalid),
+        other => other,
     }
 }
 
@@ -586,6 +636,37 @@ mod tests {
             Ok(())
         });
         out.expect("the jail ran")
+    }
+
+    #[test]
+    fn a_value_that_fails_validation_is_traced_to_its_file_or_variable() {
+        let e = load(Some("[index]\nthreshold = 1.5\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("threshold") && e.contains("(set in c.toml)"),
+            "{e}"
+        );
+        let e = load(None, &[("SERVER__MAX_BATCH", "0")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("server.max_batch")
+                && e.contains("(set by the environment variable NEARDUP_SERVER__MAX_BATCH)"),
+            "{e}"
+        );
+        let e = load(Some("[retention]\nttl_secs = 0\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("retention.ttl_secs") && e.contains("c.toml"),
+            "{e}"
+        );
+        // A rule between two settings names the first it mentions.
+        let e = load(Some("[limits]\nmax_text_bytes = 99999999\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(set in c.toml)"), "{e}");
     }
 
     #[test]
@@ -681,7 +762,7 @@ mod tests {
             .to_string();
         assert_eq!(
             e,
-            "invalid configuration: index.threshold must be in (0, 1], got 1.5"
+            "invalid configuration: index.threshold must be in (0, 1], got 1.5 (set in c.toml)"
         );
         let e = load(None, &[("INDEX__NUM_PERM", "many")])
             .unwrap_err()
