@@ -12,7 +12,8 @@
 //! - core: [`text`] (normalize, shingle), [`minhash`], [`jaccard`], [`lsh`]
 //!   (banding parameters and index), [`engine`] (the owner of all state);
 //! - around it: [`config`] (layered settings, validated once), [`persist`]
-//!   (write-ahead log, snapshots, recovery), [`wire`] (JSON shapes shared by
+//!   (write-ahead log, snapshots, recovery), [`collections`] (named indexes,
+//!   each an engine and a store with its own recipe and retention), [`wire`] (JSON shapes shared by
 //!   the API and the CLI), [`telemetry`] (logs), [`http`] (router, layers,
 //!   problem+json, metrics), [`app`] (build and run the server), [`cli`]
 //!   (offline `neardup dedup`);
