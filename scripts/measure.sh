@@ -6,7 +6,7 @@
 #   scripts/measure.sh                          # 200,000 documents
 #   DOCS=50000 CONCURRENCY=8 scripts/measure.sh
 #
-# Builds release, starts target/release/neardup on 127.0.0.1:$PORT with JSON
+# Builds release, starts target/release/neardup ($SERVER_BIN) on 127.0.0.1:$PORT with JSON
 # logs in $OUT/server.log and a throwaway data directory (write-ahead log
 # fsync mode $WAL_FSYNC, the server's default "always" unless set), runs
 # examples/loadgen (ingest, then RSS and disk use are read, then queries),
@@ -26,6 +26,12 @@ CLIENT_THREADS="${CLIENT_THREADS:-1}"
 SEED="${SEED:-1}"
 OUT="${OUT:-target/measure}"
 WAL_FSYNC="${WAL_FSYNC:-always}"
+# The server binary to measure: another build (e.g. the previous release's)
+# can be compared with the same load generator.
+# SERVER_DIR is its working directory (where it reads config/default.toml),
+# e.g. that release's source tree.
+SERVER_BIN="$(realpath "${SERVER_BIN:-target/release/neardup}")"
+SERVER_DIR="${SERVER_DIR:-.}"
 
 mkdir -p "$OUT"
 echo "building release ..."
@@ -37,7 +43,7 @@ NEARDUP_SERVER__BIND="127.0.0.1:$PORT" \
 NEARDUP_LOG__FORMAT=json \
 NEARDUP_STORAGE__DATA_DIR="$data_dir" \
 NEARDUP_STORAGE__WAL_FSYNC="$WAL_FSYNC" \
-    target/release/neardup >"$log" 2>&1 &
+    sh -c 'cd "$1" && exec "$2"' sh "$SERVER_DIR" "$SERVER_BIN" >"$log" 2>&1 &
 pid=$!
 cleanup() {
     if kill -0 "$pid" 2>/dev/null; then
