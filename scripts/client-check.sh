@@ -6,6 +6,8 @@
 # scripts/requirements-client.txt), fails if generation prints any warning,
 # then drives the server through that client (scripts/client_check.py):
 # create, replace, query by id and by text, compare, groups, pairs, metrics,
+# a collection with its own recipe and retention (create, conflict, write,
+# query with since, patch, list, delete),
 # delete, and documented errors, with raise_on_unexpected_status on.
 #
 # Usage:  scripts/client-check.sh

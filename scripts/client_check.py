@@ -9,10 +9,20 @@ import sys
 from http import HTTPStatus
 
 from neardup_client import Client
+import datetime
+
+from neardup_client.api.collections import (
+    delete_collection,
+    get_collection,
+    list_collections,
+    patch_collection,
+    put_collection,
+)
 from neardup_client.api.deduplication import duplicate_groups, duplicate_pairs
 from neardup_client.api.documents import (
     batch_documents,
     create_document,
+    create_document_in_collection,
     delete_document,
     get_document,
     put_document,
@@ -21,10 +31,21 @@ from neardup_client.api.operations import get_metrics, get_openapi, get_stats
 from neardup_client.api.similarity import (
     compare_documents,
     similar_to_document,
+    similar_to_document_in_collection,
     similar_to_text,
 )
 from neardup_client.models import (
     BatchIn,
+    Collection,
+    CollectionDetail,
+    CollectionList,
+    CollectionSettingsIn,
+    CollectionSettingsInIndex,
+    CollectionSettingsInRetention,
+    CollectionSettingsInShingle,
+    CollectionSettingsInShingleKind,
+    RetentionPatch,
+    RetentionPatchRetention,
     CompareOut,
     DocumentIn,
     DocumentPut,
@@ -112,7 +133,52 @@ def main(base_url: str) -> None:
     assert r.status_code == 204, r.content
     p = expect(get_document.sync_detailed("c", client=client), 404, Problem)
     assert p.type_.value == "urn:neardup:problem:document-not-found", p
+    collections(client)
     print("client check: every call answered as documented")
+
+
+def collections(client) -> None:
+    """A collection with its own recipe (character 5-shingles at 0.7) and
+    retention, driven through the generated client."""
+    settings = CollectionSettingsIn(
+        shingle=CollectionSettingsInShingle(kind=CollectionSettingsInShingleKind.CHAR, k=5),
+        index=CollectionSettingsInIndex(threshold=0.7),
+        retention=CollectionSettingsInRetention(ttl_secs=86400),
+    )
+    c = expect(put_collection.sync_detailed("titles", client=client, body=settings), 201, Collection)
+    assert c.settings.shingle.k == 5 and c.settings.retention.ttl_secs == 86400, c
+    expect(put_collection.sync_detailed("titles", client=client, body=settings), 200, Collection)
+    other = CollectionSettingsIn(shingle=CollectionSettingsInShingle(k=4))
+    p = expect(put_collection.sync_detailed("titles", client=client, body=other), 409, Problem)
+    assert p.type_.value == "urn:neardup:problem:collection-conflict", p
+    p = expect(put_collection.sync_detailed("Bad.Name", client=client, body=settings), 400, Problem)
+    assert p.type_.value == "urn:neardup:problem:invalid-collection-name", p
+
+    # EXAMPLES.md: character 5-shingles, Jaccard 0.75 (above this collection's 0.7;
+    # the default collection, word 3-shingles at 0.9, would not match them).
+    for i, text in (("t1", "Can I make 50,000 a month by day trading?"),
+                    ("t2", "Can I make 30,000 a month by day trading?")):
+        expect(create_document_in_collection.sync_detailed(
+            "titles", client=client, body=DocumentIn(text=text, id=i)), 201, Written)
+    r = expect(similar_to_document_in_collection.sync_detailed("titles", client=client, id="t1"),
+               200, SimilarToDocument)
+    assert [(m.id, m.jaccard) for m in r.results] == [("t2", 0.75)], r
+    future = datetime.datetime(2030, 1, 1, tzinfo=datetime.timezone.utc)
+    r = expect(similar_to_document_in_collection.sync_detailed(
+        "titles", client=client, id="t1", since=future), 200, SimilarToDocument)
+    assert r.results == [], r
+
+    patch = RetentionPatch(retention=RetentionPatchRetention(ttl_secs=None))
+    c = expect(patch_collection.sync_detailed("titles", client=client, body=patch), 200, Collection)
+    assert c.settings.retention.ttl_secs is None, c
+    d = expect(get_collection.sync_detailed("titles", client=client), 200, CollectionDetail)
+    assert d.documents == 2, d
+    names = [x.name for x in expect(list_collections.sync_detailed(client=client), 200, CollectionList).collections]
+    assert names == ["default", "titles"], names
+    r = delete_collection.sync_detailed("titles", client=client)
+    assert r.status_code == 204, r.content
+    p = expect(get_collection.sync_detailed("titles", client=client), 404, Problem)
+    assert p.type_.value == "urn:neardup:problem:collection-not-found", p
 
 
 if __name__ == "__main__":
