@@ -175,12 +175,7 @@ impl App {
                 }
             }
         }
-        let documents: usize = state
-            .collections
-            .list()
-            .iter()
-            .map(|c| c.engine.len())
-            .sum();
+        let documents: usize = state.collections.list().iter().map(|c| c.documents()).sum();
         tracing::info!(documents, "stopped");
         Ok(())
     }
@@ -213,7 +208,7 @@ async fn restore(state: &AppState) {
         .filter(|c| c.status() == Status::Failed)
         .map(|c| c.name.to_string())
         .collect();
-    let documents: usize = all.iter().map(|c| c.engine.len()).sum();
+    let documents: usize = all.iter().map(|c| c.documents()).sum();
     tracing::info!(
         collections = all.len(),
         documents,

@@ -12,7 +12,8 @@
 //! - core: [`text`] (normalize, shingle), [`minhash`], [`jaccard`], [`lsh`]
 //!   (banding parameters and index), [`engine`] (the owner of all state);
 //! - around it: [`config`] (layered settings, validated once), [`persist`]
-//!   (write-ahead log, snapshots, recovery), [`collections`] (named indexes,
+//!   (write-ahead log, snapshots, recovery), [`backend`] (where a collection's
+//!   documents live: in memory, or in Redis), [`collections`] (named indexes,
 //!   each an engine and a store with its own recipe and retention), [`wire`] (JSON shapes shared by
 //!   the API and the CLI), [`telemetry`] (logs), [`http`] (router, layers,
 //!   problem+json, metrics), [`app`] (build and run the server), [`cli`]
@@ -20,6 +21,7 @@
 //! - for tests, benches and examples only: `testkit` (feature `testkit`).
 
 pub mod app;
+pub mod backend;
 pub mod cli;
 pub mod collections;
 pub mod config;

@@ -22,6 +22,7 @@ pub use settings::{
     Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
 };
 
+use crate::backend::{Backend, Memory};
 use crate::config::{Config, StorageSettings};
 use crate::engine::{Clock, Engine};
 use crate::persist::{catalog, PersistError, Store};
@@ -68,10 +69,12 @@ pub struct Collection {
     dir: PathBuf,
     /// Its settings; only the retention changes (`PATCH`), under `ddl`.
     settings: RwLock<CollectionSettings>,
-    /// The index. Readers use it directly; writers go through `store`.
+    /// The recipe (signing, thresholds, the clock and retention); with the
+    /// memory backend also the index itself.
     pub engine: Arc<Engine>,
-    /// The durable write path, set once restored.
-    store: OnceLock<Arc<Store>>,
+    /// Where its documents live, set once restored: every read and write
+    /// of documents goes through it.
+    backend: OnceLock<Backend>,
     /// Why restoring failed, if it did (generic: the details are logged).
     failure: OnceLock<String>,
 }
@@ -81,14 +84,14 @@ impl std::fmt::Debug for Collection {
         f.debug_struct("Collection")
             .field("name", &self.name)
             .field("status", &self.status())
-            .field("documents", &self.engine.len())
+            .field("backend", &self.backend.get())
             .finish()
     }
 }
 
 impl Collection {
     pub fn status(&self) -> Status {
-        if self.store.get().is_some() {
+        if self.backend.get().is_some() {
             Status::Ready
         } else if self.failure.get().is_some() {
             Status::Failed
@@ -97,9 +100,24 @@ impl Collection {
         }
     }
 
-    /// The store, once restored.
+    /// Where its documents live, once restored.
+    pub fn backend(&self) -> Option<&Backend> {
+        self.backend.get()
+    }
+
+    /// The memory backend's store (log, snapshots, purges), once restored.
     pub fn store(&self) -> Option<&Arc<Store>> {
-        self.store.get()
+        self.backend.get().and_then(Backend::store)
+    }
+
+    /// Stored documents (0 until restored).
+    pub fn documents(&self) -> usize {
+        self.backend.get().map_or(0, Backend::documents)
+    }
+
+    fn set_store(&self, store: Store) {
+        let memory = Memory::new(Arc::clone(&self.engine), Arc::new(store));
+        let _ = self.backend.set(Backend::Memory(memory));
     }
 
     pub fn settings(&self) -> CollectionSettings {
@@ -248,7 +266,7 @@ impl Collections {
             dir,
             settings: RwLock::new(settings),
             engine: Arc::new(engine),
-            store: OnceLock::new(),
+            backend: OnceLock::new(),
             failure: OnceLock::new(),
         }
     }
@@ -294,7 +312,7 @@ impl Collections {
                         seconds = r.seconds,
                         "collection restored"
                     );
-                    let _ = c.store.set(Arc::new(store));
+                    c.set_store(store);
                 }
                 Err(e) => {
                     tracing::error!(collection = %c.name, error = %e, "collection cannot be restored; it answers 503 until it is repaired or deleted");
@@ -375,7 +393,7 @@ impl Collections {
         let dir = catalog::create(&catalog::root(&self.data_dir), name.as_str(), &manifest)?;
         let c = self.build(name.clone(), dir, settings, created_ms, Some(valid));
         let store = Store::open(Arc::clone(&c.engine), &self.storage_for(&c.dir))?;
-        let _ = c.store.set(Arc::new(store));
+        c.set_store(store);
         let c = Arc::new(c);
         self.map
             .write()
@@ -442,7 +460,7 @@ impl Collections {
         }
         catalog::remove(&catalog::root(&self.data_dir), name)?;
         self.map.write().expect("map lock").remove(name);
-        tracing::info!(collection = %c.name, documents = c.engine.len(), "collection deleted");
+        tracing::info!(collection = %c.name, documents = c.documents(), "collection deleted");
         Ok(c)
     }
 }

@@ -25,7 +25,7 @@ fn describe(c: &Collection) -> Value {
         "name": c.name,
         "status": c.status(),
         "created_at": format_time(c.created_ms),
-        "documents": c.engine.len(),
+        "documents": c.documents(),
         "settings": c.settings(),
         "derived": {
             "bands": b.bands,

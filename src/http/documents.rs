@@ -8,12 +8,11 @@ use super::error::ApiError;
 use super::extract::{
     parse_json, parse_since, parse_time, ApiQuery, Coll, DocPath, JsonBody, Limit, Text,
 };
-use super::state::{write, AppState};
+use super::state::{backend, AppState};
 use crate::collections::{Collection, Retention};
 use crate::engine::{
     DocId, EngineError, IdError, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome,
 };
-use crate::persist::Store;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -205,14 +204,19 @@ pub async fn create(
     if params.if_unique {
         return create_if_unique(&app, &coll, new, q).await;
     }
-    let similar = params.similar.then(|| {
-        let found = coll.engine.similar_to(&new.doc, Some(id.as_str()), &q);
+    let backend = backend(&coll)?;
+    let similar = if params.similar {
+        let found = backend.similar_to(&new.doc, Some(id.as_str()), &q).await?;
         app.metrics.observe_query(coll.name.as_str(), &found);
-        found
-    });
+        Some(found)
+    } else {
+        None
+    };
     let shingles = new.doc.shingles().len();
-    write(&coll, move |store| store.insert(new, WriteMode::Create))
+    backend
+        .insert(new, WriteMode::Create)
         .await
+        .map_err(ApiError::from)
         .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
     app.metrics.observe_write(coll.name.as_str(), "created");
     let body = WrittenOut {
@@ -242,8 +246,10 @@ async fn create_if_unique(
     let id = new.id.clone();
     let shingles = new.doc.shingles().len();
     let name = coll.name.as_str();
-    let outcome = write(coll, move |store| store.insert_if_unique(new, &q))
+    let outcome = backend(coll)?
+        .insert_if_unique(new, q)
         .await
+        .map_err(ApiError::from)
         .inspect_err(|e| app.metrics.observe_write_error(name, e))?;
     Ok(match outcome {
         UniqueOutcome::Inserted(_) => {
@@ -301,8 +307,10 @@ pub async fn put(
         metadata,
         expires_ms,
     };
-    let outcome = write(&coll, move |store| store.insert(new, WriteMode::Upsert))
+    let outcome = backend(&coll)?
+        .insert(new, WriteMode::Upsert)
         .await
+        .map_err(ApiError::from)
         .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
     let body = Json(WrittenOut {
         id: id.to_string(),
@@ -330,7 +338,10 @@ pub async fn put(
 
 /// `GET /documents/{id}`.
 pub async fn get(Coll(coll): Coll, DocPath(id): DocPath) -> Result<Response, ApiError> {
-    let record = coll.engine.get(&id).ok_or(EngineError::NotFound(id))?;
+    let record = backend(&coll)?
+        .get(&id)
+        .await?
+        .ok_or(EngineError::NotFound(id))?;
     let metadata = record
         .metadata()
         .map(serde_json::from_str::<&RawValue>)
@@ -352,9 +363,10 @@ pub async fn delete(
     Coll(coll): Coll,
     DocPath(id): DocPath,
 ) -> Result<StatusCode, ApiError> {
-    let key = id.clone();
-    let removed = write(&coll, move |store| store.remove(&key))
+    let removed = backend(&coll)?
+        .remove(id.clone())
         .await
+        .map_err(ApiError::from)
         .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
     if removed {
         app.metrics.observe_write(coll.name.as_str(), "deleted");
@@ -388,15 +400,27 @@ pub async fn batch(
     ApiQuery(params): ApiQuery<BatchParams>,
     body: JsonBody,
 ) -> Result<Json<BatchOut>, ApiError> {
-    let store = Arc::clone(
-        coll.store()
-            .ok_or_else(|| ApiError::CollectionUnavailable(coll.name.to_string()))?,
-    );
-    tokio::task::spawn_blocking(move || run_batch(&app, &coll, &store, &body.0, params.mode))
+    backend(&coll)?;
+    let (app2, coll2) = (app.clone(), Arc::clone(&coll));
+    let (items, valid) = tokio::task::spawn_blocking(move || prepare_batch(&app2, &coll2, &body.0))
         .await
-        .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))?
-        .map(Json)
+        .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))??;
+    let write_mode = match params.mode {
+        BatchMode::Create => WriteMode::Create,
+        BatchMode::Upsert => WriteMode::Upsert,
+    };
+    let name = coll.name.as_str();
+    let outcomes = backend(&coll)?
+        .insert_many(valid, write_mode)
+        .await
+        .map_err(ApiError::from)
+        .inspect_err(|e| app.metrics.observe_write_error(name, e))?;
+    Ok(Json(batch_answer(&app, name, items, outcomes)))
 }
+
+/// Per request item, in order: what to answer for an item that failed
+/// before the store, or (id, shingles) of one handed to it.
+type BatchItems = Vec<Result<(String, usize), BatchItemOut>>;
 
 type ItemResult = Result<NewDoc, (Option<String>, ApiError)>;
 
@@ -423,13 +447,13 @@ fn prepare_item(app: &AppState, coll: &Collection, raw: &RawValue, now: u64) -> 
     })
 }
 
-fn run_batch(
+/// Parse and sign a batch on every core: the answers of the items that
+/// failed already, and the documents to store, in request order.
+fn prepare_batch(
     app: &AppState,
     coll: &Collection,
-    store: &Store,
     bytes: &[u8],
-    mode: BatchMode,
-) -> Result<BatchOut, ApiError> {
+) -> Result<(BatchItems, Vec<NewDoc>), ApiError> {
     let batch: BatchIn<'_> = parse_json(bytes)?;
     let max = app.config.server.max_batch;
     if batch.documents.len() > max {
@@ -445,16 +469,11 @@ fn run_batch(
         .par_iter()
         .map(|raw| prepare_item(app, coll, raw, now))
         .collect();
-    let write_mode = match mode {
-        BatchMode::Create => WriteMode::Create,
-        BatchMode::Upsert => WriteMode::Upsert,
-    };
-    // Insert the valid items in request order (repeated ids behave as
-    // sequential calls) with one log commit for the whole batch.
+    // The valid items go to the backend in request order (repeated ids
+    // behave as sequential calls; the memory backend commits its log once
+    // for the whole batch).
     let mut valid = Vec::with_capacity(prepared.len());
-    // Per request item, in order: what to answer for an item that failed
-    // before the store, or (id, shingles) of one handed to it.
-    let mut items: Vec<Result<(String, usize), BatchItemOut>> = Vec::with_capacity(prepared.len());
+    let mut items: BatchItems = Vec::with_capacity(prepared.len());
     for item in prepared {
         match item {
             Ok(new) => {
@@ -464,14 +483,18 @@ fn run_batch(
             Err((id, e)) => items.push(Err(failed_item(id, e))),
         }
     }
-    let name = coll.name.as_str();
-    let mut outcomes = store
-        .insert_many(valid, write_mode)
-        .inspect_err(|e| {
-            app.metrics
-                .observe_write_error(name, &ApiError::from(e.clone()))
-        })?
-        .into_iter();
+    Ok((items, valid))
+}
+
+/// The batch's answer: `items` in order, each handed-over one with its
+/// outcome from `outcomes` (one per handed-over item, in order).
+fn batch_answer(
+    app: &AppState,
+    name: &str,
+    items: BatchItems,
+    outcomes: Vec<Result<WriteOutcome, EngineError>>,
+) -> BatchOut {
+    let mut outcomes = outcomes.into_iter();
     let mut out = BatchOut {
         created: 0,
         replaced: 0,
@@ -513,7 +536,7 @@ fn run_batch(
         }
         out.results.push(result);
     }
-    Ok(out)
+    out
 }
 
 fn failed_item(id: Option<String>, e: ApiError) -> BatchItemOut {

@@ -9,6 +9,7 @@
 //! router's outermost error layer adds the request id to every problem
 //! (`request_id`), so a client can quote it and an operator find the log.
 
+use crate::backend::BackendError;
 use crate::collections::{CollectionError, InvalidName};
 use crate::engine::{EngineError, IdError};
 use crate::text::TextError;
@@ -35,6 +36,9 @@ pub struct Problem {
 /// The detail of every `storage-unavailable` answer.
 const STORAGE_DETAIL: &str =
     "the write could not be made durable and was not acknowledged; retry later";
+/// The detail of a `storage-unavailable` answer from the shared storage.
+const SHARED_STORAGE_DETAIL: &str =
+    "the storage holding this collection cannot answer right now; retry later (a write that was not acknowledged may or may not have been applied; retrying it is safe)";
 /// The detail of every `internal` answer.
 const INTERNAL_DETAIL: &str =
     "the server failed to handle this request; the cause is logged under its request id";
@@ -92,9 +96,23 @@ pub enum ApiError {
     /// outside its collections.
     #[error("{0}")]
     Forbidden(&'static str),
+    /// The shared storage (Redis) cannot answer now; the cause is logged,
+    /// never sent.
+    #[error("storage unavailable: {0}")]
+    StorageUnavailable(String),
     /// Unexpected failure; the message is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<BackendError> for ApiError {
+    fn from(e: BackendError) -> Self {
+        match e {
+            BackendError::Engine(e) => ApiError::Engine(e),
+            BackendError::Unavailable(why) => ApiError::StorageUnavailable(why),
+            BackendError::Internal(why) => ApiError::Internal(why),
+        }
+    }
 }
 
 /// A stable problem `type` URI for each kind of error.
@@ -215,6 +233,11 @@ impl ApiError {
             }
             ApiError::Unauthorized { .. } => (S::UNAUTHORIZED, "unauthorized", "Unauthorized"),
             ApiError::Forbidden(_) => (S::FORBIDDEN, "forbidden", "Forbidden"),
+            ApiError::StorageUnavailable(_) => (
+                S::SERVICE_UNAVAILABLE,
+                "storage-unavailable",
+                "Storage unavailable",
+            ),
             ApiError::Internal(_) => (
                 S::INTERNAL_SERVER_ERROR,
                 "internal",
@@ -234,6 +257,7 @@ impl ApiError {
             ApiError::Internal(_) => INTERNAL_DETAIL.to_owned(),
             ApiError::Engine(EngineError::Journal(_))
             | ApiError::Collection(CollectionError::Storage(_)) => STORAGE_DETAIL.to_owned(),
+            ApiError::StorageUnavailable(_) => SHARED_STORAGE_DETAIL.to_owned(),
             other => other.to_string(),
         };
         Problem {
@@ -257,6 +281,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::Collection(CollectionError::Storage(e)) => {
                 tracing::error!(error = %e, "collection change not durable")
+            }
+            ApiError::StorageUnavailable(e) => {
+                tracing::error!(error = %e, "storage unavailable")
             }
             _ => {}
         }

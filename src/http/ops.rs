@@ -39,7 +39,7 @@ pub fn stats_of(app: &AppState, coll: &Collection) -> Value {
     let b = engine.bands();
     json!({
         "collection": coll.name,
-        "documents": engine.len(),
+        "documents": coll.documents(),
         "index": {
             "num_perm": p.index.num_perm,
             "seed": p.index.seed,

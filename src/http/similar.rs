@@ -4,7 +4,7 @@ use super::documents::since;
 use super::dto::{CompareOut, MatchOut, SimilarOut, SimilarTextIn};
 use super::error::ApiError;
 use super::extract::{parse_json, parse_since, ApiQuery, Coll, JsonBody, Limit, Text};
-use super::state::AppState;
+use super::state::{backend, AppState};
 use crate::engine::{Query, QueryOutcome};
 use axum::extract::State;
 use axum::Json;
@@ -40,7 +40,7 @@ pub async fn by_id(
         Limit::parse(p.limit, &app.config.query)?.get(),
     )
     .since(since(p.since.as_deref())?);
-    let found = coll.engine.similar_to_id(&p.id, &q)?;
+    let found = backend(&coll)?.similar_to_id(&p.id, &q).await?;
     app.metrics.observe_query(coll.name.as_str(), &found);
     Ok(Json(similar_out(Some(p.id), q.threshold.value(), found)))
 }
@@ -64,7 +64,7 @@ pub async fn by_text(
             .transpose()?,
     );
     let prepared = app.prepare(&coll, text).await?;
-    let found = coll.engine.similar_to(&prepared, None, &q);
+    let found = backend(&coll)?.similar_to(&prepared, None, &q).await?;
     app.metrics.observe_query(coll.name.as_str(), &found);
     Ok(Json(similar_out(None, q.threshold.value(), found)))
 }
@@ -81,7 +81,7 @@ pub async fn compare(
     Coll(coll): Coll,
     ApiQuery(p): ApiQuery<CompareParams>,
 ) -> Result<Json<CompareOut>, ApiError> {
-    let c = coll.engine.compare(&p.a, &p.b)?;
+    let c = backend(&coll)?.compare(&p.a, &p.b).await?;
     Ok(Json(CompareOut {
         a: p.a,
         b: p.b,

@@ -6,6 +6,7 @@ use super::extract::Text;
 use super::metrics::Metrics;
 use super::openapi::ApiDocs;
 use super::scans::ScanScheduler;
+use crate::backend::Backend;
 use crate::collections::{Collection, Collections};
 use crate::config::Config;
 use crate::engine::{EngineError, Prepared};
@@ -165,19 +166,10 @@ impl AppState {
     }
 }
 
-/// A durable write on `collection`'s store, on a blocking thread (it may
-/// wait for an fsync).
-pub async fn write<T: Send + 'static>(
-    collection: &Arc<Collection>,
-    f: impl FnOnce(&Store) -> Result<T, EngineError> + Send + 'static,
-) -> Result<T, ApiError> {
-    let store = Arc::clone(
-        collection
-            .store()
-            .ok_or_else(|| ApiError::CollectionUnavailable(collection.name.to_string()))?,
-    );
-    tokio::task::spawn_blocking(move || f(&store))
-        .await
-        .map_err(|e| ApiError::Internal(format!("write task failed: {e}")))?
-        .map_err(ApiError::from)
+/// The backend of a collection the `Coll` extractor found ready (503
+/// `collection-unavailable` if it is not: a collection that failed).
+pub fn backend(collection: &Collection) -> Result<&Backend, ApiError> {
+    collection
+        .backend()
+        .ok_or_else(|| ApiError::CollectionUnavailable(collection.name.to_string()))
 }
