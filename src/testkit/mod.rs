@@ -16,8 +16,13 @@
 //!   rendering (accented letters, curly quotes, ellipses) exercises the
 //!   normalizer's non-ASCII path.
 //!
+//! - [`redis_cluster`]: a real Redis Cluster (or one Redis) of Debian's
+//!   `redis-server` on free loopback ports, for the redis backend's tests.
+//!
 //! Everything is a pure function of its seed: LSH answers depend on the
 //! texts, so a fixed corpus keeps every test and bench repeatable.
+
+pub mod redis_cluster;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

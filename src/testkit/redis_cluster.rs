@@ -1,0 +1,404 @@
+//! A real Redis Cluster for tests: `primaries` primaries with `replicas`
+//! replicas each, from Debian's `redis-server` (7.0), on free loopback
+//! ports, in fresh directories, stopped by pid when dropped.
+//!
+//! ```text
+//!   pick ports P (P and P + 10000, the cluster bus, both free) ─▶ redis-server per node
+//!   ─▶ redis-cli --cluster create … --cluster-replicas R ─▶ poll until every node says cluster_state:ok
+//! ```
+//!
+//! Nodes run in the foreground as children of the test process (no
+//! `--daemonize`), so each is stopped by its own pid: `SIGTERM`, or
+//! `SIGKILL` for [`RedisCluster::kill`] (the failover tests). Each node
+//! runs with the settings the redis backend requires
+//! (`hash-max-listpack-value 256`, `maxmemory-policy noeviction`) and an
+//! append-only file (`everysec`), as in production.
+//!
+//! [`RedisCluster::available`] is false when `redis-server` or `redis-cli`
+//! is not installed: the tests that need a cluster then say so on stderr
+//! and return (`.ci/run` installs it, so CI always runs them).
+
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// One `redis-server` process.
+#[derive(Debug)]
+pub struct Node {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Node {
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+}
+
+/// A running cluster (or one non-cluster node); stopped and removed on drop.
+#[derive(Debug)]
+pub struct RedisCluster {
+    pub nodes: Vec<Node>,
+    /// False for a single non-cluster Redis ([`RedisCluster::start_single`]).
+    pub cluster: bool,
+    root: PathBuf,
+}
+
+/// Why a cluster could not be started.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct HarnessError(String);
+
+fn fail(what: impl Into<String>) -> HarnessError {
+    HarnessError(what.into())
+}
+
+static STARTED: AtomicU32 = AtomicU32::new(0);
+
+/// A port `p` in 20000..45000 such that `p` and `p + 10000` are free now.
+fn free_port_pair(taken: &[u16]) -> Result<u16, HarnessError> {
+    for _ in 0..500 {
+        // Let the OS pick an ephemeral port for the low one's randomness.
+        let probe = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0))
+            .map_err(|e| fail(format!("cannot bind a probe port: {e}")))?;
+        let seed = probe.local_addr().map(|a| a.port()).unwrap_or(1) as u32;
+        drop(probe);
+        let p = 20000 + (seed.wrapping_mul(2654435761) % 25000) as u16;
+        if taken.contains(&p) || taken.contains(&(p + 10000)) {
+            continue;
+        }
+        let a = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, p));
+        let b = TcpListener::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, p + 10000));
+        if a.is_ok() && b.is_ok() {
+            return Ok(p);
+        }
+    }
+    Err(fail("no free loopback port pair (P, P + 10000) found"))
+}
+
+fn installed(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `redis-cli -p port args…`, its stdout.
+pub fn cli(port: u16, args: &[&str]) -> Result<String, HarnessError> {
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| fail(format!("redis-cli: {e}")))?;
+    if !out.status.success() {
+        return Err(fail(format!(
+            "redis-cli -p {port} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+impl RedisCluster {
+    /// True when `redis-server` and `redis-cli` are installed.
+    pub fn available() -> bool {
+        installed("redis-server") && installed("redis-cli")
+    }
+
+    /// `primaries` × (1 + `replicas`) nodes formed into a cluster, ready
+    /// (every node reports `cluster_state:ok`).
+    pub fn start(primaries: usize, replicas: usize) -> Result<Self, HarnessError> {
+        // Ports can be taken between the probe and the start by another
+        // process: try again with new ones.
+        let mut last = None;
+        for _ in 0..3 {
+            match Self::try_start(primaries, replicas, true) {
+                Ok(c) => return Ok(c),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| fail("cluster did not start")))
+    }
+
+    /// One Redis, not in cluster mode.
+    pub fn start_single() -> Result<Self, HarnessError> {
+        let mut last = None;
+        for _ in 0..3 {
+            match Self::try_start(1, 0, false) {
+                Ok(c) => return Ok(c),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| fail("redis did not start")))
+    }
+
+    fn try_start(primaries: usize, replicas: usize, cluster: bool) -> Result<Self, HarnessError> {
+        let n = primaries * (1 + replicas);
+        let root = std::env::temp_dir().join(format!(
+            "neardup-redis-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).map_err(|e| fail(format!("{}: {e}", root.display())))?;
+        let mut this = Self {
+            nodes: Vec::with_capacity(n),
+            cluster,
+            root,
+        };
+        let mut ports = Vec::new();
+        for i in 0..n {
+            let port = free_port_pair(&ports)?;
+            ports.push(port);
+            ports.push(port + 10000);
+            let dir = this.root.join(format!("node{i}"));
+            std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+            let child = spawn_node(port, &dir, cluster)?;
+            this.nodes.push(Node {
+                port,
+                dir,
+                child: Some(child),
+            });
+        }
+        for node in &this.nodes {
+            wait_until(Duration::from_secs(10), || {
+                cli(node.port, &["PING"]).is_ok_and(|s| s.trim() == "PONG")
+            })
+            .map_err(|_| fail(format!("redis on port {} never answered PING", node.port)))?;
+        }
+        if cluster {
+            let mut args = vec!["--cluster".to_owned(), "create".to_owned()];
+            args.extend(this.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
+            args.extend([
+                "--cluster-replicas".to_owned(),
+                replicas.to_string(),
+                "--cluster-yes".to_owned(),
+            ]);
+            let out = Command::new("redis-cli")
+                .args(&args)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| fail(format!("redis-cli --cluster create: {e}")))?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            if !out.status.success() || !text.contains("All 16384 slots covered") {
+                return Err(fail(format!(
+                    "redis-cli --cluster create failed: {text}{}",
+                    String::from_utf8_lossy(&out.stderr)
+                )));
+            }
+            this.wait_healthy(Duration::from_secs(20))?;
+            // Every replica attached: exactly `primaries` nodes serve slots.
+            wait_until(Duration::from_secs(20), || {
+                this.primaries().is_ok_and(|p| p.len() == primaries)
+            })
+            .map_err(|_| fail("the replicas never attached to their primaries"))?;
+        }
+        Ok(this)
+    }
+
+    /// Poll until every running node reports `cluster_state:ok` and sees
+    /// every slot served.
+    pub fn wait_healthy(&self, within: Duration) -> Result<(), HarnessError> {
+        wait_until(within, || {
+            self.nodes.iter().filter(|n| n.is_running()).all(|n| {
+                cli(n.port, &["CLUSTER", "INFO"]).is_ok_and(|s| {
+                    s.contains("cluster_state:ok") && s.contains("cluster_slots_ok:16384")
+                })
+            })
+        })
+        .map_err(|_| fail("the cluster did not reach cluster_state:ok"))
+    }
+
+    /// The node URLs, for `storage.redis.nodes`.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(Node::url).collect()
+    }
+
+    /// Indexes of the nodes that are primaries serving slots now (per the
+    /// first running node).
+    pub fn primaries(&self) -> Result<Vec<usize>, HarnessError> {
+        if !self.cluster {
+            return Ok(vec![0]);
+        }
+        let any = self
+            .nodes
+            .iter()
+            .find(|n| n.is_running())
+            .ok_or_else(|| fail("no node is running"))?;
+        let text = cli(any.port, &["CLUSTER", "NODES"])?;
+        let mut out = Vec::new();
+        for line in text.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // A primary serving slots (a replica being attached is briefly a
+            // master without any).
+            if fields.len() < 9 || !fields[2].contains("master") || fields[2].contains("fail") {
+                continue;
+            }
+            let port: Option<u16> = fields[1]
+                .split('@')
+                .next()
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| p.parse().ok());
+            if let Some(i) = self.nodes.iter().position(|n| Some(n.port) == port) {
+                out.push(i);
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// `SIGKILL` node `i` (by its pid), as a crash.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.nodes[i].child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sum of `used_memory` over the running primaries (bytes).
+    pub fn used_memory(&self) -> Result<u64, HarnessError> {
+        let mut total = 0;
+        for i in self.primaries()? {
+            let info = cli(self.nodes[i].port, &["INFO", "memory"])?;
+            total += info
+                .lines()
+                .find_map(|l| l.strip_prefix("used_memory:"))
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .ok_or_else(|| fail("INFO memory has no used_memory"))?;
+        }
+        Ok(total)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            if let Some(mut child) = node.child.take() {
+                // SIGTERM by pid, a moment to exit, then SIGKILL.
+                let _ = Command::new("kill")
+                    .args(["-TERM", &child.id().to_string()])
+                    .status();
+                let deadline = Instant::now() + Duration::from_secs(3);
+                while Instant::now() < deadline {
+                    if let Ok(Some(_)) = child.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn spawn_node(port: u16, dir: &Path, cluster: bool) -> Result<Child, HarnessError> {
+    let port_s = port.to_string();
+    let dir_s = dir.display().to_string();
+    let conf = dir.join("nodes.conf").display().to_string();
+    let log = dir.join("redis.log").display().to_string();
+    let mut args: Vec<&str> = vec![
+        "--port",
+        &port_s,
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        &dir_s,
+        "--logfile",
+        &log,
+        "--daemonize",
+        "no",
+        "--save",
+        "",
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "everysec",
+        "--hash-max-listpack-value",
+        "256",
+        "--maxmemory-policy",
+        "noeviction",
+    ];
+    if cluster {
+        args.extend([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            &conf,
+            "--cluster-node-timeout",
+            "2000",
+        ]);
+    }
+    Command::new("redis-server")
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| fail(format!("cannot start redis-server: {e}")))
+}
+
+fn wait_until(within: Duration, mut ok: impl FnMut() -> bool) -> Result<(), ()> {
+    let deadline = Instant::now() + within;
+    loop {
+        if ok() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_three_by_one_cluster_starts_serves_and_stops() {
+        if !RedisCluster::available() {
+            eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+            return;
+        }
+        let c = RedisCluster::start(3, 1).expect("cluster starts");
+        assert_eq!(c.nodes.len(), 6);
+        assert_eq!(c.primaries().unwrap().len(), 3);
+        let port = c.nodes[0].port;
+        // -c follows MOVED: the key lands wherever its slot is.
+        assert_eq!(cli(port, &["-c", "SET", "k{x}", "v"]).unwrap().trim(), "OK");
+        assert_eq!(cli(port, &["-c", "GET", "k{x}"]).unwrap().trim(), "v");
+        let pids: Vec<u32> = c.nodes.iter().filter_map(Node::pid).collect();
+        let root = c.root().to_owned();
+        drop(c);
+        for pid in pids {
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists()
+                    || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                        .is_ok_and(|s| s.contains(") Z ")),
+                "node {pid} still runs"
+            );
+        }
+        assert!(!root.exists());
+    }
+}
