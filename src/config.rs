@@ -185,6 +185,143 @@ pub struct StorageSettings {
     /// log each); they are absent from every answer from the instant they
     /// expire either way.
     pub purge_interval_secs: u64,
+    /// Where documents and LSH buckets live.
+    pub backend: StorageBackend,
+    /// The redis backend's connection and layout (`backend = "redis"`).
+    pub redis: RedisSettings,
+}
+
+/// `storage.backend`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageBackend {
+    /// In this process, with the write-ahead log and snapshots in `data_dir`.
+    Memory,
+    /// In a Redis Cluster (or one Redis) shared by any number of neardup nodes.
+    Redis,
+}
+
+impl StorageBackend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageBackend::Memory => "memory",
+            StorageBackend::Redis => "redis",
+        }
+    }
+}
+
+/// `storage.redis.durability`: when a write is acknowledged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// Once the primary holding each key applied it.
+    Primary,
+    /// Once at least one replica of each primary written has it too
+    /// (`WAIT 1`); otherwise 503, and retrying is safe.
+    Replicated,
+}
+
+impl Durability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Primary => "primary",
+            Durability::Replicated => "replicated",
+        }
+    }
+}
+
+/// `[storage.redis]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSettings {
+    /// Seed nodes, `redis://host:port` (a cluster is discovered from any
+    /// of them; a single non-cluster Redis is one URL).
+    pub nodes: Vec<String>,
+    /// Prepended to every key, so several deployments can share a cluster.
+    pub key_prefix: String,
+    /// Send reads (`/similar`, `GET /documents/…`, `/compare`) to replicas.
+    /// Writes, `if_unique` and the reads of a write always go to primaries.
+    pub read_from_replicas: bool,
+    pub durability: Durability,
+    /// Connecting to a node gives up after this long.
+    pub connect_timeout_ms: u64,
+    /// One round trip (every command in it) gives up after this long; the
+    /// request then answers 503 with Retry-After.
+    pub command_timeout_ms: u64,
+    /// With `durability = "replicated"`: how long a write waits for a replica.
+    pub replication_timeout_ms: u64,
+    /// Documents a collection is expected to hold: sizes its bucket hashes
+    /// (fixed when the collection is first used; see docs/operations.md).
+    pub expected_documents: u64,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        Self {
+            nodes: Vec::new(),
+            key_prefix: "nd1".into(),
+            read_from_replicas: false,
+            durability: Durability::Primary,
+            connect_timeout_ms: 1000,
+            command_timeout_ms: 1000,
+            replication_timeout_ms: 500,
+            expected_documents: 1_000_000,
+        }
+    }
+}
+
+impl RedisSettings {
+    fn validate(&self, backend: StorageBackend) -> Result<(), ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(m));
+        if backend == StorageBackend::Redis && self.nodes.is_empty() {
+            return invalid(
+                "storage.redis.nodes must name at least one node (redis://host:port) when storage.backend is \"redis\"".into(),
+            );
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            let ok = node
+                .strip_prefix("redis://")
+                .and_then(|rest| rest.trim_end_matches('/').rsplit_once(':'))
+                .is_some_and(|(host, port)| {
+                    !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0)
+                });
+            if !ok {
+                return invalid(format!(
+                    "storage.redis.nodes[{i}] {node:?} is not a URL like redis://127.0.0.1:7000"
+                ));
+            }
+        }
+        let prefix_ok = !self.key_prefix.is_empty()
+            && self.key_prefix.len() <= 64
+            && self
+                .key_prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.');
+        if !prefix_ok {
+            return invalid(format!(
+                "storage.redis.key_prefix {:?} must be 1 to 64 characters of A-Z, a-z, 0-9, '_', '-' and '.'",
+                self.key_prefix
+            ));
+        }
+        for (name, v) in [
+            ("connect_timeout_ms", self.connect_timeout_ms),
+            ("command_timeout_ms", self.command_timeout_ms),
+            ("replication_timeout_ms", self.replication_timeout_ms),
+        ] {
+            if !(1..=600_000).contains(&v) {
+                return invalid(format!(
+                    "storage.redis.{name} must be between 1 and 600000, got {v}"
+                ));
+            }
+        }
+        if !(1..=1u64 << 40).contains(&self.expected_documents) {
+            return invalid(format!(
+                "storage.redis.expected_documents must be between 1 and 2^40, got {}",
+                self.expected_documents
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for StorageSettings {
@@ -196,6 +333,8 @@ impl Default for StorageSettings {
             snapshot_interval_secs: 300,
             snapshots_keep: 2,
             purge_interval_secs: 60,
+            backend: StorageBackend::Memory,
+            redis: RedisSettings::default(),
         }
     }
 }
@@ -499,6 +638,7 @@ impl Settings {
             return Err(ConfigError::Invalid(e));
         }
         self.auth.validate()?;
+        self.storage.redis.validate(self.storage.backend)?;
         let engine = self.engine_params().validate()?;
         Ok(Config {
             settings: self,

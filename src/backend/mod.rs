@@ -16,8 +16,10 @@
 //! thresholds, the expiry rule and the exact verification of candidates.
 
 mod memory;
+pub mod redis;
 
 pub use memory::Memory;
+pub use redis::RedisIndex;
 
 use crate::engine::{
     Comparison, EngineError, NewDoc, Prepared, Query, QueryOutcome, Record, UniqueOutcome,
@@ -45,12 +47,15 @@ pub enum BackendError {
 pub enum Backend {
     /// In this process: the engine, its write-ahead log and snapshots.
     Memory(Memory),
+    /// In a Redis Cluster (or one Redis) shared with other neardup nodes.
+    Redis(RedisIndex),
 }
 
 impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Backend::Memory(_) => f.write_str("Backend::Memory"),
+            Backend::Redis(r) => write!(f, "Backend::Redis({:?})", r.keys()),
         }
     }
 }
@@ -60,6 +65,7 @@ impl Backend {
     pub fn kind(&self) -> &'static str {
         match self {
             Backend::Memory(_) => "memory",
+            Backend::Redis(_) => "redis",
         }
     }
 
@@ -67,6 +73,7 @@ impl Backend {
     pub async fn insert(&self, new: NewDoc, mode: WriteMode) -> Result<WriteOutcome, BackendError> {
         match self {
             Backend::Memory(m) => m.insert(new, mode).await,
+            Backend::Redis(r) => r.insert(new, mode).await,
         }
     }
 
@@ -78,6 +85,7 @@ impl Backend {
     ) -> Result<UniqueOutcome, BackendError> {
         match self {
             Backend::Memory(m) => m.insert_if_unique(new, q).await,
+            Backend::Redis(r) => r.insert_if_unique(new, q).await,
         }
     }
 
@@ -91,6 +99,7 @@ impl Backend {
     ) -> Result<Vec<Result<WriteOutcome, EngineError>>, BackendError> {
         match self {
             Backend::Memory(m) => m.insert_many(items, mode).await,
+            Backend::Redis(r) => r.insert_many(items, mode).await,
         }
     }
 
@@ -98,6 +107,7 @@ impl Backend {
     pub async fn remove(&self, id: String) -> Result<bool, BackendError> {
         match self {
             Backend::Memory(m) => m.remove(id).await,
+            Backend::Redis(r) => r.remove(&id).await,
         }
     }
 
@@ -105,6 +115,7 @@ impl Backend {
     pub async fn get(&self, id: &str) -> Result<Option<Arc<Record>>, BackendError> {
         match self {
             Backend::Memory(m) => Ok(m.engine.get(id)),
+            Backend::Redis(r) => r.get(id).await,
         }
     }
 
@@ -117,6 +128,7 @@ impl Backend {
     ) -> Result<QueryOutcome, BackendError> {
         match self {
             Backend::Memory(m) => Ok(m.engine.similar_to(doc, exclude, q)),
+            Backend::Redis(r) => r.similar_to(doc, exclude, q).await,
         }
     }
 
@@ -124,6 +136,7 @@ impl Backend {
     pub async fn similar_to_id(&self, id: &str, q: &Query) -> Result<QueryOutcome, BackendError> {
         match self {
             Backend::Memory(m) => Ok(m.engine.similar_to_id(id, q)?),
+            Backend::Redis(r) => r.similar_to_id(id, q).await,
         }
     }
 
@@ -131,6 +144,7 @@ impl Backend {
     pub async fn compare(&self, a: &str, b: &str) -> Result<Comparison, BackendError> {
         match self {
             Backend::Memory(m) => Ok(m.engine.compare(a, b)?),
+            Backend::Redis(r) => r.compare(a, b).await,
         }
     }
 
@@ -138,6 +152,16 @@ impl Backend {
     pub fn documents(&self) -> usize {
         match self {
             Backend::Memory(m) => m.engine.len(),
+            Backend::Redis(r) => r.documents(),
+        }
+    }
+
+    /// Bring [`Self::documents`] up to date (the redis backend reads the
+    /// shared counter other nodes move too).
+    pub async fn refresh_documents(&self) -> Result<usize, BackendError> {
+        match self {
+            Backend::Memory(m) => Ok(m.engine.len()),
+            Backend::Redis(r) => r.refresh_count().await,
         }
     }
 
@@ -145,6 +169,7 @@ impl Backend {
     pub fn store(&self) -> Option<&Arc<crate::persist::Store>> {
         match self {
             Backend::Memory(m) => Some(&m.store),
+            Backend::Redis(_) => None,
         }
     }
 }

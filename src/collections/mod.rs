@@ -22,8 +22,9 @@ pub use settings::{
     Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
 };
 
-use crate::backend::{Backend, Memory};
-use crate::config::{Config, StorageSettings};
+use crate::backend::redis::Redis;
+use crate::backend::{Backend, Memory, RedisIndex};
+use crate::config::{Config, StorageBackend, StorageSettings};
 use crate::engine::{Clock, Engine};
 use crate::persist::{catalog, PersistError, Store};
 use serde::{Deserialize, Serialize};
@@ -182,6 +183,8 @@ pub struct Collections {
     /// Serializes creations, changes and deletions (each does I/O).
     ddl: Mutex<()>,
     next_id: AtomicU64,
+    /// The shared Redis, when `storage.backend = "redis"`.
+    redis: Option<Arc<Redis>>,
 }
 
 impl std::fmt::Debug for Collections {
@@ -215,6 +218,8 @@ impl Collections {
             map: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
             next_id: AtomicU64::new(1),
+            redis: (config.storage.backend == StorageBackend::Redis)
+                .then(|| Arc::new(Redis::new(config.storage.redis.clone()))),
         };
         let started = this.clock.now_ms();
         let default = this.build(
@@ -293,11 +298,47 @@ impl Collections {
         }
     }
 
+    /// The shared Redis, when `storage.backend = "redis"`.
+    pub fn redis(&self) -> Option<&Arc<Redis>> {
+        self.redis.as_ref()
+    }
+
+    /// Open a collection kept in Redis (blocking; on a blocking thread of
+    /// the runtime): retried until Redis answers, so a node started before
+    /// its cluster becomes ready when the cluster does.
+    fn open_in_redis(&self, c: &Collection, redis: &Arc<Redis>) {
+        let handle = tokio::runtime::Handle::current();
+        let mut wait = std::time::Duration::from_millis(100);
+        loop {
+            let opened = handle.block_on(RedisIndex::open(
+                Arc::clone(&c.engine),
+                Arc::clone(redis),
+                c.name.as_str(),
+            ));
+            match opened {
+                Ok(index) => {
+                    tracing::info!(collection = %c.name, documents = index.documents(), group_bits = index.keys().group_bits(), "collection opened in redis");
+                    let _ = c.backend.set(Backend::Redis(index));
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(collection = %c.name, error = %e, retry_in_ms = wait.as_millis() as u64, "redis is not reachable yet; not ready");
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(std::time::Duration::from_secs(5));
+                }
+            }
+        }
+    }
+
     /// Restore every collection not yet restored (blocking; at start). A
     /// collection that fails is marked failed and the others go on.
     pub fn restore(&self) {
         for c in self.list() {
             if c.status() != Status::Restoring {
+                continue;
+            }
+            if let Some(redis) = &self.redis {
+                self.open_in_redis(&c, redis);
                 continue;
             }
             match Store::open(Arc::clone(&c.engine), &self.storage_for(&c.dir)) {

@@ -431,6 +431,42 @@ impl Engine {
             .collect()
     }
 
+    /// The LSH band keys of `signature`, band by band (the keys the index
+    /// files a document under; a backend that keeps buckets elsewhere uses
+    /// the same ones).
+    pub fn band_keys(&self, signature: &[u32]) -> Vec<u64> {
+        (0..self.bands().bands)
+            .map(|band| self.lsh.band_key(signature, band))
+            .collect()
+    }
+
+    /// A prepared document from a stored shingle set (sorted, distinct,
+    /// non-empty, else `None`), its signature recomputed: a backend that
+    /// stores shingles only signs them again when it reads them.
+    pub fn prepared_from_shingles(&self, shingles: Vec<u32>) -> Option<Prepared> {
+        let sorted = shingles.windows(2).all(|w| w[0] < w[1]);
+        if !sorted || shingles.is_empty() {
+            return None;
+        }
+        let signature = self.minhasher.sign(&shingles);
+        Some(Prepared {
+            shingles: ShingleSet::from_hashes(shingles),
+            signature,
+        })
+    }
+
+    /// A record of `doc` as stored under `id` with `stamp` (for a backend
+    /// that keeps records outside the engine).
+    pub fn record_of(
+        &self,
+        id: DocId,
+        doc: &Prepared,
+        metadata: Option<Box<str>>,
+        stamp: Stamp,
+    ) -> Record {
+        Record::new(id, metadata, stamp, &doc.signature, doc.shingles.as_slice())
+    }
+
     /// Rebuild a prepared document from stored parts (restore path): the
     /// signature is trusted only if it has the right length, and the
     /// shingles only if sorted and distinct.

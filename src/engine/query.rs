@@ -208,21 +208,69 @@ impl Engine {
                 }
             }
         }
-        // A replace racing this loop can let both versions of one id pass the
-        // `ids` check at different instants; keep the one verified last.
-        if out.matches.len() > 1 {
-            let mut by_id: Vec<(usize, Match)> = out.matches.drain(..).enumerate().collect();
-            by_id.sort_by(|(i, a), (j, b)| a.id.cmp(&b.id).then(j.cmp(i)));
-            by_id.dedup_by(|later, earlier| later.1.id == earlier.1.id);
-            out.matches = by_id.into_iter().map(|(_, m)| m).collect();
-        }
-        out.matches.sort_by(|a, b| {
-            b.jaccard
-                .total_cmp(&a.jaccard)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        out.matches.truncate(q.limit);
+        finish(&mut out, q);
         out
+    }
+
+    /// A query answered from candidates found outside this engine (a
+    /// backend that keeps buckets and records elsewhere): each candidate
+    /// is the current version of its document as read by the caller, who
+    /// has already dropped stale ones. The same rule as every other path:
+    /// live and recent enough → size bound → exact Jaccard; the answer is
+    /// sorted and cut as [`Self::similar_to`]'s. `exclude` skips one id;
+    /// `truncated` says the caller cut the candidate list.
+    pub fn verify_candidates(
+        &self,
+        doc: &Prepared,
+        exclude: Option<&str>,
+        q: &Query,
+        candidates: impl IntoIterator<Item = Arc<Record>>,
+        truncated: bool,
+    ) -> QueryOutcome {
+        let shingles = doc.shingles.as_slice();
+        let t = q.threshold.value();
+        let now = self.now_ms();
+        let mut out = QueryOutcome {
+            truncated,
+            ..Default::default()
+        };
+        for record in candidates {
+            if exclude == Some(record.id().as_str())
+                || !self.is_live(&record, now)
+                || q.since.is_some_and(|s| record.created_ms() < s)
+            {
+                continue;
+            }
+            out.candidates += 1;
+            if jaccard::upper_bound(shingles.len(), record.shingles().len()) < t {
+                out.rejected += 1;
+                continue;
+            }
+            let j = jaccard::overlap(shingles, record.shingles()).jaccard();
+            if j < t {
+                out.rejected += 1;
+                continue;
+            }
+            out.matches.push(Match {
+                id: record.id().clone(),
+                created_ms: record.created_ms(),
+                jaccard: j,
+                estimate: minhash::estimate(&doc.signature, record.signature()),
+            });
+        }
+        finish(&mut out, q);
+        out
+    }
+
+    /// Exact and estimated similarity of two records (of this engine or
+    /// read from another backend).
+    pub fn compare_records(&self, ra: &Record, rb: &Record) -> Comparison {
+        let overlap = jaccard::overlap(ra.shingles(), rb.shingles());
+        Comparison {
+            jaccard: overlap.jaccard(),
+            estimate: minhash::estimate(ra.signature(), rb.signature()),
+            overlap,
+        }
     }
 
     /// Exact and estimated similarity of two stored documents.
@@ -233,11 +281,24 @@ impl Engine {
         let rb = self
             .get(b)
             .ok_or_else(|| EngineError::NotFound(b.to_owned()))?;
-        let overlap = jaccard::overlap(ra.shingles(), rb.shingles());
-        Ok(Comparison {
-            jaccard: overlap.jaccard(),
-            estimate: minhash::estimate(ra.signature(), rb.signature()),
-            overlap,
-        })
+        Ok(self.compare_records(&ra, &rb))
     }
+}
+
+/// Order the matches (Jaccard descending, then id) and cut them at the
+/// query's limit. A replace racing a query can let both versions of one id
+/// pass verification at different instants; the one verified last is kept.
+fn finish(out: &mut QueryOutcome, q: &Query) {
+    if out.matches.len() > 1 {
+        let mut by_id: Vec<(usize, Match)> = out.matches.drain(..).enumerate().collect();
+        by_id.sort_by(|(i, a), (j, b)| a.id.cmp(&b.id).then(j.cmp(i)));
+        by_id.dedup_by(|later, earlier| later.1.id == earlier.1.id);
+        out.matches = by_id.into_iter().map(|(_, m)| m).collect();
+    }
+    out.matches.sort_by(|a, b| {
+        b.jaccard
+            .total_cmp(&a.jaccard)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    out.matches.truncate(q.limit);
 }

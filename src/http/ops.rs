@@ -28,8 +28,11 @@ pub async fn readyz(State(app): State<AppState>) -> Result<Json<StatusOut>, ApiE
 }
 
 /// `GET /stats` and `/collections/{name}/stats`.
-pub async fn stats(State(app): State<AppState>, Coll(coll): Coll) -> Json<Value> {
-    Json(stats_of(&app, &coll))
+pub async fn stats(State(app): State<AppState>, Coll(coll): Coll) -> Result<Json<Value>, ApiError> {
+    if let Some(backend) = coll.backend() {
+        backend.refresh_documents().await?;
+    }
+    Ok(Json(stats_of(&app, &coll)))
 }
 
 /// The `/stats` body of `coll`.

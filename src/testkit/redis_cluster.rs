@@ -7,9 +7,11 @@
 //!   ─▶ redis-cli --cluster create … --cluster-replicas R ─▶ poll until every node says cluster_state:ok
 //! ```
 //!
-//! Nodes run in the foreground as children of the test process (no
-//! `--daemonize`), so each is stopped by its own pid: `SIGTERM`, or
-//! `SIGKILL` for [`RedisCluster::kill`] (the failover tests). Each node
+//! Each node runs in the foreground (no `--daemonize`) under a small shell
+//! watchdog that also ends it if the test process dies first (a cluster
+//! kept in a `static` for a whole test binary is never dropped), and
+//! writes its pid to `D/redis.pid`: it is stopped by that pid, `SIGTERM`,
+//! or `SIGKILL` for [`RedisCluster::kill`] (the failover tests). Each node
 //! runs with the settings the redis backend requires
 //! (`hash-max-listpack-value 256`, `maxmemory-policy noeviction`) and an
 //! append-only file (`everysec`), as in production.
@@ -37,9 +39,45 @@ impl Node {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    /// The process id, while it runs.
+    /// The redis-server's process id (from its pidfile), while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child.as_ref()?;
+        std::fs::read_to_string(self.dir.join("redis.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    /// Send `signal` to the redis-server by its pid, then reap its watchdog.
+    fn stop(&mut self, signal: &str, grace: Duration) {
+        let Some(mut watchdog) = self.child.take() else {
+            return;
+        };
+        let pid = std::fs::read_to_string(self.dir.join("redis.pid"))
+            .ok()
+            .and_then(|p| p.trim().parse::<u32>().ok());
+        if let Some(pid) = pid {
+            let _ = Command::new("kill")
+                .args([signal, &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = watchdog.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(pid) = pid {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = watchdog.kill();
+        let _ = watchdog.wait();
     }
 
     pub fn is_running(&self) -> bool {
@@ -264,10 +302,7 @@ impl RedisCluster {
 
     /// `SIGKILL` node `i` (by its pid), as a crash.
     pub fn kill(&mut self, i: usize) {
-        if let Some(mut child) = self.nodes[i].child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.nodes[i].stop("-KILL", Duration::from_secs(3));
     }
 
     /// Sum of `used_memory` over the running primaries (bytes).
@@ -292,21 +327,7 @@ impl RedisCluster {
 impl Drop for RedisCluster {
     fn drop(&mut self) {
         for node in &mut self.nodes {
-            if let Some(mut child) = node.child.take() {
-                // SIGTERM by pid, a moment to exit, then SIGKILL.
-                let _ = Command::new("kill")
-                    .args(["-TERM", &child.id().to_string()])
-                    .status();
-                let deadline = Instant::now() + Duration::from_secs(3);
-                while Instant::now() < deadline {
-                    if let Ok(Some(_)) = child.try_wait() {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                let _ = child.kill();
-                let _ = child.wait();
-            }
+            node.stop("-TERM", Duration::from_secs(3));
         }
         let _ = std::fs::remove_dir_all(&self.root);
     }
@@ -317,6 +338,7 @@ fn spawn_node(port: u16, dir: &Path, cluster: bool) -> Result<Child, HarnessErro
     let dir_s = dir.display().to_string();
     let conf = dir.join("nodes.conf").display().to_string();
     let log = dir.join("redis.log").display().to_string();
+    let pidfile = dir.join("redis.pid").display().to_string();
     let mut args: Vec<&str> = vec![
         "--port",
         &port_s,
@@ -326,6 +348,8 @@ fn spawn_node(port: u16, dir: &Path, cluster: bool) -> Result<Child, HarnessErro
         &dir_s,
         "--logfile",
         &log,
+        "--pidfile",
+        &pidfile,
         "--daemonize",
         "no",
         "--save",
@@ -349,8 +373,17 @@ fn spawn_node(port: u16, dir: &Path, cluster: bool) -> Result<Child, HarnessErro
             "2000",
         ]);
     }
-    Command::new("redis-server")
+    // The watchdog: redis-server in the background, ended when the test
+    // process (its grandparent's pid, passed in) is gone.
+    let script = "redis-server \"$@\" & r=$!; \
+        while kill -0 \"$WATCH\" 2>/dev/null && kill -0 $r 2>/dev/null; do sleep 0.5; done; \
+        kill -9 $r 2>/dev/null; wait $r";
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
         .args(&args)
+        .env("WATCH", std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -389,6 +422,7 @@ mod tests {
         assert_eq!(cli(port, &["-c", "SET", "k{x}", "v"]).unwrap().trim(), "OK");
         assert_eq!(cli(port, &["-c", "GET", "k{x}"]).unwrap().trim(), "v");
         let pids: Vec<u32> = c.nodes.iter().filter_map(Node::pid).collect();
+        assert_eq!(pids.len(), 6, "every node wrote its pidfile");
         let root = c.root().to_owned();
         drop(c);
         for pid in pids {

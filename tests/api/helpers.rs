@@ -37,9 +37,45 @@ pub fn collection_label() -> &'static str {
     crate::COLLECTION.unwrap_or("default")
 }
 
+/// The Redis Cluster (3 primaries, 3 replicas) every server of this test
+/// binary shares when it runs the suites on the redis backend
+/// (`crate::REDIS`); each server gets its own `key_prefix`, so tests never
+/// see each other's data.
+pub fn shared_cluster() -> &'static neardup::testkit::redis_cluster::RedisCluster {
+    use neardup::testkit::redis_cluster::RedisCluster;
+    static CLUSTER: std::sync::OnceLock<RedisCluster> = std::sync::OnceLock::new();
+    CLUSTER.get_or_init(|| {
+        assert!(
+            RedisCluster::available(),
+            "these suites run on a Redis Cluster: install Debian's redis-server (apt-get install redis-server)"
+        );
+        RedisCluster::start(3, 1).expect("the test Redis Cluster starts")
+    })
+}
+
+/// `settings` pointed at the shared cluster under a fresh key prefix.
+pub fn on_redis(mut settings: Settings) -> Settings {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    settings.storage.backend = neardup::config::StorageBackend::Redis;
+    settings.storage.redis.nodes = shared_cluster().urls();
+    settings.storage.redis.key_prefix = format!(
+        "t{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    settings.storage.redis.expected_documents = 10_000;
+    settings
+}
+
 pub struct TestApp {
     pub addr: SocketAddr,
     pub base: String,
+    /// Where reads (`GET`) go: this server, or on the redis backend a
+    /// second server over the same data (write on one, read on the other).
+    pub read_base: String,
+    /// That second server, when there is one.
+    pub peer: Option<Box<TestApp>>,
     pub client: reqwest::Client,
     /// Sending on it, or dropping it (with the TestApp), stops the server.
     shutdown: Option<oneshot::Sender<()>>,
@@ -90,6 +126,21 @@ pub async fn start_app(settings: Settings) -> TestApp {
 }
 
 async fn start_app_on(
+    settings: Settings,
+    clock: std::sync::Arc<dyn neardup::engine::Clock>,
+) -> TestApp {
+    if !crate::REDIS || settings.storage.backend == neardup::config::StorageBackend::Redis {
+        return start_one(settings, clock).await;
+    }
+    let settings = on_redis(settings);
+    let peer = start_one(settings.clone(), std::sync::Arc::clone(&clock)).await;
+    let mut app = start_one(settings, clock).await;
+    app.read_base = peer.base.clone();
+    app.peer = Some(Box::new(peer));
+    app
+}
+
+async fn start_one(
     mut settings: Settings,
     clock: std::sync::Arc<dyn neardup::engine::Clock>,
 ) -> TestApp {
@@ -117,6 +168,8 @@ async fn start_app_on(
     let test_app = TestApp {
         addr,
         base: format!("http://{addr}"),
+        read_base: format!("http://{addr}"),
+        peer: None,
         client: reqwest::Client::new(),
         shutdown: Some(tx),
         server,
@@ -129,6 +182,9 @@ async fn start_app_on(
 impl TestApp {
     /// Poll `/readyz` until 200 (recovery runs in the background).
     pub async fn wait_ready(&self) {
+        if let Some(peer) = &self.peer {
+            Box::pin(peer.wait_ready()).await;
+        }
         for _ in 0..500 {
             if let Ok(r) = self.client.get(self.url("/readyz")).send().await {
                 if r.status() == 200 {
@@ -143,6 +199,11 @@ impl TestApp {
     /// The URL of `path`, through [`route`].
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, route(path))
+    }
+
+    /// The URL a read of `path` goes to (the peer server, when there is one).
+    pub fn read_url(&self, path: &str) -> String {
+        format!("{}{}", self.read_base, route(path))
     }
 
     /// Create the named collection the suites run against (with the
@@ -168,9 +229,10 @@ impl TestApp {
         );
     }
 
+    /// GET `path` from the reading server.
     pub async fn get(&self, path: &str) -> reqwest::Response {
         self.client
-            .get(self.url(path))
+            .get(self.read_url(path))
             .send()
             .await
             .expect("request sent")
@@ -326,11 +388,50 @@ impl TestApp {
         self.get_json("/stats").await
     }
 
-    /// `GET /metrics` as text.
+    /// `GET /metrics` as text; with a peer server, the two servers'
+    /// samples summed series by series (the deployment's counts: each node
+    /// counts the requests it served).
     pub async fn metrics(&self) -> String {
-        let resp = self.get("/metrics").await;
-        assert_eq!(resp.status(), 200);
-        resp.text().await.unwrap()
+        let fetch = |base: String| {
+            let client = self.client.clone();
+            async move {
+                let resp = client
+                    .get(format!("{base}/metrics"))
+                    .send()
+                    .await
+                    .expect("request sent");
+                assert_eq!(resp.status(), 200);
+                resp.text().await.unwrap()
+            }
+        };
+        let own = fetch(self.base.clone()).await;
+        if self.peer.is_none() {
+            return own;
+        }
+        let other = fetch(self.read_base.clone()).await;
+        let mut sums: Vec<(String, f64)> = Vec::new();
+        let mut comments = Vec::new();
+        for line in own.lines().chain(other.lines()) {
+            if line.starts_with('#') {
+                if !comments.contains(&line) {
+                    comments.push(line);
+                }
+                continue;
+            }
+            let Some((series, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            let Ok(v) = value.parse::<f64>() else {
+                continue;
+            };
+            match sums.iter_mut().find(|(s, _)| s == series) {
+                Some((_, sum)) => *sum += v,
+                None => sums.push((series.to_owned(), v)),
+            }
+        }
+        let mut text: Vec<String> = comments.into_iter().map(str::to_owned).collect();
+        text.extend(sums.into_iter().map(|(s, v)| format!("{s} {v}")));
+        text.join("\n")
     }
 
     /// `GET /similar`, asserting `200`.

@@ -4,6 +4,8 @@
 /// The suites address the `default` collection (the unprefixed routes);
 /// `tests/api_collection` runs the collection suites again against a named one.
 const COLLECTION: Option<&str> = None;
+/// The suites run on the memory backend here (see tests/api_redis).
+const REDIS: bool = false;
 
 mod helpers;
 

@@ -7,6 +7,8 @@
 
 /// The collection the suites run against.
 const COLLECTION: Option<&str> = Some("c1");
+/// On the memory backend (see tests/api_redis).
+const REDIS: bool = false;
 
 // Some helpers serve only suites this binary does not run.
 #[path = "../api/helpers.rs"]

@@ -1,0 +1,353 @@
+//! The redis backend's bytes: key names, the record, bucket members.
+//! Pure functions (no I/O), so the layout is tested without a server.
+//!
+//! **Record** (little-endian; the fixed header first so the Lua scripts
+//! can read it without a parser):
+//!
+//! ```text
+//!   0      u8   version (1)
+//!   1..5   u32  gen: random per write; bucket members carry it
+//!   5..13  u64  created_ms
+//!   13..21 u64  expires_ms (0: none of its own)
+//!   21..23 u16  id length n, then n bytes of id (UTF-8)
+//!   varint metadata length + 1 (0: none), then the metadata (JSON text)
+//!   varint shingle count, then the sorted shingles as varint deltas
+//! ```
+//!
+//! No signature: it is recomputed from the shingles when a record is read
+//! (`Engine::prepared_from_shingles`), which keeps a record at ~400 bytes.
+//!
+//! **Member** of a bucket: 12 bytes, `iid` (u64) then `gen` (u32).
+
+use xxhash_rust::xxh3::xxh3_64_with_seed;
+
+pub const RECORD_VERSION: u8 = 1;
+/// Bytes before the id.
+pub const HEADER: usize = 23;
+pub const MEMBER: usize = 12;
+/// Seed of the id hash: fixed, so every node computes the same `iid`.
+const IID_SEED: u64 = 0x6e64_7570_6969_6431;
+
+/// The 64-bit internal id of an external id (a collision is detected on
+/// write: the record names its external id).
+pub fn iid(id: &str) -> u64 {
+    xxh3_64_with_seed(id.as_bytes(), IID_SEED)
+}
+
+/// Key names of one collection: `{prefix}:{collection}:…`.
+#[derive(Clone, Debug)]
+pub struct Keys {
+    /// `key_prefix:collection`.
+    base: String,
+    /// Bits of a band key that pick its bucket hash (`g`).
+    group_bits: u32,
+}
+
+impl Keys {
+    pub fn new(key_prefix: &str, collection: &str, group_bits: u32) -> Self {
+        Self {
+            base: format!("{key_prefix}:{collection}"),
+            group_bits,
+        }
+    }
+
+    pub fn group_bits(&self) -> u32 {
+        self.group_bits
+    }
+
+    /// The record of `iid`: tagged by the document, so its keys share a slot.
+    pub fn record(&self, iid: u64) -> String {
+        format!("{}:r:{{{iid:016x}}}", self.base)
+    }
+
+    /// A pending `if_unique` write of `iid` (same slot as its record).
+    pub fn pending(&self, iid: u64) -> String {
+        format!("{}:p:{{{iid:016x}}}", self.base)
+    }
+
+    /// The prefix every record key starts with (for SCAN's MATCH).
+    pub fn record_pattern(&self) -> String {
+        format!("{}:r:*", self.base)
+    }
+
+    /// The group (bucket hash) number of a band key: its top `g` bits.
+    pub fn group_of(&self, band_key: u64) -> u64 {
+        if self.group_bits == 0 {
+            0
+        } else {
+            band_key >> (64 - self.group_bits)
+        }
+    }
+
+    /// The bucket hash of band `band` holding `band_key`; tagged by band
+    /// and group, so a collection's hashes spread over every slot.
+    pub fn group(&self, band: usize, band_key: u64) -> String {
+        self.group_key(band, self.group_of(band_key))
+    }
+
+    pub fn group_key(&self, band: usize, group: u64) -> String {
+        format!("{}:g:{{{band}.{group:x}}}", self.base)
+    }
+
+    /// The collection's metadata (layout, settings), one slot.
+    pub fn meta(&self) -> String {
+        format!("{{{}}}:meta", self.base)
+    }
+
+    /// The collection's document counter (same slot as its metadata).
+    pub fn counter(&self) -> String {
+        format!("{{{}}}:n", self.base)
+    }
+}
+
+/// `g` for `expected` documents: ⌈log2(expected / 256)⌉ (0 for small ones),
+/// so a bucket hash holds ~100–400 fields and stays a listpack.
+pub fn group_bits_for(expected: u64) -> u32 {
+    let per_hash = 256u64;
+    if expected <= per_hash {
+        return 0;
+    }
+    let groups = expected.div_ceil(per_hash);
+    (64 - (groups - 1).leading_zeros()).min(24)
+}
+
+/// A bucket member.
+pub fn member(iid: u64, gen: u32) -> [u8; MEMBER] {
+    let mut m = [0u8; MEMBER];
+    m[..8].copy_from_slice(&iid.to_le_bytes());
+    m[8..].copy_from_slice(&gen.to_le_bytes());
+    m
+}
+
+/// The members of a bucket field's value (a trailing partial member, which
+/// only corruption could leave, is ignored).
+pub fn members(value: &[u8]) -> impl Iterator<Item = (u64, u32)> + '_ {
+    value.chunks_exact(MEMBER).map(|m| {
+        let iid = u64::from_le_bytes(m[..8].try_into().expect("8 bytes"));
+        let gen = u32::from_le_bytes(m[8..].try_into().expect("4 bytes"));
+        (iid, gen)
+    })
+}
+
+/// A record's fields, decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredRecord {
+    pub gen: u32,
+    pub created_ms: u64,
+    /// 0: none of its own.
+    pub expires_ms: u64,
+    pub id: String,
+    pub metadata: Option<String>,
+    pub shingles: Vec<u32>,
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(*at)?;
+        *at += 1;
+        v |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Encode a record (`shingles` sorted and distinct).
+pub fn encode_record(
+    gen: u32,
+    created_ms: u64,
+    expires_ms: u64,
+    id: &str,
+    metadata: Option<&str>,
+    shingles: &[u32],
+) -> Vec<u8> {
+    let meta_len = metadata.map_or(0, str::len);
+    let mut out = Vec::with_capacity(HEADER + id.len() + meta_len + 8 + shingles.len() * 3);
+    out.push(RECORD_VERSION);
+    out.extend_from_slice(&gen.to_le_bytes());
+    out.extend_from_slice(&created_ms.to_le_bytes());
+    out.extend_from_slice(&expires_ms.to_le_bytes());
+    debug_assert!(id.len() <= usize::from(u16::MAX));
+    out.extend_from_slice(&(id.len() as u16).to_le_bytes());
+    out.extend_from_slice(id.as_bytes());
+    match metadata {
+        None => put_varint(&mut out, 0),
+        Some(m) => {
+            put_varint(&mut out, m.len() as u64 + 1);
+            out.extend_from_slice(m.as_bytes());
+        }
+    }
+    put_varint(&mut out, shingles.len() as u64);
+    let mut prev = 0u32;
+    for (i, &s) in shingles.iter().enumerate() {
+        let delta = if i == 0 { s } else { s - prev };
+        put_varint(&mut out, u64::from(delta));
+        prev = s;
+    }
+    out
+}
+
+/// Why stored bytes are not a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("stored record is corrupt: {0}")]
+pub struct CorruptRecord(pub &'static str);
+
+/// The `gen` of an encoded record, read from its header.
+pub fn record_gen(bytes: &[u8]) -> Option<u32> {
+    (bytes.len() >= HEADER && bytes[0] == RECORD_VERSION)
+        .then(|| u32::from_le_bytes(bytes[1..5].try_into().expect("4 bytes")))
+}
+
+pub fn decode_record(bytes: &[u8]) -> Result<StoredRecord, CorruptRecord> {
+    if bytes.len() < HEADER {
+        return Err(CorruptRecord("shorter than its header"));
+    }
+    if bytes[0] != RECORD_VERSION {
+        return Err(CorruptRecord("unknown record version"));
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let gen = u32::from_le_bytes(bytes[1..5].try_into().expect("4 bytes"));
+    let (created_ms, expires_ms) = (u64_at(5), u64_at(13));
+    let id_len = usize::from(u16::from_le_bytes([bytes[21], bytes[22]]));
+    let mut at = HEADER + id_len;
+    let id = bytes
+        .get(HEADER..at)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .ok_or(CorruptRecord("bad id"))?
+        .to_owned();
+    let meta_len = get_varint(bytes, &mut at).ok_or(CorruptRecord("bad metadata length"))?;
+    let metadata = if meta_len == 0 {
+        None
+    } else {
+        let end = at
+            .checked_add(meta_len as usize - 1)
+            .ok_or(CorruptRecord("bad metadata length"))?;
+        let m = bytes
+            .get(at..end)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .ok_or(CorruptRecord("bad metadata"))?;
+        at = end;
+        Some(m.to_owned())
+    };
+    let n = get_varint(bytes, &mut at).ok_or(CorruptRecord("bad shingle count"))? as usize;
+    if n > bytes.len() {
+        return Err(CorruptRecord("shingle count beyond the record"));
+    }
+    let mut shingles = Vec::with_capacity(n);
+    let mut prev = 0u64;
+    for i in 0..n {
+        let d = get_varint(bytes, &mut at).ok_or(CorruptRecord("truncated shingles"))?;
+        let v = if i == 0 { d } else { prev + d };
+        if v > u64::from(u32::MAX) || (i > 0 && d == 0) {
+            return Err(CorruptRecord("shingles out of order"));
+        }
+        shingles.push(v as u32);
+        prev = v;
+    }
+    if at != bytes.len() {
+        return Err(CorruptRecord("trailing bytes"));
+    }
+    Ok(StoredRecord {
+        gen,
+        created_ms,
+        expires_ms,
+        id,
+        metadata,
+        shingles,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_with_non_ascii_ids_and_metadata() {
+        let shingles = vec![0, 1, 7, 300, 70_000, u32::MAX];
+        for (id, meta) in [
+            (
+                "café-№1 “quoted” £ 東京 🦀 e\u{301}",
+                Some(r#"{"t":"Ёж ’ 😀"}"#),
+            ),
+            ("a", None),
+            ("x", Some("{}")),
+        ] {
+            let bytes = encode_record(0xdead_beef, 1_700_000_000_123, 0, id, meta, &shingles);
+            assert_eq!(record_gen(&bytes), Some(0xdead_beef));
+            let r = decode_record(&bytes).unwrap();
+            assert_eq!(r.id, id);
+            assert_eq!(r.metadata.as_deref(), meta);
+            assert_eq!(r.shingles, shingles);
+            assert_eq!(
+                (r.gen, r.created_ms, r.expires_ms),
+                (0xdead_beef, 1_700_000_000_123, 0)
+            );
+        }
+    }
+
+    #[test]
+    fn delta_varints_keep_a_typical_record_small() {
+        // 150 shingles spread over u32: ~4 bytes each as deltas of ~2^25.
+        let shingles: Vec<u32> = (0..150u32).map(|i| i * 28_000_000 + 5).collect();
+        let bytes = encode_record(1, 2, 0, "doc-1", None, &shingles);
+        assert!(
+            bytes.len() < HEADER + 5 + 2 + 150 * 4 + 4,
+            "{}",
+            bytes.len()
+        );
+    }
+
+    #[test]
+    fn damaged_records_are_refused_not_misread() {
+        let bytes = encode_record(1, 2, 3, "id", Some("{}"), &[1, 2, 3]);
+        for cut in 0..bytes.len() {
+            assert!(decode_record(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(decode_record(&longer).is_err());
+        let mut v2 = bytes;
+        v2[0] = 2;
+        assert_eq!(
+            decode_record(&v2),
+            Err(CorruptRecord("unknown record version"))
+        );
+    }
+
+    #[test]
+    fn members_pack_iid_and_gen() {
+        let mut v = Vec::new();
+        v.extend_from_slice(&member(7, 9));
+        v.extend_from_slice(&member(u64::MAX, u32::MAX));
+        v.push(1); // a torn tail is ignored
+        assert_eq!(
+            members(&v).collect::<Vec<_>>(),
+            vec![(7, 9), (u64::MAX, u32::MAX)]
+        );
+    }
+
+    #[test]
+    fn groups_are_sized_for_a_few_hundred_fields() {
+        assert_eq!(group_bits_for(1), 0);
+        assert_eq!(group_bits_for(256), 0);
+        assert_eq!(group_bits_for(257), 1);
+        assert_eq!(group_bits_for(1_000_000), 12);
+        let k = Keys::new("nd1", "default", 12);
+        assert_eq!(k.group_of(u64::MAX), 4095);
+        assert_eq!(k.group_of(0), 0);
+        assert_eq!(Keys::new("p", "c", 0).group_of(u64::MAX), 0);
+        assert_eq!(k.record(255), "nd1:default:r:{00000000000000ff}");
+        assert_eq!(k.group(3, u64::MAX), "nd1:default:g:{3.fff}");
+        assert_eq!(k.meta(), "{nd1:default}:meta");
+    }
+}

@@ -1,0 +1,361 @@
+//! The connection to Redis: a cluster connection (slot map, MOVED/ASK,
+//! reconnects, one multiplexed connection per node) or, for a single
+//! non-cluster Redis, one multiplexed connection; every round trip bounded
+//! by `storage.redis.command_timeout_ms`, counted, and its failure turned
+//! into [`BackendError::Unavailable`] (503 with Retry-After).
+//!
+//! A round trip is a set of commands sent at once (`futures` joined): on
+//! the cluster connection each goes to its node's multiplexed connection,
+//! so the commands of one trip are pipelined per node and run on every
+//! node in parallel.
+
+use super::super::BackendError;
+use crate::config::{Durability, RedisSettings};
+use futures_util::future::join_all;
+use redis::aio::{ConnectionLike, MultiplexedConnection};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One command of a round trip, as a boxed call (commands of different
+/// kinds share a trip).
+pub type Call = Box<
+    dyn FnOnce(Conn) -> std::pin::Pin<Box<dyn Future<Output = redis::RedisResult<Value>> + Send>>
+        + Send,
+>;
+
+/// A plain command as a [`Call`].
+pub fn call(cmd: Cmd) -> Call {
+    Box::new(move |mut c: Conn| Box::pin(async move { cmd.query_async::<Value>(&mut c).await }))
+}
+
+/// A script invocation (`keys`, `args`) as a [`Call`].
+pub fn script_call(script: &'static redis::Script, keys: Vec<String>, args: Vec<Vec<u8>>) -> Call {
+    Box::new(move |mut c: Conn| {
+        Box::pin(async move {
+            let mut inv = script.prepare_invoke();
+            for k in keys {
+                inv.key(k);
+            }
+            for a in &args {
+                inv.arg(a.as_slice());
+            }
+            inv.invoke_async::<Value>(&mut c).await
+        })
+    })
+}
+
+/// Either kind of connection; cheap to clone (a handle to shared tasks).
+#[derive(Clone)]
+pub enum Conn {
+    Cluster(ClusterConnection),
+    Single(MultiplexedConnection),
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Cluster(c) => c.req_packed_command(cmd),
+            Conn::Single(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Conn::Cluster(c) => c.get_db(),
+            Conn::Single(c) => c.get_db(),
+        }
+    }
+}
+
+/// Counters of the traffic to Redis (read by `/metrics`).
+#[derive(Debug, Default)]
+pub struct RedisCounters {
+    /// Round trips started.
+    pub round_trips: AtomicU64,
+    /// Commands sent.
+    pub commands: AtomicU64,
+    /// Round trips that failed (an error or the timeout).
+    pub errors: AtomicU64,
+    /// Round trips that hit `command_timeout_ms`.
+    pub timeouts: AtomicU64,
+    /// Replicated writes no replica confirmed in time.
+    pub replication_failures: AtomicU64,
+}
+
+/// The connection shared by every collection of a server.
+pub struct Redis {
+    conn: tokio::sync::RwLock<Option<Conn>>,
+    pub settings: RedisSettings,
+    pub counters: Arc<RedisCounters>,
+    /// True when the seed nodes run in cluster mode (known once connected).
+    cluster: std::sync::atomic::AtomicBool,
+}
+
+fn unavailable(what: &str, e: impl std::fmt::Display) -> BackendError {
+    BackendError::Unavailable(format!("{what}: {e}"))
+}
+
+impl Redis {
+    pub fn new(settings: RedisSettings) -> Self {
+        Self {
+            conn: tokio::sync::RwLock::new(None),
+            settings,
+            counters: Arc::default(),
+            cluster: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.settings.command_timeout_ms)
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        self.cluster.load(Ordering::Relaxed)
+    }
+
+    /// Connect (once; later calls return the same connection). A cluster
+    /// connection reconnects by itself from then on.
+    pub async fn conn(&self) -> Result<Conn, BackendError> {
+        if let Some(c) = self.conn.read().await.as_ref() {
+            return Ok(c.clone());
+        }
+        let mut slot = self.conn.write().await;
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.clone());
+        }
+        let budget = Duration::from_millis(
+            self.settings.connect_timeout_ms + self.settings.command_timeout_ms,
+        );
+        let conn = tokio::time::timeout(budget, self.connect())
+            .await
+            .map_err(|_| unavailable("connecting to redis", "timed out"))??;
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    async fn connect(&self) -> Result<Conn, BackendError> {
+        let s = &self.settings;
+        let connect_timeout = Duration::from_millis(s.connect_timeout_ms);
+        // Ask the first node that answers whether it runs in cluster mode.
+        let mut last = None;
+        let mut cluster = None;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(connect_timeout))
+            .set_response_timeout(Some(self.timeout()));
+        let mut single = None;
+        for url in &s.nodes {
+            let client = match redis::Client::open(url.as_str()) {
+                Ok(c) => c,
+                Err(e) => {
+                    last = Some(unavailable(url, e));
+                    continue;
+                }
+            };
+            match client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+            {
+                Ok(mut c) => {
+                    let info: Result<String, _> =
+                        redis::cmd("INFO").arg("cluster").query_async(&mut c).await;
+                    match info {
+                        Ok(info) => {
+                            cluster = Some(info.contains("cluster_enabled:1"));
+                            single = Some(c);
+                            break;
+                        }
+                        Err(e) => last = Some(unavailable(url, e)),
+                    }
+                }
+                Err(e) => last = Some(unavailable(url, e)),
+            }
+        }
+        let Some(cluster) = cluster else {
+            return Err(last.unwrap_or_else(|| unavailable("redis", "no node configured")));
+        };
+        self.cluster.store(cluster, Ordering::Relaxed);
+        if !cluster {
+            return Ok(Conn::Single(single.expect("set with cluster")));
+        }
+        let mut builder = redis::cluster::ClusterClientBuilder::new(s.nodes.clone())
+            .connection_timeout(connect_timeout)
+            .response_timeout(self.timeout())
+            .retries(2)
+            .min_retry_wait(50)
+            .max_retry_wait(300);
+        if s.read_from_replicas {
+            builder = builder.read_routing_strategy(
+                redis::cluster_read_routing::RoundRobinReplicaStrategy::default(),
+            );
+        }
+        let client = builder
+            .build()
+            .map_err(|e| unavailable("redis cluster", e))?;
+        let conn = client
+            .get_async_connection()
+            .await
+            .map_err(|e| unavailable("redis cluster", e))?;
+        Ok(Conn::Cluster(conn))
+    }
+
+    /// One round trip: `commands` futures, each given its own clone of the
+    /// connection, run at once; all their results, or the first error, or
+    /// 503 after `command_timeout_ms`.
+    pub async fn trip<T, F, Fut>(
+        &self,
+        what: &str,
+        commands: Vec<F>,
+    ) -> Result<Vec<T>, BackendError>
+    where
+        F: FnOnce(Conn) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
+        let conn = self.conn().await?;
+        let c = &self.counters;
+        c.round_trips.fetch_add(1, Ordering::Relaxed);
+        c.commands
+            .fetch_add(commands.len() as u64, Ordering::Relaxed);
+        let all = join_all(commands.into_iter().map(|f| f(conn.clone())));
+        match tokio::time::timeout(self.timeout(), all).await {
+            Err(_) => {
+                c.errors.fetch_add(1, Ordering::Relaxed);
+                c.timeouts.fetch_add(1, Ordering::Relaxed);
+                Err(unavailable(
+                    what,
+                    "timed out (storage.redis.command_timeout_ms)",
+                ))
+            }
+            Ok(results) => results
+                .into_iter()
+                .collect::<Result<Vec<T>, _>>()
+                .map_err(|e| {
+                    c.errors.fetch_add(1, Ordering::Relaxed);
+                    unavailable(what, e)
+                }),
+        }
+    }
+
+    /// One round trip of boxed calls.
+    pub async fn calls(&self, what: &str, calls: Vec<Call>) -> Result<Vec<Value>, BackendError> {
+        self.trip(what, calls).await
+    }
+
+    /// One command as its own round trip.
+    pub async fn one<T: FromRedisValue>(&self, what: &str, cmd: Cmd) -> Result<T, BackendError> {
+        let mut out = self
+            .trip(
+                what,
+                vec![move |mut c: Conn| async move { cmd.query_async::<T>(&mut c).await }],
+            )
+            .await?;
+        Ok(out.pop().expect("one result per command"))
+    }
+
+    /// With `durability = "replicated"`: wait until at least one replica of
+    /// every primary has what this connection wrote (`WAIT 1`), else 503.
+    pub async fn replicate(&self) -> Result<(), BackendError> {
+        if self.settings.durability != Durability::Replicated {
+            return Ok(());
+        }
+        let mut cmd = redis::cmd("WAIT");
+        cmd.arg(1).arg(self.settings.replication_timeout_ms);
+        let acked: i64 = self.one("waiting for a replica", cmd).await?;
+        if acked < 1 {
+            self.counters
+                .replication_failures
+                .fetch_add(1, Ordering::Relaxed);
+            return Err(BackendError::Unavailable(
+                "no replica confirmed the write within storage.redis.replication_timeout_ms".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The addresses (`host:port`) of the primaries serving slots now (the
+    /// seed node itself for a single Redis).
+    pub async fn primaries(&self) -> Result<Vec<String>, BackendError> {
+        let conn = self.conn().await?;
+        if let Conn::Single(_) = conn {
+            let url = self.settings.nodes.first().cloned().unwrap_or_default();
+            return Ok(vec![url
+                .trim_start_matches("redis://")
+                .trim_end_matches('/')
+                .to_owned()]);
+        }
+        let text: String = self
+            .one("reading the cluster's nodes", {
+                let mut c = redis::cmd("CLUSTER");
+                c.arg("NODES");
+                c
+            })
+            .await?;
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                (f.len() >= 9 && f[2].contains("master") && !f[2].contains("fail"))
+                    .then(|| f[1].split('@').next().unwrap_or("").to_owned())
+            })
+            .filter(|a| !a.is_empty())
+            .collect())
+    }
+
+    /// Every key matching `pattern` on every primary (`SCAN`, 1,000 at a
+    /// step; a key moved by a resharding meanwhile may be seen twice or
+    /// missed, as SCAN itself promises).
+    pub async fn scan_all(&self, pattern: &str) -> Result<Vec<String>, BackendError> {
+        let mut keys = Vec::new();
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(Duration::from_millis(
+                self.settings.connect_timeout_ms,
+            )))
+            .set_response_timeout(Some(self.timeout()));
+        for addr in self.primaries().await? {
+            let client = redis::Client::open(format!("redis://{addr}"))
+                .map_err(|e| unavailable(&addr, e))?;
+            let mut c = client
+                .get_multiplexed_async_connection_with_config(&config)
+                .await
+                .map_err(|e| unavailable(&addr, e))?;
+            let mut cursor: u64 = 0;
+            loop {
+                let mut scan = redis::cmd("SCAN");
+                scan.arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(1000);
+                self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
+                let (next, batch): (u64, Vec<String>) =
+                    tokio::time::timeout(self.timeout(), scan.query_async(&mut c))
+                        .await
+                        .map_err(|_| unavailable(&addr, "SCAN timed out"))?
+                        .map_err(|e| unavailable(&addr, e))?;
+                keys.extend(batch);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        Ok(keys)
+    }
+}

@@ -1,0 +1,963 @@
+//! The redis backend: a collection's records and LSH buckets in a Redis
+//! Cluster (or one Redis), shared by every neardup node that points at it.
+//! The layout, the round trips and the guarantees are in ARCHITECTURE.md
+//! ("Storage backends"); the bytes in [`codec`]; the connection in [`conn`].
+//!
+//! The node keeps an [`Engine`] per collection for its recipe, clock and
+//! retention only: it signs texts, computes band keys, decides expiry and
+//! verifies candidates exactly, as the memory backend does, so both give
+//! the same answers (the same bits). Redis holds what must be shared.
+//!
+//! **Writes: entries first, the record last.** An insert appends its
+//! `(iid, gen)` member to the field of each of its band keys (one trip,
+//! every band at once), then commits the record with a script on the
+//! record's own key (create, replace or refuse). A reader accepts a
+//! bucket member only if the record it reads has the member's `gen`, so a
+//! document is visible only once fully indexed, and entries of older or
+//! unfinished versions are skipped. Removing entries removes exactly one
+//! `(iid, gen)`, so it never touches another version's entries.
+
+pub mod codec;
+pub mod conn;
+
+use super::BackendError;
+use crate::engine::{
+    Comparison, DocId, Engine, EngineError, NewDoc, Prepared, Query, QueryOutcome, Record, Stamp,
+    UniqueOutcome, WriteMode, WriteOutcome,
+};
+use codec::{decode_record, encode_record, iid, member, members, Keys, StoredRecord};
+pub use conn::{call, script_call, Call, Conn, Redis, RedisCounters};
+use redis::Script;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+/// Append members to fields of one bucket hash.
+/// KEYS[1] the hash; ARGV: field, member, field, member, …
+static APPEND: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #ARGV, 2 do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if cur then
+    redis.call('HSET', KEYS[1], ARGV[i], cur .. ARGV[i + 1])
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  end
+end
+return 1
+",
+    )
+});
+
+/// Remove exactly these members from fields of one bucket hash (a field
+/// left empty goes). KEYS[1] the hash; ARGV: field, member, …
+static REMOVE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+for i = 1, #ARGV, 2 do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if cur then
+    local keep = {}
+    for j = 1, #cur, 12 do
+      local m = string.sub(cur, j, j + 11)
+      if m ~= ARGV[i + 1] then keep[#keep + 1] = m end
+    end
+    if #keep == 0 then
+      redis.call('HDEL', KEYS[1], ARGV[i])
+    else
+      redis.call('HSET', KEYS[1], ARGV[i], table.concat(keep))
+    end
+  end
+end
+return 1
+",
+    )
+});
+
+/// The commit of a write. KEYS[1] the record (KEYS[2] the pending key of
+/// an if_unique write, which must still hold ARGV[1]); ARGV[1] the new
+/// record, ARGV[2] 'c' (create) or 'u' (upsert), ARGV[3] now (ms),
+/// ARGV[4] the collection's retention (ms, 0: none), ARGV[5] the id.
+/// Returns {outcome[, old record]}: 'created', 'replaced', 'exists',
+/// 'collision' (another id hashes to the same iid), 'expired' (the
+/// pending key is gone).
+static COMMIT: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local function u64(s, at)
+  local v = 0
+  for i = at + 7, at, -1 do v = v * 256 + string.byte(s, i) end
+  return v
+end
+if KEYS[2] then
+  if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {'expired'} end
+end
+local old = redis.call('GET', KEYS[1])
+local outcome = 'created'
+if old then
+  local n = string.byte(old, 22) + 256 * string.byte(old, 23)
+  if string.sub(old, 24, 23 + n) ~= ARGV[5] then return {'collision'} end
+  local exp = u64(old, 14)
+  local ttl = tonumber(ARGV[4])
+  if exp == 0 and ttl > 0 then exp = u64(old, 6) + ttl end
+  local live = exp == 0 or tonumber(ARGV[3]) < exp
+  if live and ARGV[2] == 'c' then return {'exists'} end
+  if live then outcome = 'replaced' end
+end
+redis.call('SET', KEYS[1], ARGV[1])
+if KEYS[2] then redis.call('DEL', KEYS[2]) end
+if old then return {outcome, old} end
+return {outcome}
+",
+    )
+});
+
+/// Delete a record if it names this id (and, given ARGV[2], is still that
+/// `gen`). KEYS[1] the record; ARGV[1] the id, ARGV[2] the gen (4 bytes)
+/// or ''. Returns the deleted record, or nil.
+static DELETE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local old = redis.call('GET', KEYS[1])
+if not old then return false end
+local n = string.byte(old, 22) + 256 * string.byte(old, 23)
+if string.sub(old, 24, 23 + n) ~= ARGV[1] then return false end
+if ARGV[2] ~= '' and string.sub(old, 2, 5) ~= ARGV[2] then return false end
+redis.call('DEL', KEYS[1])
+return old
+",
+    )
+});
+
+/// Delete a pending key if it still holds ARGV[1]. KEYS[1] the pending key.
+static UNCLAIM: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+",
+    )
+});
+
+/// How long an if_unique write's pending key lives (a crashed writer's
+/// claim lapses by itself).
+const PENDING_MS: u64 = 30_000;
+/// An if_unique write that keeps meeting concurrent near-duplicates gives
+/// up after this many attempts (503: retry).
+const UNIQUE_ATTEMPTS: u32 = 5;
+
+/// A random `gen` per write: a process-random key over a counter.
+fn new_gen() -> u32 {
+    static STATE: LazyLock<std::collections::hash_map::RandomState> =
+        LazyLock::new(std::collections::hash_map::RandomState::new);
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    STATE.hash_one(COUNTER.fetch_add(1, Ordering::Relaxed)) as u32
+}
+
+/// One collection stored in Redis.
+pub struct RedisIndex {
+    /// The recipe, clock and retention (its maps stay empty).
+    engine: Arc<Engine>,
+    redis: Arc<Redis>,
+    keys: Keys,
+    /// The document counter as last read (refreshed in the background).
+    documents: AtomicU64,
+}
+
+/// A written document's parts, ready to send.
+struct Staged {
+    iid: u64,
+    gen: u32,
+    id: DocId,
+    value: Vec<u8>,
+    band_keys: Vec<u64>,
+}
+
+/// What a commit script said.
+enum Committed {
+    Created(Option<Vec<u8>>),
+    Replaced(Vec<u8>),
+    Exists,
+    Collision,
+    Expired,
+}
+
+fn parse_commit(v: redis::Value) -> Result<Committed, BackendError> {
+    let parts: Vec<redis::Value> = redis::from_redis_value(v)
+        .map_err(|e| BackendError::Internal(format!("commit script answer: {e}")))?;
+    let mut it = parts.into_iter();
+    let outcome: String = it
+        .next()
+        .map(redis::from_redis_value)
+        .transpose()
+        .map_err(|e| BackendError::Internal(format!("commit script answer: {e}")))?
+        .unwrap_or_default();
+    let old: Option<Vec<u8>> = it
+        .next()
+        .map(redis::from_redis_value)
+        .transpose()
+        .map_err(|e| BackendError::Internal(format!("commit script answer: {e}")))?;
+    Ok(match (outcome.as_str(), old) {
+        ("created", old) => Committed::Created(old),
+        ("replaced", Some(old)) => Committed::Replaced(old),
+        ("exists", _) => Committed::Exists,
+        ("collision", _) => Committed::Collision,
+        ("expired", _) => Committed::Expired,
+        (other, _) => {
+            return Err(BackendError::Internal(format!(
+                "commit script said {other:?}"
+            )))
+        }
+    })
+}
+
+fn corrupt(key: &str, e: impl std::fmt::Display) -> BackendError {
+    BackendError::Internal(format!("{key}: {e}"))
+}
+
+impl RedisIndex {
+    /// The collection `name` in `redis`, laid out as its metadata key says
+    /// (written by the first node that opens it: the bucket-hash size `g`
+    /// is fixed from then on, so every node computes the same keys).
+    pub async fn open(
+        engine: Arc<Engine>,
+        redis: Arc<Redis>,
+        name: &str,
+    ) -> Result<Self, BackendError> {
+        let prefix = redis.settings.key_prefix.clone();
+        let probe = Keys::new(&prefix, name, 0);
+        let wanted = codec::group_bits_for(redis.settings.expected_documents);
+        let meta = format!("layout=1;group_bits={wanted}");
+        let mut set = redis::cmd("SET");
+        set.arg(probe.meta()).arg(&meta).arg("NX");
+        let _: Option<String> = redis.one("writing the collection layout", set).await?;
+        let mut get = redis::cmd("GET");
+        get.arg(probe.meta());
+        let stored: Option<String> = redis.one("reading the collection layout", get).await?;
+        let stored = stored.unwrap_or(meta);
+        let group_bits = stored
+            .split(';')
+            .find_map(|kv| kv.strip_prefix("group_bits="))
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|g| *g <= 24)
+            .ok_or_else(|| corrupt(&probe.meta(), format!("unreadable layout {stored:?}")))?;
+        let this = Self {
+            engine,
+            redis,
+            keys: Keys::new(&prefix, name, group_bits),
+            documents: AtomicU64::new(0),
+        };
+        this.refresh_count().await?;
+        Ok(this)
+    }
+
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    pub fn redis(&self) -> &Arc<Redis> {
+        &self.redis
+    }
+
+    /// Stored documents as last counted.
+    pub fn documents(&self) -> usize {
+        self.documents.load(Ordering::Relaxed) as usize
+    }
+
+    /// Read the document counter.
+    pub async fn refresh_count(&self) -> Result<usize, BackendError> {
+        let mut get = redis::cmd("GET");
+        get.arg(self.keys.counter());
+        let n: Option<i64> = self.redis.one("reading the document count", get).await?;
+        let n = n.unwrap_or(0).max(0) as u64;
+        self.documents.store(n, Ordering::Relaxed);
+        Ok(n as usize)
+    }
+
+    /// Move the counter by `delta`, as its own trip.
+    async fn adjust(&self, delta: i64) -> Result<(), BackendError> {
+        self.redis
+            .calls("counting documents", vec![self.counter_call(delta)])
+            .await
+            .map(drop)
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        self.engine
+            .retention()
+            .map_or(0, |d| (d.as_millis() as u64).max(1))
+    }
+
+    fn stage(&self, new: &NewDoc, created_ms: u64) -> Staged {
+        let gen = new_gen();
+        let value = encode_record(
+            gen,
+            created_ms,
+            new.expires_ms.unwrap_or(0),
+            new.id.as_str(),
+            new.metadata.as_deref(),
+            new.doc.shingles(),
+        );
+        Staged {
+            iid: iid(new.id.as_str()),
+            gen,
+            id: new.id.clone(),
+            value,
+            band_keys: self.engine.band_keys(new.doc.signature()),
+        }
+    }
+
+    /// The bucket commands for `docs`' members (append or remove), one
+    /// script call per bucket hash.
+    fn bucket_calls<'a>(
+        &self,
+        docs: impl IntoIterator<Item = (u64, u32, &'a [u64])>,
+    ) -> BTreeMap<String, Vec<Vec<u8>>> {
+        let mut by_hash: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+        for (iid, gen, band_keys) in docs {
+            for (band, &key) in band_keys.iter().enumerate() {
+                let args = by_hash.entry(self.keys.group(band, key)).or_default();
+                args.push(key.to_le_bytes().to_vec());
+                args.push(member(iid, gen).to_vec());
+            }
+        }
+        by_hash
+    }
+
+    /// The script calls of `calls` (one per bucket hash).
+    fn bucket_script_calls(
+        script: &'static Script,
+        calls: BTreeMap<String, Vec<Vec<u8>>>,
+    ) -> Vec<Call> {
+        calls
+            .into_iter()
+            .map(|(hash, args)| script_call(script, vec![hash], args))
+            .collect()
+    }
+
+    async fn run_buckets(
+        &self,
+        what: &str,
+        script: &'static Script,
+        calls: BTreeMap<String, Vec<Vec<u8>>>,
+    ) -> Result<(), BackendError> {
+        self.redis
+            .calls(what, Self::bucket_script_calls(script, calls))
+            .await
+            .map(drop)
+    }
+
+    /// `INCRBY` of the document counter, as a call.
+    fn counter_call(&self, delta: i64) -> Call {
+        let mut cmd = redis::cmd("INCRBY");
+        cmd.arg(self.keys.counter()).arg(delta);
+        call(cmd)
+    }
+
+    /// The entries of the stored records `olds` (band keys recomputed from
+    /// their shingles) as removal calls.
+    fn removal_calls(&self, olds: &[(u64, Vec<u8>)]) -> Result<Vec<Call>, BackendError> {
+        let mut docs = Vec::with_capacity(olds.len());
+        for (iid, bytes) in olds {
+            let stored = decode_record(bytes).map_err(|e| corrupt(&self.keys.record(*iid), e))?;
+            let Some(prepared) = self.engine.prepared_from_shingles(stored.shingles) else {
+                return Err(corrupt(&self.keys.record(*iid), "an empty shingle set"));
+            };
+            docs.push((
+                *iid,
+                stored.gen,
+                self.engine.band_keys(prepared.signature()),
+            ));
+        }
+        let calls = self.bucket_calls(docs.iter().map(|(i, g, k)| (*i, *g, k.as_slice())));
+        Ok(Self::bucket_script_calls(&REMOVE, calls))
+    }
+
+    /// Remove the entries of the stored records `olds`.
+    async fn remove_entries(&self, olds: &[(u64, Vec<u8>)]) -> Result<(), BackendError> {
+        let calls = self.removal_calls(olds)?;
+        self.redis
+            .calls("removing bucket entries", calls)
+            .await
+            .map(drop)
+    }
+
+    /// The commit script call for `doc`.
+    fn commit_call(
+        &self,
+        doc: &Staged,
+        mode: WriteMode,
+        pending: bool,
+        now: u64,
+    ) -> impl FnOnce(
+        Conn,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = redis::RedisResult<redis::Value>> + Send>,
+    > {
+        let record = self.keys.record(doc.iid);
+        let pending_key = pending.then(|| self.keys.pending(doc.iid));
+        let value = doc.value.clone();
+        let mode = if mode == WriteMode::Create { "c" } else { "u" };
+        let ttl = self.ttl_ms();
+        let id = doc.id.as_str().to_owned();
+        move |mut c: Conn| {
+            Box::pin(async move {
+                let mut inv = COMMIT.key(record);
+                if let Some(p) = pending_key {
+                    inv.key(p);
+                }
+                inv.arg(value).arg(mode).arg(now).arg(ttl).arg(id);
+                inv.invoke_async::<redis::Value>(&mut c).await
+            })
+        }
+    }
+
+    /// Create or replace one document: 2 round trips (appends, commit),
+    /// plus the old version's entries removed after a replace.
+    pub async fn insert(&self, new: NewDoc, mode: WriteMode) -> Result<WriteOutcome, BackendError> {
+        let mut out = self.insert_many(vec![new], mode).await?;
+        out.pop()
+            .expect("one outcome per document")
+            .map_err(BackendError::from)
+    }
+
+    /// Many writes: every append at once, then every commit at once, then
+    /// the entries of replaced versions and of refused writes removed. A
+    /// repeated id is written in a later wave (as sequential calls would).
+    pub async fn insert_many(
+        &self,
+        items: Vec<NewDoc>,
+        mode: WriteMode,
+    ) -> Result<Vec<Result<WriteOutcome, EngineError>>, BackendError> {
+        let mut results: Vec<Option<Result<WriteOutcome, EngineError>>> = vec![None; items.len()];
+        // Waves of distinct ids, in request order.
+        let mut waves: Vec<Vec<usize>> = Vec::new();
+        let mut wave_of: HashMap<&str, usize> = HashMap::new();
+        for (i, new) in items.iter().enumerate() {
+            let w = wave_of.get(new.id.as_str()).map_or(0, |&w| w + 1);
+            wave_of.insert(new.id.as_str(), w);
+            if waves.len() <= w {
+                waves.push(Vec::new());
+            }
+            waves[w].push(i);
+        }
+        for wave in waves {
+            let now = self.engine.now_ms();
+            let staged: Vec<(usize, Staged)> = wave
+                .iter()
+                .map(|&i| (i, self.stage(&items[i], now)))
+                .collect();
+            let calls = self.bucket_calls(
+                staged
+                    .iter()
+                    .map(|(_, s)| (s.iid, s.gen, s.band_keys.as_slice())),
+            );
+            // Trip 1: every entry, and the counter as if every write
+            // created a document (corrected with the cleanup below), so the
+            // count is exact once a write is answered, in 2 trips.
+            let mut trip = Self::bucket_script_calls(&APPEND, calls);
+            trip.push(self.counter_call(staged.len() as i64));
+            self.redis.calls("appending bucket entries", trip).await?;
+            let commits: Vec<_> = staged
+                .iter()
+                .map(|(_, s)| self.commit_call(s, mode, false, now))
+                .collect();
+            let answers = self.redis.trip("committing records", commits).await?;
+            let mut cleanup: Vec<(u64, Vec<u8>)> = Vec::new();
+            let mut not_created = 0i64;
+            for ((i, s), answer) in staged.into_iter().zip(answers) {
+                let result = match parse_commit(answer)? {
+                    Committed::Created(old) => {
+                        not_created += i64::from(old.is_some());
+                        if let Some(old) = old {
+                            cleanup.push((s.iid, old));
+                        }
+                        Ok(WriteOutcome::Created)
+                    }
+                    Committed::Replaced(old) => {
+                        not_created += 1;
+                        cleanup.push((s.iid, old));
+                        Ok(WriteOutcome::Replaced)
+                    }
+                    Committed::Exists => {
+                        not_created += 1;
+                        cleanup.push((s.iid, s.value));
+                        Err(EngineError::AlreadyExists(s.id))
+                    }
+                    Committed::Collision => {
+                        self.remove_entries(&[(s.iid, s.value)]).await?;
+                        self.adjust(-1).await?;
+                        tracing::error!(
+                            id = s.id.as_str(),
+                            iid = s.iid,
+                            "two ids hash to the same internal id; the write is refused"
+                        );
+                        return Err(BackendError::Unavailable(format!(
+                            "id {:?} collides with a stored id",
+                            s.id.as_str()
+                        )));
+                    }
+                    Committed::Expired => {
+                        return Err(BackendError::Internal(
+                            "a plain commit has no pending key".into(),
+                        ))
+                    }
+                };
+                results[i] = Some(result);
+            }
+            self.redis.replicate().await?;
+            if !cleanup.is_empty() || not_created != 0 {
+                let mut trip = self.removal_calls(&cleanup)?;
+                if not_created != 0 {
+                    trip.push(self.counter_call(-not_created));
+                }
+                self.redis.calls("removing bucket entries", trip).await?;
+            }
+        }
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every item is in a wave"))
+            .collect())
+    }
+
+    /// Read and decode the records of `iids` (one trip); `None` for a
+    /// missing one.
+    async fn read_records(&self, iids: &[u64]) -> Result<Vec<Option<StoredRecord>>, BackendError> {
+        let commands: Vec<_> = iids
+            .iter()
+            .map(|&i| {
+                let key = self.keys.record(i);
+                move |mut c: Conn| async move {
+                    let mut get = redis::cmd("GET");
+                    get.arg(key);
+                    get.query_async::<Option<Vec<u8>>>(&mut c).await
+                }
+            })
+            .collect();
+        let raw = self.redis.trip("reading records", commands).await?;
+        raw.into_iter()
+            .zip(iids)
+            .map(|(bytes, &i)| {
+                bytes
+                    .map(|b| decode_record(&b).map_err(|e| corrupt(&self.keys.record(i), e)))
+                    .transpose()
+            })
+            .collect()
+    }
+
+    /// A decoded record as the engine's [`Record`] (signature recomputed).
+    fn to_record(&self, s: StoredRecord) -> Result<Arc<Record>, BackendError> {
+        let id =
+            DocId::parse(&s.id).map_err(|e| BackendError::Internal(format!("stored id: {e}")))?;
+        let prepared = self
+            .engine
+            .prepared_from_shingles(s.shingles)
+            .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
+        let stamp = Stamp {
+            created_ms: s.created_ms,
+            expires_ms: (s.expires_ms != 0).then_some(s.expires_ms),
+        };
+        Ok(Arc::new(self.engine.record_of(
+            id,
+            &prepared,
+            s.metadata.map(String::into_boxed_str),
+            stamp,
+        )))
+    }
+
+    /// The current live version of `id`.
+    pub async fn get(&self, id: &str) -> Result<Option<Arc<Record>>, BackendError> {
+        let mut found = self.read_records(&[iid(id)]).await?;
+        let Some(stored) = found.pop().flatten() else {
+            return Ok(None);
+        };
+        if stored.id != id {
+            return Ok(None);
+        }
+        let record = self.to_record(stored)?;
+        Ok(self
+            .engine
+            .is_live(&record, self.engine.now_ms())
+            .then_some(record))
+    }
+
+    /// The members of the buckets `doc` falls in (one trip): iid → gens.
+    async fn bucket_members(
+        &self,
+        band_keys: &[u64],
+    ) -> Result<HashMap<u64, Vec<u32>>, BackendError> {
+        let commands: Vec<_> = band_keys
+            .iter()
+            .enumerate()
+            .map(|(band, &key)| {
+                let hash = self.keys.group(band, key);
+                move |mut c: Conn| async move {
+                    let mut get = redis::cmd("HGET");
+                    get.arg(hash).arg(key.to_le_bytes().as_slice());
+                    get.query_async::<Option<Vec<u8>>>(&mut c).await
+                }
+            })
+            .collect();
+        let values = self.redis.trip("reading buckets", commands).await?;
+        let mut out: HashMap<u64, Vec<u32>> = HashMap::new();
+        for v in values.iter().flatten() {
+            for (i, g) in members(v) {
+                let gens = out.entry(i).or_default();
+                if !gens.contains(&g) {
+                    gens.push(g);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Near-duplicates of an unstored document: 2 round trips (the
+    /// buckets, then the candidates' records), verified exactly.
+    pub async fn similar_to(
+        &self,
+        doc: &Prepared,
+        exclude: Option<&str>,
+        q: &Query,
+    ) -> Result<QueryOutcome, BackendError> {
+        let band_keys = self.engine.band_keys(doc.signature());
+        let mut found = self.bucket_members(&band_keys).await?;
+        if let Some(own) = exclude {
+            found.remove(&iid(own));
+        }
+        let cap = self.engine.params().index.max_candidates;
+        let mut iids: Vec<u64> = found.keys().copied().collect();
+        iids.sort_unstable();
+        let truncated = iids.len() > cap;
+        iids.truncate(cap);
+        let records = self.read_records(&iids).await?;
+        let mut current = Vec::with_capacity(records.len());
+        for (i, stored) in iids.iter().zip(records) {
+            // Missing, or not the version the bucket named: stale.
+            let Some(stored) = stored else { continue };
+            if !found[i].contains(&stored.gen) {
+                continue;
+            }
+            current.push(self.to_record(stored)?);
+        }
+        Ok(self
+            .engine
+            .verify_candidates(doc, exclude, q, current, truncated))
+    }
+
+    /// Near-duplicates of the stored document `id`.
+    pub async fn similar_to_id(&self, id: &str, q: &Query) -> Result<QueryOutcome, BackendError> {
+        let record = self
+            .get(id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        let doc = self
+            .engine
+            .prepared_from_shingles(record.shingles().to_vec())
+            .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
+        self.similar_to(&doc, Some(id), q).await
+    }
+
+    /// Exact and estimated similarity of two stored documents (one trip).
+    pub async fn compare(&self, a: &str, b: &str) -> Result<Comparison, BackendError> {
+        let mut found = self.read_records(&[iid(a), iid(b)]).await?.into_iter();
+        let now = self.engine.now_ms();
+        let mut live = |want: &str| -> Result<Arc<Record>, BackendError> {
+            let stored = found.next().flatten().filter(|s| s.id == want);
+            let record = stored.map(|s| self.to_record(s)).transpose()?;
+            record
+                .filter(|r| self.engine.is_live(r, now))
+                .ok_or_else(|| EngineError::NotFound(want.to_owned()).into())
+        };
+        let ra = live(a)?;
+        let rb = live(b)?;
+        Ok(self.engine.compare_records(&ra, &rb))
+    }
+
+    /// Delete `id`: the record first (invisible from then on), then its
+    /// entries. False if no live document had it (an expired one is
+    /// removed all the same).
+    pub async fn remove(&self, id: &str) -> Result<bool, BackendError> {
+        match self.delete_record(id, None).await? {
+            None => Ok(false),
+            Some(old) => {
+                let stored = decode_record(&old).map_err(|e| corrupt(id, e))?;
+                let record = self.to_record(stored)?;
+                let live = self.engine.is_live(&record, self.engine.now_ms());
+                self.redis.replicate().await?;
+                let mut trip = self.removal_calls(&[(iid(id), old)])?;
+                trip.push(self.counter_call(-1));
+                self.redis.calls("removing bucket entries", trip).await?;
+                Ok(live)
+            }
+        }
+    }
+
+    /// Delete the record of `id` (if it is still version `gen`, when given).
+    async fn delete_record(
+        &self,
+        id: &str,
+        gen: Option<u32>,
+    ) -> Result<Option<Vec<u8>>, BackendError> {
+        let key = self.keys.record(iid(id));
+        let id = id.to_owned();
+        let gen = gen.map(|g| g.to_le_bytes().to_vec()).unwrap_or_default();
+        let mut out = self
+            .redis
+            .trip(
+                "deleting a record",
+                vec![move |mut c: Conn| async move {
+                    DELETE
+                        .key(key)
+                        .arg(id)
+                        .arg(gen)
+                        .invoke_async::<Option<Vec<u8>>>(&mut c)
+                        .await
+                }],
+            )
+            .await?;
+        Ok(out.pop().flatten())
+    }
+
+    /// Store `new` unless a stored document matches it by `q`: publish,
+    /// then verify (ARCHITECTURE.md, "if_unique across nodes"). Of two
+    /// concurrent near-duplicate writes that share a band, at least one
+    /// sees the other: never both stored. One that meets another pending
+    /// near-duplicate withdraws and tries again after a short random wait;
+    /// after a few attempts it answers 503 (retry).
+    pub async fn insert_if_unique(
+        &self,
+        new: NewDoc,
+        q: Query,
+    ) -> Result<UniqueOutcome, BackendError> {
+        let q = Query {
+            limit: q.limit.max(1),
+            ..q
+        };
+        for attempt in 0..UNIQUE_ATTEMPTS {
+            if attempt > 0 {
+                let jitter = u64::from(new_gen() % 40) + 10 * u64::from(attempt);
+                tokio::time::sleep(Duration::from_millis(jitter)).await;
+            }
+            match self.try_unique(&new, &q).await? {
+                Some(outcome) => return Ok(outcome),
+                None => continue,
+            }
+        }
+        Err(BackendError::Unavailable(format!(
+            "if_unique write of {:?} kept meeting concurrent near-duplicate writes",
+            new.id.as_str()
+        )))
+    }
+
+    /// One attempt: `None` when a concurrent pending near-duplicate made
+    /// it withdraw.
+    async fn try_unique(
+        &self,
+        new: &NewDoc,
+        q: &Query,
+    ) -> Result<Option<UniqueOutcome>, BackendError> {
+        let started = Instant::now();
+        let now = self.engine.now_ms();
+        let doc = self.stage(new, now);
+        let pending_key = self.keys.pending(doc.iid);
+        // Trip 1: claim (the pending key) and publish (the entries).
+        let claim = {
+            let key = pending_key.clone();
+            let value = doc.value.clone();
+            move |mut c: Conn| async move {
+                let mut set = redis::cmd("SET");
+                set.arg(key).arg(value).arg("PX").arg(PENDING_MS).arg("NX");
+                set.query_async::<Option<String>>(&mut c).await.map(|_| ())
+            }
+        };
+        self.redis.trip("claiming an id", vec![claim]).await?;
+        let calls = self.bucket_calls([(doc.iid, doc.gen, doc.band_keys.as_slice())]);
+        self.run_buckets("appending bucket entries", &APPEND, calls)
+            .await?;
+        // Trip 2: the buckets, after our own entries are in.
+        let mut found = self.bucket_members(&doc.band_keys).await?;
+        found.remove(&doc.iid);
+        let mut iids: Vec<u64> = found.keys().copied().collect();
+        iids.sort_unstable();
+        let cap = self.engine.params().index.max_candidates;
+        let truncated = iids.len() > cap;
+        iids.truncate(cap);
+        // Trip 3: each candidate's record and pending write, and our own record.
+        let mut keys: Vec<u64> = iids.clone();
+        keys.push(doc.iid);
+        let commands: Vec<_> = keys
+            .iter()
+            .map(|&i| {
+                let (r, p) = (self.keys.record(i), self.keys.pending(i));
+                move |mut c: Conn| async move {
+                    let mut mget = redis::cmd("MGET");
+                    mget.arg(r).arg(p);
+                    mget.query_async::<(Option<Vec<u8>>, Option<Vec<u8>>)>(&mut c)
+                        .await
+                }
+            })
+            .collect();
+        let mut pairs = self.redis.trip("reading candidates", commands).await?;
+        let (own, _) = pairs.pop().expect("our own record was read");
+        if let Some(own) = own {
+            let stored = decode_record(&own).map_err(|e| corrupt(new.id.as_str(), e))?;
+            if stored.id == new.id.as_str() {
+                let record = self.to_record(stored)?;
+                if self.engine.is_live(&record, now) {
+                    self.withdraw(&doc).await?;
+                    return Err(EngineError::AlreadyExists(new.id.clone()).into());
+                }
+            }
+        }
+        let mut committed = Vec::new();
+        let mut pending = Vec::new();
+        for (i, (rec, pend)) in iids.iter().zip(pairs) {
+            let gens = &found[i];
+            if let Some(stored) = rec
+                .map(|b| decode_record(&b))
+                .transpose()
+                .map_err(|e| corrupt(&self.keys.record(*i), e))?
+            {
+                if gens.contains(&stored.gen) {
+                    committed.push(self.to_record(stored)?);
+                }
+            }
+            if let Some(stored) = pend
+                .map(|b| decode_record(&b))
+                .transpose()
+                .map_err(|e| corrupt(&self.keys.pending(*i), e))?
+            {
+                if gens.contains(&stored.gen) {
+                    pending.push(self.to_record(stored)?);
+                }
+            }
+        }
+        let prepared = &new.doc;
+        let matches =
+            self.engine
+                .verify_candidates(prepared, Some(new.id.as_str()), q, committed, truncated);
+        if !matches.matches.is_empty() {
+            self.withdraw(&doc).await?;
+            return Ok(Some(UniqueOutcome::Duplicate(matches)));
+        }
+        let rivals =
+            self.engine
+                .verify_candidates(prepared, Some(new.id.as_str()), q, pending, false);
+        if !rivals.matches.is_empty() {
+            self.withdraw(&doc).await?;
+            return Ok(None);
+        }
+        // Trip 4: commit (fails if our claim lapsed meanwhile).
+        if started.elapsed() >= Duration::from_millis(PENDING_MS / 2) {
+            self.withdraw(&doc).await?;
+            return Ok(None);
+        }
+        let mut answer = self
+            .redis
+            .trip(
+                "committing a record",
+                vec![self.commit_call(&doc, WriteMode::Create, true, now)],
+            )
+            .await?;
+        match parse_commit(answer.pop().expect("one answer"))? {
+            Committed::Created(old) => {
+                self.redis.replicate().await?;
+                let mut trip = match &old {
+                    Some(old) => self.removal_calls(&[(doc.iid, old.clone())])?,
+                    None => Vec::new(),
+                };
+                if old.is_none() {
+                    trip.push(self.counter_call(1));
+                }
+                self.redis.calls("committing a record", trip).await?;
+                Ok(Some(UniqueOutcome::Inserted(0)))
+            }
+            Committed::Exists => {
+                self.withdraw(&doc).await?;
+                Err(EngineError::AlreadyExists(new.id.clone()).into())
+            }
+            Committed::Expired => {
+                self.remove_entries(&[(doc.iid, doc.value.clone())]).await?;
+                Ok(None)
+            }
+            Committed::Collision => {
+                self.withdraw(&doc).await?;
+                Err(BackendError::Unavailable(format!(
+                    "id {:?} collides with a stored id",
+                    new.id.as_str()
+                )))
+            }
+            Committed::Replaced(_) => Err(BackendError::Internal(
+                "a create commit replaced a live record".into(),
+            )),
+        }
+    }
+
+    /// Take back an if_unique claim: the pending key (only if it still
+    /// holds this write) and the entries it published.
+    async fn withdraw(&self, doc: &Staged) -> Result<(), BackendError> {
+        let key = self.keys.pending(doc.iid);
+        let value = doc.value.clone();
+        self.redis
+            .trip(
+                "withdrawing a claim",
+                vec![move |mut c: Conn| async move {
+                    UNCLAIM
+                        .key(key)
+                        .arg(value)
+                        .invoke_async::<i64>(&mut c)
+                        .await
+                }],
+            )
+            .await?;
+        self.remove_entries(&[(doc.iid, doc.value.clone())]).await
+    }
+
+    /// Ids with an expired record (a `SCAN` of every primary), for the purge.
+    pub async fn purge_expired(&self) -> Result<usize, BackendError> {
+        let now = self.engine.now_ms();
+        let mut purged = 0;
+        for (id, gen) in self.expired(now).await? {
+            if let Some(old) = self.delete_record(&id, Some(gen)).await? {
+                let mut trip = self.removal_calls(&[(iid(&id), old)])?;
+                trip.push(self.counter_call(-1));
+                self.redis.calls("removing bucket entries", trip).await?;
+                purged += 1;
+            }
+        }
+        Ok(purged)
+    }
+
+    /// The (id, gen) of every expired record, read 500 at a time.
+    async fn expired(&self, now: u64) -> Result<Vec<(String, u32)>, BackendError> {
+        let mut out = Vec::new();
+        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
+        for chunk in keys.chunks(500) {
+            let commands: Vec<_> = chunk
+                .iter()
+                .map(|key| {
+                    let key = key.clone();
+                    move |mut c: Conn| async move {
+                        let mut get = redis::cmd("GET");
+                        get.arg(key);
+                        get.query_async::<Option<Vec<u8>>>(&mut c).await
+                    }
+                })
+                .collect();
+            let values = self.redis.trip("reading records", commands).await?;
+            for (key, bytes) in chunk.iter().zip(values) {
+                let Some(bytes) = bytes else { continue };
+                let stored = decode_record(&bytes).map_err(|e| corrupt(key, e))?;
+                let (id, gen) = (stored.id.clone(), stored.gen);
+                let record = self.to_record(stored)?;
+                if !self.engine.is_live(&record, now) {
+                    out.push((id, gen));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

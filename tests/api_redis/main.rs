@@ -1,0 +1,21 @@
+//! The API suites' core run again on the redis backend: the same test
+//! files as `tests/api` (no copy), each test's server replaced by two
+//! neardup nodes over one shared Redis Cluster (3 primaries, 3 replicas,
+//! started once for this binary by `helpers::shared_cluster`), every write
+//! sent to the first node and every read (`TestApp::get`) to the second.
+//! Each test gets its own key prefix, so tests never see each other's data.
+
+/// The suites address the default collection.
+const COLLECTION: Option<&str> = None;
+/// Two nodes over the shared Redis Cluster.
+const REDIS: bool = true;
+
+// Some helpers serve only suites this binary does not run.
+#[path = "../api/helpers.rs"]
+#[allow(dead_code)]
+mod helpers;
+
+#[path = "../api/documents.rs"]
+mod documents;
+#[path = "../api/similar.rs"]
+mod similar;
