@@ -32,6 +32,7 @@
 
 mod bulk;
 mod dedup;
+mod explain;
 mod id;
 mod journal;
 mod memory;
@@ -42,6 +43,7 @@ mod retention;
 mod unique;
 
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
+pub use explain::{Explanation, Segment, Side};
 pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;

@@ -15,7 +15,7 @@
 //! configured key, and are never logged.
 
 use super::error::ApiError;
-use super::routes::is_open;
+use super::routes::{collection_of, is_open};
 use super::state::AppState;
 use crate::collections::DEFAULT_COLLECTION;
 use crate::config::{AuthSettings, Secret};
@@ -81,9 +81,8 @@ fn target<'a>(method: &Method, path: &'a str) -> Target<'a> {
         }
         ["collections", _] => Target::Manage,
         ["collections", name, ..] => Target::Collection(name),
-        ["documents", ..] | ["similar"] | ["compare"] | ["duplicates", ..] | ["stats"] => {
-            Target::Collection(DEFAULT_COLLECTION)
-        }
+        // The unprefixed collection routes, from the router's one list.
+        _ if collection_of(path).is_some() => Target::Collection(DEFAULT_COLLECTION),
         ["metrics"] | ["admin", ..] => Target::Server,
         _ => Target::Other,
     }
@@ -253,6 +252,10 @@ mod tests {
         );
         assert_eq!(target(&get, "/similar"), Target::Collection("default"));
         assert_eq!(target(&get, "/documents/x"), Target::Collection("default"));
+        assert_eq!(
+            target(&Method::POST, "/explain"),
+            Target::Collection("default")
+        );
         assert_eq!(target(&Method::POST, "/admin/snapshot"), Target::Server);
         assert_eq!(target(&get, "/nowhere"), Target::Other);
     }

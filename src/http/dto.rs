@@ -206,3 +206,52 @@ mod tests {
         assert!(p(r#"{"text":"a","limit":"3"}"#).is_err());
     }
 }
+
+/// One side of `POST /explain`: a stored document or a text.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainOperand {
+    pub id: Option<String>,
+    pub text: Option<String>,
+}
+
+/// `POST /explain`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainIn {
+    pub a: ExplainOperand,
+    pub b: ExplainOperand,
+}
+
+/// A piece of one side's text, shared (`match` = its passage number) or not.
+#[derive(Debug, Serialize)]
+pub struct SegmentOut {
+    pub text: String,
+    #[serde(rename = "match")]
+    pub passage: Option<u32>,
+}
+
+/// One side of an explanation.
+#[derive(Debug, Serialize)]
+pub struct ExplainSideOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub shingles: usize,
+    pub units: usize,
+    pub alignment: &'static str,
+    pub segments: Vec<SegmentOut>,
+}
+
+/// `POST /explain`.
+#[derive(Debug, Serialize)]
+pub struct ExplainOut {
+    pub jaccard: f64,
+    pub estimate: f64,
+    pub intersection: usize,
+    pub union: usize,
+    pub containment_a_in_b: f64,
+    pub containment_b_in_a: f64,
+    pub passages: u32,
+    pub a: ExplainSideOut,
+    pub b: ExplainSideOut,
+}

@@ -66,6 +66,14 @@ pub enum ApiError {
     InvalidParameter(String),
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// A text given in a request has nothing left after normalization
+    /// (the detail names which).
+    #[error("{0}")]
+    EmptyText(String),
+    /// An operation needs a stored document's text, and its collection
+    /// does not store texts.
+    #[error("{0}")]
+    TextNotStored(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("no route for {0}")]
@@ -198,6 +206,12 @@ impl ApiError {
                 "payload-too-large",
                 "Payload too large",
             ),
+            ApiError::EmptyText(_) => (
+                S::UNPROCESSABLE_ENTITY,
+                "empty-text",
+                "Text has nothing to index",
+            ),
+            ApiError::TextNotStored(_) => (S::CONFLICT, "text-not-stored", "Text not stored"),
             ApiError::UnsupportedMediaType(_) => (
                 S::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported-media-type",

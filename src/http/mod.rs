@@ -9,6 +9,7 @@ mod documents;
 pub mod dto;
 pub mod duplicates;
 pub mod error;
+mod explain;
 pub mod extract;
 pub mod metrics;
 mod middleware;
@@ -65,6 +66,7 @@ fn collection_routes() -> Router<AppState> {
         )
         .route("/similar", get(similar::by_id).post(similar::by_text))
         .route("/compare", get(similar::compare))
+        .route("/explain", post(explain::explain))
         .route("/duplicates", get(duplicates::groups))
         .route("/duplicates/pairs", get(duplicates::pairs))
         .route("/stats", get(ops::stats))

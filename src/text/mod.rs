@@ -8,7 +8,10 @@
 //! [`Tokenizer`] bundles both with reusable scratch buffers, and for ASCII
 //! text with word shingles (the common case) fuses normalization and word
 //! hashing into one pass that never writes the normalized string.
+//! [`align`] traces every unit of the normalized text back to the span of
+//! the original it came from (for explanations).
 
+pub mod align;
 pub mod normalize;
 pub mod shingle;
 pub mod words;

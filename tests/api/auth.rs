@@ -93,6 +93,12 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             "/compare?a=a1&b=a2".to_owned(),
             None,
         ),
+        (
+            Method::POST,
+            "/explain",
+            "/explain".to_owned(),
+            Some(json!({"a": {"text": "the night is dark"}, "b": {"text": "the night is red"}})),
+        ),
         (Method::GET, "/duplicates", "/duplicates".to_owned(), None),
         (
             Method::GET,

@@ -56,6 +56,11 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             Some(json!({"text": "a b c d"})),
         ),
         (Method::GET, "/compare?a=x&b=y".into(), None),
+        (
+            Method::POST,
+            "/explain".into(),
+            Some(json!({"a": {"text": "a b c d"}, "b": {"text": "a b c e"}})),
+        ),
         (Method::GET, "/duplicates".into(), None),
         (Method::GET, "/duplicates/pairs".into(), None),
         (Method::GET, "/stats".into(), None),

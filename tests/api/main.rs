@@ -15,6 +15,7 @@ mod disk_full;
 mod documents;
 mod duplicates;
 mod errors;
+mod explain;
 mod hostile;
 mod openapi;
 mod ops;

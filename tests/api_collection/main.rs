@@ -21,6 +21,8 @@ mod documents;
 mod duplicates;
 #[path = "../api/errors.rs"]
 mod errors;
+#[path = "../api/explain.rs"]
+mod explain;
 #[path = "../api/hostile.rs"]
 mod hostile;
 #[path = "../api/retention.rs"]

@@ -140,6 +140,12 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
         .await;
     walk.call("GET", "/compare", "/compare?a=q1&b=q2", Body::None)
         .await;
+    let pair = json!({"a": {"text": "The night is dark and the moon is red."},
+                      "b": {"text": "I can see moon is red, the night is dark."}});
+    let (_, body) = walk
+        .call("POST", "/explain", "/explain", Body::Json(pair))
+        .await;
+    assert_eq!(body["a"]["segments"][0]["match"], 1, "{body}");
 
     let q2_again = json!({"id": "q2-again", "text": "What is the step by step guide to invest in share market?"});
     let (reply, body) = walk
@@ -336,8 +342,8 @@ async fn assert_cases(app: &TestApp, cases: Vec<Case>) {
 #[rustfmt::skip]
 fn error_cases() -> Vec<Case> {
     use Body::None as Empty;
-    let (doc, batch, by_id, sim, cmp) =
-        ("/documents", "/documents/batch", "/documents/{id}", "/similar", "/compare");
+    let (doc, batch, by_id, sim, cmp, exp) =
+        ("/documents", "/documents/batch", "/documents/{id}", "/similar", "/compare", "/explain");
     vec![
         ("POST", doc, doc, text_body(), 415, "unsupported-media-type"),
         ("POST", doc, doc, Empty, 415, "unsupported-media-type"),
@@ -385,6 +391,14 @@ fn error_cases() -> Vec<Case> {
         ("GET", cmp, "/compare?a=q1", Empty, 400, "invalid-parameter"),
         ("GET", cmp, "/compare?a=q1&b=q2&c=q3", Empty, 400, "invalid-parameter"),
         ("GET", cmp, "/compare?a=q1&b=nope", Empty, 404, "document-not-found"),
+        ("POST", exp, exp, text_body(), 415, "unsupported-media-type"),
+        ("POST", exp, exp, broken_json(), 400, "malformed-json"),
+        ("POST", exp, exp, json_body(json!({"a": {"text": "a b"}})), 422, "invalid-body"),
+        ("POST", exp, exp, json_body(json!({"a": {"text": "a b", "id": "q1"}, "b": {"text": "c"}})), 422, "invalid-body"),
+        ("POST", exp, exp, json_body(json!({"a": {}, "b": {"text": "c"}})), 422, "invalid-body"),
+        ("POST", exp, exp, json_body(json!({"a": {"text": "a b"}, "b": {"text": "?!"}})), 422, "empty-text"),
+        ("POST", exp, exp, json_body(json!({"a": {"id": "nope"}, "b": {"text": "c"}})), 404, "document-not-found"),
+        ("POST", exp, exp, json_body(json!({"a": {"id": "q1"}, "b": {"text": "c"}})), 409, "text-not-stored"),
     ]
 }
 
