@@ -262,7 +262,7 @@ impl Serialize for Secret {
 pub struct AuthSettings {
     /// Keys that may call every route (`Authorization: Bearer <key>`).
     pub api_keys: Vec<Secret>,
-    /// Keys that may only call GET (and HEAD) routes.
+    /// Keys that may only read (GET, HEAD, and the POSTs that carry a query).
     pub read_only_keys: Vec<Secret>,
     /// Whether `/metrics` needs a key too (when any key is configured).
     pub protect_metrics: bool,
@@ -281,7 +281,7 @@ pub struct ScopedKey {
     /// also create, change and delete collections (unless read-only).
     #[serde(default)]
     pub collections: Option<Vec<String>>,
-    /// GET and HEAD only.
+    /// Reads only (GET, HEAD, and the POSTs that carry a query).
     #[serde(default)]
     pub read_only: bool,
 }

@@ -57,6 +57,23 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/stats",
 ];
 
+/// Collection routes that only read although they are POSTs (the query
+/// travels in the body): read-only keys may call them.
+pub const READ_POSTS: &[&str] = &["/similar", "/explain"];
+
+/// Whether a POST to `path` only reads (a [`READ_POSTS`] route, of
+/// `default` or under `/collections/{name}`).
+pub fn reads_by_post(path: &str) -> bool {
+    let rest = match path.strip_prefix("/collections/") {
+        Some(after) => match after.find('/') {
+            Some(i) => &after[i..],
+            None => return false,
+        },
+        None => path,
+    };
+    READ_POSTS.contains(&rest)
+}
+
 /// A route treated apart from the rest by the layers.
 #[derive(Clone, Copy, Debug)]
 pub struct SpecialRoute {
@@ -146,6 +163,11 @@ mod tests {
         assert_eq!(collection_of("/similar"), Some("default"));
         assert_eq!(collection_of("/documents/x/y"), Some("default"));
         assert_eq!(collection_of("/metrics"), None);
+        assert!(super::reads_by_post("/similar"));
+        assert!(super::reads_by_post("/collections/b/explain"));
+        assert!(!super::reads_by_post("/collections/explain"));
+        assert!(!super::reads_by_post("/documents"));
+        assert!(!super::reads_by_post("/collections/b/documents"));
         assert_eq!(collection_of("/healthz"), None);
     }
 }

@@ -451,7 +451,7 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
         if open {
             continue;
         }
-        if op.method != "GET" {
+        if op.method != "GET" && !(op.method == "POST" && neardup::http::reads_by_post(op.path)) {
             let reply = send_with_key(&app, &op.method, &url, &body, Some("read-key")).await;
             let what = format!("{} as {url} with a read-only key", op.name());
             assert_eq!(reply.status, 403, "{what}");
