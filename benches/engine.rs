@@ -505,6 +505,47 @@ fn similar_end_to_end(c: &mut Criterion) {
     g.finish();
 }
 
+/// `Engine::explain` (the core of `POST /explain`) on two ~1,000-word
+/// documents, one a near-duplicate of the other (every eighth article of
+/// the pair differs by a planted edit).
+fn explain(c: &mut Criterion) {
+    let mut g = c.benchmark_group("explain");
+    g.throughput(Throughput::Elements(1));
+    let corpus = index_corpus();
+    // Articles n and n + 1 are twins when n % PLANT_EVERY == 0.
+    let a: String = (0..8)
+        .map(|i| corpus.text(i * PLANT_EVERY))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let b: String = (0..8)
+        .map(|i| corpus.text(i * PLANT_EVERY + 1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let engine = engine();
+    let words = a.split_whitespace().count();
+    // Baseline: what /compare-style scores alone cost (prepare both texts).
+    g.bench_function(
+        format!("baseline_prepare_two_{words}_word_documents"),
+        |bench| {
+            bench.iter(|| {
+                let pa = engine.prepare(black_box(&a)).unwrap();
+                let pb = engine.prepare(black_box(&b)).unwrap();
+                jaccard::jaccard(pa.shingles(), pb.shingles())
+            })
+        },
+    );
+    g.bench_function(format!("two_{words}_word_documents"), |bench| {
+        bench.iter(|| {
+            let x = engine.explain(black_box(&a), black_box(&b)).unwrap();
+            let joined: usize = x.a.segments.iter().map(|s| s.range.1 - s.range.0).sum();
+            assert_eq!(joined, a.len());
+            assert!(x.passages >= 1 && x.jaccard > 0.8, "{}", x.jaccard);
+            x
+        })
+    });
+    g.finish();
+}
+
 /// (21, 6) is what every bench above assumes.
 fn check_tuning(_: &mut Criterion) {
     let b = BandParams::resolve(0.8, 128, None, None).unwrap();
@@ -520,6 +561,7 @@ criterion_group!(
     minhash_sign,
     lsh_query,
     verify,
-    similar_end_to_end
+    similar_end_to_end,
+    explain
 );
 criterion_main!(benches);

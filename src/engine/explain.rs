@@ -27,8 +27,10 @@ use super::{Engine, EngineError};
 use crate::text::align::{align, Aligned, Alignment, Span};
 use crate::text::ShingleKind;
 use crate::{jaccard, minhash};
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
+use xxhash_rust::xxh3::Xxh3DefaultBuilder as Fast;
 
 /// A passage's pairing counts each shingle toward at most this many
 /// passages of the other text (a bound for pathological repetition).
@@ -162,12 +164,16 @@ impl<'t, T: Hash + Eq> Shingles<'t, T> {
         }
     }
 
-    fn positions(&self) -> HashMap<&'t [T], Vec<usize>> {
-        let mut at: HashMap<&[T], Vec<usize>> = HashMap::new();
-        for (j, w) in self.windows.iter().enumerate() {
-            at.entry(*w).or_default().push(j);
-        }
-        at
+    fn set(&self) -> HashSet<&'t [T], Fast> {
+        let mut set = HashSet::with_capacity_and_hasher(self.windows.len(), Fast::default());
+        set.extend(self.windows.iter().copied());
+        set
+    }
+
+    /// For each position, whether it is its window's first occurrence.
+    fn first_occurrences(&self) -> Vec<bool> {
+        let mut seen = HashSet::with_capacity_and_hasher(self.windows.len(), Fast::default());
+        self.windows.iter().map(|w| seen.insert(*w)).collect()
     }
 }
 
@@ -206,7 +212,8 @@ fn owner(units: usize, runs: &[(usize, usize)]) -> Vec<Option<usize>> {
 }
 
 /// For each passage of `from`, the passage of `to` holding most of its
-/// shingles.
+/// shingles (each distinct shingle of `from` counted once, in the passage
+/// of its first occurrence).
 fn best_partners<T: Hash + Eq>(
     from: &Shingles<'_, T>,
     from_runs: &[(usize, usize)],
@@ -214,8 +221,10 @@ fn best_partners<T: Hash + Eq>(
     to_runs: &[(usize, usize)],
 ) -> Vec<Option<usize>> {
     let to_owner = owner(to.windows.len() + to.width, to_runs);
-    // Shingle → the distinct passages of `to` that hold an occurrence whole.
-    let mut holders: HashMap<&[T], Vec<usize>> = HashMap::new();
+    // Shingle → the first passage of `to` holding an occurrence whole; the
+    // rare shingles held by several passages list the others apart.
+    let mut first: HashMap<&[T], usize, Fast> = HashMap::default();
+    let mut more: HashMap<&[T], Vec<usize>, Fast> = HashMap::default();
     for (j, w) in to.windows.iter().enumerate() {
         let (Some(p), Some(q)) = (to_owner[j], to_owner[j + to.width - 1]) else {
             continue;
@@ -223,30 +232,48 @@ fn best_partners<T: Hash + Eq>(
         if p != q {
             continue;
         }
-        let list = holders.entry(*w).or_default();
-        if list.last() != Some(&p) && list.len() < MAX_PASSAGES_PER_SHINGLE {
-            list.push(p);
+        match first.entry(*w) {
+            Entry::Vacant(e) => {
+                e.insert(p);
+            }
+            Entry::Occupied(e) if *e.get() != p => {
+                let list = more.entry(*w).or_default();
+                if list.last() != Some(&p) && list.len() < MAX_PASSAGES_PER_SHINGLE {
+                    list.push(p);
+                }
+            }
+            Entry::Occupied(_) => {}
         }
     }
+    let distinct = from.first_occurrences();
+    let mut counts = vec![0usize; to_runs.len()];
+    let mut touched: Vec<usize> = Vec::new();
     from_runs
         .iter()
         .map(|&(s, e)| {
-            let mut counts: HashMap<usize, usize> = HashMap::new();
-            let last = e.saturating_sub(from.width);
-            let mut seen = std::collections::HashSet::new();
-            for j in s..=last.min(from.windows.len().saturating_sub(1)) {
+            let last = (e - from.width).min(from.windows.len().saturating_sub(1));
+            for j in (s..=last).filter(|&j| distinct[j]) {
                 let w = from.windows[j];
-                if !seen.insert(w) {
-                    continue;
-                }
-                for &p in holders.get(w).into_iter().flatten() {
-                    *counts.entry(p).or_default() += 1;
+                let holders = first
+                    .get(w)
+                    .into_iter()
+                    .chain(more.get(w).into_iter().flatten());
+                for &p in holders {
+                    if counts[p] == 0 {
+                        touched.push(p);
+                    }
+                    counts[p] += 1;
                 }
             }
-            counts
-                .into_iter()
-                .max_by(|x, y| x.1.cmp(&y.1).then(y.0.cmp(&x.0)))
-                .map(|(p, _)| p)
+            // Most shingles; the earlier passage on a tie.
+            let best = touched
+                .iter()
+                .copied()
+                .max_by(|&x, &y| counts[x].cmp(&counts[y]).then(y.cmp(&x)));
+            for p in touched.drain(..) {
+                counts[p] = 0;
+            }
+            best
         })
         .collect()
 }
@@ -255,9 +282,9 @@ fn best_partners<T: Hash + Eq>(
 /// returns each side's passages and how many numbers were given.
 pub(crate) fn mark<T: Hash + Eq>(a: &[T], b: &[T], k: usize) -> (Vec<Passage>, Vec<Passage>, u32) {
     let (sa, sb) = (Shingles::new(a, k), Shingles::new(b, k));
-    let (pos_a, pos_b) = (sa.positions(), sb.positions());
-    let shared_a: Vec<bool> = sa.windows.iter().map(|w| pos_b.contains_key(w)).collect();
-    let shared_b: Vec<bool> = sb.windows.iter().map(|w| pos_a.contains_key(w)).collect();
+    let (set_a, set_b) = (sa.set(), sb.set());
+    let shared_a: Vec<bool> = sa.windows.iter().map(|w| set_b.contains(w)).collect();
+    let shared_b: Vec<bool> = sb.windows.iter().map(|w| set_a.contains(w)).collect();
     let runs_a = runs(a.len(), &shared_a, sa.width, k);
     let runs_b = runs(b.len(), &shared_b, sb.width, k);
     let to_b = best_partners(&sa, &runs_a, &sb, &runs_b);

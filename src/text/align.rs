@@ -91,6 +91,22 @@ impl Aligned {
 /// Align `text` under the recipe `opts`.
 pub fn align(text: &str, opts: &NormalizeOptions) -> Aligned {
     let expected = normalize(text, opts);
+    if text.is_ascii() {
+        // Every byte is a character, NFKC leaves it alone, and the one
+        // multi-byte grapheme of ASCII (CR LF) is whitespace either way.
+        let bytes = (0..text.len()).map(|i| (i, &text[i..i + 1]));
+        let ascii = NormalizeOptions {
+            nfkc: false,
+            ..*opts
+        };
+        if let Some(spans) = trace(bytes, &ascii, &expected) {
+            return Aligned {
+                normalized: expected,
+                spans,
+                alignment: Alignment::Grapheme,
+            };
+        }
+    }
     let graphemes = text.grapheme_indices(true);
     if let Some(spans) = trace(graphemes, opts, &expected) {
         return Aligned {
@@ -143,6 +159,7 @@ fn trace<'a>(
     let mut spans = Vec::with_capacity(expected.len());
     // The first whitespace since the last kept character, if any.
     let mut pending: Option<Span> = None;
+    let mut checked = 0;
     for (start, piece) in pieces {
         let span = (start, start + piece.len());
         let mut emit = |c: char| {
@@ -171,9 +188,13 @@ fn trace<'a>(
         } else {
             piece.chars().for_each(&mut lower);
         }
-        if !expected.starts_with(out.as_str()) {
+        // Bail out at the first piece that leaves the recipe's output
+        // (checking only what this piece added).
+        let (done, now) = (checked, out.len());
+        if now > expected.len() || expected.as_bytes()[done..now] != out.as_bytes()[done..] {
             return None;
         }
+        checked = now;
     }
     (out == expected).then_some(spans)
 }
