@@ -165,14 +165,14 @@ impl<'t, T: Hash + Eq> Shingles<'t, T> {
     }
 
     fn set(&self) -> HashSet<&'t [T], Fast> {
-        let mut set = HashSet::with_capacity_and_hasher(self.windows.len(), Fast::default());
+        let mut set = HashSet::with_capacity_and_hasher(self.windows.len(), Fast);
         set.extend(self.windows.iter().copied());
         set
     }
 
     /// For each position, whether it is its window's first occurrence.
     fn first_occurrences(&self) -> Vec<bool> {
-        let mut seen = HashSet::with_capacity_and_hasher(self.windows.len(), Fast::default());
+        let mut seen = HashSet::with_capacity_and_hasher(self.windows.len(), Fast);
         self.windows.iter().map(|w| seen.insert(*w)).collect()
     }
 }
