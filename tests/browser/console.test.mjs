@@ -346,6 +346,7 @@ test('tune draws the S-curve, and moving the threshold changes the recall shown'
   await s.page.mouse.up();
   const dragged = Number(await s.page.getByTestId('tune-threshold').textContent());
   assert.ok(Math.abs(dragged - 0.9) <= 0.02, `dragged to ${dragged}`);
+  await s.shot('tune-scurve');
   await s.close();
 });
 

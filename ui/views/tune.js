@@ -212,5 +212,6 @@ export default async function tune(root) {
     return;
   }
   // The analyses read texts and take a moment: they run on request.
+  histBox.append(h('p', { class: 'muted' }, 'Analyse a sample of stored texts, or pasted ones, to draw the histogram per k and the suggested thresholds.'));
   drawCurve(null);
 }
