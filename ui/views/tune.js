@@ -137,7 +137,7 @@ export default async function tune(root) {
     const series = histograms.map((x) => x.bins.map((b) => b.count).concat([x.bins[x.bins.length - 1].count]));
     plot(histBox, {
       title: `Pairwise Jaccard (${histograms[0].pairs.toLocaleString('en')} pairs)`,
-      scales: { x: { time: false, range: [0, 1] }, y: { distr: 4, asinh: 1 } },
+      scales: { x: { time: false, range: [0, 1] }, y: { distr: 4, asinh: 1, range: (_u, _min, max) => [0, Math.max(max, 10)] } },
       axes: [{ label: 'Jaccard' }, { label: 'pairs (asinh scale)' }],
       series: [{}].concat(histograms.map((x, i) => ({
         label: `k = ${x.k}`, stroke: PALETTE[i % PALETTE.length], width: 2,
@@ -166,7 +166,7 @@ export default async function tune(root) {
     const field = (r, names) => names.map((n) => r[n]).find((v) => v !== undefined);
     const mean = (r) => field(r, ['mean_abs_error', 'mean_error', 'mean']);
     const p95 = (r) => field(r, ['p95_abs_error', 'p95_error', 'p95']);
-    const missed = (r) => field(r, ['missed_near_threshold', 'missed', 'lsh_missed']);
+    const missed = (r) => field(r, ['missed', 'missed_near_threshold']);
     const series = [];
     const data = [perms];
     kValues.forEach((k, i) => {
@@ -184,10 +184,12 @@ export default async function tune(root) {
     }, data, accBox);
     plots.push(u);
     accBox.append(h('table', {},
-      h('thead', {}, h('tr', {}, ['num_perm', 'k', 'mean error', 'p95 error', 'near-threshold pairs LSH would miss'].map((c) => h('th', {}, c)))),
-      h('tbody', {}, rows.map((r) => h('tr', {},
+      h('thead', {}, h('tr', {}, ['num_perm', 'k', 'mean error', 'p95 error', '(b, r)', 'pairs at the threshold', 'of which LSH would miss'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, rows.map((r) => h('tr', { testid: 'accuracy-row' },
         h('td', { class: 'n' }, num(r.num_perm)), h('td', { class: 'n' }, num(r.k)),
         h('td', { class: 'n' }, num(mean(r), 4)), h('td', { class: 'n' }, num(p95(r), 4)),
+        h('td', { class: 'n' }, r.bands ? `(${r.bands}, ${r.rows})` : 'none'),
+        h('td', { class: 'n' }, num(r.pairs_at_threshold)),
         h('td', { class: 'n' }, num(missed(r))))))));
   }
 
