@@ -41,6 +41,7 @@ pub struct Settings {
     pub log: LogSettings,
     pub auth: AuthSettings,
     pub limits: LimitsSettings,
+    pub ui: UiSettings,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -126,6 +127,21 @@ impl Default for LimitsSettings {
             max_text_bytes: 1024 * 1024,
             max_collections: 1000,
         }
+    }
+}
+
+/// The web console at `/ui/`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UiSettings {
+    /// Serve the console's files; when false `/ui` and everything under it
+    /// are `route-not-found` like any other unrouted path.
+    pub enabled: bool,
+}
+
+impl Default for UiSettings {
+    fn default() -> Self {
+        Self { enabled: true }
     }
 }
 

@@ -19,6 +19,7 @@ mod routes;
 pub mod scans;
 mod similar;
 pub mod state;
+pub mod ui;
 
 pub use state::AppState;
 
@@ -37,7 +38,7 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use routes::{
     is_open, never_shed, reads_by_post, served_while_restoring, SpecialRoute, COLLECTION_ROUTES,
-    READ_POSTS, ROUTES, SPECIAL_ROUTES,
+    READ_POSTS, ROUTES, SPECIAL_ROUTES, UI_ROUTES,
 };
 
 /// Serve `state`'s router on `listener` until `shutdown` resolves, then
@@ -77,8 +78,17 @@ pub fn router(state: AppState) -> Router {
     let settings = &state.config.server;
     let timeout = Duration::from_secs(settings.request_timeout_secs);
     let body_limit = settings.max_body_bytes;
+    let console = if state.config.ui.enabled {
+        Router::new()
+            .route("/ui", get(ui::redirect))
+            .route("/ui/", get(ui::index))
+            .route("/ui/{*path}", get(ui::file))
+    } else {
+        Router::new()
+    };
     Router::new()
         .merge(collection_routes())
+        .merge(console)
         .nest("/collections/{name}", collection_routes())
         .route("/collections", get(collections::list))
         .route(

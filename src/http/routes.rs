@@ -43,6 +43,13 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/admin/snapshot"),
 ];
 
+/// The web console's files (`ui.enabled`): served, but not part of the
+/// API, so not in `ROUTES` nor in `openapi.yaml` (which describes the JSON
+/// API the console itself calls); open without a key (see
+/// `SPECIAL_ROUTES`). The tests check they are routed exactly when the
+/// console is enabled.
+pub const UI_ROUTES: &[(&str, &str)] = &[("GET", "/ui"), ("GET", "/ui/"), ("GET", "/ui/{*path}")];
+
 /// The routes every collection serves, unprefixed for `default` and under
 /// `/collections/{name}` for each collection.
 pub const COLLECTION_ROUTES: &[&str] = &[
@@ -87,8 +94,9 @@ pub struct SpecialRoute {
     pub never_shed: bool,
 }
 
-/// The probes, the metrics and this server's OpenAPI document: the one
-/// list the layers (and the tests) take these exceptions from.
+/// The probes, the metrics, this server's OpenAPI document and the web
+/// console's files: the one list the layers (and the tests) take these
+/// exceptions from. A path ending in `{*path}` covers everything under it.
 pub const SPECIAL_ROUTES: &[SpecialRoute] = &[
     SpecialRoute {
         path: "/healthz",
@@ -114,10 +122,35 @@ pub const SPECIAL_ROUTES: &[SpecialRoute] = &[
         while_restoring: true,
         never_shed: false,
     },
+    // The console's files: the page loads (and says the server is
+    // restoring) before the API it calls is ready.
+    SpecialRoute {
+        path: "/ui",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
+    SpecialRoute {
+        path: "/ui/",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
+    SpecialRoute {
+        path: "/ui/{*path}",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
 ];
 
 fn special(path: &str) -> Option<&'static SpecialRoute> {
-    SPECIAL_ROUTES.iter().find(|r| r.path == path)
+    SPECIAL_ROUTES
+        .iter()
+        .find(|r| match r.path.strip_suffix("{*path}") {
+            Some(prefix) => path.len() > prefix.len() && path.starts_with(prefix),
+            None => r.path == path,
+        })
 }
 
 /// Served without a key whatever the configuration (`/metrics` aside).
@@ -169,5 +202,25 @@ mod tests {
         assert!(!super::reads_by_post("/documents"));
         assert!(!super::reads_by_post("/collections/b/documents"));
         assert_eq!(collection_of("/healthz"), None);
+        assert_eq!(collection_of("/ui/app.js"), None);
+    }
+
+    #[test]
+    fn the_console_files_are_open_and_served_while_restoring_nothing_else_is() {
+        use super::{is_open, never_shed, served_while_restoring};
+        for path in ["/ui", "/ui/", "/ui/app.js", "/ui/vendor/uPlot.esm.js"] {
+            assert!(is_open(path), "{path}");
+            assert!(served_while_restoring(path), "{path}");
+            assert!(!never_shed(path), "{path}");
+        }
+        for path in [
+            "/uix",
+            "/u",
+            "/stats",
+            "/documents/ui",
+            "/collections/ui/stats",
+        ] {
+            assert!(!is_open(path), "{path}");
+        }
     }
 }
