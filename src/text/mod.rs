@@ -5,15 +5,20 @@
 //! character nor whitespace, collapse whitespace, trim); [`shingle`] cuts the
 //! normalized string into word or character k-grams and hashes each one to a
 //! 32-bit value, word shingles from per-word hashes ([`words`]). The
-//! [`Tokenizer`] bundles both with reusable scratch buffers, and for ASCII
-//! text with word shingles (the common case) fuses normalization and word
-//! hashing into one pass that never writes the normalized string.
+//! [`Tokenizer`] bundles both with reusable scratch buffers, and for word
+//! shingles fuses normalization and word hashing into one pass that never
+//! writes the normalized string: pure ASCII text with bit masks alone, other
+//! text with a per-character lookup table as well (`unicode`), falling back
+//! to the full NFKC algorithm only around characters that combine with
+//! their neighbours. Every fast path is tested bit for bit against the
+//! recipe spelled out step by step.
 //! [`align`] traces every unit of the normalized text back to the span of
 //! the original it came from (for explanations).
 
 pub mod align;
 pub mod normalize;
 pub mod shingle;
+mod unicode;
 pub mod words;
 
 #[cfg(test)]
@@ -83,7 +88,8 @@ impl Tokenizer {
 
     /// The 64-bit hash of every word of normalized `text`, in order, left in
     /// `scratch` (the first stage of word shingling). ASCII text takes the
-    /// fused scanner; other text is normalized into `scratch` first.
+    /// ASCII scanner, other text the UTF-8 one; neither builds the
+    /// normalized string.
     pub fn word_hashes<'s>(&self, text: &str, scratch: &'s mut Scratch) -> &'s [u64] {
         scratch.words.clear();
         let key = self.shingler.word_key();
@@ -97,8 +103,13 @@ impl Tokenizer {
                 &mut scratch.words,
             );
         } else {
-            normalize_into(text, &self.normalize, &mut scratch.norm);
-            words::word_hashes(&scratch.norm, key, &mut scratch.words);
+            words::unicode_word_hashes(
+                text,
+                unicode::CharTable::get(&self.normalize),
+                key,
+                &mut scratch.ascii,
+                &mut scratch.words,
+            );
         }
         &scratch.words
     }
