@@ -4,7 +4,7 @@
 //! its first `/`: the language in the real-text corpus).
 //!
 //! ```text
-//! cargo run --release --example text_bench -- FILE... [--repeat N] [--rounds N]
+//! cargo run --release --example text_bench -- FILE... [--repeat N] [--rounds N] [--phases words,shingles]
 //! ```
 //!
 //! Prints one JSON object per file: for the file and each group, `docs`,
@@ -14,7 +14,8 @@
 //! word, the first stage of word shingling), `shingles` (`Tokenizer::hashes`:
 //! the sorted, distinct word 3-shingle hashes), `normalize` (`normalize_into`:
 //! the normalized string, the first stage of character shingling) and
-//! `char5` (`Tokenizer::hashes` with character 5-shingles). Each round sums,
+//! `char5` (`Tokenizer::hashes` with character 5-shingles); `--phases`
+//! runs only the phases listed (all four by default). Each round sums,
 //! over chunks of 64 documents, the fastest of `--repeat` (5) runs of the
 //! chunk (the estimator of `sign_bench`), so preemption by other processes
 //! on a shared machine drops out. Rounds of the files alternate, so two files
@@ -73,6 +74,7 @@ const PHASES: [&str; 4] = ["words", "shingles", "normalize", "char5"];
 fn main() {
     let mut files = Vec::new();
     let (mut repeat, mut rounds) = (5usize, 5usize);
+    let mut selected: Vec<&'static str> = PHASES.to_vec();
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut num = |what: &str| -> usize {
@@ -84,9 +86,20 @@ fn main() {
         match a.as_str() {
             "--repeat" => repeat = num("--repeat"),
             "--rounds" => rounds = num("--rounds"),
+            "--phases" => {
+                let list = it.next().unwrap_or_default();
+                selected = PHASES
+                    .into_iter()
+                    .filter(|p| list.split(',').any(|q| q == *p))
+                    .collect();
+                if selected.is_empty() {
+                    eprintln!("--phases takes a comma-separated list of {PHASES:?}");
+                    std::process::exit(2);
+                }
+            }
             _ if !a.starts_with("--") => files.push(PathBuf::from(a)),
             _ => {
-                eprintln!("usage: text_bench FILE... [--repeat N] [--rounds N]");
+                eprintln!("usage: text_bench FILE... [--repeat N] [--rounds N] [--phases LIST]");
                 std::process::exit(2);
             }
         }
@@ -156,28 +169,30 @@ fn main() {
             for g in groups.iter_mut() {
                 let texts = &g.texts;
                 let n = texts.len();
-                let t_words = best_of(n, repeat, |r| {
-                    for t in &texts[r] {
-                        black_box(words.word_hashes(black_box(t), &mut scratch));
-                    }
-                });
-                let t_shingles = best_of(n, repeat, |r| {
-                    for t in &texts[r] {
-                        let _ = black_box(words.hashes(black_box(t), &mut scratch));
-                    }
-                });
-                let t_norm = best_of(n, repeat, |r| {
-                    for t in &texts[r] {
-                        normalize_into(black_box(t), &opts, &mut norm);
-                        black_box(&norm);
-                    }
-                });
-                let t_char = best_of(n, repeat, |r| {
-                    for t in &texts[r] {
-                        let _ = black_box(chars.hashes(black_box(t), &mut scratch));
-                    }
-                });
-                for (phase, s) in PHASES.iter().zip([t_words, t_shingles, t_norm, t_char]) {
+                for &phase in &selected {
+                    let s = match phase {
+                        "words" => best_of(n, repeat, |r| {
+                            for t in &texts[r] {
+                                black_box(words.word_hashes(black_box(t), &mut scratch));
+                            }
+                        }),
+                        "shingles" => best_of(n, repeat, |r| {
+                            for t in &texts[r] {
+                                let _ = black_box(words.hashes(black_box(t), &mut scratch));
+                            }
+                        }),
+                        "normalize" => best_of(n, repeat, |r| {
+                            for t in &texts[r] {
+                                normalize_into(black_box(t), &opts, &mut norm);
+                                black_box(&norm);
+                            }
+                        }),
+                        _ => best_of(n, repeat, |r| {
+                            for t in &texts[r] {
+                                let _ = black_box(chars.hashes(black_box(t), &mut scratch));
+                            }
+                        }),
+                    };
                     g.seconds.entry(phase).or_default().push(s);
                 }
             }
@@ -193,7 +208,7 @@ fn main() {
         for g in groups {
             let docs = g.texts.len() as f64;
             let mut phases = Map::new();
-            for phase in PHASES {
+            for &phase in &selected {
                 let s = median(&g.seconds[phase]);
                 phases.insert(
                     phase.into(),

@@ -7,8 +7,9 @@
 //! 32-bit value, word shingles from per-word hashes ([`words`]). The
 //! [`Tokenizer`] bundles both with reusable scratch buffers, and for word
 //! shingles fuses normalization and word hashing into one pass that never
-//! writes the normalized string: pure ASCII text with bit masks alone, other
-//! text with a per-character lookup table as well (`unicode`), falling back
+//! writes the normalized string: ASCII stretches with bit masks alone, the
+//! stretches around non-ASCII characters with a per-character lookup table
+//! as well (`unicode`), falling back
 //! to the full NFKC algorithm only around characters that combine with
 //! their neighbours. Every fast path is tested bit for bit against the
 //! recipe spelled out step by step.
@@ -87,30 +88,20 @@ impl Tokenizer {
     }
 
     /// The 64-bit hash of every word of normalized `text`, in order, left in
-    /// `scratch` (the first stage of word shingling). ASCII text takes the
-    /// ASCII scanner, other text the UTF-8 one; neither builds the
-    /// normalized string.
+    /// `scratch` (the first stage of word shingling). Stretches of ASCII
+    /// text take the ASCII scanner, the stretches around non-ASCII
+    /// characters the UTF-8 one (cut at ASCII whitespace); neither builds
+    /// the normalized string.
     pub fn word_hashes<'s>(&self, text: &str, scratch: &'s mut Scratch) -> &'s [u64] {
         scratch.words.clear();
         let key = self.shingler.word_key();
-        if text.is_ascii() {
-            let table = normalize::AsciiTable::new(&self.normalize);
-            words::ascii_word_hashes(
-                text.as_bytes(),
-                table,
-                key,
-                &mut scratch.ascii,
-                &mut scratch.words,
-            );
-        } else {
-            words::unicode_word_hashes(
-                text,
-                unicode::CharTable::get(&self.normalize),
-                key,
-                &mut scratch.ascii,
-                &mut scratch.words,
-            );
-        }
+        words::utf8_word_hashes(
+            text,
+            unicode::CharTable::get(&self.normalize),
+            key,
+            &mut scratch.ascii,
+            &mut scratch.words,
+        );
         &scratch.words
     }
 }

@@ -512,6 +512,63 @@ pub(crate) fn hard_text(max_len: usize) -> impl proptest::strategy::Strategy<Val
 }
 
 #[cfg(test)]
+/// Strings of random characters from the ranges where normalization is
+/// hard, not just the listed cases of [`hard_text`]: combining marks
+/// (U+0300–036F, U+1AB0–1AFF, U+1DC0–1DFF, U+20D0–20FF, kana voicing),
+/// Hangul syllables, conjoining and compatibility jamo, ligatures and
+/// presentation forms (U+FB00–FB4F), fullwidth and halfwidth forms,
+/// enclosed and squared compatibility characters, emoji with skin tones,
+/// ZWJ and variation selectors, Latin, Greek, Cyrillic and CJK letters,
+/// and ASCII letters, spaces and punctuation between them.
+pub(crate) fn random_unicode(max_len: usize) -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::char::range;
+    use proptest::prelude::*;
+    let ch = prop_oneof![
+        4 => range('a', 'z'),
+        1 => range('A', 'Z'),
+        2 => Just(' '),
+        1 => prop_oneof![Just('.'), Just(','), Just('\n'), Just('\''), Just('-')],
+        2 => range('\u{300}', '\u{36f}'),
+        1 => prop_oneof![
+            range('\u{1ab0}', '\u{1aff}'),
+            range('\u{1dc0}', '\u{1dff}'),
+            range('\u{20d0}', '\u{20ff}'),
+            range('\u{3099}', '\u{309c}'),
+        ],
+        2 => range('\u{ac00}', '\u{d7a3}'),
+        2 => prop_oneof![
+            range('\u{1100}', '\u{11ff}'),
+            range('\u{3130}', '\u{318f}'),
+            range('\u{a960}', '\u{a97f}'),
+            range('\u{d7b0}', '\u{d7ff}'),
+        ],
+        1 => range('\u{fb00}', '\u{fb4f}'),
+        1 => prop_oneof![range('\u{ff00}', '\u{ffef}'), range('\u{3300}', '\u{33ff}')],
+        1 => prop_oneof![range('\u{2460}', '\u{24ff}'), range('\u{1f100}', '\u{1f1ff}')],
+        2 => prop_oneof![
+            range('\u{1f300}', '\u{1faff}'),
+            range('\u{1f3fb}', '\u{1f3ff}'),
+            Just('\u{200d}'),
+            range('\u{fe00}', '\u{fe0f}'),
+        ],
+        2 => prop_oneof![
+            range('\u{c0}', '\u{24f}'),
+            range('\u{370}', '\u{3ff}'),
+            range('\u{400}', '\u{4ff}'),
+            range('\u{1e00}', '\u{1fff}'),
+        ],
+        1 => prop_oneof![
+            range('\u{3040}', '\u{30ff}'),
+            range('\u{4e00}', '\u{9fff}'),
+            range('\u{f900}', '\u{faff}'),
+            range('\u{2f00}', '\u{2fdf}'),
+        ],
+        1 => prop_oneof![range('\u{2000}', '\u{206f}'), range('\u{a0}', '\u{bf}')],
+    ];
+    proptest::collection::vec(ch, 0..max_len).prop_map(|v| v.into_iter().collect())
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::text::normalize::reference_normalize;
@@ -665,6 +722,15 @@ mod tests {
         #[test]
         fn the_fast_normalizer_equals_the_reference_on_hard_text(
             text in hard_text(40),
+            o in 0usize..8,
+        ) {
+            let opts = all_options()[o];
+            prop_assert_eq!(fast(&text, &opts), reference_normalize(&text, &opts), "{:?}", text);
+        }
+
+        #[test]
+        fn the_fast_normalizer_equals_the_reference_on_random_unicode(
+            text in random_unicode(60),
             o in 0usize..8,
         ) {
             let opts = all_options()[o];
