@@ -17,6 +17,7 @@
 //! the original it came from (for explanations).
 
 pub mod align;
+mod kernel;
 pub mod normalize;
 pub mod shingle;
 mod unicode;

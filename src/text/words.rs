@@ -14,16 +14,17 @@
 //! coincidence. The definition is byte-exact and tested against golden values:
 //! shingle hashes are persisted.
 //!
-//! **The fused ASCII scanner.** For ASCII text (most text, checked with one
-//! vectorized pass) [`ascii_word_hashes`] applies the normalization recipe
+//! **The fused ASCII scanner.** For ASCII text (most text; the ASCII
+//! stretches of other text, see [`utf8_word_hashes`]) [`ascii_word_hashes`] applies the normalization recipe
 //! and hashes words without building the normalized string: it finds runs
-//! of kept bytes 64 at a time with SWAR bit masks and hashes each word
+//! of kept bytes 64 at a time with bit masks (SSE2 compares, see `kernel`) and hashes each word
 //! straight from the text (lowercasing 8 bytes at once). The
 //! recipe guarantees that this is the same thing: in the normalized text, a
 //! word is the kept bytes between two whitespace runs (stripped bytes join,
 //! they never split), and the words are what [`word_hashes`] reads back from
 //! the normalized string; a property test holds the two paths equal.
 
+use super::kernel::classify_utf8;
 use super::normalize::AsciiTable;
 use super::unicode::{self, CharTable, Kind};
 
@@ -231,7 +232,7 @@ fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
 
 /// The high bits of the bytes of `x` (no other bits set) as an 8-bit mask,
 /// byte i → bit i.
-#[inline(always)]
+#[cfg(test)]
 fn movemask(x: u64) -> u64 {
     (x >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
@@ -246,29 +247,11 @@ fn lower(x: u64) -> u64 {
 /// word of the previous run (only stripped bytes between them).
 const JOINED: u32 = 1 << 31;
 
-/// Kept and whitespace masks of (up to) 64 ASCII bytes, byte i → bit i.
-#[inline(always)]
-fn classify(block: &[u8; 64], strip: bool) -> (u64, u64) {
-    let (mut kept, mut space) = (0u64, 0u64);
-    for (i, c) in block.chunks_exact(8).enumerate() {
-        let x = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        let ws = in_range(x, b'\t', b'\r') | in_range(x, b' ', b' ');
-        let k = if strip {
-            in_range(x | rep(0x20), b'a', b'z') | in_range(x, b'0', b'9') | in_range(x, b'_', b'_')
-        } else {
-            !ws & rep(0x80)
-        };
-        kept |= movemask(k) << (8 * i);
-        space |= movemask(ws) << (8 * i);
-    }
-    (kept, space)
-}
-
 /// Normalize ASCII `text` with `table` and append its word hashes to `out`;
 /// equal to normalizing and then calling [`word_hashes`].
 ///
-/// Word at a time. The first pass classifies 64 bytes at once with SWAR
-/// range tests into bit masks of kept and whitespace bytes and turns them
+/// Word at a time. The first pass classifies 64 bytes at once
+/// ([`classify_utf8`]) into bit masks of kept and whitespace bytes and turns them
 /// into the start and end of every run of kept bytes, flagging the runs that
 /// continue the previous run's word (the gap between them is all stripped
 /// bytes: "don't"). Branches are per run, not per byte. The second pass
@@ -302,13 +285,13 @@ pub(crate) fn ascii_word_hashes(
     for (b, chunk) in text.chunks(64).enumerate() {
         let base = (b * 64) as u32;
         let (kept, space, valid) = if let Ok(block) = <&[u8; 64]>::try_from(chunk) {
-            let (k, s) = classify(block, strip);
+            let (k, s, _, _) = classify_utf8(block, strip);
             (k, s, u64::MAX)
         } else {
             let mut block = [0u8; 64];
             block[..chunk.len()].copy_from_slice(chunk);
             let valid = (1u64 << chunk.len()) - 1;
-            let (k, s) = classify(&block, strip);
+            let (k, s, _, _) = classify_utf8(&block, strip);
             (k & valid, s & valid, valid)
         };
         let drop = valid & !(kept | space);
@@ -407,37 +390,6 @@ fn hash_run(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 
         at += 8;
     }
     finish(h, len)
-}
-
-/// Masks of (up to) 64 bytes of UTF-8, byte i → bit i: the kept and the
-/// whitespace ASCII bytes, the bytes that start a non-ASCII character
-/// (0xC0 and above) and the continuation bytes (0x80–0xBF). Range tests run
-/// on the low 7 bits and are masked to the ASCII bytes, so bytes ≥ 0x80
-/// neither match nor carry.
-#[inline(always)]
-fn classify_utf8(block: &[u8; 64], strip: bool) -> (u64, u64, u64, u64) {
-    let (mut kept, mut space, mut lead, mut cont) = (0u64, 0u64, 0u64, 0u64);
-    for (i, c) in block.chunks_exact(8).enumerate() {
-        let x = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        let ascii = !x & rep(0x80);
-        let x7 = x & rep(0x7f);
-        let ws = (in_range(x7, b'\t', b'\r') | in_range(x7, b' ', b' ')) & ascii;
-        let k = if strip {
-            (in_range(x7 | rep(0x20), b'a', b'z')
-                | in_range(x7, b'0', b'9')
-                | in_range(x7, b'_', b'_'))
-                & ascii
-        } else {
-            ascii & !ws
-        };
-        let high = x & rep(0x80);
-        let bit6 = (x << 1) & rep(0x80);
-        kept |= movemask(k) << (8 * i);
-        space |= movemask(ws) << (8 * i);
-        lead |= movemask(high & bit6) << (8 * i);
-        cont |= movemask(high & !bit6) << (8 * i);
-    }
-    (kept, space, lead, cont)
 }
 
 /// The code point whose UTF-8 encoding starts at `bytes[at]` (a lead byte
@@ -677,10 +629,10 @@ fn block_has_non_ascii(bytes: &[u8], b: usize) -> bool {
 }
 
 /// A non-ASCII stretch ends after this many 64-byte blocks of pure ASCII.
-const CLEAN_BLOCKS: usize = 2;
+const CLEAN_BLOCKS: usize = 4;
 /// ASCII text shorter than this before a non-ASCII stretch goes to the
 /// UTF-8 scanner with it (a call of the ASCII scanner has a fixed cost).
-const MIN_ASCII: usize = 128;
+const MIN_ASCII: usize = 256;
 
 /// Normalize `text` (any UTF-8) with `chars`' options and append its word
 /// hashes to `out`; equal to normalizing and then calling [`word_hashes`].
