@@ -601,10 +601,23 @@ pub(crate) fn unicode_word_hashes(
         if j == i + 1 && !(gi < gathers.len() && (gathers[gi] as usize) < end) {
             out.push(hash_run_utf8(bytes, start, end, key, case));
         } else {
+            // Runs joined across stripped characters (`l’homme`, `don't`)
+            // are copied whole unless a character in them is transcoded.
             word.clear();
             for r in i..j {
                 let (s, e) = ((starts[r] & !JOINED) as usize, ends[r] as usize);
-                transcode(&bytes[..text.len() + 4], s, e, table, chars, word);
+                while gi < gathers.len() && (gathers[gi] as usize) < s {
+                    gi += 1;
+                }
+                if gi < gathers.len() && (gathers[gi] as usize) < e {
+                    transcode(&bytes[..text.len() + 4], s, e, table, chars, word);
+                } else {
+                    let from = word.len();
+                    word.extend_from_slice(&bytes[s..e]);
+                    if opts.lowercase {
+                        word[from..].make_ascii_lowercase();
+                    }
+                }
             }
             out.push(word_hash(word, key));
         }
