@@ -265,9 +265,16 @@ text_ascii=$(corpus_articles "$TEXT_N")
 real_corpus=$(corpus_realtext "$REAL_N")
 text_real="$CORPUS_DIR/realtext-n$REAL_N-s$SEED.head$TEXT_N.jsonl"
 [[ -s "$text_real" ]] || head -n "$TEXT_N" "$real_corpus" >"$text_real"
+# The fr/de/es documents of that file beside their ASCII-folded twins (é → e,
+# ’ → ', « → "): the cost of the non-ASCII characters apart from the genre's.
+text_latin="$CORPUS_DIR/latin-n$REAL_N-s$SEED.head$TEXT_N.jsonl"
+if [[ ! -s "$text_latin" || ! -s "${text_latin%.jsonl}.twin.jsonl" ]]; then
+    "$PY" scripts/bench/make_realtext.py fold --in "$text_real" --out "$text_latin" \
+        --twin "${text_latin%.jsonl}.twin.jsonl" >&2 || die "make_realtext.py fold failed"
+fi
 text_news=$(corpus_typo newslike "$TEXT_N" "$text_ascii")
 text_apos=$(corpus_typo oneapos "$TEXT_N" "$text_ascii" --marks 1 --kinds apostrophe)
-echo "short documents: $short_corpus; real text: $real_corpus; text stage: $text_ascii $text_apos $text_news $text_real"
+echo "short documents: $short_corpus; real text: $real_corpus; text stage: $text_ascii $text_apos $text_news $text_real $text_latin"
 
 phase "cargo build --release (neardup, loadgen, sign_bench, text_bench)"
 cargo build --release --quiet --bin neardup --example loadgen --example sign_bench --example text_bench
@@ -291,19 +298,22 @@ json.dump({
     "corpus": {"index": "$index_corpus", "peer_slice": "$peer_corpus", "short": "$short_corpus",
                "realtext": "$real_corpus",
                "text_stage": ["$text_ascii", "$text_apos", "${text_apos%.jsonl}.twin.jsonl",
-                              "$text_news", "${text_news%.jsonl}.twin.jsonl", "$text_real"]},
+                              "$text_news", "${text_news%.jsonl}.twin.jsonl", "$text_real",
+                              "$text_latin", "${text_latin%.jsonl}.twin.jsonl"]},
 }, open(sys.argv[1], "w"), indent=2)
 EOF
 
 # ---------------------------------------------------------- text stage --
 # Normalize + hash words per byte (examples/text_bench), one thread: the
 # ASCII articles, a ’ set into each (and its ASCII twin), English typography
-# (and its twin), the man pages by language. The files' rounds alternate in
+# (and its twin), the man pages by language, the Latin-script ones beside
+# their ASCII-folded twins. The files' rounds alternate in
 # one process; each figure is the median round.
 phase "0. text stage, one thread: normalize + word hashes per byte ($TEXT_N docs a file, $ROUNDS rounds)"
 taskset -c 0 target/release/examples/text_bench --rounds "$ROUNDS" --phases words,shingles \
     "$text_ascii" "$text_apos" "${text_apos%.jsonl}.twin.jsonl" \
-    "$text_news" "${text_news%.jsonl}.twin.jsonl" "$text_real" | tee "$RAW/text_stage.jsonl" |
+    "$text_news" "${text_news%.jsonl}.twin.jsonl" "$text_real" \
+    "$text_latin" "${text_latin%.jsonl}.twin.jsonl" | tee "$RAW/text_stage.jsonl" |
     "$PY" -c 'import json, sys
 for line in sys.stdin:
     d = json.loads(line)

@@ -43,6 +43,17 @@ spaces), the edit vocabulary drawn from the same language. Ids are
 "<lang>/<k>" and "<lang>/<k>#v<j>". The generator is sequential: the first K
 lines of an --n N file are the --n K file (same seed and options).
 
+  make_realtext.py fold --in REALTEXT.jsonl --out OUT.jsonl --twin TWIN.jsonl [--langs fr,de,es] [--n N]
+      The Latin-script man pages of a `manpages` corpus beside their ASCII
+      twins: each document of --langs whose folded text is pure ASCII goes to
+      OUT unchanged and, folded, to TWIN (same id, same line). Folding:
+      typographic characters to their ASCII kind (’ ‘ → ', « » “ ” → ",
+      – — ‐ → -, • → *, ⟨ ⟩ → < >, NBSP → space), œ æ ß → oe ae ss, then
+      NFKD with the combining marks dropped (é → e, Ä → A); a character
+      with no ASCII folding (©, …) becomes "?". The pair measures what the
+      non-ASCII characters of real prose cost, apart from what its genre
+      (word lengths, punctuation) costs. The first --n documents that fold.
+
 Output: JSONL {"id", "text"} and a sidecar OUT.variants.jsonl (manpages);
 summary statistics as one JSON line on stdout.
 """
@@ -357,6 +368,51 @@ def cmd_newslike(args):
                       "non_ascii_chars_per_doc": round(non_ascii_chars / n, 2)}))
 
 
+FOLD = {"’": "'", "‘": "'", "«": '"', "»": '"', "“": '"', "”": '"', "„": '"', "–": "-", "—": "-",
+        "‐": "-", "‑": "-", "−": "-", "•": "*", "⟨": "<", "⟩": ">", "\u00a0": " ", "\u202f": " ",
+        "œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE", "ß": "ss", "ẞ": "SS"}
+
+
+def fold(text: str) -> str:
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if ord(ch) < 128:
+            out.append(ch)
+        elif ch in FOLD:
+            out.append(FOLD[ch])
+        else:
+            d = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+            out.append(d if d and d.isascii() else "?")
+    return "".join(out)
+
+
+def cmd_fold(args):
+    langs = set(args.langs.split(","))
+    n = 0
+    with open(args.input, encoding="utf-8") as src, \
+            open(args.out + ".tmp", "w", encoding="utf-8") as out, \
+            open(args.twin + ".tmp", "w", encoding="utf-8") as twin:
+        for line in src:
+            if args.n and n >= args.n:
+                break
+            if not line.strip():
+                continue
+            doc = json.loads(line)
+            if doc["id"].split("/")[0] not in langs or doc["text"].isascii():
+                continue
+            folded = fold(doc["text"])
+            out.write(json.dumps({"id": doc["id"], "text": doc["text"]}, ensure_ascii=False) + "\n")
+            twin.write(json.dumps({"id": doc["id"], "text": folded}) + "\n")
+            n += 1
+    if n == 0:
+        sys.exit(f"make_realtext.py: no document of {sorted(langs)} in {args.input}")
+    os.replace(args.out + ".tmp", args.out)
+    os.replace(args.twin + ".tmp", args.twin)
+    print(json.dumps({"out": args.out, "twin": args.twin, "docs": n, "langs": sorted(langs)}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -383,11 +439,19 @@ def main():
     w.add_argument("--seed", type=int, default=6)
     w.add_argument("--marks", default="1,6", help="typographic marks per document: N or LO,HI")
     w.add_argument("--kinds", default=",".join(KINDS))
+    f = sub.add_parser("fold")
+    f.add_argument("--in", dest="input", required=True, help="a manpages corpus")
+    f.add_argument("--out", required=True)
+    f.add_argument("--twin", required=True)
+    f.add_argument("--langs", default="fr,de,es")
+    f.add_argument("--n", type=int, default=0, help="at most this many documents (0: all)")
     args = ap.parse_args()
     if args.cmd == "manpages":
         if not (0 <= args.dup_fraction < 1) or not (1 <= args.min_words <= args.max_words):
             sys.exit("need 0 <= --dup-fraction < 1 and 1 <= --min-words <= --max-words")
         cmd_manpages(args)
+    elif args.cmd == "fold":
+        cmd_fold(args)
     else:
         cmd_newslike(args)
 

@@ -59,8 +59,9 @@ ing_s_never, ing_s_always = rounds("ingest_short_never", ing_rate), rounds("inge
 txt = text_stage()
 _stems = list(txt)
 # text_bench's files, in bench.sh's order: ASCII articles, one ’ and its
-# twin, news-like typography and its twin, the man pages (groups by language).
-t_ascii, t_apos, t_apos_twin, t_news, t_news_twin, t_real = (txt[k] for k in _stems[:6])
+# twin, news-like typography and its twin, the man pages (groups by language),
+# the fr/de/es man pages and their ASCII-folded twins.
+t_ascii, t_apos, t_apos_twin, t_news, t_news_twin, t_real, t_latin, t_latin_twin = (txt[k] for k in _stems[:8])
 ing_index = rounds("ingest_index", ing_rate)
 qprof = load("query_profile")
 mem, stats = load("memory"), load("stats_index")
@@ -90,6 +91,10 @@ rows = [
     ("text_news", "text stage, English typography (’ “ ” – é £, 1–6 a doc) (ns/byte) vs its ASCII twin",
      t_news["all"], t_news_twin["all"], 1.5, False),
 ]
+for lang in ("fr", "de", "es"):
+    if lang in t_latin and lang in t_latin_twin:
+        rows.append((f"text_{lang}_twin", f"text stage, man pages ({lang}) (ns/byte) vs their ASCII-folded twins",
+                     t_latin[lang], t_latin_twin[lang], 1.5, False))
 for lang, target in (("fr", 1.5), ("de", 1.5), ("es", 1.5), ("ru", 2.0), ("zh", 2.0), ("ja", 2.0)):
     if lang in t_real:
         rows.append((f"text_{lang}", f"text stage, man pages ({lang}) (ns/byte) vs the ASCII articles",
