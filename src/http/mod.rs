@@ -36,8 +36,8 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use routes::{
-    is_open, never_shed, served_while_restoring, SpecialRoute, COLLECTION_ROUTES, ROUTES,
-    SPECIAL_ROUTES,
+    is_open, never_shed, served_while_restoring, SpecialRoute, COLLECTION_ROUTES,
+    MANAGEMENT_ROUTES, ROUTES, SPECIAL_ROUTES,
 };
 
 /// Serve `state`'s router on `listener` until `shutdown` resolves, then
