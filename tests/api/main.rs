@@ -22,4 +22,5 @@ mod ops;
 mod retention;
 mod shedding;
 mod similar;
+mod texts;
 mod upgrade;
