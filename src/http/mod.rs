@@ -38,7 +38,7 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use routes::{
     is_open, never_shed, reads_by_post, served_while_restoring, SpecialRoute, COLLECTION_ROUTES,
-    READ_POSTS, ROUTES, SPECIAL_ROUTES, UI_ROUTES,
+    MANAGEMENT_ROUTES, READ_POSTS, ROUTES, SPECIAL_ROUTES, UI_ROUTES,
 };
 
 /// Serve `state`'s router on `listener` until `shutdown` resolves, then
@@ -98,6 +98,7 @@ pub fn router(state: AppState) -> Router {
                 .patch(collections::patch)
                 .delete(collections::delete),
         )
+        .route("/collections/{name}/reindex", post(collections::reindex))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
