@@ -101,8 +101,17 @@ pub async fn put(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Patch {
+    #[serde(default, deserialize_with = "not_null")]
     retention: Option<RetentionPatch>,
+    #[serde(default, deserialize_with = "not_null")]
     store_text: Option<bool>,
+}
+
+/// A field that may be left out but not null.
+fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// `{"ttl_secs": n}` or `{"ttl_secs": null}`: the key is required, so an
@@ -144,9 +153,6 @@ pub async fn patch(
         },
         None => None,
     };
-    if retention.is_none() && patch.store_text.is_none() {
-        return Err(hint("the body changes nothing".into()));
-    }
     let store_text = patch.store_text;
     let collections = Arc::clone(&app.collections);
     let c = tokio::task::spawn_blocking(move || {
