@@ -77,6 +77,7 @@ fn main() {
                 doc: store.engine().prepare(&text(i)).unwrap(),
                 metadata: None,
                 expires_ms: Some(now + if i % 10 == 0 { hour } else { 2 * hour }),
+                text: None,
             })
             .collect();
         for r in store.insert_many(items, WriteMode::Create).unwrap() {

@@ -201,6 +201,9 @@ pub struct StorageSettings {
     /// log each); they are absent from every answer from the instant they
     /// expire either way.
     pub purge_interval_secs: u64,
+    /// Keep the default collection's texts as posted, on disk (named
+    /// collections have their own `store_text` setting).
+    pub store_text: bool,
 }
 
 impl Default for StorageSettings {
@@ -212,6 +215,7 @@ impl Default for StorageSettings {
             snapshot_interval_secs: 300,
             snapshots_keep: 2,
             purge_interval_secs: 60,
+            store_text: false,
         }
     }
 }

@@ -102,6 +102,11 @@ impl Collection {
         self.store.get()
     }
 
+    /// True if it keeps the texts of new writes (`store_text`).
+    pub fn stores_text(&self) -> bool {
+        self.store().is_some_and(|s| s.stores_text())
+    }
+
     pub fn settings(&self) -> CollectionSettings {
         self.settings.read().expect("settings lock").clone()
     }

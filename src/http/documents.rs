@@ -195,12 +195,14 @@ pub async fn create(
         Limit::parse(params.limit, &app.config.query)?.get(),
     )
     .since(since(params.since.as_deref())?);
+    let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
     let new = NewDoc {
         id: id.clone(),
         doc: prepared,
         metadata,
         expires_ms,
+        text: kept,
     };
     if params.if_unique {
         return create_if_unique(&app, &coll, new, q).await;
@@ -293,6 +295,7 @@ pub async fn put(
         doc.expires_at.as_deref(),
         coll.engine.now_ms(),
     )?;
+    let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
     let shingles = prepared.shingles().len();
     let new = NewDoc {
@@ -300,6 +303,7 @@ pub async fn put(
         doc: prepared,
         metadata,
         expires_ms,
+        text: kept,
     };
     let outcome = write(&coll, move |store| store.insert(new, WriteMode::Upsert))
         .await
@@ -420,6 +424,7 @@ fn prepare_item(app: &AppState, coll: &Collection, raw: &RawValue, now: u64) -> 
         doc: prepared,
         metadata,
         expires_ms,
+        text: coll.stores_text().then(|| text.as_str().into()),
     })
 }
 

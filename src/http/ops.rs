@@ -121,6 +121,8 @@ fn storage_stats(app: &AppState, coll: &Collection) -> Value {
         "wal_writable": wal.is_writable(),
         "snapshot_interval_secs": storage.snapshot_interval_secs,
         "snapshots_keep": storage.snapshots_keep,
+        "store_text": store.stores_text(),
+        "text_bytes": store.text_bytes(),
         "last_snapshot": store.last_snapshot(),
         "recovery": store.recovery,
     })

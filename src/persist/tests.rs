@@ -48,6 +48,7 @@ fn put(s: &Store, id: &str, text: &str) {
             doc,
             metadata: Some("{\"n\":1}".into()),
             expires_ms: None,
+            text: None,
         },
         WriteMode::Upsert,
     )
@@ -128,6 +129,7 @@ fn a_snapshot_of_several_restore_batches_answers_queries_as_before() {
                     doc,
                     metadata: None,
                     expires_ms: None,
+                    text: None,
                 }
             })
             .collect();
@@ -279,7 +281,7 @@ fn a_logged_record_that_cannot_be_restored_is_reported_at_its_own_offset() {
         &[7u32; 128],
         &[9, 3, 5],
     );
-    let lsn = wal.append(JournalEntry::Upsert(&bad)).unwrap();
+    let lsn = wal.append(JournalEntry::Upsert(&bad, None)).unwrap();
     wal.commit(lsn).unwrap();
     drop(wal);
     let seg = last_segment(dir.path());
@@ -466,6 +468,7 @@ fn batches_commit_once() {
             doc: s.engine().prepare(&text(i)).unwrap(),
             metadata: None,
             expires_ms: None,
+            text: None,
         })
         .collect();
     let before = s.wal().counters.fsyncs.load(Ordering::Relaxed);
@@ -558,6 +561,7 @@ fn put_expiring(s: &Store, id: &str, text: &str, expires_ms: Option<u64>) {
         doc,
         metadata: None,
         expires_ms,
+        text: None,
     };
     s.insert(new, WriteMode::Upsert).unwrap();
 }
