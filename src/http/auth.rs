@@ -82,6 +82,8 @@ fn target<'a>(method: &Method, path: &'a str) -> Target<'a> {
             Target::Collection(name)
         }
         ["collections", _] => Target::Manage,
+        // A new recipe is a change to the collection, not a use of it.
+        ["collections", _, "reindex"] => Target::Manage,
         ["collections", name, ..] => Target::Collection(name),
         // The unprefixed collection routes, from the router's one list.
         _ if collection_of(path).is_some() => Target::Collection(DEFAULT_COLLECTION),

@@ -119,6 +119,9 @@ pub struct DocumentOut<'a> {
     /// When it expires (RFC 3339), by its own expiry or its collection's
     /// retention; null if it does not.
     pub expires_at: Option<String>,
+    /// The text as posted, with `?include=text`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// `GET /similar` and `POST /similar`.

@@ -191,6 +191,14 @@ impl ApiError {
                     "storage-unavailable",
                     "Storage unavailable",
                 ),
+                CollectionError::TextNotStored(_) => {
+                    (S::CONFLICT, "text-not-stored", "Text not stored")
+                }
+                CollectionError::ReindexRunning(_) => (
+                    S::CONFLICT,
+                    "reindex-running",
+                    "A reindex is already running",
+                ),
             },
             ApiError::MalformedJson(_) => (S::BAD_REQUEST, "malformed-json", "Malformed JSON"),
             ApiError::InvalidBody(_) => (

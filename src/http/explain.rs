@@ -18,9 +18,9 @@ use axum::Json;
 use std::sync::Arc;
 
 /// A side's text, checked against the limits.
-fn operand(
+async fn operand(
     app: &AppState,
-    coll: &Collection,
+    coll: &Arc<Collection>,
     side: &str,
     o: ExplainOperand,
 ) -> Result<(Option<String>, Text), ApiError> {
@@ -30,10 +30,15 @@ fn operand(
             if coll.engine.get(&id).is_none() {
                 return Err(EngineError::NotFound(id).into());
             }
-            Err(ApiError::TextNotStored(format!(
-                "document {id:?} is stored without its text (collection {:?} does not store texts): send its text as {side}.text instead",
-                coll.name.as_str()
-            )))
+            let text = super::documents::stored_text(coll, &id)
+                .await
+                .map_err(|e| match e {
+                    ApiError::TextNotStored(detail) => ApiError::TextNotStored(format!(
+                        "{side}: {detail}; send its text as {side}.text instead"
+                    )),
+                    other => other,
+                })?;
+            Ok((Some(id), Text::stored(text)))
         }
         _ => Err(ApiError::InvalidBody(format!(
             "{side} needs exactly one of \"id\" and \"text\""
@@ -65,8 +70,8 @@ pub async fn explain(
     body: JsonBody,
 ) -> Result<Json<ExplainOut>, ApiError> {
     let req: ExplainIn = parse_json(&body.0)?;
-    let (id_a, a) = operand(&app, &coll, "a", req.a)?;
-    let (id_b, b) = operand(&app, &coll, "b", req.b)?;
+    let (id_a, a) = operand(&app, &coll, "a", req.a).await?;
+    let (id_b, b) = operand(&app, &coll, "b", req.b).await?;
     let (a, b) = (a.into_string(), b.into_string());
     let (a, b, found) = if a.len() + b.len() <= INLINE_PREPARE_BYTES {
         let found = coll.engine.explain(&a, &b);

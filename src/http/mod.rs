@@ -98,6 +98,7 @@ pub fn router(state: AppState) -> Router {
                 .patch(collections::patch)
                 .delete(collections::delete),
         )
+        .route("/collections/{name}/reindex", post(collections::reindex))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

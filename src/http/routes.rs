@@ -24,6 +24,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/collections/{name}"),
     ("PATCH", "/collections/{name}"),
     ("DELETE", "/collections/{name}"),
+    ("POST", "/collections/{name}/reindex"),
     ("POST", "/collections/{name}/documents"),
     ("POST", "/collections/{name}/documents/batch"),
     ("GET", "/collections/{name}/documents/{id}"),

@@ -512,6 +512,49 @@ impl Store {
         Ok(purged)
     }
 
+    /// Start catching every logged write for a reindex (see [`TapOp`]).
+    pub fn start_tap(&self) {
+        *self.tap.lock().expect("tap lock") = Some(Vec::new());
+    }
+
+    /// What the tap caught since the last call (it keeps catching).
+    pub fn take_tap(&self) -> Vec<TapOp> {
+        self.tap
+            .lock()
+            .expect("tap lock")
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    pub fn stop_tap(&self) {
+        *self.tap.lock().expect("tap lock") = None;
+    }
+
+    /// A reindex's switch: with every write to this store held off (and
+    /// those in flight finished), hand `commit` the rest of the tap; if it
+    /// succeeds, every later write to this store goes to `next`.
+    pub fn hand_over<E>(
+        &self,
+        next: Arc<Store>,
+        commit: impl FnOnce(Vec<TapOp>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut gate = self.successor.write().expect("successor lock");
+        let ops = self.take_tap();
+        self.stop_tap();
+        commit(ops)?;
+        *gate = Some(next);
+        Ok(())
+    }
+
+    /// Delete `id` without waiting for the log (a reindex replaying
+    /// deletes; [`Self::commit_all`] follows).
+    pub fn remove_uncommitted(&self, id: &str) -> Result<(), EngineError> {
+        self.engine
+            .remove_journaled(id, &self.journal())
+            .map(|_| ())
+    }
+
     /// Its collection is being deleted: wait for a running snapshot to
     /// finish and refuse later ones, so none writes into a directory on its
     /// way out.
