@@ -38,7 +38,7 @@ use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use routes::{
     is_open, never_shed, reads_by_post, served_while_restoring, SpecialRoute, COLLECTION_ROUTES,
-    READ_POSTS, ROUTES, SPECIAL_ROUTES, UI_ROUTES,
+    MANAGEMENT_ROUTES, READ_POSTS, ROUTES, SPECIAL_ROUTES, UI_ROUTES,
 };
 
 /// Serve `state`'s router on `listener` until `shutdown` resolves, then

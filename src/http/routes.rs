@@ -82,6 +82,11 @@ pub fn reads_by_post(path: &str) -> bool {
     READ_POSTS.contains(&rest)
 }
 
+/// Changes to a collection under `/collections/{name}/` that are not
+/// collection routes: no unprefixed twin (the `default` collection's recipe
+/// comes from the configuration), and a key needs no `collections` list.
+pub const MANAGEMENT_ROUTES: &[&str] = &["/collections/{name}/reindex"];
+
 /// A route treated apart from the rest by the layers.
 #[derive(Clone, Copy, Debug)]
 pub struct SpecialRoute {

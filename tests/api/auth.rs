@@ -127,7 +127,7 @@ fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)>
         Method::PUT,
         "/collections/{name}",
         format!("/collections/{COLL}"),
-        Some(json!({"retention": {"ttl_secs": 3600}})),
+        Some(json!({"retention": {"ttl_secs": 3600}, "store_text": true})),
     ));
     for (method, route, url, body) in base {
         let route: &'static str = neardup::http::ROUTES
@@ -165,6 +165,12 @@ fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)>
             "/admin/snapshot",
             "/admin/snapshot".to_owned(),
             None,
+        ),
+        (
+            Method::POST,
+            "/collections/{name}/reindex",
+            format!("/collections/{COLL}/reindex"),
+            Some(json!({"shingle": {"k": 2}})),
         ),
         (
             Method::DELETE,
@@ -725,6 +731,18 @@ async fn scoped_keys_reach_their_collections_only_on_every_route() {
         }
     }
     assert!(checked > 200);
+    // A reindex changes a collection: a key with a list gets 403 even on its own.
+    for key in ["bodies-titles", "bodies-reader"] {
+        let resp = send(
+            &app,
+            Method::POST,
+            "/collections/bodies/reindex",
+            Some(&bearer(key)),
+            Some(json!({"shingle": {"k": 2}})),
+        )
+        .await;
+        assert_eq!(resp.status(), 403, "{key}");
+    }
     // A key limited to a collection that does not exist gets the 404 for it
     // (it may know of it), and a 403 elsewhere.
     let ghost = bearer("ghost-only");

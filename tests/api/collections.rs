@@ -103,7 +103,8 @@ async fn a_collection_is_created_listed_shown_changed_and_deleted() {
                "normalize": {"nfkc": true, "lowercase": true, "strip_punctuation": true},
                "index": {"num_perm": 128, "seed": 1, "threshold": 0.7, "bands": null,
                          "rows": null, "max_candidates": 10000},
-               "retention": {"ttl_secs": 2592000}})
+               "retention": {"ttl_secs": 2592000},
+               "store_text": false})
     );
     assert!(body["derived"]["min_query_threshold"].as_f64().unwrap() < 0.7);
 

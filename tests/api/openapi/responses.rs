@@ -184,7 +184,7 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
     };
     collection_happy_path(&mut walk).await;
 
-    let settings = json!({"retention": {"ttl_secs": 86400}});
+    let settings = json!({"retention": {"ttl_secs": 86400}, "store_text": true});
     let (reply, body) = walk
         .call(
             "PUT",
@@ -245,6 +245,34 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
         Value::Null,
         "{body}"
     );
+    let (reply, body) = walk
+        .call(
+            "POST",
+            "/collections/{name}/reindex",
+            "/collections/titles/reindex",
+            Body::Json(json!({"shingle": {"k": 2}})),
+        )
+        .await;
+    assert_eq!(reply.status, 202, "{body}");
+    assert_eq!(reply.headers["location"], "/collections/titles");
+    for _ in 0..600 {
+        let stats: Value = app
+            .client
+            .get(app.url("/collections/titles/stats"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if stats["reindex"]["state"] != "running" {
+            assert_eq!(stats["reindex"]["state"], "done", "{stats}");
+            assert_eq!(stats["shingle"]["k"], 2, "{stats}");
+            assert_eq!(stats["documents"], 5, "{stats}");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
     let (_, body) = walk
         .call("POST", "/admin/snapshot", "/admin/snapshot", Body::None)
