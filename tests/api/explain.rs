@@ -196,6 +196,47 @@ async fn ids_name_stored_documents_whose_text_this_collection_does_not_keep() {
 }
 
 #[tokio::test]
+async fn ids_of_stored_texts_explain_like_the_texts_themselves() {
+    let mut settings = test_settings();
+    settings.storage.store_text = true;
+    let app = spawn_app_with(settings).await;
+    let (a, b) = (
+        "Crème brûlée à l’école: “the night is dark and the moon is red” 🙂 déjà vu",
+        "I can see «the night is dark and the moon is red», e\u{301}cole 👩‍👩‍👧 naïve",
+    );
+    for (id, text) in [("a", a), ("b", b)] {
+        let resp = app
+            .put_json(&format!("/documents/{id}"), &json!({"text": text}))
+            .await;
+        assert_eq!(resp.status(), 201);
+    }
+    let by_text = explain(&app, a, b).await;
+    for (sa, sb) in [
+        (json!({"id": "a"}), json!({"id": "b"})),
+        (json!({"id": "a"}), json!({"text": b})),
+        (json!({"text": a}), json!({"id": "b"})),
+    ] {
+        let resp = app.post_json("/explain", &json!({"a": sa, "b": sb})).await;
+        assert_eq!(resp.status(), 200);
+        let body: Value = resp.json().await.unwrap();
+        check_segments(a, &body["a"]);
+        check_segments(b, &body["b"]);
+        for key in ["jaccard", "estimate", "intersection", "union", "passages"] {
+            assert_eq!(body[key], by_text[key], "{key}");
+        }
+        for side in ["a", "b"] {
+            assert_eq!(body[side]["segments"], by_text[side]["segments"], "{side}");
+        }
+    }
+    let resp = app
+        .post_json("/explain", &json!({"a": {"id": "a"}, "b": {"id": "b"}}))
+        .await;
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["a"]["id"], "a", "{body}");
+    assert!(body["intersection"].as_u64().unwrap() > 0, "{body}");
+}
+
+#[tokio::test]
 async fn bad_sides_are_clear_client_errors() {
     let app = spawn_app().await;
     for (body, status, slug) in [

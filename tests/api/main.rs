@@ -22,5 +22,6 @@ mod ops;
 mod retention;
 mod shedding;
 mod similar;
+mod texts;
 mod ui;
 mod upgrade;
