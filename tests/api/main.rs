@@ -19,6 +19,7 @@ mod explain;
 mod hostile;
 mod openapi;
 mod ops;
+mod reindex;
 mod retention;
 mod shedding;
 mod similar;
