@@ -468,17 +468,6 @@ impl Collections {
         Ok((c, true))
     }
 
-    /// `PATCH /collections/{name}` (blocking): change the retention, durably,
-    /// with no rebuild; applies at once to every document without an expiry
-    /// of its own.
-    pub fn set_retention(
-        &self,
-        name: &str,
-        retention: Retention,
-    ) -> Result<Arc<Collection>, CollectionError> {
-        self.change(name, Some(retention), None)
-    }
-
     /// `PATCH /collections/{name}` (blocking): change the retention and/or
     /// whether texts are stored, durably, with no rebuild. A new retention
     /// applies at once to every document without an expiry of its own;

@@ -117,6 +117,7 @@ pub struct Metrics {
     wal_fsyncs: Family<CollectionLabels, Counter>,
     wal_fsync_seconds: Family<CollectionLabels, Counter<f64, AtomicU64>>,
     wal_bytes: Family<CollectionLabels, Gauge>,
+    text_bytes: Family<CollectionLabels, Gauge>,
     wal_writable: Family<CollectionLabels, Gauge>,
     scans: Family<KindLabels, Counter>,
     scan_seconds: Family<KindLabels, Histogram>,
@@ -282,6 +283,11 @@ impl Default for Metrics {
             "Bytes in live log segments",
             Family::<CollectionLabels, Gauge>::default()
         );
+        let text_bytes = reg!(
+            "text_size_bytes",
+            "Bytes of stored-text segment files on disk (store_text): the tail since the last snapshot and each kept snapshot's segment",
+            Family::<CollectionLabels, Gauge>::default()
+        );
         let wal_writable = reg!(
             "wal_writable",
             "1 when the log accepts writes; 0 while it is out of space (writes resume with room) or after an fsync failure (until a restart)",
@@ -353,6 +359,7 @@ impl Default for Metrics {
             wal_fsyncs,
             wal_fsync_seconds,
             wal_bytes,
+            text_bytes,
             wal_writable,
             scans,
             scan_seconds,
@@ -502,6 +509,9 @@ impl Metrics {
             .inc_by(since(now.fsync_nanos, seen.fsync_nanos) as f64 / 1e9);
         *seen = now;
         self.wal_bytes.get_or_create(&l).set(wal.bytes() as i64);
+        self.text_bytes
+            .get_or_create(&l)
+            .set(store.text_bytes() as i64);
         self.wal_writable
             .get_or_create(&l)
             .set(i64::from(wal.is_writable()));
@@ -514,6 +524,7 @@ impl Metrics {
         self.documents.clear();
         self.memory.clear();
         self.wal_bytes.clear();
+        self.text_bytes.clear();
         self.wal_writable.clear();
         self.ready.set(i64::from(ready));
         let all = collections.list();
