@@ -23,8 +23,8 @@ echo "building release ..."
 cargo build --release --quiet --bin neardup --example loadgen
 B="http://127.0.0.1:$PORT"
 
-start() { # $1: store_text
-    data_dir="$(mktemp -d "${TMPDIR:-/tmp}/neardup-texts.XXXXXX")"
+start() { # $1: store_text; $2: the data directory (default: a new one)
+    data_dir="${2:-$(mktemp -d "${TMPDIR:-/tmp}/neardup-texts.XXXXXX")}"
     NEARDUP_SERVER__BIND="127.0.0.1:$PORT" NEARDUP_LOG__FORMAT=json \
     NEARDUP_STORAGE__DATA_DIR="$data_dir" NEARDUP_STORAGE__STORE_TEXT="$1" \
     NEARDUP_STORAGE__SNAPSHOT_INTERVAL_SECS=0 \
@@ -37,10 +37,10 @@ start() { # $1: store_text
     echo "the server did not start; see $OUT/server-$1.log" >&2
     exit 1
 }
-stop() {
+stop() { # $1: keep the data directory
     kill -TERM "$pid"
     wait "$pid" 2>/dev/null || true
-    rm -rf "$data_dir"
+    [ -n "${1:-}" ] || rm -rf "$data_dir"
 }
 trap 'kill -TERM "$pid" 2>/dev/null || true' EXIT
 rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$pid/status"; }
@@ -59,7 +59,13 @@ for texts in false true; do
     curl -fsS -XPOST "$B/admin/snapshot" >/dev/null
     snap=$(curl -fsS "$B/stats" | json 'd["storage"]["last_snapshot"]["bytes"]')
     segment=$(curl -fsS "$B/stats" | json 'd["storage"]["last_snapshot"]["text_bytes"]')
-    echo "store_text=$texts: RSS growth $(( (rss1 - rss0) * 1024 / DOCS )) B/doc (${rss0} → ${rss1} kB)," \
+    # RSS of the same index restored from its snapshot (no ingest buffers'
+    # allocator slack), above the fresh process's.
+    stop keep
+    start "$texts" "$data_dir"
+    rss2=$(rss_kb)
+    echo "store_text=$texts: RSS growth $(( (rss1 - rss0) * 1024 / DOCS )) B/doc after ingest (${rss0} → ${rss1} kB)," \
+         "$(( (rss2 - rss0) * 1024 / DOCS )) B/doc after a restart (${rss2} kB);" \
          "/stats bytes_per_document $mem; log $(( wal / DOCS )) B/doc, text tail $(( tail / DOCS )) B/doc;" \
          "snapshot $(( snap / DOCS )) B/doc + text segment $(( segment / DOCS )) B/doc" | tee -a "$OUT/summary.txt"
     if [ "$texts" = true ]; then

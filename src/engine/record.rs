@@ -247,6 +247,17 @@ mod tests {
     }
 
     #[test]
+    fn the_text_locator_costs_at_most_one_word() {
+        // 72 bytes before stored texts; the locator is 8 more, which the
+        // allocator rounds to 16 in the `Arc<Record>` block (96 → 112).
+        assert!(std::mem::size_of::<Record>() <= 80);
+        let r = rec("a");
+        assert_eq!(r.text_locator(), 0, "no text until the store sets one");
+        r.set_text_locator(42 << 40 | 16);
+        assert_eq!(r.text_locator(), 42 << 40 | 16);
+    }
+
+    #[test]
     fn option_arc_is_one_pointer() {
         assert_eq!(std::mem::size_of::<Option<Arc<Record>>>(), 8);
     }

@@ -453,12 +453,19 @@ impl Store {
                 .collect::<Result<_, _>>()?;
             return next.insert_many(items, mode);
         }
+        // Texts are compressed first, in parallel (on the rayon pool, so
+        // their buffers do not sit between the records in the allocator's
+        // arena of this thread and leave holes there when freed).
+        let mut items: Vec<NewDoc> = items.into_iter().collect();
+        if self.stores_text() {
+            use rayon::prelude::*;
+            items.par_iter_mut().for_each(|new| self.attach_text(new));
+        }
         let mut last = None;
         let journal = self.journal();
         let results: Vec<_> = items
             .into_iter()
-            .map(|mut new| {
-                self.attach_text(&mut new);
+            .map(|new| {
                 let stamp = self.stamp_now(new.expires_ms);
                 self.engine
                     .insert_journaled(new.id, &new.doc, new.metadata, mode, stamp, &journal)

@@ -73,14 +73,44 @@ fn split(loc: u64) -> (u32, u64) {
     ((loc >> OFFSET_BITS) as u32, loc & OFFSET_MASK)
 }
 
-/// Compress a text for the log and a segment.
+thread_local! {
+    /// One compression and one decompression context per thread: making
+    /// one costs more than compressing a typical text.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Compress a text for the log and a segment: one zstd frame, which
+/// records the text's length.
 pub fn compress(text: &str) -> Vec<u8> {
-    zstd::bulk::compress(text.as_bytes(), ZSTD_LEVEL).expect("zstd compresses any input")
+    COMPRESSOR.with(|c| {
+        let mut c = c.borrow_mut();
+        let c = c.get_or_insert_with(|| {
+            zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("a zstd context")
+        });
+        c.compress(text.as_bytes())
+            .expect("zstd compresses any input")
+    })
 }
 
 /// The text of a compressed frame payload; `Err` names what is wrong.
 pub fn decompress(payload: &[u8]) -> Result<String, String> {
-    let bytes = zstd::stream::decode_all(payload).map_err(|e| format!("unreadable text: {e}"))?;
+    let unreadable = |e: std::io::Error| format!("unreadable text: {e}");
+    let bytes = match zstd::zstd_safe::get_frame_content_size(payload) {
+        Ok(Some(n)) if n <= format::MAX_FRAME as u64 => DECOMPRESSOR.with(|d| {
+            let mut d = d.borrow_mut();
+            let d = match d.as_mut() {
+                Some(d) => d,
+                None => d.insert(zstd::bulk::Decompressor::new().map_err(unreadable)?),
+            };
+            d.decompress(payload, n as usize).map_err(unreadable)
+        })?,
+        Ok(Some(n)) => return Err(format!("stored text claims {n} bytes")),
+        // Not written by `compress`, which records the length: read it as a stream.
+        _ => zstd::stream::decode_all(payload).map_err(unreadable)?,
+    };
     String::from_utf8(bytes).map_err(|e| format!("stored text is not UTF-8: {e}"))
 }
 
@@ -178,11 +208,13 @@ impl Texts {
             .sum()
     }
 
-    /// Open snapshot `seq`'s compacted segment, checking every frame; returns
-    /// its id for the snapshot's locators.
+    /// Open snapshot `seq`'s compacted segment, checking every frame (read
+    /// in a stream: memory does not grow with the file); returns its id for
+    /// the snapshot's locators.
     pub fn open_compacted(&self, seq: u64) -> Result<u32, PersistError> {
+        use std::io::Read;
         let path = self.dir.join(compacted_name(seq));
-        let data = fs::read(&path).map_err(|e| {
+        let file = File::open(&path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 PersistError::Unrecoverable(format!(
                     "{} is missing: snapshot {seq} keeps its documents' texts there",
@@ -192,28 +224,43 @@ impl Texts {
                 io_err(&path)(e)
             }
         })?;
+        let len = file.metadata().map_err(io_err(&path))?.len();
         let corrupt = |offset: u64, reason: &str| PersistError::Corrupt {
             path: path.clone(),
             offset,
             reason: reason.into(),
         };
-        if data.len() < HEADER as usize || data[..HEADER as usize] != header(seq) {
+        let mut r = std::io::BufReader::with_capacity(1 << 20, &file);
+        let mut head = [0u8; HEADER as usize];
+        if r.read_exact(&mut head).is_err() || head != header(seq) {
             return Err(corrupt(
                 0,
                 "not the text segment of its snapshot (bad header)",
             ));
         }
-        let mut pos = HEADER as usize;
-        while pos < data.len() {
-            match format::read_frame(&data[pos..]) {
-                Frame::Ok(_, n) => pos += n,
-                Frame::Incomplete => {
-                    return Err(corrupt(pos as u64, "text segment ends inside a frame"))
-                }
-                Frame::Corrupt(reason) => return Err(corrupt(pos as u64, reason)),
+        let mut pos = HEADER;
+        let mut frame = Vec::new();
+        while pos < len {
+            frame.resize(FRAME_HEADER, 0);
+            r.read_exact(&mut frame)
+                .map_err(|_| corrupt(pos, "text segment ends inside a frame"))?;
+            let n = u32::from_le_bytes(frame[..4].try_into().expect("4 bytes")) as usize;
+            if crc32c::crc32c(&frame[..8]).to_le_bytes() != frame[8..12] {
+                return Err(corrupt(pos, "frame header checksum mismatch"));
+            }
+            if n > format::MAX_FRAME {
+                return Err(corrupt(pos, "frame length over the limit"));
+            }
+            frame.resize(FRAME_HEADER + n, 0);
+            r.read_exact(&mut frame[FRAME_HEADER..])
+                .map_err(|_| corrupt(pos, "text segment ends inside a frame"))?;
+            match format::read_frame(&frame) {
+                Frame::Ok(_, used) => pos += used as u64,
+                Frame::Incomplete => return Err(corrupt(pos, "text frame is truncated")),
+                Frame::Corrupt(reason) => return Err(corrupt(pos, reason)),
             }
         }
-        let file = File::open(&path).map_err(io_err(&path))?;
+        drop(r);
         let id = self.alloc_id()?;
         self.files.write().expect("texts lock").insert(
             id,
@@ -221,7 +268,7 @@ impl Texts {
                 path,
                 file,
                 seq: Some(seq),
-                bytes: AtomicU64::new(data.len() as u64),
+                bytes: AtomicU64::new(len),
             }),
         );
         Ok(id)
