@@ -335,25 +335,20 @@ pub async fn put(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GetParams {
-    /// Comma-separated extras: `text`.
+    /// `text`: add the stored text.
     include: Option<String>,
 }
 
-/// What `?include=` asks for: true if the text.
+/// What `?include=` asks for: true if the text (the one value there is).
 fn include_text(include: Option<&str>) -> Result<bool, ApiError> {
-    let mut text = false;
-    for part in include.unwrap_or("").split(',').filter(|p| !p.is_empty()) {
-        match part.trim() {
-            "text" => text = true,
-            other => {
-                return Err(ApiError::InvalidParameter(format!(
-                    "include: unknown value {:?}; the only one is \"text\"",
-                    other.chars().take(40).collect::<String>()
-                )))
-            }
-        }
+    match include {
+        None => Ok(false),
+        Some("text") => Ok(true),
+        Some(other) => Err(ApiError::InvalidParameter(format!(
+            "include: {:?} is not a value it takes; the only one is \"text\"",
+            other.chars().take(40).collect::<String>()
+        ))),
     }
-    Ok(text)
 }
 
 /// The stored text of `id` in `coll`, read off the async workers: 409

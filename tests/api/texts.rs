@@ -163,7 +163,7 @@ async fn include_is_checked_and_a_collection_without_texts_answers_409() {
     assert_eq!(p["type"], "urn:neardup:problem:text-not-stored");
     let detail = p["detail"].as_str().unwrap();
     assert!(detail.contains("does not store texts"), "{detail}");
-    for bad in ["texts", "text,bogus", "metadata"] {
+    for bad in ["texts", "text,bogus", "metadata", "", "TEXT"] {
         let resp = app.get(&format!("{}?include={bad}", doc_path("a"))).await;
         let p = assert_problem(resp, 400).await;
         assert_eq!(p["type"], "urn:neardup:problem:invalid-parameter", "{bad}");
