@@ -4,7 +4,7 @@
 //! compacted segment.
 //!
 //! ```sh
-//! cargo run --release --example text_bench -- 20000
+//! cargo run --release --example stored_text_bench -- 20000
 //! ```
 
 use neardup::config::StorageSettings;
