@@ -101,8 +101,17 @@ pub async fn put(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Patch {
+    #[serde(default, deserialize_with = "not_null")]
     retention: Option<RetentionPatch>,
+    #[serde(default, deserialize_with = "not_null")]
     store_text: Option<bool>,
+}
+
+/// A field that may be left out but not null.
+fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// `{"ttl_secs": n}` or `{"ttl_secs": null}`: the key is required, so an

@@ -277,9 +277,14 @@ async fn store_text_can_be_turned_on_and_off_later() {
     );
     let resp = app.get("/collections/c/documents/after?include=text").await;
     assert_problem(resp, 409).await;
-    // An empty patch changes nothing and says so.
-    let resp = patch(&app, "c", json!({})).await;
-    assert_problem(resp, 422).await;
+    // An empty patch changes nothing and says so; null is not a value.
+    for body in [
+        json!({}),
+        json!({"retention": null, "store_text": true}),
+        json!({"store_text": null}),
+    ] {
+        assert_problem(patch(&app, "c", body).await, 422).await;
+    }
 }
 
 #[tokio::test]
