@@ -153,9 +153,6 @@ pub async fn patch(
         },
         None => None,
     };
-    if retention.is_none() && patch.store_text.is_none() {
-        return Err(hint("the body changes nothing".into()));
-    }
     let store_text = patch.store_text;
     let collections = Arc::clone(&app.collections);
     let c = tokio::task::spawn_blocking(move || {

@@ -277,11 +277,17 @@ async fn store_text_can_be_turned_on_and_off_later() {
     );
     let resp = app.get("/collections/c/documents/after?include=text").await;
     assert_problem(resp, 409).await;
-    // An empty patch changes nothing and says so; null is not a value.
+    // An empty patch changes nothing; null is not a value.
+    let resp = patch(&app, "c", json!({})).await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        resp.json::<Value>().await.unwrap()["settings"]["store_text"],
+        true
+    );
     for body in [
-        json!({}),
         json!({"retention": null, "store_text": true}),
         json!({"store_text": null}),
+        json!({"retention": {}}),
     ] {
         assert_problem(patch(&app, "c", body).await, 422).await;
     }
