@@ -144,7 +144,7 @@ fn main() {
     );
     read("the compacted segment");
     let start = Instant::now();
-    let sample = store.sample_texts(2000, 7).unwrap();
+    let sample = store.sample_texts(2000, 7, usize::MAX).unwrap();
     println!(
         "sample_texts(2000): {:.1} ms",
         start.elapsed().as_secs_f64() * 1e3

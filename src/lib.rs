@@ -19,6 +19,7 @@
 //!   (offline `neardup dedup`);
 //! - for tests, benches and examples only: `testkit` (feature `testkit`).
 
+pub mod analysis;
 pub mod app;
 pub mod cli;
 pub mod collections;

@@ -258,3 +258,47 @@ pub struct ExplainOut {
     pub a: ExplainSideOut,
     pub b: ExplainSideOut,
 }
+
+/// `POST /analysis/histogram`: the texts to analyse (`texts`, or a
+/// `sample` of the collection's stored texts) and what to count.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistogramIn {
+    pub texts: Option<Vec<String>>,
+    pub sample: Option<usize>,
+    pub seed: Option<u64>,
+    pub k: Option<Vec<usize>>,
+    pub bins: Option<usize>,
+}
+
+/// `POST /analysis/accuracy`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccuracyIn {
+    pub texts: Option<Vec<String>>,
+    pub sample: Option<usize>,
+    pub seed: Option<u64>,
+    pub k: Option<Vec<usize>>,
+    pub num_perm: Option<Vec<usize>>,
+    pub threshold: Option<f64>,
+}
+
+/// `POST /analysis/histogram`.
+#[derive(Debug, Serialize)]
+pub struct HistogramOut {
+    /// Texts analysed (a sample may hold fewer than asked for).
+    pub texts: usize,
+    /// The collection's banding, which the S-curves and recalls are for.
+    pub bands: usize,
+    pub rows: usize,
+    pub histograms: Vec<crate::analysis::Histogram>,
+}
+
+/// `POST /analysis/accuracy`.
+#[derive(Debug, Serialize)]
+pub struct AccuracyOut {
+    pub texts: usize,
+    /// The threshold the misses are counted at.
+    pub threshold: f64,
+    pub accuracy: Vec<crate::analysis::AccuracyRow>,
+}

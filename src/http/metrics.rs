@@ -121,6 +121,8 @@ pub struct Metrics {
     wal_writable: Family<CollectionLabels, Gauge>,
     scans: Family<KindLabels, Counter>,
     scan_seconds: Family<KindLabels, Histogram>,
+    analyses: Family<KindLabels, Counter>,
+    analysis_seconds: Family<KindLabels, Histogram>,
     process_rss: Gauge,
     process_cpu: Counter<f64, AtomicU64>,
     /// CPU seconds already exported.
@@ -154,6 +156,8 @@ const WRITE_OUTCOMES: [&str; 6] = [
 
 /// Every scan kind.
 const SCAN_KINDS: [&str; 2] = ["groups", "pairs"];
+/// The kinds of analysis.
+const ANALYSIS_KINDS: [&str; 2] = ["histogram", "accuracy"];
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -305,6 +309,18 @@ impl Default for Metrics {
                 scan_histogram as fn() -> Histogram
             )
         );
+        let analyses = reg!(
+            "analyses",
+            "Finished analyses (POST /analysis/histogram, /analysis/accuracy), by kind",
+            Family::<KindLabels, Counter>::default()
+        );
+        let analysis_seconds = reg!(
+            "analysis_duration_seconds",
+            "Time of an analysis on the scan pool, by kind (waiting for the pool not included)",
+            Family::<KindLabels, Histogram>::new_with_constructor(
+                scan_histogram as fn() -> Histogram
+            )
+        );
         // The process collector's standard names, without the prefix.
         let mut p = Registry::default();
         let process_rss = Gauge::default();
@@ -363,6 +379,8 @@ impl Default for Metrics {
             wal_writable,
             scans,
             scan_seconds,
+            analyses,
+            analysis_seconds,
             process_rss,
             process_cpu,
             process_fds,
@@ -415,6 +433,18 @@ impl Metrics {
             .lock()
             .expect("metrics lock")
             .insert((collection.to_owned(), kind), seconds);
+    }
+
+    /// A finished analysis of `kind` (`histogram` or `accuracy`).
+    pub fn observe_analysis(&self, collection: &str, kind: &'static str, seconds: f64) {
+        let labels = KindLabels {
+            collection: collection.to_owned(),
+            kind,
+        };
+        self.analyses.get_or_create(&labels).inc();
+        self.analysis_seconds
+            .get_or_create(&labels)
+            .observe(seconds);
     }
 
     /// How long the last finished scan of `kind` on `collection` took.
@@ -614,6 +644,12 @@ impl Metrics {
                     kind,
                 });
             }
+            for kind in ANALYSIS_KINDS {
+                let _ = self.analyses.get_or_create(&KindLabels {
+                    collection: (*name).to_owned(),
+                    kind,
+                });
+            }
             exported.insert((*name).to_owned());
         }
         let mut deleted = self.deleted.lock().expect("metrics lock");
@@ -655,6 +691,14 @@ impl Metrics {
                 };
                 self.scans.remove(&k);
                 self.scan_seconds.remove(&k);
+            }
+            for kind in ANALYSIS_KINDS {
+                let k = KindLabels {
+                    collection: name.clone(),
+                    kind,
+                };
+                self.analyses.remove(&k);
+                self.analysis_seconds.remove(&k);
             }
             self.verified_totals
                 .lock()

@@ -3,6 +3,7 @@
 //! that imports axum and tower-http; it depends on the core (`engine`),
 //! `persist` and `config`, and nothing below it depends on it.
 
+mod analysis;
 pub mod auth;
 mod collections;
 mod documents;
@@ -68,6 +69,8 @@ fn collection_routes() -> Router<AppState> {
         .route("/similar", get(similar::by_id).post(similar::by_text))
         .route("/compare", get(similar::compare))
         .route("/explain", post(explain::explain))
+        .route("/analysis/histogram", post(analysis::histogram))
+        .route("/analysis/accuracy", post(analysis::accuracy))
         .route("/duplicates", get(duplicates::groups))
         .route("/duplicates/pairs", get(duplicates::pairs))
         .route("/stats", get(ops::stats))

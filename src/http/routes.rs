@@ -16,6 +16,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/similar"),
     ("GET", "/compare"),
     ("POST", "/explain"),
+    ("POST", "/analysis/histogram"),
+    ("POST", "/analysis/accuracy"),
     ("GET", "/duplicates"),
     ("GET", "/duplicates/pairs"),
     ("GET", "/stats"),
@@ -34,6 +36,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/collections/{name}/similar"),
     ("GET", "/collections/{name}/compare"),
     ("POST", "/collections/{name}/explain"),
+    ("POST", "/collections/{name}/analysis/histogram"),
+    ("POST", "/collections/{name}/analysis/accuracy"),
     ("GET", "/collections/{name}/duplicates"),
     ("GET", "/collections/{name}/duplicates/pairs"),
     ("GET", "/collections/{name}/stats"),
@@ -60,6 +64,8 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/similar",
     "/compare",
     "/explain",
+    "/analysis/histogram",
+    "/analysis/accuracy",
     "/duplicates",
     "/duplicates/pairs",
     "/stats",
@@ -67,7 +73,12 @@ pub const COLLECTION_ROUTES: &[&str] = &[
 
 /// Collection routes that only read although they are POSTs (the query
 /// travels in the body): read-only keys may call them.
-pub const READ_POSTS: &[&str] = &["/similar", "/explain"];
+pub const READ_POSTS: &[&str] = &[
+    "/similar",
+    "/explain",
+    "/analysis/histogram",
+    "/analysis/accuracy",
+];
 
 /// Whether a POST to `path` only reads (a [`READ_POSTS`] route, of
 /// `default` or under `/collections/{name}`).

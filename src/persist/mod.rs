@@ -295,8 +295,14 @@ impl Store {
 
     /// Up to `n` live documents with a stored text, drawn uniformly without
     /// replacement (deterministic for a given `seed` and contents), with
-    /// their texts. Only the chosen texts are read.
-    pub fn sample_texts(&self, n: usize, seed: u64) -> Result<Vec<(String, String)>, PersistError> {
+    /// their texts, stopping before the texts would pass `max_bytes` in
+    /// total. Only the chosen texts are read.
+    pub fn sample_texts(
+        &self,
+        n: usize,
+        seed: u64,
+        max_bytes: usize,
+    ) -> Result<Vec<(String, String)>, PersistError> {
         if !self.stores_text() || n == 0 {
             return Ok(Vec::new());
         }
@@ -319,10 +325,15 @@ impl Store {
         };
         let take = n.min(pool.len());
         let mut out = Vec::with_capacity(take);
+        let mut bytes = 0usize;
         for i in 0..take {
             let j = i + (next() % (pool.len() - i) as u64) as usize;
             pool.swap(i, j);
             if let Some(text) = self.texts.read(&pool[i])? {
+                bytes = bytes.saturating_add(text.len());
+                if bytes > max_bytes {
+                    break;
+                }
                 out.push((pool[i].id().to_string(), text));
             }
         }

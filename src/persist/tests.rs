@@ -689,8 +689,8 @@ fn texts_are_read_back_and_sampled_without_reading_the_rest() {
         format!("{} — “7” ünïcödé 🙂", text(7))
     );
     assert_eq!(s.text("missing").unwrap(), None);
-    let a = s.sample_texts(10, 42).unwrap();
-    let b = s.sample_texts(10, 42).unwrap();
+    let a = s.sample_texts(10, 42, usize::MAX).unwrap();
+    let b = s.sample_texts(10, 42, usize::MAX).unwrap();
     assert_eq!(a, b, "the same seed draws the same sample");
     assert_eq!(a.len(), 10);
     let ids: std::collections::BTreeSet<&String> = a.iter().map(|(id, _)| id).collect();
@@ -698,12 +698,16 @@ fn texts_are_read_back_and_sampled_without_reading_the_rest() {
     for (id, t) in &a {
         assert_eq!(s.text(id).unwrap().as_ref(), Some(t));
     }
-    assert_ne!(a, s.sample_texts(10, 43).unwrap());
-    assert_eq!(s.sample_texts(500, 1).unwrap().len(), 50);
+    assert_ne!(a, s.sample_texts(10, 43, usize::MAX).unwrap());
+    assert_eq!(s.sample_texts(500, 1, usize::MAX).unwrap().len(), 50);
+    // A byte budget stops the draw before the texts would pass it.
+    let budget = a[..3].iter().map(|(_, t)| t.len()).sum::<usize>();
+    assert_eq!(s.sample_texts(10, 42, budget).unwrap(), a[..3].to_vec());
+    assert_eq!(s.sample_texts(10, 42, budget - 1).unwrap(), a[..2].to_vec());
     // Uniform: over many seeds every document is drawn about as often.
     let mut seen = BTreeMap::<String, usize>::new();
     for seed in 0..400 {
-        for (id, _) in s.sample_texts(5, seed).unwrap() {
+        for (id, _) in s.sample_texts(5, seed, usize::MAX).unwrap() {
             *seen.entry(id).or_default() += 1;
         }
     }

@@ -99,6 +99,20 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             "/explain".to_owned(),
             Some(json!({"a": {"text": "the night is dark"}, "b": {"text": "the night is red"}})),
         ),
+        (
+            Method::POST,
+            "/analysis/histogram",
+            "/analysis/histogram".to_owned(),
+            Some(json!({"texts": ["the night is dark", "the night is red"], "k": [2]})),
+        ),
+        (
+            Method::POST,
+            "/analysis/accuracy",
+            "/analysis/accuracy".to_owned(),
+            Some(
+                json!({"texts": ["the night is dark", "the night is red"], "k": [2], "num_perm": [16]}),
+            ),
+        ),
         (Method::GET, "/duplicates", "/duplicates".to_owned(), None),
         (
             Method::GET,

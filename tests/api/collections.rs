@@ -61,6 +61,16 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             "/explain".into(),
             Some(json!({"a": {"text": "a b c d"}, "b": {"text": "a b c e"}})),
         ),
+        (
+            Method::POST,
+            "/analysis/histogram".into(),
+            Some(json!({"texts": ["a b c d", "a b c e"], "k": [2]})),
+        ),
+        (
+            Method::POST,
+            "/analysis/accuracy".into(),
+            Some(json!({"texts": ["a b c d", "a b c e"], "k": [2], "num_perm": [16]})),
+        ),
         (Method::GET, "/duplicates".into(), None),
         (Method::GET, "/duplicates/pairs".into(), None),
         (Method::GET, "/stats".into(), None),

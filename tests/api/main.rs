@@ -7,6 +7,7 @@ const COLLECTION: Option<&str> = None;
 
 mod helpers;
 
+mod analysis;
 mod auth;
 mod collections;
 mod concurrency;

@@ -13,6 +13,8 @@ const COLLECTION: Option<&str> = Some("c1");
 #[allow(dead_code)]
 mod helpers;
 
+#[path = "../api/analysis.rs"]
+mod analysis;
 #[path = "../api/concurrency.rs"]
 mod concurrency;
 #[path = "../api/documents.rs"]

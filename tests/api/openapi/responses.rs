@@ -146,6 +146,32 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
         .call("POST", "/explain", "/explain", Body::Json(pair))
         .await;
     assert_eq!(body["a"]["segments"][0]["match"], 1, "{body}");
+    let texts = json!({"texts": ["The night is dark and the moon is red.",
+                                 "The night is dark and the moon is red!",
+                                 "Prices rose by £3 in Zürich’s cafés."],
+                       "k": [2], "bins": 5});
+    let (_, body) = walk
+        .call(
+            "POST",
+            "/analysis/histogram",
+            "/analysis/histogram",
+            Body::Json(texts.clone()),
+        )
+        .await;
+    assert_eq!(body["histograms"][0]["pairs"], 3, "{body}");
+    assert_eq!(body["histograms"][0]["bins"][4]["count"], 1, "{body}");
+    let mut texts = texts;
+    texts.as_object_mut().unwrap().remove("bins");
+    texts["num_perm"] = json!([16, 128]);
+    let (_, body) = walk
+        .call(
+            "POST",
+            "/analysis/accuracy",
+            "/analysis/accuracy",
+            Body::Json(texts),
+        )
+        .await;
+    assert_eq!(body["accuracy"][1]["missed"], 0, "{body}");
 
     let q2_again = json!({"id": "q2-again", "text": "What is the step by step guide to invest in share market?"});
     let (reply, body) = walk
@@ -372,6 +398,7 @@ fn error_cases() -> Vec<Case> {
     use Body::None as Empty;
     let (doc, batch, by_id, sim, cmp, exp) =
         ("/documents", "/documents/batch", "/documents/{id}", "/similar", "/compare", "/explain");
+    let (hist, acc) = ("/analysis/histogram", "/analysis/accuracy");
     vec![
         ("POST", doc, doc, text_body(), 415, "unsupported-media-type"),
         ("POST", doc, doc, Empty, 415, "unsupported-media-type"),
@@ -427,6 +454,27 @@ fn error_cases() -> Vec<Case> {
         ("POST", exp, exp, json_body(json!({"a": {"text": "a b"}, "b": {"text": "?!"}})), 422, "empty-text"),
         ("POST", exp, exp, json_body(json!({"a": {"id": "nope"}, "b": {"text": "c"}})), 404, "document-not-found"),
         ("POST", exp, exp, json_body(json!({"a": {"id": "q1"}, "b": {"text": "c"}})), 409, "text-not-stored"),
+        ("POST", hist, hist, text_body(), 415, "unsupported-media-type"),
+        ("POST", hist, hist, broken_json(), 400, "malformed-json"),
+        ("POST", hist, hist, json_body(json!({})), 422, "invalid-body"),
+        ("POST", hist, hist, json_body(json!({"texts": ["a b", "c d"], "sample": 10})), 422, "invalid-body"),
+        ("POST", hist, hist, json_body(json!({"texts": ["a b", "c d"], "seed": 1})), 422, "invalid-body"),
+        ("POST", hist, hist, json_body(json!({"texts": ["a b"]})), 422, "invalid-body"),
+        ("POST", hist, hist, json_body(json!({"texts": ["a b", "c d"], "k": [2, 2]})), 422, "invalid-body"),
+        ("POST", hist, hist, json_body(json!({"texts": ["a b", "c d"], "k": [65]})), 422, "invalid-body"),
+        ("POST", hist, hist, json_body(json!({"texts": ["a b", "c d"], "bins": 1})), 422, "invalid-body"),
+        ("POST", hist, hist, json_body(json!({"texts": ["a b", "c d"], "x": 1})), 422, "invalid-body"),
+        ("POST", hist, hist, json_body(json!({"texts": ["a b", "¿?"]})), 422, "empty-text"),
+        ("POST", hist, hist, json_body(json!({"sample": 100})), 409, "text-not-stored"),
+        ("POST", acc, acc, text_body(), 415, "unsupported-media-type"),
+        ("POST", acc, acc, broken_json(), 400, "malformed-json"),
+        ("POST", acc, acc, json_body(json!({"k": [2]})), 422, "invalid-body"),
+        ("POST", acc, acc, json_body(json!({"texts": ["a b", "c d"], "num_perm": [0]})), 422, "invalid-body"),
+        ("POST", acc, acc, json_body(json!({"texts": ["a b", "c d"], "num_perm": []})), 422, "invalid-body"),
+        ("POST", acc, acc, json_body(json!({"texts": ["a b", "c d"], "threshold": 0})), 422, "invalid-body"),
+        ("POST", acc, acc, json_body(json!({"texts": ["a b", "c d"], "threshold": 1.5})), 422, "invalid-body"),
+        ("POST", acc, acc, json_body(json!({"texts": ["", "c d"]})), 422, "empty-text"),
+        ("POST", acc, acc, json_body(json!({"sample": 100, "seed": 3})), 409, "text-not-stored"),
     ]
 }
 
