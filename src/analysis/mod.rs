@@ -28,6 +28,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub const MAX_ERROR_PAIRS: usize = 200_000;
 /// Points of the S-curve: s = 0, 0.05, …, 1.
 pub const S_CURVE_POINTS: usize = 21;
+/// Most texts one analysis takes (5,000 texts are 12.5 million pairs; with
+/// k = 1 nearly every pair shares a word, and the accuracy keeps each).
+pub const MAX_TEXTS: usize = 5_000;
+/// Most values of k and of num_perm in one analysis.
+pub const MAX_VALUES: usize = 8;
+/// Histogram bins: the default and the most.
+pub const DEFAULT_BINS: usize = 20;
+pub const MAX_BINS: usize = 100;
+/// Shingle sizes compared when none are given.
+pub const DEFAULT_KS: [usize; 4] = [1, 2, 3, 4];
+/// Signature sizes measured when none are given.
+pub const DEFAULT_NUM_PERMS: [usize; 5] = [16, 32, 64, 128, 256];
 
 /// The recipe an analysis shingles with; `k` varies, the rest is the
 /// collection's.

@@ -16,7 +16,10 @@ use super::dto::{AccuracyIn, AccuracyOut, HistogramIn, HistogramOut};
 use super::error::ApiError;
 use super::extract::{parse_json, Coll, JsonBody};
 use super::state::AppState;
-use crate::analysis::{self, AnalysisError, Recipe};
+use crate::analysis::{
+    self, AnalysisError, Recipe, DEFAULT_BINS, DEFAULT_KS, DEFAULT_NUM_PERMS, MAX_BINS, MAX_TEXTS,
+    MAX_VALUES,
+};
 use crate::collections::Collection;
 use crate::engine::MAX_SHINGLE_K;
 use axum::extract::State;
@@ -26,21 +29,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Most texts one analysis takes (5,000 texts are 12.5 million pairs).
-pub const MAX_TEXTS: usize = 5_000;
 /// Most bytes of stored text a sample reads; a sample stops before it
 /// (the answer's `texts` says how many were analysed).
 pub const MAX_SAMPLE_BYTES: usize = 64 << 20;
-/// Most values in `k` and in `num_perm`.
-pub const MAX_VALUES: usize = 8;
-/// Bins of a histogram: the default and the bounds.
-pub const DEFAULT_BINS: usize = 20;
-pub const MAX_BINS: usize = 100;
-/// Shingle sizes analysed when `k` is not given (the collection's own k
-/// is added when it is not among them).
-pub const DEFAULT_KS: [usize; 4] = [1, 2, 3, 4];
-/// Signature sizes measured when `num_perm` is not given.
-pub const DEFAULT_NUM_PERMS: [usize; 5] = [16, 32, 64, 128, 256];
 /// Largest signature size (as for `index.num_perm`).
 pub const MAX_NUM_PERM: usize = 1024;
 
@@ -147,7 +138,7 @@ fn distinct(
 }
 
 /// The shingle sizes to analyse: as given, or [`DEFAULT_KS`] and the
-/// collection's own.
+/// collection's own (when it is not among them).
 fn shingle_sizes(k: Option<Vec<usize>>, own: usize) -> Result<Vec<usize>, ApiError> {
     match k {
         Some(k) => distinct("k", k, 1..=MAX_SHINGLE_K),

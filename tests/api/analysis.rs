@@ -330,3 +330,107 @@ async fn an_analysis_that_outlasts_the_timeout_stops_and_frees_the_scan_pool() {
     );
     assert_eq!(accuracy, Some(0.0), "a stopped analysis is not counted");
 }
+
+// --- the offline command
+
+fn neardup() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEARDUP_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
+#[tokio::test]
+async fn neardup_analyze_on_a_file_answers_like_the_api_and_reports_bad_lines() {
+    let app = spawn_app().await;
+    let a = Articles::new(21, 1_500, 5);
+    let texts: Vec<String> = (0..70).map(|i| a.unicode_text(i)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("texts.jsonl");
+    let mut lines: Vec<String> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| json!({"id": i, "text": t, "source": "test"}).to_string())
+        .collect();
+    lines.insert(5, "{not json".into());
+    lines.insert(9, String::new());
+    lines.insert(12, json!({"text": "¿…?"}).to_string());
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+
+    let out = neardup()
+        .args(["analyze", "--json", "-q", "--k", "2,3", "--bins", "10"])
+        .args(["--num-perm", "32,128", "--threshold", "0.7"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("line 6: not a JSON object"), "{stderr}");
+    assert!(
+        stderr.contains("line 13: the text has no words"),
+        "{stderr}"
+    );
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(cli["texts"], 70);
+    assert_eq!(cli["skipped"], 2);
+    // The whole file fits the default sample: the API on the same texts
+    // gives the same histograms and the same accuracy rows.
+    let api = histogram(&app, json!({"texts": texts, "k": [2, 3], "bins": 10})).await;
+    assert_eq!(cli["histograms"], api["histograms"]);
+    assert!(
+        cli["histograms"][1]["suggested_threshold"].is_number(),
+        "{cli}"
+    );
+    let resp = app
+        .post_json(
+            "/analysis/accuracy",
+            &json!({"texts": texts, "k": [2, 3], "num_perm": [32, 128], "threshold": 0.7}),
+        )
+        .await;
+    let api: Value = resp.json().await.unwrap();
+    assert_eq!(cli["accuracy"], api["accuracy"]);
+
+    // Tables for people: a row per bin, the suggestions, the accuracy rows.
+    let out = neardup()
+        .args(["analyze", "-q", "--k", "3", "--sample", "30", "--seed", "9"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        table.starts_with("30 texts sampled from 72 lines (2 skipped)"),
+        "{table}"
+    );
+    assert!(table.contains("[0.95, 1.00]"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("suggested")), "{table}");
+    assert_eq!(
+        table
+            .lines()
+            .filter(|l| l.trim_start().starts_with("256   3"))
+            .count(),
+        1,
+        "{table}"
+    );
+
+    // Too little to compare, or a bad option: exit 2 with the reason.
+    let lonely = dir.path().join("one.jsonl");
+    std::fs::write(&lonely, "{\"text\": \"only one text here\"}\n").unwrap();
+    let out = neardup()
+        .args(["analyze", "-q"])
+        .arg(&lonely)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least two"));
+    let out = neardup()
+        .args(["analyze", "-q", "--k", "2,2"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
+}
