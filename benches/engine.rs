@@ -552,6 +552,50 @@ fn check_tuning(_: &mut Criterion) {
     assert_eq!((b.bands, b.rows), (21, 6));
 }
 
+/// The threshold advisor: the pairwise histogram of 2,000 accented
+/// articles for k = 1..4 (2 million pairs each) and, as its baseline,
+/// shingling them alone (what every analysis pays before counting pairs).
+fn analysis(c: &mut Criterion) {
+    use neardup::analysis::{self, Recipe};
+    use std::sync::atomic::AtomicBool;
+    let mut g = c.benchmark_group("analysis");
+    g.sample_size(10);
+    let corpus = index_corpus();
+    let texts: Vec<String> = (0..2000).map(|i| corpus.unicode_text(i)).collect();
+    let p = engine().params().clone();
+    let recipe = Recipe {
+        normalize: p.normalize,
+        kind: p.shingle.kind,
+        multiset: p.shingle.multiset,
+        seed: p.index.seed,
+    };
+    let stop = AtomicBool::new(false);
+    g.bench_function("baseline_shingle_2000_texts_k1_to_4", |bench| {
+        bench.iter(|| {
+            for k in 1..=4 {
+                black_box(analysis::shingle_sets(&recipe, k, &texts, &stop).unwrap());
+            }
+        })
+    });
+    g.bench_function("histogram_2000_texts_k1_to_4", |bench| {
+        bench.iter(|| {
+            let h = analysis::histograms(
+                &recipe,
+                &texts,
+                &[1, 2, 3, 4],
+                20,
+                (21, 6),
+                &stop,
+                &|_, _| {},
+            )
+            .unwrap();
+            assert_eq!(h[0].pairs, 1_999_000);
+            h
+        })
+    });
+    g.finish();
+}
+
 criterion_group!(
     benches,
     check_tuning,
@@ -562,6 +606,7 @@ criterion_group!(
     lsh_query,
     verify,
     similar_end_to_end,
-    explain
+    explain,
+    analysis
 );
 criterion_main!(benches);
