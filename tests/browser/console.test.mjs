@@ -145,7 +145,7 @@ let browser;
 
 before(async () => {
   [open, keyed] = await Promise.all([
-    startServer(),
+    startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true' }),
     startServer({ NEARDUP_AUTH__API_KEYS: '["full-key-u"]', NEARDUP_AUTH__READ_ONLY_KEYS: '["reader-key"]' }),
   ]);
   await Promise.all([plant(open.base), plant(keyed.base, 'full-key-u')]);
@@ -203,12 +203,6 @@ async function session(server, allowed = []) {
       assert.deepEqual(problems, [], 'no console error, page error or foreign request');
     },
   };
-}
-
-/** True when `path` is served (the analysis routes of issue 14 may not be merged yet). */
-async function served(base, path) {
-  const r = await fetch(`${base}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
-  return r.status !== 404;
 }
 
 // ---------------------------------------------------------------------------
@@ -350,20 +344,33 @@ test('tune draws the S-curve, and moving the threshold changes the recall shown'
   await s.close();
 });
 
-test('tune draws the Jaccard histogram per k and the suggested thresholds from pasted texts', async (t) => {
-  if (!(await served(open.base, '/analysis/histogram'))) {
-    t.skip('POST /analysis/histogram is not served by this build (issue 14)');
-    return;
-  }
+test('tune draws the Jaccard histogram per k, the suggested thresholds and the estimate error, from a sample and from pasted texts', async () => {
   const s = await session(open);
   await s.view('tune');
+  // No texts pasted: a sample of the stored texts (this server stores them).
+  await s.page.getByTestId('tune-k').fill('2,3');
+  await s.page.getByTestId('tune-submit').click();
+  await s.ready('tune');
+  await s.page.locator('[data-testid="histogram"] canvas').waitFor();
+  assert.equal(await s.page.getByTestId('advice-row').count(), 2, 'one row per k');
+  const pairs = PLANTED.length * (PLANTED.length - 1) / 2;
+  const first = await s.page.getByTestId('advice-row').first().locator('td').allTextContents();
+  assert.equal(first[1].replace(/,/g, ''), String(pairs), `every pair of the ${PLANTED.length} stored texts`);
+  assert.notEqual(first[2], 'none', 'the planted near-duplicates make a valley');
+  assert.equal(await s.page.getByTestId('accuracy-row').count(), 10, '5 num_perm × 2 k');
+  // Pasted texts are analysed instead.
   const texts = [TWIN_A, TWIN_B, TWIN_C, ...filler(30).map((d) => d.text)];
   await s.page.getByTestId('tune-texts').fill(texts.join('\n'));
+  await s.page.getByTestId('tune-k').fill('1,2,3,4');
   await s.page.getByTestId('tune-submit').click();
   await s.ready('tune');
   await s.page.locator('[data-testid="histogram"] canvas').waitFor();
   assert.equal(await s.page.getByTestId('advice-row').count(), 4, 'one row per k');
+  const row = await s.page.getByTestId('advice-row').first().locator('td').allTextContents();
+  assert.equal(row[1].replace(/,/g, ''), String(texts.length * (texts.length - 1) / 2));
   await s.page.locator('[data-testid="accuracy"] canvas').waitFor();
+  assert.equal(await s.page.getByTestId('accuracy-row').count(), 20);
+  assert.equal(await s.page.locator('main .error').count(), 0);
   await s.shot('tune');
   await s.close();
 });

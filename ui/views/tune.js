@@ -151,22 +151,21 @@ export default async function tune(root) {
         h('td', { class: 'n' }, num(x.pairs)),
         h('td', { class: 'n' }, x.suggested_threshold === null ? 'none' : num(x.suggested_threshold, 2)),
         h('td', { class: 'n' }, num(x.recall_at_suggested, 4)),
-        h('td', {}, typeof x.why === 'string' ? x.why : JSON.stringify(x.why)))))));
+        h('td', {}, x.why))))));
     return histograms[0].s_curve || null;
   }
 
   function drawAccuracy(answer) {
-    const rows = Array.isArray(answer) ? answer : Object.values(answer).find(Array.isArray) || [];
+    const rows = answer.accuracy || [];
     if (!rows.length) {
       accBox.append(h('p', { class: 'muted' }, 'No pairs to measure.'));
       return;
     }
     const perms = [...new Set(rows.map((r) => r.num_perm))].sort((a, b) => a - b);
     const kValues = [...new Set(rows.map((r) => r.k))].sort((a, b) => a - b);
-    const field = (r, names) => names.map((n) => r[n]).find((v) => v !== undefined);
-    const mean = (r) => field(r, ['mean_abs_error', 'mean_error', 'mean']);
-    const p95 = (r) => field(r, ['p95_abs_error', 'p95_error', 'p95']);
-    const missed = (r) => field(r, ['missed', 'missed_near_threshold']);
+    const mean = (r) => r.mean_abs_error;
+    const p95 = (r) => r.p95_abs_error;
+    const missed = (r) => r.missed;
     const series = [];
     const data = [perms];
     kValues.forEach((k, i) => {
@@ -184,6 +183,7 @@ export default async function tune(root) {
     }, data, accBox);
     plots.push(u);
     accBox.append(h('table', {},
+      h('caption', {}, `LSH misses counted at threshold ${answer.threshold}; ${num(answer.texts)} texts`),
       h('thead', {}, h('tr', {}, ['num_perm', 'k', 'mean error', 'p95 error', '(b, r)', 'pairs at the threshold', 'of which LSH would miss'].map((c) => h('th', {}, c)))),
       h('tbody', {}, rows.map((r) => h('tr', { testid: 'accuracy-row' },
         h('td', { class: 'n' }, num(r.num_perm)), h('td', { class: 'n' }, num(r.k)),
