@@ -183,6 +183,9 @@ pub enum CollectionError {
     TextNotStored(String),
     #[error("a reindex of collection {0:?} is already running; its progress is in the collection's stats")]
     ReindexRunning(String),
+    /// The collection was deleted while a reindex of it ran.
+    #[error("collection {0:?} was deleted during the reindex")]
+    Deleted(String),
     /// The change could not be made durable (logged with its cause).
     #[error("the collection change could not be written: {0}")]
     Storage(#[from] PersistError),

@@ -220,7 +220,11 @@ impl Collections {
             Err(e) => {
                 p.state = ReindexState::Failed;
                 p.error = Some(e.to_string());
-                tracing::error!(collection = %c.name, error = %e, "reindex failed; the old index answers");
+                if matches!(e, CollectionError::Deleted(_)) {
+                    tracing::info!(collection = %c.name, "reindex abandoned: the collection was deleted");
+                } else {
+                    tracing::error!(collection = %c.name, error = %e, "reindex failed; the old index answers");
+                }
                 if let Some(store) = c.store() {
                     store.stop_tap();
                 }
@@ -240,7 +244,6 @@ impl Collections {
             .store()
             .ok_or_else(|| CollectionError::Unavailable(c.name.to_string()))?;
         let dir = c.dir.join(sub);
-        fsops::ensure_dir(&dir)?;
         let engine = Arc::new(Engine::with_clock(
             job.valid.clone(),
             Arc::clone(&self.clock),
@@ -248,7 +251,18 @@ impl Collections {
         engine.set_retention(c.settings().retention.ttl());
         let mut settings = self.storage_for(&dir, &job.settings);
         settings.store_text = true;
-        let new = Arc::new(Store::open(Arc::clone(&engine), &settings)?);
+        // The new index's directory is made, and its store opened, under
+        // the collection lock and only while the collection is current: a
+        // delete that came first must not see its directory made again
+        // (a later create of the name would find it), and one that comes
+        // later renames the directory away with everything in it, so the
+        // new store's next file fails and the reindex with it.
+        let new = {
+            let _ddl = self.ddl.lock().expect("ddl lock");
+            self.still_current(c)?;
+            std::fs::create_dir(&dir).map_err(fsops::io_err(&dir))?;
+            Arc::new(Store::open(Arc::clone(&engine), &settings)?)
+        };
         // From here on every write to the old store is also in the tap.
         old.start_tap();
         let now = c.engine.now_ms();
@@ -297,15 +311,7 @@ impl Collections {
         }
         // The switch.
         let _ddl = self.ddl.lock().expect("ddl lock");
-        if !self
-            .get(c.name.as_str())
-            .is_some_and(|cur| Arc::ptr_eq(&cur, c))
-        {
-            return Err(storage(format!(
-                "collection {:?} was deleted during the reindex",
-                c.name.as_str()
-            )));
-        }
+        self.still_current(c)?;
         let current = c.settings();
         if !current.store_text {
             return Err(CollectionError::TextNotStored(format!(
@@ -349,6 +355,20 @@ impl Collections {
             tracing::warn!(collection = %c.name, error = %e, "could not remove the old index files; the next start will");
         }
         Ok(next)
+    }
+
+    /// `c` is still the collection under its name (not deleted, nor
+    /// replaced by a collection created again under it). Called under the
+    /// collection lock.
+    fn still_current(&self, c: &Arc<Collection>) -> Result<(), CollectionError> {
+        if self
+            .get(c.name.as_str())
+            .is_some_and(|cur| Arc::ptr_eq(&cur, c))
+        {
+            Ok(())
+        } else {
+            Err(CollectionError::Deleted(c.name.to_string()))
+        }
     }
 
     fn advance(&self, c: &Collection, done: u64, skipped: u64) {

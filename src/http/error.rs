@@ -155,7 +155,9 @@ impl ApiError {
                 "Collection unavailable",
             ),
             ApiError::Collection(e) => match e {
-                CollectionError::NotFound(_) => {
+                // Deleted: only a background reindex meets it (its progress
+                // says so); a request would find no collection.
+                CollectionError::NotFound(_) | CollectionError::Deleted(_) => {
                     (S::NOT_FOUND, "collection-not-found", "Collection not found")
                 }
                 CollectionError::InvalidName(_) => (

@@ -323,10 +323,11 @@ async fn every_configured_full_key_opens_every_route_kind() {
         .await;
         for (method, route, url, body) in one_request_per_route() {
             let resp = send(&app, method.clone(), &url, Some(&bearer(key)), body).await;
+            let status = resp.status();
+            let text = resp.text().await.unwrap_or_default();
             assert!(
-                resp.status().is_success(),
-                "{method} {route} with {key}: {}",
-                resp.status()
+                status.is_success(),
+                "{method} {route} with {key}: {status} {text}"
             );
         }
     }

@@ -460,3 +460,48 @@ async fn a_text_the_new_recipe_leaves_empty_is_left_out_as_a_fresh_collection_wo
         .await;
     assert_problem(resp, 422).await;
 }
+
+#[tokio::test]
+async fn a_collection_deleted_during_its_reindex_can_be_created_again_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = test_settings();
+    settings.storage.data_dir = dir.path().to_owned();
+    let app = spawn_app_with(settings.clone()).await;
+    let docs = corpus(30);
+    // The reindex runs on its own; the delete lands before it starts, while
+    // it builds, or after it switched: whichever, the name is free again at
+    // once and nothing of the deleted collection is left on disk.
+    for round in 0..25 {
+        create(&app, "r", json!({"store_text": true})).await;
+        load(&app, "r", &docs[..(round % 5) * 6 + 1]).await;
+        assert_eq!(reindex(&app, "r", new_recipe()).await.status(), 202);
+        if round % 3 == 1 {
+            tokio::time::sleep(Duration::from_millis(round as u64)).await;
+        }
+        assert_eq!(app.delete("/collections/r").await.status(), 204);
+        let resp = app
+            .put_json("/collections/r", &json!({"store_text": true}))
+            .await;
+        let status = resp.status();
+        let body = resp.text().await.unwrap();
+        assert_eq!(status, 201, "round {round}: {body}");
+        assert_eq!(app.get_json("/collections/r/stats").await["documents"], 0);
+        assert_eq!(app.delete("/collections/r").await.status(), 204);
+    }
+    // Give abandoned reindexes time to notice, then look at the disk.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let left: Vec<String> = std::fs::read_dir(dir.path().join("collections"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        left,
+        Vec::<String>::new(),
+        "nothing left of the deleted collections"
+    );
+    app.stop().await.unwrap();
+    // A restart finds only `default`.
+    let app = spawn_app_with(settings).await;
+    let list = app.get_json("/collections").await;
+    assert_eq!(list["collections"].as_array().unwrap().len(), 1, "{list}");
+}
