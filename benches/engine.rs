@@ -1,9 +1,10 @@
 //! Criterion benches of every pipeline stage, on a fixed generated corpus.
 //!
-//! Documents are ~130 words (110–150) of synthetic English-like text:
-//! sentences of made-up words mixed with a few frequent stop words, so
-//! unrelated documents share some shingles as real text does. Everything is
-//! derived from fixed seeds, so every run measures the same work.
+//! Documents are the test kit's articles (`neardup::testkit::Articles`):
+//! ~130 words (110–150) of synthetic English-like text, sentences of
+//! made-up words mixed with a few frequent stop words, so unrelated
+//! documents share some shingles as real text does. Everything is derived
+//! from fixed seeds, so every run measures the same work.
 //!
 //! **Benchmarks that check themselves.** Each timed closure asserts its
 //! answer — the normalized length, the shingle count (computed from the
@@ -13,8 +14,8 @@
 //! read a number, a baseline runs in the same group (Unicode vs ASCII text,
 //! char vs word shingles, `HashSet` vs merge, brute-force scan vs LSH).
 //!
-//! The 100k-document index (plus 1,000 planted near-duplicates, one
-//! substituted word each) is built once, lazily, by the first bench that
+//! The 101k-document index (1,000 of them planted near-duplicates of the
+//! document before, one or two words substituted) is built once, lazily, by the first bench that
 //! needs it; its build rate and memory are printed to stderr.
 //!
 //! ```text
@@ -27,6 +28,7 @@ use neardup::engine::{DocId, Engine, Query, Record, ValidParams, WriteMode};
 use neardup::jaccard;
 use neardup::lsh::{BandParams, LshIndex};
 use neardup::minhash::{Kernel, MinHasher};
+use neardup::testkit::Articles;
 use neardup::text::{
     normalize, NormalizeOptions, Scratch, ShingleKind, ShingleOptions, Shingler, Tokenizer,
 };
@@ -39,130 +41,26 @@ use std::time::{Duration, Instant};
 
 /// Documents in the sample used by the per-document benches.
 const SAMPLE_DOCS: usize = 1_000;
-/// Documents in the big index (the planted variants come on top).
-const INDEX_DOCS: usize = 100_000;
-/// Every this many index documents gets a planted near-duplicate.
-const PLANT_EVERY: usize = 100;
+/// Documents in the big index, planted near-duplicates included.
+const INDEX_DOCS: usize = 101_000;
+/// Every this many index documents, one is a planted near-duplicate of the
+/// one before it (1,000 in the index).
+const PLANT_EVERY: usize = 101;
+const VOCABULARY: usize = 8_000;
 const SEED: u64 = 0x006e_6561_7264_7570;
-
-const STOP_WORDS: &[&str] = &[
-    "the", "of", "and", "a", "to", "in", "is", "that", "it", "for", "as", "with", "was", "on",
-    "be", "by", "or", "this", "which", "from",
-];
 
 // ------------------------------------------------------------ the corpus --
 
-struct Vocabulary {
-    /// Stop words first, then made-up content words.
-    ascii: Vec<String>,
-    /// The same words with some vowels accented (é, ü, ô): the NFKC path.
-    unicode: Vec<String>,
+/// The per-document sample's stream (no planted twins).
+fn sample_corpus() -> &'static Articles {
+    static C: OnceLock<Articles> = OnceLock::new();
+    C.get_or_init(|| Articles::new(SEED ^ 1, VOCABULARY, 0))
 }
 
-fn vocabulary() -> &'static Vocabulary {
-    static VOCAB: OnceLock<Vocabulary> = OnceLock::new();
-    VOCAB.get_or_init(|| {
-        let mut rng = StdRng::seed_from_u64(SEED);
-        let mut seen: HashSet<String> = STOP_WORDS.iter().map(|w| w.to_string()).collect();
-        let mut ascii: Vec<String> = STOP_WORDS.iter().map(|w| w.to_string()).collect();
-        while ascii.len() < 8_000 {
-            let len = rng.gen_range(3..=9);
-            let w: String = (0..len)
-                .map(|_| rng.gen_range(b'a'..=b'z') as char)
-                .collect();
-            if seen.insert(w.clone()) {
-                ascii.push(w);
-            }
-        }
-        let unicode = ascii
-            .iter()
-            .map(|w| {
-                w.chars()
-                    .map(|c| match c {
-                        'e' if rng.gen_bool(0.5) => 'é',
-                        'u' if rng.gen_bool(0.5) => 'ü',
-                        'o' if rng.gen_bool(0.3) => 'ô',
-                        c => c,
-                    })
-                    .collect()
-            })
-            .collect();
-        Vocabulary { ascii, unicode }
-    })
-}
-
-/// Word ids of document `n` of stream `stream`: 110–150 words, a quarter of
-/// them stop words. Seeded per document, so generation parallelizes.
-fn doc_words(stream: u64, n: usize) -> Vec<u32> {
-    let mut rng = StdRng::seed_from_u64(SEED ^ (stream << 40) ^ n as u64);
-    let vocab = vocabulary().ascii.len() as u32;
-    let stops = STOP_WORDS.len() as u32;
-    let len = rng.gen_range(110..=150);
-    (0..len)
-        .map(|_| {
-            if rng.gen_bool(0.25) {
-                rng.gen_range(0..stops)
-            } else {
-                rng.gen_range(stops..vocab)
-            }
-        })
-        .collect()
-}
-
-/// Sentences of 6–20 words: capitalized first word, commas, a full stop
-/// (a Unicode text gets curly quotes and an ellipsis instead).
-fn render(words: &[u32], seed: u64, unicode: bool) -> String {
-    let vocab = if unicode {
-        &vocabulary().unicode
-    } else {
-        &vocabulary().ascii
-    };
-    let mut rng = StdRng::seed_from_u64(seed);
-    let mut out = String::with_capacity(words.len() * 8);
-    let mut left = 0;
-    for &w in words {
-        let word = &vocab[w as usize];
-        if left == 0 {
-            if !out.is_empty() {
-                out.push_str(if unicode { "… " } else { ". " });
-            }
-            left = rng.gen_range(6..=20);
-            let mut cs = word.chars();
-            let first = cs.next().expect("words are not empty");
-            out.extend(first.to_uppercase());
-            out.push_str(cs.as_str());
-        } else {
-            out.push(' ');
-            if unicode && rng.gen_bool(0.05) {
-                out.push('“');
-                out.push_str(word);
-                out.push('”');
-            } else {
-                out.push_str(word);
-            }
-            if rng.gen_bool(0.06) {
-                out.push(',');
-            }
-        }
-        left -= 1;
-    }
-    out.push('.');
-    out
-}
-
-/// The normalized text, built from the word ids: words joined by one space.
-fn normalized_len(words: &[u32], unicode: bool) -> usize {
-    let vocab = if unicode {
-        &vocabulary().unicode
-    } else {
-        &vocabulary().ascii
-    };
-    words
-        .iter()
-        .map(|&w| vocab[w as usize].len())
-        .sum::<usize>()
-        + words.len()
-        - 1
+/// The big index's stream, with its planted twins.
+fn index_corpus() -> &'static Articles {
+    static C: OnceLock<Articles> = OnceLock::new();
+    C.get_or_init(|| Articles::new(SEED ^ 2, VOCABULARY, PLANT_EVERY))
 }
 
 /// Distinct word 3-grams, from the word ids alone.
@@ -176,21 +74,6 @@ fn trigram_jaccard(a: &[u32], b: &[u32]) -> f64 {
     inter as f64 / (sa.len() + sb.len() - inter) as f64
 }
 
-/// A near-duplicate: one content word in the middle substituted.
-fn plant(words: &[u32], n: usize) -> Vec<u32> {
-    let mut rng = StdRng::seed_from_u64(SEED ^ 0xdead ^ n as u64);
-    let mut v = words.to_vec();
-    let at = v.len() / 2;
-    let stops = STOP_WORDS.len() as u32;
-    loop {
-        let w = rng.gen_range(stops..vocabulary().ascii.len() as u32);
-        if w != v[at] {
-            v[at] = w;
-            return v;
-        }
-    }
-}
-
 struct SampleDoc {
     text: String,
     unicode_text: String,
@@ -201,27 +84,24 @@ struct SampleDoc {
     char5_shingles: usize,
 }
 
-/// The per-document sample (stream 1), with answers computed from word ids.
+/// The per-document sample, with answers computed from word ids.
 fn sample() -> &'static [SampleDoc] {
     static SAMPLE: OnceLock<Vec<SampleDoc>> = OnceLock::new();
     SAMPLE.get_or_init(|| {
+        let corpus = sample_corpus();
         (0..SAMPLE_DOCS)
             .map(|n| {
-                let words = doc_words(1, n);
-                let normalized = words
-                    .iter()
-                    .map(|&w| vocabulary().ascii[w as usize].as_str())
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let words = corpus.words(n);
+                let normalized = corpus.normalized(&words, false);
                 let char5_shingles = (0..=normalized.len() - 5)
                     .map(|i| &normalized[i..i + 5])
                     .collect::<HashSet<_>>()
                     .len();
                 SampleDoc {
-                    text: render(&words, n as u64, false),
-                    unicode_text: render(&words, n as u64, true),
-                    normalized_len: normalized_len(&words, false),
-                    unicode_normalized_len: normalized_len(&words, true),
+                    text: corpus.text(n),
+                    unicode_text: corpus.unicode_text(n),
+                    normalized_len: normalized.len(),
+                    unicode_normalized_len: corpus.normalized(&words, true).len(),
                     normalized,
                     shingles: trigram_set(&words).len(),
                     char5_shingles,
@@ -264,20 +144,18 @@ fn world() -> &'static World {
         let engine = engine();
         // Generate, prepare and insert on every core; nothing is kept but
         // the engine's records and the planted pairs' answers.
+        let corpus = index_corpus();
         let planted: Vec<(String, String, String, f64)> = (0..INDEX_DOCS)
             .into_par_iter()
             .filter_map(|n| {
-                let words = doc_words(2, n);
-                let text = render(&words, n as u64, false);
-                let base = format!("doc-{n:06}");
-                insert(&engine, &base, &text);
-                if n % PLANT_EVERY != 0 {
-                    return None;
-                }
-                let twin = plant(&words, n);
-                let variant = format!("doc-{n:06}-dup");
-                insert(&engine, &variant, &render(&twin, !n as u64, false));
-                Some((base, variant, text, trigram_jaccard(&words, &twin)))
+                insert(&engine, &format!("doc-{n:06}"), &corpus.text(n));
+                let base = corpus.twin_of(n)?;
+                Some((
+                    format!("doc-{base:06}"),
+                    format!("doc-{n:06}"),
+                    corpus.text(base),
+                    trigram_jaccard(&corpus.words(base), &corpus.words(n)),
+                ))
             })
             .collect();
         let built = started.elapsed();
@@ -523,13 +401,12 @@ fn lsh_query(c: &mut Criterion) {
 fn verify(c: &mut Criterion) {
     let mut g = c.benchmark_group("verify");
     g.throughput(Throughput::Elements(1));
-    // A base and its twin (one word substituted), ~128 shingles each.
-    let words = doc_words(3, 0);
-    let twin = plant(&words, 0);
+    // A base and its twin (1-2 words substituted), ~128 shingles each.
+    let corpus = index_corpus();
     let engine = engine();
-    let base_doc = engine.prepare(&render(&words, 0, false)).unwrap();
-    let twin_doc = engine.prepare(&render(&twin, 1, false)).unwrap();
-    let expected = trigram_jaccard(&words, &twin);
+    let base_doc = engine.prepare(&corpus.text(0)).unwrap();
+    let twin_doc = engine.prepare(&corpus.text(1)).unwrap();
+    let expected = trigram_jaccard(&corpus.words(0), &corpus.words(1));
     let (base_set, twin_set) = (base_doc.shingles().to_vec(), twin_doc.shingles().to_vec());
     g.bench_function(
         format!("merge_{}x{}", base_set.len(), twin_set.len()),
@@ -628,10 +505,95 @@ fn similar_end_to_end(c: &mut Criterion) {
     g.finish();
 }
 
+/// `Engine::explain` (the core of `POST /explain`) on two ~1,000-word
+/// documents, one a near-duplicate of the other (every eighth article of
+/// the pair differs by a planted edit).
+fn explain(c: &mut Criterion) {
+    let mut g = c.benchmark_group("explain");
+    g.throughput(Throughput::Elements(1));
+    let corpus = index_corpus();
+    // Articles n and n + 1 are twins when n % PLANT_EVERY == 0.
+    let a: String = (0..8)
+        .map(|i| corpus.text(i * PLANT_EVERY))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let b: String = (0..8)
+        .map(|i| corpus.text(i * PLANT_EVERY + 1))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let engine = engine();
+    let words = a.split_whitespace().count();
+    // Baseline: what /compare-style scores alone cost (prepare both texts).
+    g.bench_function(
+        format!("baseline_prepare_two_{words}_word_documents"),
+        |bench| {
+            bench.iter(|| {
+                let pa = engine.prepare(black_box(&a)).unwrap();
+                let pb = engine.prepare(black_box(&b)).unwrap();
+                jaccard::jaccard(pa.shingles(), pb.shingles())
+            })
+        },
+    );
+    g.bench_function(format!("two_{words}_word_documents"), |bench| {
+        bench.iter(|| {
+            let x = engine.explain(black_box(&a), black_box(&b)).unwrap();
+            let joined: usize = x.a.segments.iter().map(|s| s.range.1 - s.range.0).sum();
+            assert_eq!(joined, a.len());
+            assert!(x.passages >= 1 && x.jaccard > 0.8, "{}", x.jaccard);
+            x
+        })
+    });
+    g.finish();
+}
+
 /// (21, 6) is what every bench above assumes.
 fn check_tuning(_: &mut Criterion) {
     let b = BandParams::resolve(0.8, 128, None, None).unwrap();
     assert_eq!((b.bands, b.rows), (21, 6));
+}
+
+/// The threshold advisor: the pairwise histogram of 2,000 accented
+/// articles for k = 1..4 (2 million pairs each) and, as its baseline,
+/// shingling them alone (what every analysis pays before counting pairs).
+fn analysis(c: &mut Criterion) {
+    use neardup::analysis::{self, Recipe};
+    use std::sync::atomic::AtomicBool;
+    let mut g = c.benchmark_group("analysis");
+    g.sample_size(10);
+    let corpus = index_corpus();
+    let texts: Vec<String> = (0..2000).map(|i| corpus.unicode_text(i)).collect();
+    let p = engine().params().clone();
+    let recipe = Recipe {
+        normalize: p.normalize,
+        kind: p.shingle.kind,
+        multiset: p.shingle.multiset,
+        seed: p.index.seed,
+    };
+    let stop = AtomicBool::new(false);
+    g.bench_function("baseline_shingle_2000_texts_k1_to_4", |bench| {
+        bench.iter(|| {
+            for k in 1..=4 {
+                black_box(analysis::shingle_sets(&recipe, k, &texts, &stop).unwrap());
+            }
+        })
+    });
+    g.bench_function("histogram_2000_texts_k1_to_4", |bench| {
+        bench.iter(|| {
+            let h = analysis::histograms(
+                &recipe,
+                &texts,
+                &[1, 2, 3, 4],
+                20,
+                (21, 6),
+                &stop,
+                &|_, _| {},
+            )
+            .unwrap();
+            assert_eq!(h[0].pairs, 1_999_000);
+            h
+        })
+    });
+    g.finish();
 }
 
 criterion_group!(
@@ -643,6 +605,8 @@ criterion_group!(
     minhash_sign,
     lsh_query,
     verify,
-    similar_end_to_end
+    similar_end_to_end,
+    explain,
+    analysis
 );
 criterion_main!(benches);

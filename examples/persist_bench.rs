@@ -129,6 +129,7 @@ fn write_rate(store: &Store, threads: usize, secs: f64, base: u64) -> f64 {
                                 doc: docs[(i as usize) % docs.len()].clone(),
                                 metadata: None,
                                 expires_ms: None,
+                                text: None,
                             },
                             WriteMode::Upsert,
                         )
@@ -175,6 +176,7 @@ fn main() {
                     doc,
                     metadata: None,
                     expires_ms: None,
+                    text: None,
                 }
             })
             .collect();
@@ -217,6 +219,7 @@ fn main() {
                     doc: doc.clone(),
                     metadata: None,
                     expires_ms: None,
+                    text: None,
                 };
                 store.insert(new, WriteMode::Upsert).unwrap();
                 let ns = t.elapsed().as_nanos() as u64;

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example purge_bench -- [DOCS] [ROUNDS]
 //! ```
-//! DOCS defaults to 200,000 (~130-word documents), ROUNDS to 5. Every
+//! DOCS defaults to 200,000 (the test kit's ~130-word articles), ROUNDS to 5. Every
 //! document gets its own expiry: 10% in one hour, the rest in two. A
 //! manual clock then measures, on a store with `wal_fsync = "always"` (the
 //! default; a sweep commits once, at its end):
@@ -19,18 +19,18 @@
 use neardup::config::{StorageSettings, WalFsync};
 use neardup::engine::{Clock, DocId, Engine, ManualClock, NewDoc, Query, ValidParams, WriteMode};
 use neardup::persist::Store;
-use rand::{rngs::StdRng, Rng, SeedableRng};
+use neardup::testkit::Articles;
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Document `i` of the test kit's article stream.
 fn text(i: u64) -> String {
-    let mut rng = StdRng::seed_from_u64(i);
-    (0..130)
-        .map(|_| format!("w{}", rng.gen_range(0..20_000)))
-        .collect::<Vec<_>>()
-        .join(" ")
+    static ARTICLES: std::sync::OnceLock<Articles> = std::sync::OnceLock::new();
+    ARTICLES
+        .get_or_init(|| Articles::new(1, 20_000, 0))
+        .text(i as usize)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -77,6 +77,7 @@ fn main() {
                 doc: store.engine().prepare(&text(i)).unwrap(),
                 metadata: None,
                 expires_ms: Some(now + if i % 10 == 0 { hour } else { 2 * hour }),
+                text: None,
             })
             .collect();
         for r in store.insert_many(items, WriteMode::Create).unwrap() {

@@ -7,9 +7,9 @@
 #   scripts/bench.sh                       # 1,000,000-doc index, 100,000-doc peer slice
 #   N=200000 PEER_N=50000 scripts/bench.sh # quicker
 #
-# Needs: the Rust toolchain, python3 (with venv), curl, wrk
-# (apt-get update && apt-get install -y wrk), ../shared/bench beside the
-# checkout, and examples/sign_bench.rs. Python packages go into a venv under
+# Needs: the Rust toolchain, python3 (with venv), curl, wrk, groff and
+# dpkg-deb (apt-get update && apt-get install -y wrk groff-base), ../shared/bench
+# beside the checkout, and examples/sign_bench.rs and examples/text_bench.rs. Python packages go into a venv under
 # target/bench/venv; the gcide source is fetched once (apt-get download, sha256
 # checked) into ../shared/bench/data/src; corpora are cached in
 # target/bench/corpus. Results: $OUT/summary.{md,json}, raw fragments in
@@ -25,8 +25,11 @@
 #   PORT            loopback port for the server (18090)
 #   OUT             results directory (target/bench/latest)
 #   CONCURRENCY     connections posting batches of BATCH=1000 documents (4)
-#   ROUNDS          rounds of the signing and slice-ingest measurements; the
-#                   best round of each side counts (3)
+#   ROUNDS          rounds of the text, signing and slice-ingest measurements;
+#                   the median round of each side counts (5)
+#   TEXT_N          documents per file of the text-stage measurement (5000)
+#   REAL_N          documents of the real-text corpus (Debian's translated
+#                   man pages, fr/de/ru/es/zh/ja; ~5.5 kB each) for signing (20000)
 #   WRK_THREADS, WRK_CONNECTIONS, WRK_DURATION, WRK_WARMUP   query load (1, 8, 20s, 3s)
 #   SHARED          the shared kit (../shared)
 set -euo pipefail
@@ -41,7 +44,9 @@ PORT="${PORT:-18090}"
 OUT="${OUT:-target/bench/latest}"
 BATCH="${BATCH:-1000}"
 CONCURRENCY="${CONCURRENCY:-4}"
-ROUNDS="${ROUNDS:-3}"
+ROUNDS="${ROUNDS:-5}"
+TEXT_N="${TEXT_N:-5000}"
+REAL_N="${REAL_N:-20000}"
 WRK_THREADS="${WRK_THREADS:-1}"
 WRK_CONNECTIONS="${WRK_CONNECTIONS:-8}"
 WRK_DURATION="${WRK_DURATION:-20s}"
@@ -71,6 +76,8 @@ need cargo "install the Rust toolchain (rustup)"
 need python3 "install python3 with the venv module"
 need curl "apt-get install -y curl"
 need wrk "apt-get update && apt-get install -y wrk"
+need groff "apt-get update && apt-get install -y groff-base (renders the man-page corpus)"
+need dpkg-deb "a Debian-based system (unpacks the man-page packages)"
 [[ -f "$KIT/make_corpus.py" && -f "$KIT/peerrun.py" && -f "$KIT/requirements.txt" ]] ||
     die "$KIT/{make_corpus,peerrun}.py not found: check out the shared kit beside this repository (or set SHARED)"
 [[ -f examples/sign_bench.rs ]] ||
@@ -78,6 +85,8 @@ need wrk "apt-get update && apt-get install -y wrk"
         "'cargo run --release --example sign_bench -- FILE.jsonl' (a JSON line with \"docs_per_s\")"
 [[ "$N" =~ ^[0-9]+$ && "$PEER_N" =~ ^[0-9]+$ && "$N" -ge 1000 && "$PEER_N" -ge 1000 ]] ||
     die "N and PEER_N must be whole numbers of at least 1000 (N=$N PEER_N=$PEER_N)"
+[[ "$TEXT_N" =~ ^[0-9]+$ && "$REAL_N" =~ ^[0-9]+$ && "$TEXT_N" -ge 100 && "$REAL_N" -ge "$TEXT_N" ]] ||
+    die "TEXT_N (at least 100) and REAL_N (at least TEXT_N) must be whole numbers (TEXT_N=$TEXT_N REAL_N=$REAL_N)"
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "ROUNDS must be a positive whole number (ROUNDS=$ROUNDS)"
 if curl -s -o /dev/null "$URL/healthz"; then
     die "something already answers on $URL; set PORT to a free port"
@@ -211,6 +220,33 @@ corpus_articles() { # N -> path (generated once, cached)
     fi
     echo "$path"
 }
+# The non-ASCII corpora (scripts/bench/make_realtext.py): Debian's translated
+# man pages (pinned packages, sha256-checked, rendered with groff), and the
+# articles with English typography set in (’ “ ” – é £) beside their ASCII
+# twins: "newslike" (1..6 marks a document) and "oneapos" (exactly one ’).
+corpus_realtext() { # N -> path
+    local n=$1 path="$CORPUS_DIR/realtext-n$1-s$SEED.jsonl"
+    if [[ ! -s "$path" ]]; then
+        echo "generating $path (man pages into $CORPUS_DIR/src) ..." >&2
+        "$PY" scripts/bench/make_realtext.py manpages --src "$CORPUS_DIR/src" --n "$n" --seed "$SEED" \
+            --out "$path.tmp" >&2 || die "make_realtext.py manpages failed (apt-get update first?)"
+        mv "$path.tmp.variants.jsonl" "$path.variants.jsonl" 2>/dev/null || true
+        mv "$path.tmp" "$path"
+    fi
+    echo "$path"
+}
+corpus_typo() { # NAME N ARTICLES EXTRA_ARGS... -> path (its twin is path with .twin.jsonl)
+    local name=$1 n=$2 articles=$3
+    shift 3
+    local path="$CORPUS_DIR/$name-n$n-s$SEED.jsonl"
+    if [[ ! -s "$path" || ! -s "${path%.jsonl}.twin.jsonl" ]]; then
+        "$PY" scripts/bench/make_realtext.py newslike --articles "$articles" --n "$n" --seed "$SEED" \
+            --out "$path.tmp" --twin "${path%.jsonl}.twin.jsonl" "$@" >&2 ||
+            die "make_realtext.py newslike failed"
+        mv "$path.tmp" "$path"
+    fi
+    echo "$path"
+}
 case "$CORPUS" in
     articles) corpus() { corpus_articles "$@"; } ;;
     gcide) corpus() { corpus_gcide "$@"; } ;;
@@ -222,9 +258,26 @@ peer_corpus=$(corpus "$PEER_N")
 index_corpus=$(corpus "$N")
 [[ "$(wc -l <"$index_corpus")" -eq "$N" ]] || die "$index_corpus does not have $N lines"
 echo "peer slice: $peer_corpus; index: $index_corpus"
+# Shorter real documents (the kit's synthetic corpus of single gcide
+# entries, median ~27 words) for the second ingest ratio.
+short_corpus=$(corpus_gcide "$PEER_N")
+text_ascii=$(corpus_articles "$TEXT_N")
+real_corpus=$(corpus_realtext "$REAL_N")
+text_real="$CORPUS_DIR/realtext-n$REAL_N-s$SEED.head$TEXT_N.jsonl"
+[[ -s "$text_real" ]] || head -n "$TEXT_N" "$real_corpus" >"$text_real"
+# The fr/de/es documents of that file beside their ASCII-folded twins (é → e,
+# ’ → ', « → "): the cost of the non-ASCII characters apart from the genre's.
+text_latin="$CORPUS_DIR/latin-n$REAL_N-s$SEED.head$TEXT_N.jsonl"
+if [[ ! -s "$text_latin" || ! -s "${text_latin%.jsonl}.twin.jsonl" ]]; then
+    "$PY" scripts/bench/make_realtext.py fold --in "$text_real" --out "$text_latin" \
+        --twin "${text_latin%.jsonl}.twin.jsonl" >&2 || die "make_realtext.py fold failed"
+fi
+text_news=$(corpus_typo newslike "$TEXT_N" "$text_ascii")
+text_apos=$(corpus_typo oneapos "$TEXT_N" "$text_ascii" --marks 1 --kinds apostrophe)
+echo "short documents: $short_corpus; real text: $real_corpus; text stage: $text_ascii $text_apos $text_news $text_real $text_latin"
 
-phase "cargo build --release (neardup, loadgen, sign_bench)"
-cargo build --release --quiet --bin neardup --example loadgen --example sign_bench
+phase "cargo build --release (neardup, loadgen, sign_bench, text_bench)"
+cargo build --release --quiet --bin neardup --example loadgen --example sign_bench --example text_bench
 
 cpu_model=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
 mem_gib=$(awk '/MemTotal/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)
@@ -239,15 +292,36 @@ json.dump({
     "git_rev": "$git_rev", "git_dirty": $([[ $git_dirty == true ]] && echo True || echo False),
     "loadavg_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
     "knobs": {"N": $N, "PEER_N": $PEER_N, "SEED": $SEED, "CORPUS": "$CORPUS", "BATCH": $BATCH,
+              "ROUNDS": $ROUNDS, "TEXT_N": $TEXT_N, "REAL_N": $REAL_N,
               "CONCURRENCY": $CONCURRENCY, "WRK_THREADS": $WRK_THREADS,
               "WRK_CONNECTIONS": $WRK_CONNECTIONS, "WRK_DURATION": "$WRK_DURATION"},
-    "corpus": {"index": "$index_corpus", "peer_slice": "$peer_corpus"},
+    "corpus": {"index": "$index_corpus", "peer_slice": "$peer_corpus", "short": "$short_corpus",
+               "realtext": "$real_corpus",
+               "text_stage": ["$text_ascii", "$text_apos", "${text_apos%.jsonl}.twin.jsonl",
+                              "$text_news", "${text_news%.jsonl}.twin.jsonl", "$text_real",
+                              "$text_latin", "${text_latin%.jsonl}.twin.jsonl"]},
 }, open(sys.argv[1], "w"), indent=2)
 EOF
 
+# ---------------------------------------------------------- text stage --
+# Normalize + hash words per byte (examples/text_bench), one thread: the
+# ASCII articles, a ’ set into each (and its ASCII twin), English typography
+# (and its twin), the man pages by language, the Latin-script ones beside
+# their ASCII-folded twins. The files' rounds alternate in
+# one process; each figure is the median round.
+phase "0. text stage, one thread: normalize + word hashes per byte ($TEXT_N docs a file, $ROUNDS rounds)"
+taskset -c 0 target/release/examples/text_bench --rounds "$ROUNDS" --phases words,shingles \
+    "$text_ascii" "$text_apos" "${text_apos%.jsonl}.twin.jsonl" \
+    "$text_news" "${text_news%.jsonl}.twin.jsonl" "$text_real" \
+    "$text_latin" "${text_latin%.jsonl}.twin.jsonl" | tee "$RAW/text_stage.jsonl" |
+    "$PY" -c 'import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    print(d["file"], {g: round(v["phases"]["words"]["ns_per_byte"], 3) for g, v in d["groups"].items()})'
+
 # ------------------------------------------------------------- signing --
 # Rounds alternate between the two sides so a burst of load from elsewhere
-# on the machine hits both alike; each side's best round counts.
+# on the machine hits both alike; each side's median round counts.
 for round in $(seq 1 "$ROUNDS"); do
     phase "1. signing, one thread, round $round/$ROUNDS: neardup sign_bench vs rensa from_token_sets ($PEER_N docs)"
     # Both sides pinned to one core (taskset), so neither gets a second one.
@@ -257,12 +331,22 @@ for round in $(seq 1 "$ROUNDS"); do
     RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" taskset -c 0 "$PY" scripts/bench/peers.py rensa-sign "$peer_corpus" |
         tee -a "$RAW/sign_rensa.jsonl"
 done
+for round in $(seq 1 "$ROUNDS"); do
+    phase "1. signing on real text (man pages), one thread, round $round/$ROUNDS ($REAL_N docs)"
+    taskset -c 0 target/release/examples/sign_bench --no-peer "$real_corpus" | tee "$LOGS/sign_bench_real-$round.txt"
+    grep '"docs_per_s"' "$LOGS/sign_bench_real-$round.txt" | tail -1 >>"$RAW/sign_real_neardup.jsonl" ||
+        die "sign_bench printed no JSON line with \"docs_per_s\" (see $LOGS/sign_bench_real-$round.txt)"
+    RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" taskset -c 0 "$PY" scripts/bench/peers.py rensa-sign "$real_corpus" |
+        tee -a "$RAW/sign_real_rensa.jsonl"
+done
 
 # --------------------------------------------------------------- peers --
 phase "2. peers, full pipeline (peerrun.py, $PEER_N docs): datasketch"
 "$PY" "$KIT/peerrun.py" datasketch "$peer_corpus" | tee "$RAW/peer_datasketch.json"
 phase "2. peers, full pipeline (peerrun.py, $PEER_N docs): rensa"
 "$PY" "$KIT/peerrun.py" rensa "$peer_corpus" | tee "$RAW/peer_rensa.json"
+phase "2. peers, full pipeline (peerrun.py, $PEER_N short docs): datasketch"
+"$PY" "$KIT/peerrun.py" datasketch "$short_corpus" | tee "$RAW/peer_datasketch_short.json"
 
 # -------------------------------------------------------- HTTP ingest --
 for round in $(seq 1 "$ROUNDS"); do
@@ -272,6 +356,13 @@ for round in $(seq 1 "$ROUNDS"); do
         start_server "$data_dir" "$fsync" "server-ingest-$fsync-$round"
         wait_ready 60 >/dev/null
         ingest "ingest_$fsync" "$peer_corpus"
+        stop_server
+        rm -rf "$data_dir"
+        phase "2. neardup HTTP ingest of short documents, round $round/$ROUNDS, fsync=$fsync ($PEER_N docs)"
+        new_data_dir
+        start_server "$data_dir" "$fsync" "server-ingest-short-$fsync-$round"
+        wait_ready 60 >/dev/null
+        ingest "ingest_short_$fsync" "$short_corpus"
         stop_server
         rm -rf "$data_dir"
     done

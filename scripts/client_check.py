@@ -11,6 +11,7 @@ from http import HTTPStatus
 from neardup_client import Client
 import datetime
 
+from neardup_client.api.analysis import analysis_accuracy, analysis_histogram
 from neardup_client.api.collections import (
     delete_collection,
     get_collection,
@@ -35,6 +36,10 @@ from neardup_client.api.similarity import (
     similar_to_text,
 )
 from neardup_client.models import (
+    AccuracyIn,
+    AccuracyOut,
+    HistogramIn,
+    HistogramOut,
     BatchIn,
     Collection,
     CollectionDetail,
@@ -113,6 +118,26 @@ def main(base_url: str) -> None:
     # Compare.
     c = expect(compare_documents.sync_detailed(client=client, a="a", b="b"), 200, CompareOut)
     assert (c.intersection, c.union, c.jaccard) == (22, 23, 22 / 23), c
+
+    # The advisor on texts sent with the request: one near-duplicate pair
+    # (22/23, in the last of 10 bins) among three pairs.
+    h = expect(
+        analysis_histogram.sync_detailed(client=client, body=HistogramIn(texts=[A, B, OTHER], k=[3], bins=10)),
+        200,
+        HistogramOut,
+    )
+    assert (h.texts, h.histograms[0].pairs) == (3, 3), h
+    assert [b.count for b in h.histograms[0].bins] == [2, 0, 0, 0, 0, 0, 0, 0, 0, 1], h
+    assert h.histograms[0].suggested_threshold is None, h
+    acc = expect(
+        analysis_accuracy.sync_detailed(client=client, body=AccuracyIn(texts=[A, B, OTHER], k=[3], num_perm=[64])),
+        200,
+        AccuracyOut,
+    )
+    assert acc.threshold == 0.9 and acc.accuracy[0].pairs_at_threshold == 1, acc
+    # A sample needs stored texts (this server keeps none): a documented 409.
+    p = expect(analysis_histogram.sync_detailed(client=client, body=HistogramIn(sample=10)), 409, Problem)
+    assert p.type_.value == "urn:neardup:problem:text-not-stored", p
 
     # Whole-index answers: groups (JSON page) and pairs (JSON object).
     g = expect(duplicate_groups.sync_detailed(client=client), 200, GroupsPage)

@@ -41,6 +41,7 @@ pub struct Settings {
     pub log: LogSettings,
     pub auth: AuthSettings,
     pub limits: LimitsSettings,
+    pub ui: UiSettings,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -129,6 +130,21 @@ impl Default for LimitsSettings {
     }
 }
 
+/// The web console at `/ui/`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UiSettings {
+    /// Serve the console's files; when false `/ui` and everything under it
+    /// are `route-not-found` like any other unrouted path.
+    pub enabled: bool,
+}
+
+impl Default for UiSettings {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QuerySettings {
@@ -185,6 +201,9 @@ pub struct StorageSettings {
     /// log each); they are absent from every answer from the instant they
     /// expire either way.
     pub purge_interval_secs: u64,
+    /// Keep the default collection's texts as posted, on disk (named
+    /// collections have their own `store_text` setting).
+    pub store_text: bool,
     /// Where documents and LSH buckets live.
     pub backend: StorageBackend,
     /// The redis backend's connection and layout (`backend = "redis"`).
@@ -333,6 +352,7 @@ impl Default for StorageSettings {
             snapshot_interval_secs: 300,
             snapshots_keep: 2,
             purge_interval_secs: 60,
+            store_text: false,
             backend: StorageBackend::Memory,
             redis: RedisSettings::default(),
         }
@@ -401,7 +421,7 @@ impl Serialize for Secret {
 pub struct AuthSettings {
     /// Keys that may call every route (`Authorization: Bearer <key>`).
     pub api_keys: Vec<Secret>,
-    /// Keys that may only call GET (and HEAD) routes.
+    /// Keys that may only read (GET, HEAD, and the POSTs that carry a query).
     pub read_only_keys: Vec<Secret>,
     /// Whether `/metrics` needs a key too (when any key is configured).
     pub protect_metrics: bool,
@@ -420,7 +440,7 @@ pub struct ScopedKey {
     /// also create, change and delete collections (unless read-only).
     #[serde(default)]
     pub collections: Option<Vec<String>>,
-    /// GET and HEAD only.
+    /// Reads only (GET, HEAD, and the POSTs that carry a query).
     #[serde(default)]
     pub read_only: bool,
 }

@@ -10,16 +10,19 @@
 //! Module map — dependencies point inward, and the core never touches I/O
 //! (`ARCHITECTURE.md` has the full rule and the invariants):
 //! - core: [`text`] (normalize, shingle), [`minhash`], [`jaccard`], [`lsh`]
-//!   (banding parameters and index), [`engine`] (the owner of all state);
+//!   (banding parameters and index), [`engine`] (the owner of all state),
+//!   and beside it [`analysis`] (histograms, threshold advice, estimate
+//!   accuracy over a sample of texts);
 //! - around it: [`config`] (layered settings, validated once), [`persist`]
 //!   (write-ahead log, snapshots, recovery), [`backend`] (where a collection's
 //!   documents live: in memory, or in Redis), [`collections`] (named indexes,
 //!   each an engine and a store with its own recipe and retention), [`wire`] (JSON shapes shared by
 //!   the API and the CLI), [`telemetry`] (logs), [`http`] (router, layers,
 //!   problem+json, metrics), [`app`] (build and run the server), [`cli`]
-//!   (offline `neardup dedup`);
+//!   (offline `neardup dedup` and `neardup analyze`);
 //! - for tests, benches and examples only: `testkit` (feature `testkit`).
 
+pub mod analysis;
 pub mod app;
 pub mod backend;
 pub mod cli;

@@ -25,6 +25,11 @@ enum Command {
     /// Deduplicate a JSON Lines file or a directory offline: groups (or
     /// pairs) as JSON Lines on stdout, progress and a summary on stderr.
     Dedup(neardup::cli::dedup::DedupArgs),
+    /// Choose a shingle size, a threshold and a signature size from a
+    /// sample of a JSON Lines file: the pairwise Jaccard histogram per k
+    /// with a suggested threshold, and the MinHash estimate's error per
+    /// num_perm (tables on stdout, or --json; progress on stderr).
+    Analyze(neardup::cli::analyze::AnalyzeArgs),
     /// Print the effective configuration (all layers applied) as JSON, with
     /// the derived LSH banding under "derived", and exit.
     PrintConfig,
@@ -81,6 +86,13 @@ async fn main() -> anyhow::Result<()> {
         Command::Dedup(args) => {
             let code = neardup::cli::dedup::run(&config, &args).unwrap_or_else(|e| {
                 eprintln!("neardup dedup: {e:#}");
+                2
+            });
+            std::process::exit(code);
+        }
+        Command::Analyze(args) => {
+            let code = neardup::cli::analyze::run(&config, &args).unwrap_or_else(|e| {
+                eprintln!("neardup analyze: {e:#}");
                 2
             });
             std::process::exit(code);

@@ -13,20 +13,19 @@
 //! reported on stderr with its line number or path and skipped. Progress
 //! goes to stderr: a bar on a terminal, a line every few seconds otherwise.
 
+use super::progress::Progress;
 use crate::config::Config;
 use crate::engine::{DocId, Engine, EngineError, Groups, Prepared, Threshold, WriteMode};
 use crate::wire::{GroupOut, PairOut};
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Documents read, signed and inserted per step.
 const BATCH: usize = 4096;
@@ -78,77 +77,6 @@ struct Line {
     #[serde(default)]
     id: Option<serde_json::Value>,
     text: String,
-}
-
-/// Progress on stderr: an indicatif bar on a terminal, periodic lines otherwise.
-struct Progress {
-    bar: Option<ProgressBar>,
-    lines: bool,
-    phase: &'static str,
-    last: Mutex<Instant>,
-    start: Instant,
-}
-
-impl Progress {
-    fn new(quiet: bool, phase: &'static str, total: Option<u64>) -> Self {
-        let terminal = std::io::stderr().is_terminal();
-        let bar = (!quiet && terminal).then(|| {
-            let bar = total.map_or_else(ProgressBar::new_spinner, ProgressBar::new);
-            let template = if total.is_some() {
-                format!("{phase:>8} [{{bar:30}}] {{percent:>3}}% {{msg}} {{per_sec}} ETA {{eta}}")
-            } else {
-                format!("{phase:>8} {{spinner}} {{msg}} {{per_sec}}")
-            };
-            bar.set_style(
-                ProgressStyle::with_template(&template)
-                    .expect("a valid progress template")
-                    .progress_chars("=> "),
-            );
-            bar.enable_steady_tick(Duration::from_millis(200));
-            bar
-        });
-        Self {
-            bar,
-            lines: !quiet && !terminal,
-            phase,
-            last: Mutex::new(Instant::now()),
-            start: Instant::now(),
-        }
-    }
-
-    /// `done` of `total` units; `msg` says what has been counted.
-    fn update(&self, done: u64, total: Option<u64>, msg: impl FnOnce() -> String) {
-        if let Some(bar) = &self.bar {
-            bar.set_position(done);
-            bar.set_message(msg());
-            return;
-        }
-        if !self.lines {
-            return;
-        }
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if last.elapsed() < Duration::from_secs(5) {
-            return;
-        }
-        *last = Instant::now();
-        let secs = self.start.elapsed().as_secs_f64();
-        let rate = done as f64 / secs.max(1e-9);
-        let eta = total
-            .filter(|&t| t > done && rate > 0.0)
-            .map(|t| format!(", ETA {:.0} s", (t - done) as f64 / rate))
-            .unwrap_or_default();
-        let pct = total
-            .filter(|&t| t > 0)
-            .map(|t| format!(" {:.1}%", 100.0 * done as f64 / t as f64))
-            .unwrap_or_default();
-        eprintln!("{}:{pct} {}{eta}, {secs:.0} s", self.phase, msg());
-    }
-
-    fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
 }
 
 /// Skipped input, reported as it is met.

@@ -15,7 +15,10 @@
 //! collection, file and offset), and every other collection is served as
 //! usual. Deleting a failed collection removes its files.
 
+mod reindex;
 mod settings;
+
+pub use reindex::{ReindexJob, ReindexProgress, ReindexState};
 
 pub use settings::{
     empty_body, integral_floats_to_integers, CollectionName, CollectionSettings, InvalidName,
@@ -41,6 +44,10 @@ struct Manifest {
     /// The manifest format, 1.
     version: u32,
     created_ms: u64,
+    /// The subdirectory holding its index files since a reindex (absent:
+    /// the collection's directory itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    index_dir: Option<String>,
     settings: CollectionSettings,
 }
 
@@ -66,8 +73,14 @@ pub struct Collection {
     pub id: u64,
     /// When it was created (ms since the epoch; for `default`, the start).
     pub created_ms: u64,
-    /// Its data directory.
+    /// Its directory (its manifest; for `default`, `storage.data_dir`).
     dir: PathBuf,
+    /// The subdirectory of `dir` holding its snapshots, log and texts
+    /// since a reindex (`None`: `dir` itself).
+    index_dir: Option<String>,
+    /// The last reindex's progress, shared with the collection a reindex
+    /// switches to.
+    reindex: Arc<Mutex<Option<ReindexProgress>>>,
     /// Its settings; only the retention changes (`PATCH`), under `ddl`.
     settings: RwLock<CollectionSettings>,
     /// The recipe (signing, thresholds, the clock and retention); with the
@@ -116,9 +129,14 @@ impl Collection {
         self.backend.get().map_or(0, Backend::documents)
     }
 
-    fn set_store(&self, store: Store) {
-        let memory = Memory::new(Arc::clone(&self.engine), Arc::new(store));
+    pub(super) fn set_store(&self, store: Arc<Store>) {
+        let memory = Memory::new(Arc::clone(&self.engine), store);
         let _ = self.backend.set(Backend::Memory(memory));
+    }
+
+    /// True if it keeps the texts of new writes (`store_text`).
+    pub fn stores_text(&self) -> bool {
+        self.store().is_some_and(|s| s.stores_text())
     }
 
     pub fn settings(&self) -> CollectionSettings {
@@ -132,6 +150,24 @@ impl Collection {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The subdirectory its index files are in, if not `dir` itself.
+    fn index_dir(&self) -> Option<String> {
+        self.index_dir.clone()
+    }
+
+    /// Where its snapshots, log and texts are.
+    pub fn store_dir(&self) -> PathBuf {
+        match &self.index_dir {
+            Some(sub) => self.dir.join(sub),
+            None => self.dir.clone(),
+        }
+    }
+
+    /// The last reindex's progress, if one ran since the start.
+    pub fn reindex_progress(&self) -> Option<ReindexProgress> {
+        self.reindex.lock().expect("reindex lock").clone()
     }
 }
 
@@ -161,6 +197,14 @@ pub enum CollectionError {
     Unavailable(String),
     #[error("the server already holds {0} collections (limits.max_collections)")]
     TooMany(usize),
+    /// The operation needs stored texts the collection does not have.
+    #[error("{0}")]
+    TextNotStored(String),
+    #[error("a reindex of collection {0:?} is already running; its progress is in the collection's stats")]
+    ReindexRunning(String),
+    /// The collection was deleted while a reindex of it ran.
+    #[error("collection {0:?} was deleted during the reindex")]
+    Deleted(String),
     /// The change could not be made durable (logged with its cause).
     #[error("the collection change could not be written: {0}")]
     Storage(#[from] PersistError),
@@ -203,11 +247,14 @@ impl Collections {
         let data_dir = config.storage.data_dir.clone();
         let root = catalog::root(&data_dir);
         catalog::clean_leftovers(&root)?;
+        // A new collection stores texts only if its body says so;
+        // `storage.store_text` is the default collection's.
         let defaults = CollectionSettings {
             shingle: config.shingle,
             normalize: config.normalize,
             index: config.index.clone(),
             retention: config.retention,
+            store_text: false,
         };
         let this = Self {
             data_dir: data_dir.clone(),
@@ -225,7 +272,10 @@ impl Collections {
         let default = this.build(
             CollectionName::default_collection(),
             data_dir,
-            defaults,
+            CollectionSettings {
+                store_text: config.storage.store_text,
+                ..defaults
+            },
             started,
             Some(config.engine().clone()),
         );
@@ -237,7 +287,20 @@ impl Collections {
             };
             let collection = match catalog::read_manifest::<Manifest>(&dir) {
                 Ok(m) => match m.settings.validate() {
-                    Ok(valid) => this.build(name, dir, m.settings, m.created_ms, Some(valid)),
+                    Ok(valid) => {
+                        // What an interrupted or finished reindex left.
+                        if let Err(e) = reindex::clean(&dir, m.index_dir.as_deref()) {
+                            tracing::warn!(collection = %name, error = %e, "could not remove what a reindex left");
+                        }
+                        this.build_in(
+                            name,
+                            dir,
+                            m.index_dir,
+                            m.settings,
+                            m.created_ms,
+                            Some(valid),
+                        )
+                    }
                     Err(e) => this.failed(
                         name,
                         dir,
@@ -261,6 +324,19 @@ impl Collections {
         created_ms: u64,
         valid: Option<crate::engine::ValidParams>,
     ) -> Collection {
+        self.build_in(name, dir, None, settings, created_ms, valid)
+    }
+
+    /// [`Self::build`] with its index files in `dir/index_dir`.
+    fn build_in(
+        &self,
+        name: CollectionName,
+        dir: PathBuf,
+        index_dir: Option<String>,
+        settings: CollectionSettings,
+        created_ms: u64,
+        valid: Option<crate::engine::ValidParams>,
+    ) -> Collection {
         let valid = valid.unwrap_or_default();
         let engine = Engine::with_clock(valid, Arc::clone(&self.clock));
         engine.set_retention(settings.retention.ttl());
@@ -269,6 +345,8 @@ impl Collections {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             created_ms,
             dir,
+            index_dir,
+            reindex: Arc::new(Mutex::new(None)),
             settings: RwLock::new(settings),
             engine: Arc::new(engine),
             backend: OnceLock::new(),
@@ -291,9 +369,10 @@ impl Collections {
             .insert(c.name.as_str().to_owned(), Arc::new(c));
     }
 
-    fn storage_for(&self, dir: &Path) -> StorageSettings {
+    fn storage_for(&self, dir: &Path, settings: &CollectionSettings) -> StorageSettings {
         StorageSettings {
             data_dir: dir.to_owned(),
+            store_text: settings.store_text,
             ..self.storage.clone()
         }
     }
@@ -341,7 +420,10 @@ impl Collections {
                 self.open_in_redis(&c, redis);
                 continue;
             }
-            match Store::open(Arc::clone(&c.engine), &self.storage_for(&c.dir)) {
+            match Store::open(
+                Arc::clone(&c.engine),
+                &self.storage_for(&c.store_dir(), &c.settings()),
+            ) {
                 Ok(store) => {
                     let r = &store.recovery;
                     tracing::info!(
@@ -353,7 +435,7 @@ impl Collections {
                         seconds = r.seconds,
                         "collection restored"
                     );
-                    c.set_store(store);
+                    c.set_store(Arc::new(store));
                 }
                 Err(e) => {
                     tracing::error!(collection = %c.name, error = %e, "collection cannot be restored; it answers 503 until it is repaired or deleted");
@@ -429,12 +511,16 @@ impl Collections {
         let manifest = Manifest {
             version: MANIFEST_VERSION,
             created_ms,
+            index_dir: None,
             settings: settings.clone(),
         };
         let dir = catalog::create(&catalog::root(&self.data_dir), name.as_str(), &manifest)?;
         let c = self.build(name.clone(), dir, settings, created_ms, Some(valid));
-        let store = Store::open(Arc::clone(&c.engine), &self.storage_for(&c.dir))?;
-        c.set_store(store);
+        let store = Store::open(
+            Arc::clone(&c.engine),
+            &self.storage_for(&c.dir, &c.settings()),
+        )?;
+        c.set_store(Arc::new(store));
         let c = Arc::new(c);
         self.map
             .write()
@@ -444,43 +530,59 @@ impl Collections {
         Ok((c, true))
     }
 
-    /// `PATCH /collections/{name}` (blocking): change the retention, durably,
-    /// with no rebuild; applies at once to every document without an expiry
-    /// of its own.
-    pub fn set_retention(
+    /// `PATCH /collections/{name}` (blocking): change the retention and/or
+    /// whether texts are stored, durably, with no rebuild. A new retention
+    /// applies at once to every document without an expiry of its own;
+    /// `store_text` on keeps the texts of writes from now on, off stops and
+    /// drops the stored texts at the next snapshot.
+    pub fn change(
         &self,
         name: &str,
-        retention: Retention,
+        retention: Option<Retention>,
+        store_text: Option<bool>,
     ) -> Result<Arc<Collection>, CollectionError> {
-        retention.check().map_err(SettingsError::Retention)?;
+        if let Some(r) = &retention {
+            r.check().map_err(SettingsError::Retention)?;
+        }
         let _ddl = self.ddl.lock().expect("ddl lock");
         let c = self
             .get(name)
             .ok_or_else(|| CollectionError::NotFound(name.to_owned()))?;
         if c.name.is_default() {
-            return Err(CollectionError::Protected(
-                "the default collection's retention comes from the server configuration (retention.ttl_secs)",
-            ));
+            return Err(CollectionError::Protected(if retention.is_some() {
+                "the default collection's retention comes from the server configuration (retention.ttl_secs)"
+            } else {
+                "whether the default collection stores texts comes from the server configuration (storage.store_text)"
+            }));
         }
         let Some(store) = c.store() else {
             return Err(CollectionError::Unavailable(c.name.to_string()));
         };
-        // What has expired under the old retention stays expired: purge it
-        // before a longer retention (or none) could make it live again.
-        if let Err(e) = store.purge_expired() {
-            tracing::warn!(collection = %c.name, error = %e, "purging before a retention change failed");
+        if retention.is_some() {
+            // What has expired under the old retention stays expired: purge
+            // it before a longer retention (or none) could make it live again.
+            if let Err(e) = store.purge_expired() {
+                tracing::warn!(collection = %c.name, error = %e, "purging before a retention change failed");
+            }
         }
         let mut settings = c.settings();
-        settings.retention = retention;
+        if let Some(r) = retention {
+            settings.retention = r;
+        }
+        if let Some(on) = store_text {
+            settings.store_text = on;
+        }
         let manifest = Manifest {
             version: MANIFEST_VERSION,
             created_ms: c.created_ms,
+            index_dir: c.index_dir(),
             settings: settings.clone(),
         };
         catalog::write_manifest(&c.dir, &manifest)?;
-        *c.settings.write().expect("settings lock") = settings;
-        c.engine.set_retention(retention.ttl());
-        tracing::info!(collection = %c.name, ttl_secs = retention.ttl_secs, "collection retention changed");
+        *c.settings.write().expect("settings lock") = settings.clone();
+        c.engine.set_retention(settings.retention.ttl());
+        store.set_store_text(settings.store_text);
+        tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, "collection settings changed");
         Ok(c)
     }
 

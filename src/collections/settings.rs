@@ -71,6 +71,8 @@ pub struct CollectionSettings {
     pub normalize: NormalizeOptions,
     pub index: IndexParams,
     pub retention: Retention,
+    /// Keep every document's text as posted, on disk (`persist::texts`).
+    pub store_text: bool,
 }
 
 /// Why a settings body was refused; names the key.
@@ -123,6 +125,7 @@ impl CollectionSettings {
                 }
             }
         }
+        out.push(("store_text".into(), Value::Bool(self.store_text)));
         out
     }
 

@@ -6,9 +6,11 @@ use super::Record;
 use std::sync::Arc;
 
 /// A write as the journal sees it: enough to replay it without re-signing.
+/// An upsert carries the bytes the caller asked to log with it
+/// ([`Prepared::set_journal_payload`](super::Prepared::set_journal_payload)).
 #[derive(Debug, Clone, Copy)]
 pub enum JournalEntry<'a> {
-    Upsert(&'a Record),
+    Upsert(&'a Record, Option<&'a [u8]>),
     Delete(&'a str),
 }
 

@@ -32,6 +32,7 @@
 
 mod bulk;
 mod dedup;
+mod explain;
 mod id;
 mod journal;
 mod memory;
@@ -42,6 +43,7 @@ mod retention;
 mod unique;
 
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
+pub use explain::{Explanation, Segment, Side};
 pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;
@@ -72,9 +74,21 @@ pub const HASH_FAMILY: &str = "neardup-v2: word shingles = fmix64 of a weighted 
 pub struct Prepared {
     shingles: ShingleSet,
     signature: Box<[u32]>,
+    /// Bytes the journal logs with the record (the store's compressed
+    /// text); opaque to the engine, never kept in memory after the insert.
+    payload: Option<Box<[u8]>>,
 }
 
 impl Prepared {
+    /// Give the journal `bytes` to log with this document's record.
+    pub fn set_journal_payload(&mut self, bytes: Option<Box<[u8]>>) {
+        self.payload = bytes;
+    }
+
+    pub fn journal_payload(&self) -> Option<&[u8]> {
+        self.payload.as_deref()
+    }
+
     pub fn shingles(&self) -> &[u32] {
         self.shingles.as_slice()
     }
@@ -94,6 +108,8 @@ pub struct NewDoc {
     pub metadata: Option<Box<str>>,
     /// The document's own expiry (ms since the epoch), if it set one.
     pub expires_ms: Option<u64>,
+    /// The text as posted: kept (on disk) by a store that stores texts.
+    pub text: Option<Box<str>>,
 }
 
 /// How an insert treats an id that already exists.
@@ -252,6 +268,7 @@ impl Engine {
         Ok(Prepared {
             shingles,
             signature,
+            payload: None,
         })
     }
 
@@ -312,7 +329,7 @@ impl Engine {
             doc.shingles.as_slice(),
         ));
         let seq = journal
-            .append(JournalEntry::Upsert(&record))
+            .append(JournalEntry::Upsert(&record, doc.journal_payload()))
             .map_err(EngineError::Journal)?;
         let slot = self.alloc_slot();
         self.account(&record, true);
@@ -452,6 +469,7 @@ impl Engine {
         Some(Prepared {
             shingles: ShingleSet::from_hashes(shingles),
             signature,
+            payload: None,
         })
     }
 
@@ -480,6 +498,7 @@ impl Engine {
             || Prepared {
                 shingles: ShingleSet::from_hashes(shingles),
                 signature,
+                payload: None,
             },
         )
     }

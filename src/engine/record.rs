@@ -4,6 +4,7 @@
 
 use super::DocId;
 use crate::lsh::index::Slot;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// When a version of a document was stored, and its own expiry.
@@ -28,6 +29,10 @@ pub struct Record {
     /// Its own expiry (ms since the epoch), 0 for none.
     expires_ms: u64,
     num_perm: u32,
+    /// Where the store keeps this document's text (0: nowhere). Opaque to
+    /// the engine; the store sets it when it logs the text and moves it
+    /// when a snapshot compacts the texts (`persist::texts`).
+    text: AtomicU64,
     /// `num_perm` signature values, then the sorted, distinct shingle hashes.
     data: Box<[u32]>,
 }
@@ -69,8 +74,19 @@ impl Record {
             created_ms: stamp.created_ms,
             expires_ms: stamp.expires_ms.unwrap_or(0),
             num_perm: num_perm as u32,
+            text: AtomicU64::new(0),
             data,
         }
+    }
+
+    /// The store's locator of this document's text (0: none stored).
+    pub fn text_locator(&self) -> u64 {
+        self.text.load(Ordering::Acquire)
+    }
+
+    /// Set by the store when it logs the text, and when a snapshot moves it.
+    pub fn set_text_locator(&self, locator: u64) {
+        self.text.store(locator, Ordering::Release);
     }
 
     /// When this version was stored, and its own expiry.
@@ -228,6 +244,17 @@ mod tests {
             &[1, 2],
             &[3],
         ))
+    }
+
+    #[test]
+    fn the_text_locator_costs_at_most_one_word() {
+        // 72 bytes before stored texts; the locator is 8 more, which the
+        // allocator rounds to 16 in the `Arc<Record>` block (96 → 112).
+        assert!(std::mem::size_of::<Record>() <= 80);
+        let r = rec("a");
+        assert_eq!(r.text_locator(), 0, "no text until the store sets one");
+        r.set_text_locator(42 << 40 | 16);
+        assert_eq!(r.text_locator(), 42 << 40 | 16);
     }
 
     #[test]

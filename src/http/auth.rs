@@ -6,7 +6,9 @@
 //! the probes (`/healthz`, `/readyz`), the OpenAPI document
 //! (`/openapi.json`) and `/metrics` when `auth.protect_metrics = false`
 //! needs a key: none, a malformed header or an unknown key → 401 with
-//! `WWW-Authenticate`; a read-only key on any other method → 403. A key
+//! `WWW-Authenticate`; a read-only key on anything that is not a read
+//! (GET, HEAD, and the POSTs that carry a query: `/similar`, `/explain`,
+//! see `routes::READ_POSTS`) → 403. A key
 //! with a collections list may use only those collections (the unprefixed
 //! document routes are the collection `default`); on any other collection,
 //! on creating, changing or deleting collections, and on the server-wide
@@ -15,7 +17,7 @@
 //! configured key, and are never logged.
 
 use super::error::ApiError;
-use super::routes::is_open;
+use super::routes::{collection_of, is_open, reads_by_post};
 use super::state::AppState;
 use crate::collections::DEFAULT_COLLECTION;
 use crate::config::{AuthSettings, Secret};
@@ -80,10 +82,11 @@ fn target<'a>(method: &Method, path: &'a str) -> Target<'a> {
             Target::Collection(name)
         }
         ["collections", _] => Target::Manage,
+        // A new recipe is a change to the collection, not a use of it.
+        ["collections", _, "reindex"] => Target::Manage,
         ["collections", name, ..] => Target::Collection(name),
-        ["documents", ..] | ["similar"] | ["compare"] | ["duplicates", ..] | ["stats"] => {
-            Target::Collection(DEFAULT_COLLECTION)
-        }
+        // The unprefixed collection routes, from the router's one list.
+        _ if collection_of(path).is_some() => Target::Collection(DEFAULT_COLLECTION),
         ["metrics"] | ["admin", ..] => Target::Server,
         _ => Target::Other,
     }
@@ -122,9 +125,12 @@ fn authorize(
         detail: "the bearer token is not a valid API key",
         key_sent: true,
     })?;
-    if grant.read_only && method != Method::GET && method != Method::HEAD {
+    let reads = method == Method::GET
+        || method == Method::HEAD
+        || (method == Method::POST && reads_by_post(path));
+    if grant.read_only && !reads {
         return Err(ApiError::Forbidden(
-            "this key is read-only: it may only call GET and HEAD routes",
+            "this key is read-only: it may only read (GET and HEAD routes, POST /similar and /explain)",
         ));
     }
     let Some(names) = grant.collections else {
@@ -253,6 +259,10 @@ mod tests {
         );
         assert_eq!(target(&get, "/similar"), Target::Collection("default"));
         assert_eq!(target(&get, "/documents/x"), Target::Collection("default"));
+        assert_eq!(
+            target(&Method::POST, "/explain"),
+            Target::Collection("default")
+        );
         assert_eq!(target(&Method::POST, "/admin/snapshot"), Target::Server);
         assert_eq!(target(&get, "/nowhere"), Target::Other);
     }

@@ -6,7 +6,7 @@ use super::auth::Scope;
 use super::dto::format_time;
 use super::error::ApiError;
 use super::extract::{parse_json, CollName, JsonBody};
-use super::ops::stats_of;
+use super::ops::{reindex_json, stats_of};
 use super::state::AppState;
 use crate::collections::{integral_floats_to_integers, Collection, Retention, Status};
 use axum::extract::State;
@@ -97,11 +97,21 @@ pub async fn put(
     })
 }
 
-/// What `PATCH /collections/{name}` may change.
+/// What `PATCH /collections/{name}` may change (at least one).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Patch {
-    retention: RetentionPatch,
+    #[serde(default, deserialize_with = "not_null")]
+    retention: Option<RetentionPatch>,
+    #[serde(default, deserialize_with = "not_null")]
+    store_text: Option<bool>,
+}
+
+/// A field that may be left out but not null.
+fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// `{"ttl_secs": n}` or `{"ttl_secs": null}`: the key is required, so an
@@ -127,24 +137,71 @@ pub async fn patch(
 ) -> Result<Json<Value>, ApiError> {
     let hint = |detail: String| {
         ApiError::InvalidBody(format!(
-            "{detail}; PATCH changes only {{\"retention\": {{\"ttl_secs\": n or null}}}}: \
-             the recipe and index parameters are fixed when a collection is created"
+            "{detail}; PATCH changes only {{\"retention\": {{\"ttl_secs\": n or null}}}} and \
+             {{\"store_text\": true or false}}: the recipe and index parameters change by \
+             POST /collections/{{name}}/reindex"
         ))
     };
     let mut value: Value = parse_json(&body.0)?;
     integral_floats_to_integers(&mut value);
     let patch: Patch = serde_json::from_value(value)
         .map_err(|e| hint(format!("the body does not match the schema: {e}")))?;
-    let Some(ttl_secs) = patch.retention.ttl_secs else {
-        return Err(hint("retention.ttl_secs is missing".into()));
+    let retention = match patch.retention {
+        Some(r) => match r.ttl_secs {
+            Some(ttl_secs) => Some(Retention { ttl_secs }),
+            None => return Err(hint("retention.ttl_secs is missing".into())),
+        },
+        None => None,
     };
-    let retention = Retention { ttl_secs };
+    let store_text = patch.store_text;
     let collections = Arc::clone(&app.collections);
-    let c =
-        tokio::task::spawn_blocking(move || collections.set_retention(name.as_str(), retention))
+    let c = tokio::task::spawn_blocking(move || {
+        collections.change(name.as_str(), retention, store_text)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("collection task failed: {e}")))??;
+    Ok(Json(describe(&c)))
+}
+
+/// `POST /collections/{name}/reindex`: 202 with the progress (and its
+/// `Location`, the collection) once the new index is being built in the
+/// background; 409 when the collection does not store texts, a reindex
+/// runs, or it is `default`.
+pub async fn reindex(
+    State(app): State<AppState>,
+    CollName(name): CollName,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let mut settings: Value = parse_json(&body.0)?;
+    if !settings.is_object() {
+        return Err(ApiError::InvalidBody(
+            "the body must be an object of shingle, normalize and index settings".into(),
+        ));
+    }
+    integral_floats_to_integers(&mut settings);
+    let collections = Arc::clone(&app.collections);
+    let job =
+        tokio::task::spawn_blocking(move || collections.start_reindex(name.as_str(), &settings))
             .await
             .map_err(|e| ApiError::Internal(format!("collection task failed: {e}")))??;
-    Ok(Json(describe(&c)))
+    let c = Arc::clone(job.collection());
+    let collections = Arc::clone(&app.collections);
+    let scans = Arc::clone(&app.scans);
+    // Detached: the build outlives the request (progress in the stats).
+    tokio::spawn(async move {
+        let old_id = job.collection().id;
+        let done = tokio::task::spawn_blocking(move || collections.run_reindex(job)).await;
+        if let Ok(Ok(_)) = done {
+            scans.forget(old_id);
+        }
+    });
+    let progress = reindex_json(&c);
+    Ok((
+        StatusCode::ACCEPTED,
+        [(header::LOCATION, location(&c))],
+        Json(progress),
+    )
+        .into_response())
 }
 
 /// `DELETE /collections/{name}`: gone durably; 409 for `default`.

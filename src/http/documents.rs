@@ -194,12 +194,14 @@ pub async fn create(
         Limit::parse(params.limit, &app.config.query)?.get(),
     )
     .since(since(params.since.as_deref())?);
+    let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
     let new = NewDoc {
         id: id.clone(),
         doc: prepared,
         metadata,
         expires_ms,
+        text: kept,
     };
     if params.if_unique {
         return create_if_unique(&app, &coll, new, q).await;
@@ -299,6 +301,7 @@ pub async fn put(
         doc.expires_at.as_deref(),
         coll.engine.now_ms(),
     )?;
+    let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
     let shingles = prepared.shingles().len();
     let new = NewDoc {
@@ -306,6 +309,7 @@ pub async fn put(
         doc: prepared,
         metadata,
         expires_ms,
+        text: kept,
     };
     let outcome = backend(&coll)?
         .insert(new, WriteMode::Upsert)
@@ -336,12 +340,73 @@ pub async fn put(
     })
 }
 
-/// `GET /documents/{id}`.
-pub async fn get(Coll(coll): Coll, DocPath(id): DocPath) -> Result<Response, ApiError> {
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GetParams {
+    /// `text`: add the stored text.
+    include: Option<String>,
+}
+
+/// What `?include=` asks for: true if the text (the one value there is).
+fn include_text(include: Option<&str>) -> Result<bool, ApiError> {
+    match include {
+        None => Ok(false),
+        Some("text") => Ok(true),
+        Some(other) => Err(ApiError::InvalidParameter(format!(
+            "include: {:?} is not a value it takes; the only one is \"text\"",
+            other.chars().take(40).collect::<String>()
+        ))),
+    }
+}
+
+/// The stored text of `id` in `coll`, read off the async workers: 409
+/// `text-not-stored` when the collection does not keep texts, or kept none
+/// for this document; 404 when there is no such document.
+pub(super) async fn stored_text(coll: &Arc<Collection>, id: &str) -> Result<String, ApiError> {
+    let store = Arc::clone(
+        coll.store()
+            .ok_or_else(|| ApiError::CollectionUnavailable(coll.name.to_string()))?,
+    );
+    if !store.stores_text() {
+        return Err(ApiError::TextNotStored(format!(
+            "collection {:?} does not store texts (store_text is off), so the text of {id:?} was not kept",
+            coll.name.as_str()
+        )));
+    }
+    let key = id.to_owned();
+    let found = tokio::task::spawn_blocking(move || {
+        let record = store.engine().get(&key);
+        record.map(|r| store.text_of(&r)).transpose()
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("text read task failed: {e}")))?
+    .map_err(|e| ApiError::Internal(format!("reading a stored text failed: {e}")))?;
+    match found {
+        None => Err(EngineError::NotFound(id.to_owned()).into()),
+        Some(None) => Err(ApiError::TextNotStored(format!(
+            "document {id:?} was stored without its text (before collection {:?} stored texts); write it again to keep its text",
+            coll.name.as_str()
+        ))),
+        Some(Some(text)) => Ok(text),
+    }
+}
+
+/// `GET /documents/{id}` (`?include=text` adds the stored text).
+pub async fn get(
+    Coll(coll): Coll,
+    DocPath(id): DocPath,
+    ApiQuery(params): ApiQuery<GetParams>,
+) -> Result<Response, ApiError> {
+    let with_text = include_text(params.include.as_deref())?;
     let record = backend(&coll)?
         .get(&id)
         .await?
-        .ok_or(EngineError::NotFound(id))?;
+        .ok_or_else(|| EngineError::NotFound(id.clone()))?;
+    let text = if with_text {
+        Some(stored_text(&coll, &id).await?)
+    } else {
+        None
+    };
     let metadata = record
         .metadata()
         .map(serde_json::from_str::<&RawValue>)
@@ -353,6 +418,7 @@ pub async fn get(Coll(coll): Coll, DocPath(id): DocPath) -> Result<Response, Api
         shingles: record.shingles().len(),
         created_at: format_time(record.created_ms()),
         expires_at: coll.engine.expiry_ms(&record).map(format_time),
+        text,
     })
     .into_response())
 }
@@ -444,6 +510,7 @@ fn prepare_item(app: &AppState, coll: &Collection, raw: &RawValue, now: u64) -> 
         doc: prepared,
         metadata,
         expires_ms,
+        text: coll.stores_text().then(|| text.as_str().into()),
     })
 }
 

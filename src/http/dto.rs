@@ -119,6 +119,9 @@ pub struct DocumentOut<'a> {
     /// When it expires (RFC 3339), by its own expiry or its collection's
     /// retention; null if it does not.
     pub expires_at: Option<String>,
+    /// The text as posted, with `?include=text`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// `GET /similar` and `POST /similar`.
@@ -205,4 +208,97 @@ mod tests {
         assert!(p(r#"{"text":"a","limit":-1}"#).is_err());
         assert!(p(r#"{"text":"a","limit":"3"}"#).is_err());
     }
+}
+
+/// One side of `POST /explain`: a stored document or a text.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainOperand {
+    pub id: Option<String>,
+    pub text: Option<String>,
+}
+
+/// `POST /explain`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainIn {
+    pub a: ExplainOperand,
+    pub b: ExplainOperand,
+}
+
+/// A piece of one side's text, shared (`match` = its passage number) or not.
+#[derive(Debug, Serialize)]
+pub struct SegmentOut {
+    pub text: String,
+    #[serde(rename = "match")]
+    pub passage: Option<u32>,
+}
+
+/// One side of an explanation.
+#[derive(Debug, Serialize)]
+pub struct ExplainSideOut {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub shingles: usize,
+    pub units: usize,
+    pub alignment: &'static str,
+    pub segments: Vec<SegmentOut>,
+}
+
+/// `POST /explain`.
+#[derive(Debug, Serialize)]
+pub struct ExplainOut {
+    pub jaccard: f64,
+    pub estimate: f64,
+    pub intersection: usize,
+    pub union: usize,
+    pub containment_a_in_b: f64,
+    pub containment_b_in_a: f64,
+    pub passages: u32,
+    pub a: ExplainSideOut,
+    pub b: ExplainSideOut,
+}
+
+/// `POST /analysis/histogram`: the texts to analyse (`texts`, or a
+/// `sample` of the collection's stored texts) and what to count.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistogramIn {
+    pub texts: Option<Vec<String>>,
+    pub sample: Option<usize>,
+    pub seed: Option<u64>,
+    pub k: Option<Vec<usize>>,
+    pub bins: Option<usize>,
+}
+
+/// `POST /analysis/accuracy`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccuracyIn {
+    pub texts: Option<Vec<String>>,
+    pub sample: Option<usize>,
+    pub seed: Option<u64>,
+    pub k: Option<Vec<usize>>,
+    pub num_perm: Option<Vec<usize>>,
+    pub threshold: Option<f64>,
+}
+
+/// `POST /analysis/histogram`.
+#[derive(Debug, Serialize)]
+pub struct HistogramOut {
+    /// Texts analysed (a sample may hold fewer than asked for).
+    pub texts: usize,
+    /// The collection's banding, which the S-curves and recalls are for.
+    pub bands: usize,
+    pub rows: usize,
+    pub histograms: Vec<crate::analysis::Histogram>,
+}
+
+/// `POST /analysis/accuracy`.
+#[derive(Debug, Serialize)]
+pub struct AccuracyOut {
+    pub texts: usize,
+    /// The threshold the misses are counted at.
+    pub threshold: f64,
+    pub accuracy: Vec<crate::analysis::AccuracyRow>,
 }

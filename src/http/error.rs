@@ -70,6 +70,14 @@ pub enum ApiError {
     InvalidParameter(String),
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// A text given in a request has nothing left after normalization
+    /// (the detail names which).
+    #[error("{0}")]
+    EmptyText(String),
+    /// An operation needs a stored document's text, and its collection
+    /// does not store texts.
+    #[error("{0}")]
+    TextNotStored(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("no route for {0}")]
@@ -165,7 +173,9 @@ impl ApiError {
                 "Collection unavailable",
             ),
             ApiError::Collection(e) => match e {
-                CollectionError::NotFound(_) => {
+                // Deleted: only a background reindex meets it (its progress
+                // says so); a request would find no collection.
+                CollectionError::NotFound(_) | CollectionError::Deleted(_) => {
                     (S::NOT_FOUND, "collection-not-found", "Collection not found")
                 }
                 CollectionError::InvalidName(_) => (
@@ -201,6 +211,14 @@ impl ApiError {
                     "storage-unavailable",
                     "Storage unavailable",
                 ),
+                CollectionError::TextNotStored(_) => {
+                    (S::CONFLICT, "text-not-stored", "Text not stored")
+                }
+                CollectionError::ReindexRunning(_) => (
+                    S::CONFLICT,
+                    "reindex-running",
+                    "A reindex is already running",
+                ),
             },
             ApiError::MalformedJson(_) => (S::BAD_REQUEST, "malformed-json", "Malformed JSON"),
             ApiError::InvalidBody(_) => (
@@ -216,6 +234,12 @@ impl ApiError {
                 "payload-too-large",
                 "Payload too large",
             ),
+            ApiError::EmptyText(_) => (
+                S::UNPROCESSABLE_ENTITY,
+                "empty-text",
+                "Text has nothing to index",
+            ),
+            ApiError::TextNotStored(_) => (S::CONFLICT, "text-not-stored", "Text not stored"),
             ApiError::UnsupportedMediaType(_) => (
                 S::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported-media-type",

@@ -117,9 +117,12 @@ pub struct Metrics {
     wal_fsyncs: Family<CollectionLabels, Counter>,
     wal_fsync_seconds: Family<CollectionLabels, Counter<f64, AtomicU64>>,
     wal_bytes: Family<CollectionLabels, Gauge>,
+    text_bytes: Family<CollectionLabels, Gauge>,
     wal_writable: Family<CollectionLabels, Gauge>,
     scans: Family<KindLabels, Counter>,
     scan_seconds: Family<KindLabels, Histogram>,
+    analyses: Family<KindLabels, Counter>,
+    analysis_seconds: Family<KindLabels, Histogram>,
     process_rss: Gauge,
     process_cpu: Counter<f64, AtomicU64>,
     /// CPU seconds already exported.
@@ -153,6 +156,8 @@ const WRITE_OUTCOMES: [&str; 6] = [
 
 /// Every scan kind.
 const SCAN_KINDS: [&str; 2] = ["groups", "pairs"];
+/// The kinds of analysis.
+const ANALYSIS_KINDS: [&str; 2] = ["histogram", "accuracy"];
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -282,6 +287,11 @@ impl Default for Metrics {
             "Bytes in live log segments",
             Family::<CollectionLabels, Gauge>::default()
         );
+        let text_bytes = reg!(
+            "text_size_bytes",
+            "Bytes of stored-text segment files on disk (store_text): the tail since the last snapshot and each kept snapshot's segment",
+            Family::<CollectionLabels, Gauge>::default()
+        );
         let wal_writable = reg!(
             "wal_writable",
             "1 when the log accepts writes; 0 while it is out of space (writes resume with room) or after an fsync failure (until a restart)",
@@ -295,6 +305,18 @@ impl Default for Metrics {
         let scan_seconds = reg!(
             "duplicate_scan_duration_seconds",
             "Time of a whole-index duplicate scan, by kind",
+            Family::<KindLabels, Histogram>::new_with_constructor(
+                scan_histogram as fn() -> Histogram
+            )
+        );
+        let analyses = reg!(
+            "analyses",
+            "Finished analyses (POST /analysis/histogram, /analysis/accuracy), by kind",
+            Family::<KindLabels, Counter>::default()
+        );
+        let analysis_seconds = reg!(
+            "analysis_duration_seconds",
+            "Time of an analysis on the scan pool, by kind (waiting for the pool not included)",
             Family::<KindLabels, Histogram>::new_with_constructor(
                 scan_histogram as fn() -> Histogram
             )
@@ -353,9 +375,12 @@ impl Default for Metrics {
             wal_fsyncs,
             wal_fsync_seconds,
             wal_bytes,
+            text_bytes,
             wal_writable,
             scans,
             scan_seconds,
+            analyses,
+            analysis_seconds,
             process_rss,
             process_cpu,
             process_fds,
@@ -408,6 +433,18 @@ impl Metrics {
             .lock()
             .expect("metrics lock")
             .insert((collection.to_owned(), kind), seconds);
+    }
+
+    /// A finished analysis of `kind` (`histogram` or `accuracy`).
+    pub fn observe_analysis(&self, collection: &str, kind: &'static str, seconds: f64) {
+        let labels = KindLabels {
+            collection: collection.to_owned(),
+            kind,
+        };
+        self.analyses.get_or_create(&labels).inc();
+        self.analysis_seconds
+            .get_or_create(&labels)
+            .observe(seconds);
     }
 
     /// How long the last finished scan of `kind` on `collection` took.
@@ -502,6 +539,9 @@ impl Metrics {
             .inc_by(since(now.fsync_nanos, seen.fsync_nanos) as f64 / 1e9);
         *seen = now;
         self.wal_bytes.get_or_create(&l).set(wal.bytes() as i64);
+        self.text_bytes
+            .get_or_create(&l)
+            .set(store.text_bytes() as i64);
         self.wal_writable
             .get_or_create(&l)
             .set(i64::from(wal.is_writable()));
@@ -514,6 +554,7 @@ impl Metrics {
         self.documents.clear();
         self.memory.clear();
         self.wal_bytes.clear();
+        self.text_bytes.clear();
         self.wal_writable.clear();
         self.ready.set(i64::from(ready));
         let all = collections.list();
@@ -603,6 +644,12 @@ impl Metrics {
                     kind,
                 });
             }
+            for kind in ANALYSIS_KINDS {
+                let _ = self.analyses.get_or_create(&KindLabels {
+                    collection: (*name).to_owned(),
+                    kind,
+                });
+            }
             exported.insert((*name).to_owned());
         }
         let mut deleted = self.deleted.lock().expect("metrics lock");
@@ -644,6 +691,14 @@ impl Metrics {
                 };
                 self.scans.remove(&k);
                 self.scan_seconds.remove(&k);
+            }
+            for kind in ANALYSIS_KINDS {
+                let k = KindLabels {
+                    collection: name.clone(),
+                    kind,
+                };
+                self.analyses.remove(&k);
+                self.analysis_seconds.remove(&k);
             }
             self.verified_totals
                 .lock()

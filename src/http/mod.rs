@@ -3,12 +3,14 @@
 //! that imports axum and tower-http; it depends on the core (`engine`),
 //! `persist` and `config`, and nothing below it depends on it.
 
+mod analysis;
 pub mod auth;
 mod collections;
 mod documents;
 pub mod dto;
 pub mod duplicates;
 pub mod error;
+mod explain;
 pub mod extract;
 pub mod metrics;
 mod middleware;
@@ -18,6 +20,7 @@ mod routes;
 pub mod scans;
 mod similar;
 pub mod state;
+pub mod ui;
 
 pub use state::AppState;
 
@@ -35,8 +38,8 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use routes::{
-    is_open, never_shed, served_while_restoring, SpecialRoute, COLLECTION_ROUTES, ROUTES,
-    SPECIAL_ROUTES,
+    is_open, never_shed, reads_by_post, served_while_restoring, SpecialRoute, COLLECTION_ROUTES,
+    MANAGEMENT_ROUTES, READ_POSTS, ROUTES, SPECIAL_ROUTES, UI_ROUTES,
 };
 
 /// Serve `state`'s router on `listener` until `shutdown` resolves, then
@@ -65,6 +68,9 @@ fn collection_routes() -> Router<AppState> {
         )
         .route("/similar", get(similar::by_id).post(similar::by_text))
         .route("/compare", get(similar::compare))
+        .route("/explain", post(explain::explain))
+        .route("/analysis/histogram", post(analysis::histogram))
+        .route("/analysis/accuracy", post(analysis::accuracy))
         .route("/duplicates", get(duplicates::groups))
         .route("/duplicates/pairs", get(duplicates::pairs))
         .route("/stats", get(ops::stats))
@@ -75,8 +81,17 @@ pub fn router(state: AppState) -> Router {
     let settings = &state.config.server;
     let timeout = Duration::from_secs(settings.request_timeout_secs);
     let body_limit = settings.max_body_bytes;
+    let console = if state.config.ui.enabled {
+        Router::new()
+            .route("/ui", get(ui::redirect))
+            .route("/ui/", get(ui::index))
+            .route("/ui/{*path}", get(ui::file))
+    } else {
+        Router::new()
+    };
     Router::new()
         .merge(collection_routes())
+        .merge(console)
         .nest("/collections/{name}", collection_routes())
         .route("/collections", get(collections::list))
         .route(
@@ -86,6 +101,7 @@ pub fn router(state: AppState) -> Router {
                 .patch(collections::patch)
                 .delete(collections::delete),
         )
+        .route("/collections/{name}/reindex", post(collections::reindex))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

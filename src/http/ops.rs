@@ -1,5 +1,6 @@
 //! Operational routes: probes, stats, metrics, snapshots, the OpenAPI document.
 
+use super::dto::format_time;
 use super::dto::StatusOut;
 use super::error::ApiError;
 use super::extract::{accepts, Coll};
@@ -66,6 +67,7 @@ pub fn stats_of(app: &AppState, coll: &Collection) -> Value {
             "ttl_secs": engine.retention().map(|d| d.as_secs()),
         },
         "storage": storage_stats(app, coll),
+        "reindex": reindex_json(coll),
         "memory": engine.memory(),
         "uptime_seconds": app.started.elapsed().as_secs(),
         "version": env!("CARGO_PKG_VERSION"),
@@ -124,6 +126,8 @@ fn storage_stats(app: &AppState, coll: &Collection) -> Value {
         "wal_writable": wal.is_writable(),
         "snapshot_interval_secs": storage.snapshot_interval_secs,
         "snapshots_keep": storage.snapshots_keep,
+        "store_text": store.stores_text(),
+        "text_bytes": store.text_bytes(),
         "last_snapshot": store.last_snapshot(),
         "recovery": store.recovery,
     })
@@ -158,4 +162,25 @@ pub async fn snapshot(State(app): State<AppState>) -> Result<Json<Value>, ApiErr
         })
         .collect();
     Ok(Json(body))
+}
+
+/// A collection's last reindex, as `/stats` and `POST .../reindex` show it.
+pub fn reindex_json(c: &Collection) -> Value {
+    match c.reindex_progress() {
+        None => Value::Null,
+        Some(p) => json!({
+            "state": p.state,
+            "done": p.done,
+            "total": p.total,
+            "skipped": p.skipped,
+            "started_at": format_time(p.started_ms),
+            "finished_at": p.finished_ms.map(format_time),
+            "error": p.error,
+            "settings": {
+                "shingle": p.settings.shingle,
+                "normalize": p.settings.normalize,
+                "index": p.settings.index,
+            },
+        }),
+    }
 }

@@ -15,6 +15,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/similar"),
     ("POST", "/similar"),
     ("GET", "/compare"),
+    ("POST", "/explain"),
+    ("POST", "/analysis/histogram"),
+    ("POST", "/analysis/accuracy"),
     ("GET", "/duplicates"),
     ("GET", "/duplicates/pairs"),
     ("GET", "/stats"),
@@ -23,6 +26,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/collections/{name}"),
     ("PATCH", "/collections/{name}"),
     ("DELETE", "/collections/{name}"),
+    ("POST", "/collections/{name}/reindex"),
     ("POST", "/collections/{name}/documents"),
     ("POST", "/collections/{name}/documents/batch"),
     ("GET", "/collections/{name}/documents/{id}"),
@@ -31,6 +35,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/collections/{name}/similar"),
     ("POST", "/collections/{name}/similar"),
     ("GET", "/collections/{name}/compare"),
+    ("POST", "/collections/{name}/explain"),
+    ("POST", "/collections/{name}/analysis/histogram"),
+    ("POST", "/collections/{name}/analysis/accuracy"),
     ("GET", "/collections/{name}/duplicates"),
     ("GET", "/collections/{name}/duplicates/pairs"),
     ("GET", "/collections/{name}/stats"),
@@ -41,6 +48,13 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/admin/snapshot"),
 ];
 
+/// The web console's files (`ui.enabled`): served, but not part of the
+/// API, so not in `ROUTES` nor in `openapi.yaml` (which describes the JSON
+/// API the console itself calls); open without a key (see
+/// `SPECIAL_ROUTES`). The tests check they are routed exactly when the
+/// console is enabled.
+pub const UI_ROUTES: &[(&str, &str)] = &[("GET", "/ui"), ("GET", "/ui/"), ("GET", "/ui/{*path}")];
+
 /// The routes every collection serves, unprefixed for `default` and under
 /// `/collections/{name}` for each collection.
 pub const COLLECTION_ROUTES: &[&str] = &[
@@ -49,10 +63,40 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/documents/{id}",
     "/similar",
     "/compare",
+    "/explain",
+    "/analysis/histogram",
+    "/analysis/accuracy",
     "/duplicates",
     "/duplicates/pairs",
     "/stats",
 ];
+
+/// Collection routes that only read although they are POSTs (the query
+/// travels in the body): read-only keys may call them.
+pub const READ_POSTS: &[&str] = &[
+    "/similar",
+    "/explain",
+    "/analysis/histogram",
+    "/analysis/accuracy",
+];
+
+/// Whether a POST to `path` only reads (a [`READ_POSTS`] route, of
+/// `default` or under `/collections/{name}`).
+pub fn reads_by_post(path: &str) -> bool {
+    let rest = match path.strip_prefix("/collections/") {
+        Some(after) => match after.find('/') {
+            Some(i) => &after[i..],
+            None => return false,
+        },
+        None => path,
+    };
+    READ_POSTS.contains(&rest)
+}
+
+/// Changes to a collection under `/collections/{name}/` that are not
+/// collection routes: no unprefixed twin (the `default` collection's recipe
+/// comes from the configuration), and a key needs no `collections` list.
+pub const MANAGEMENT_ROUTES: &[&str] = &["/collections/{name}/reindex"];
 
 /// A route treated apart from the rest by the layers.
 #[derive(Clone, Copy, Debug)]
@@ -67,8 +111,9 @@ pub struct SpecialRoute {
     pub never_shed: bool,
 }
 
-/// The probes, the metrics and this server's OpenAPI document: the one
-/// list the layers (and the tests) take these exceptions from.
+/// The probes, the metrics, this server's OpenAPI document and the web
+/// console's files: the one list the layers (and the tests) take these
+/// exceptions from. A path ending in `{*path}` covers everything under it.
 pub const SPECIAL_ROUTES: &[SpecialRoute] = &[
     SpecialRoute {
         path: "/healthz",
@@ -94,10 +139,35 @@ pub const SPECIAL_ROUTES: &[SpecialRoute] = &[
         while_restoring: true,
         never_shed: false,
     },
+    // The console's files: the page loads (and says the server is
+    // restoring) before the API it calls is ready.
+    SpecialRoute {
+        path: "/ui",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
+    SpecialRoute {
+        path: "/ui/",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
+    SpecialRoute {
+        path: "/ui/{*path}",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
 ];
 
 fn special(path: &str) -> Option<&'static SpecialRoute> {
-    SPECIAL_ROUTES.iter().find(|r| r.path == path)
+    SPECIAL_ROUTES
+        .iter()
+        .find(|r| match r.path.strip_suffix("{*path}") {
+            Some(prefix) => path.len() > prefix.len() && path.starts_with(prefix),
+            None => r.path == path,
+        })
 }
 
 /// Served without a key whatever the configuration (`/metrics` aside).
@@ -143,6 +213,31 @@ mod tests {
         assert_eq!(collection_of("/similar"), Some("default"));
         assert_eq!(collection_of("/documents/x/y"), Some("default"));
         assert_eq!(collection_of("/metrics"), None);
+        assert!(super::reads_by_post("/similar"));
+        assert!(super::reads_by_post("/collections/b/explain"));
+        assert!(!super::reads_by_post("/collections/explain"));
+        assert!(!super::reads_by_post("/documents"));
+        assert!(!super::reads_by_post("/collections/b/documents"));
         assert_eq!(collection_of("/healthz"), None);
+        assert_eq!(collection_of("/ui/app.js"), None);
+    }
+
+    #[test]
+    fn the_console_files_are_open_and_served_while_restoring_nothing_else_is() {
+        use super::{is_open, never_shed, served_while_restoring};
+        for path in ["/ui", "/ui/", "/ui/app.js", "/ui/vendor/uPlot.esm.js"] {
+            assert!(is_open(path), "{path}");
+            assert!(served_while_restoring(path), "{path}");
+            assert!(!never_shed(path), "{path}");
+        }
+        for path in [
+            "/uix",
+            "/u",
+            "/stats",
+            "/documents/ui",
+            "/collections/ui/stats",
+        ] {
+            assert!(!is_open(path), "{path}");
+        }
     }
 }

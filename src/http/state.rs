@@ -18,7 +18,7 @@ use std::time::Instant;
 
 /// Texts longer than this are prepared on a blocking thread, so one huge
 /// document never stalls the async workers.
-const INLINE_PREPARE_BYTES: usize = 16 * 1024;
+pub(crate) const INLINE_PREPARE_BYTES: usize = 16 * 1024;
 
 /// The request-serving state: a cheap-to-clone handle.
 #[derive(Clone)]

@@ -16,10 +16,12 @@
 //! keep their slots in a side vector (see [`table`](super::table)). The old
 //! `DashMap<u64, Bucket>` cost 25 bytes per bucket at hashbrown's load.
 //!
-//! **Concurrency.** Each shard is one `RwLock`; every operation holds one
-//! shard lock at a time and never takes another while holding it, so
-//! there is no lock ordering to get wrong and no global lock: writers to
-//! different shards and all readers proceed in parallel. A shard grows by
+//! **Concurrency.** Each shard is one `RwLock`; every write holds one
+//! shard lock at a time and never takes another while holding it, and
+//! [`LshIndex::candidates`] read-locks the shards of its bands together, in
+//! increasing shard order (so that its cache misses overlap; the argument
+//! that this cannot deadlock is on that method). There is no global lock:
+//! writers to different shards and all readers proceed in parallel. A shard grows by
 //! rehashing under its write lock; at a million documents a shard holds
 //! ~20,000 keys, so that pause is well under a millisecond.
 //!
@@ -126,6 +128,10 @@ impl ByShard {
 }
 
 const BAND_SALT: u64 = 0x6c73_6862_616e_6473;
+
+/// Most bands [`LshIndex::candidates`] looks up together (the default
+/// banding has 21); more take one band at a time.
+const BATCH: usize = 64;
 
 /// Where a 64-bit band key lives: its shard and the 32-bit key stored there
 /// (never 0, which marks an empty cell).
@@ -270,9 +276,99 @@ impl LshIndex {
     }
 
     /// Append every slot sharing a band with `signature` to `out` (with
-    /// repeats; the caller sorts and dedups). Returns false if more than
-    /// `cap` slots were found, in which case `out` keeps the first `cap`.
+    /// repeats, in band order; the caller sorts and dedups). Returns false
+    /// if more than `cap` slots were found, in which case `out` keeps the
+    /// first `cap`.
+    ///
+    /// **Overlapped misses.** At a million documents each band lookup is a
+    /// cache and TLB miss. Taking and releasing a shard lock around each
+    /// lookup would serialize them (a locked instruction waits for every
+    /// earlier load), so the lookup is done in three steps: read-lock every
+    /// shard the bands fall in, load every band's home cell (independent
+    /// loads with no locked instruction between them, so the misses are in
+    /// flight together), then resolve each bucket and unlock.
+    ///
+    /// **No deadlock.** The shards are locked in increasing shard order,
+    /// each once (a second read lock on one shard could wait behind a
+    /// queued writer forever). Writers (`insert`, `remove`, `insert_bulk`,
+    /// `reserve`) hold one shard lock at a time and wait for none while
+    /// holding it. So if this call waits for shard s, whoever it waits for
+    /// is a writer holding s (which finishes without waiting), a writer
+    /// queued for s (which waits only for the current holders of s) or a
+    /// reader holding s, which can itself only be waiting for a shard above
+    /// s: every chain of waits climbs in shard number and ends.
     pub fn candidates(&self, signature: &[u32], out: &mut Vec<Slot>, cap: usize) -> bool {
+        let shards = self.shards();
+        if shards.is_empty() {
+            return true;
+        }
+        if self.bands > BATCH {
+            return self.candidates_sequential(signature, out, cap);
+        }
+        let n = self.bands;
+        let mut keys = [(0usize, 0u32); BATCH];
+        for (slot, k) in keys.iter_mut().zip(self.keys(signature)) {
+            *slot = k;
+        }
+        let keys = &keys[..n];
+        // Bands by shard (insertion sort: ~21 elements).
+        let mut order = [0u8; BATCH];
+        for (i, o) in order.iter_mut().enumerate().take(n) {
+            *o = i as u8;
+        }
+        let order = &mut order[..n];
+        for i in 1..n {
+            let mut j = i;
+            while j > 0 && keys[order[j - 1] as usize].0 > keys[order[j] as usize].0 {
+                order.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        // One read guard per distinct shard, taken in shard order; `held[b]`
+        // is the guard band b looks up in.
+        let mut guards: [Option<RwLockReadGuard<'_, Table>>; BATCH] = [const { None }; BATCH];
+        let mut held = [0u8; BATCH];
+        let mut last = usize::MAX;
+        let mut g = 0usize;
+        for &b in order.iter() {
+            let shard = keys[b as usize].0;
+            if shard != last {
+                guards[g] = Some(shards[shard].read());
+                g += 1;
+                last = shard;
+            }
+            held[b as usize] = (g - 1) as u8;
+        }
+        let table = |b: usize| guards[held[b] as usize].as_deref().expect("locked above");
+        // Every home cell first, then the buckets.
+        let mut homes = [0u64; BATCH];
+        for (b, home) in homes.iter_mut().enumerate().take(n) {
+            *home = table(b).home_cell(keys[b].1);
+        }
+        for b in 0..n {
+            match table(b).get_from(keys[b].1, homes[b]) {
+                None => {}
+                Some(Bucket::One(s)) => out.push(s),
+                Some(Bucket::Many(v)) => out.extend_from_slice(v),
+            }
+            if out.len() > cap {
+                out.truncate(cap);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// [`candidates`](Self::candidates) one band at a time, one lock at a
+    /// time: the same result, with the misses one after another (indexes
+    /// with more than [`BATCH`] bands; benchmarks and tests compare the two).
+    #[doc(hidden)]
+    pub fn candidates_sequential(
+        &self,
+        signature: &[u32],
+        out: &mut Vec<Slot>,
+        cap: usize,
+    ) -> bool {
         let shards = self.shards();
         if shards.is_empty() {
             return true;
@@ -511,6 +607,44 @@ mod tests {
         }
         for s in idx.shards().iter() {
             s.read().validate();
+        }
+    }
+
+    /// The overlapped lookup (every shard locked, every home cell loaded,
+    /// then the buckets) gives what one band at a time gives, in the same
+    /// order, with the same truncation, for indexes with fewer and more
+    /// bands than it handles at once.
+    #[test]
+    fn the_overlapped_lookup_equals_the_sequential_one() {
+        for bands in [1usize, 5, 21, 64, 70] {
+            let rows = 2;
+            // A small alphabet so that bands collide often.
+            let sig = |d: u32| -> Vec<u32> {
+                let mut x = d.wrapping_mul(0x9e37_79b9) | 1;
+                (0..bands * rows)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        x % 3
+                    })
+                    .collect()
+            };
+            let idx = LshIndex::new(bands, rows, 9);
+            for d in 0..400 {
+                idx.insert(d, &sig(d));
+            }
+            for d in (0..400).step_by(3) {
+                idx.remove(d, &sig(d));
+            }
+            for q in 0..60 {
+                for cap in [usize::MAX, 0, 5, 37, 400] {
+                    let (mut a, mut b) = (vec![9], vec![9]);
+                    let ra = idx.candidates(&sig(q), &mut a, cap);
+                    let rb = idx.candidates_sequential(&sig(q), &mut b, cap);
+                    assert_eq!((ra, &a), (rb, &b), "bands {bands}, query {q}, cap {cap}");
+                }
+            }
         }
     }
 

@@ -145,6 +145,35 @@ impl Table {
         })
     }
 
+    /// The cell at `key`'s home position (0 if the table is empty): the
+    /// first half of a lookup, which only loads memory, so that callers can
+    /// start the cache misses of many lookups before using any of them.
+    #[inline]
+    pub fn home_cell(&self, key: u32) -> u64 {
+        if self.cells.is_empty() {
+            return 0;
+        }
+        self.cells[self.home(key)]
+    }
+
+    /// The second half of a lookup: `get(key)`, given `home`, the value
+    /// [`home_cell`](Self::home_cell) read for `key` with no write since.
+    #[inline]
+    pub fn get_from(&self, key: u32, home: u64) -> Option<Bucket<'_>> {
+        let value = if key_of(home) == key {
+            value_of(home)
+        } else if home == 0 {
+            return None;
+        } else {
+            value_of(self.cells[self.find(key)?])
+        };
+        Some(if value & SPILL_TAG == 0 {
+            Bucket::One(value)
+        } else {
+            Bucket::Many(&self.spill[(value & !SPILL_TAG) as usize])
+        })
+    }
+
     /// Make room for `additional` more keys without growing on the way.
     pub fn reserve(&mut self, additional: usize) {
         let need = self.len + additional;

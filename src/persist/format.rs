@@ -22,7 +22,15 @@
 //! before documents had a creation time, are still read; their records get
 //! the file's own time as their creation time (the snapshot's creation
 //! time, or the log segment's modification time), an upper bound of when
-//! they were written. New files are always format 2.
+//! they were written.
+//!
+//! Format 3 adds stored texts (see [`texts`](super::texts)): a log segment
+//! `NDUPWAL3` record's upsert is followed by `Option<bytes>`, the
+//! document's zstd-compressed text when its collection stores texts; a
+//! snapshot (format version 3) record ends with `text: u64`, the offset of
+//! the document's text in the snapshot's `texts-<seq>.seg` (0: none). New
+//! files are always format 3; formats 1 and 2 are read as documents
+//! without a stored text.
 
 use crate::engine::{DocId, EngineParams, Record, Stamp, HASH_FAMILY};
 use bincode::{Decode, Encode};
@@ -129,6 +137,11 @@ pub enum Layout {
     V1 { created_ms: u64 },
     /// Format 2: the stamp follows the shingles.
     V2,
+    /// Format 3 (snapshots): format 2, then the offset (u64, 0: none) of
+    /// the document's text in the snapshot's text segment, whose id in
+    /// memory is `text_file` (`None`: the snapshot has no text segment; see
+    /// [`texts`](super::texts)).
+    V3 { text_file: Option<u32> },
 }
 
 /// A stored document, borrowed for writing (format 2).
@@ -232,7 +245,7 @@ pub fn decode_record(payload: &[u8], num_perm: usize, layout: Layout) -> Result<
             created_ms,
             expires_ms: None,
         },
-        Layout::V2 => {
+        Layout::V2 | Layout::V3 { .. } => {
             let created_ms = r.u64("creation time")?;
             let expires_ms = r.u64("expiry")?;
             Stamp {
@@ -240,6 +253,25 @@ pub fn decode_record(payload: &[u8], num_perm: usize, layout: Layout) -> Result<
                 expires_ms: (expires_ms != 0).then_some(expires_ms),
             }
         }
+    };
+    let text = match layout {
+        Layout::V3 { text_file } => match r.u64("text offset")? {
+            0 => 0,
+            offset if !(16..1 << 40).contains(&offset) => {
+                return Err(format!(
+                    "record {id} has an implausible text offset {offset}"
+                ))
+            }
+            offset => match text_file {
+                Some(file) => super::texts::locator(file, offset),
+                None => {
+                    return Err(format!(
+                        "record {id} has a stored text but the snapshot's text segment is missing"
+                    ))
+                }
+            },
+        },
+        _ => 0,
     };
     if !r.0.is_empty() {
         return Err(format!("record {id} has {} trailing bytes", r.0.len()));
@@ -251,13 +283,9 @@ pub fn decode_record(payload: &[u8], num_perm: usize, layout: Layout) -> Result<
     if shingles.is_empty() || !shingles.windows(2).all(|w| w[0] < w[1]) {
         return Err(format!("record {id} has an empty or unsorted shingle set"));
     }
-    Ok(Record::from_parts(
-        id,
-        metadata,
-        stamp,
-        sig_len,
-        data.into_boxed_slice(),
-    ))
+    let record = Record::from_parts(id, metadata, stamp, sig_len, data.into_boxed_slice());
+    record.set_text_locator(text);
+    Ok(record)
 }
 
 /// Little-endian u32s of `b` (a multiple of 4 bytes long).

@@ -15,26 +15,33 @@
 //! - an incomplete final log record is a torn write and is dropped with a
 //!   warning; any other damage refuses the start with the file and offset,
 //!   unless an older snapshot *and* an unbroken log since it can stand in;
-//! - data written under different signature parameters is refused.
+//! - data written under different signature parameters is refused;
+//! - a stored text (`store_text`) travels in its write's log record, so it
+//!   is acknowledged only once the log holds it; the text segments are
+//!   written from the log as it goes (a cache, rebuilt at start) and
+//!   compacted into one fsynced segment per snapshot (see [`texts`]).
 
 pub mod catalog;
 pub mod format;
 pub mod fsops;
 mod recovery;
 pub mod snapshot;
+pub mod texts;
 pub mod wal;
 
 use crate::config::StorageSettings;
 use crate::engine::{
-    Engine, EngineError, JournalError, NewDoc, Query, Stamp, UniqueOutcome, WriteMode, WriteOutcome,
+    DocId, Engine, EngineError, Journal, JournalEntry, JournalError, NewDoc, Query, Record, Stamp,
+    UniqueOutcome, WriteMode, WriteOutcome,
 };
 use format::Fingerprint;
 use serde::Serialize;
 use snapshot::SnapshotHeader;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use texts::Texts;
 use wal::Wal;
 
 /// Errors of the durability layer; every one names the file it concerns.
@@ -72,6 +79,19 @@ pub enum PersistError {
     Retired,
 }
 
+/// A write as a reindex replays it on the new index (see [`Store::tap`]).
+#[derive(Debug, Clone)]
+pub enum TapOp {
+    Upsert {
+        id: DocId,
+        metadata: Option<Box<str>>,
+        stamp: Stamp,
+        /// The compressed text (a reindex needs every document's).
+        text: Option<Box<[u8]>>,
+    },
+    Delete(String),
+}
+
 /// What a finished snapshot looks like, for `/stats` and `POST /admin/snapshot`.
 #[derive(Debug, Clone, Serialize)]
 pub struct SnapshotInfo {
@@ -79,6 +99,8 @@ pub struct SnapshotInfo {
     pub seq: u64,
     pub documents: u64,
     pub bytes: u64,
+    /// Bytes of the snapshot's text segment (0: none).
+    pub text_bytes: u64,
     pub milliseconds: f64,
     /// Phases: closing the log segment, copying record handles, writing the file.
     pub rotate_ms: f64,
@@ -117,6 +139,47 @@ pub struct Store {
     next_seq: AtomicU64,
     last_snapshot: Mutex<Option<SnapshotInfo>>,
     pub recovery: RecoveryReport,
+    /// The documents' texts on disk (see [`texts`]).
+    texts: Texts,
+    /// Keep the texts of writes from now on (and in the next snapshot).
+    store_text: AtomicBool,
+    /// While a reindex runs: every write logged since it began, in log
+    /// order, for it to replay on the new index.
+    tap: Mutex<Option<Vec<TapOp>>>,
+    /// Set when a reindex has switched the collection to a new store:
+    /// writes that still reach this one go there. Writes hold the read
+    /// lock, the switch the write lock.
+    successor: RwLock<Option<Arc<Store>>>,
+}
+
+/// The store's journal: the text to the text tail, the write to the log,
+/// and to the reindex tap while one runs; called under the id's entry lock.
+struct StoreJournal<'a>(&'a Store);
+
+impl Journal for StoreJournal<'_> {
+    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, JournalError> {
+        let store = self.0;
+        if let JournalEntry::Upsert(record, Some(text)) = entry {
+            // If the log then refuses the write, the text is an orphan in
+            // the tail: never pointed to, gone at the next snapshot.
+            let loc = store.texts.append(text).map_err(JournalError::new)?;
+            record.set_text_locator(loc);
+        }
+        let lsn = store.wal.append(entry)?;
+        let mut tap = store.tap.lock().expect("tap lock");
+        if let Some(ops) = tap.as_mut() {
+            ops.push(match entry {
+                JournalEntry::Upsert(r, text) => TapOp::Upsert {
+                    id: r.id().clone(),
+                    metadata: r.metadata().map(Into::into),
+                    stamp: r.stamp(),
+                    text: text.map(Into::into),
+                },
+                JournalEntry::Delete(id) => TapOp::Delete(id.to_owned()),
+            });
+        }
+        Ok(lsn)
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -144,7 +207,8 @@ impl Store {
         let fingerprint = Fingerprint::of(engine.params());
         let start = Instant::now();
         let mut report = RecoveryReport::default();
-        let (next_lsn, last) = recovery::recover(&engine, &dir, &fingerprint, &mut report)?;
+        let texts = Texts::open(&dir)?;
+        let (next_lsn, last) = recovery::recover(&engine, &texts, &dir, &fingerprint, &mut report)?;
         report.documents = engine.len();
         report.seconds = start.elapsed().as_secs_f64();
         let older_bytes = wal::list_segments(&dir)?
@@ -173,7 +237,107 @@ impl Store {
             next_seq: AtomicU64::new(next_seq),
             last_snapshot: Mutex::new(last),
             recovery: report,
+            texts,
+            store_text: AtomicBool::new(settings.store_text),
+            tap: Mutex::new(None),
+            successor: RwLock::new(None),
         })
+    }
+
+    fn journal(&self) -> StoreJournal<'_> {
+        StoreJournal(self)
+    }
+
+    /// True if texts of new writes are kept.
+    pub fn stores_text(&self) -> bool {
+        self.store_text.load(Ordering::Acquire)
+    }
+
+    /// Keep texts of writes from now on (`true`), or stop and drop the
+    /// stored ones at the next snapshot (`false`).
+    pub fn set_store_text(&self, on: bool) {
+        self.store_text.store(on, Ordering::Release);
+    }
+
+    /// Bytes of the text segments on disk.
+    pub fn text_bytes(&self) -> u64 {
+        self.texts.bytes()
+    }
+
+    /// Compress `new`'s text for the log when texts are kept.
+    fn attach_text(&self, new: &mut NewDoc) {
+        let payload = match (&new.text, self.stores_text()) {
+            (Some(text), true) => Some(texts::compress(text).into_boxed_slice()),
+            _ => None,
+        };
+        new.doc.set_journal_payload(payload);
+    }
+
+    /// The stored text of live document `id`: `None` if there is no such
+    /// document or it was stored without its text.
+    pub fn text(&self, id: &str) -> Result<Option<String>, PersistError> {
+        if !self.stores_text() {
+            return Ok(None);
+        }
+        match self.engine.get(id) {
+            Some(record) => self.texts.read(&record),
+            None => Ok(None),
+        }
+    }
+
+    /// The stored text of `record` (of this store's engine).
+    pub fn text_of(&self, record: &Record) -> Result<Option<String>, PersistError> {
+        if !self.stores_text() {
+            return Ok(None);
+        }
+        self.texts.read(record)
+    }
+
+    /// Up to `n` live documents with a stored text, drawn uniformly without
+    /// replacement (deterministic for a given `seed` and contents), with
+    /// their texts, stopping before the texts would pass `max_bytes` in
+    /// total. Only the chosen texts are read.
+    pub fn sample_texts(
+        &self,
+        n: usize,
+        seed: u64,
+        max_bytes: usize,
+    ) -> Result<Vec<(String, String)>, PersistError> {
+        if !self.stores_text() || n == 0 {
+            return Ok(Vec::new());
+        }
+        let now = self.engine.now_ms();
+        let mut pool: Vec<Arc<Record>> = self
+            .engine
+            .records()
+            .into_iter()
+            .filter(|r| r.text_locator() != 0 && self.engine.is_live(r, now))
+            .collect();
+        pool.sort_unstable_by(|a, b| a.id().as_str().cmp(b.id().as_str()));
+        // A partial Fisher–Yates shuffle driven by splitmix64.
+        let mut state = seed;
+        let mut next = || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let take = n.min(pool.len());
+        let mut out = Vec::with_capacity(take);
+        let mut bytes = 0usize;
+        for i in 0..take {
+            let j = i + (next() % (pool.len() - i) as u64) as usize;
+            pool.swap(i, j);
+            if let Some(text) = self.texts.read(&pool[i])? {
+                bytes = bytes.saturating_add(text.len());
+                if bytes > max_bytes {
+                    break;
+                }
+                out.push((pool[i].id().to_string(), text));
+            }
+        }
+        Ok(out)
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -204,7 +368,12 @@ impl Store {
     }
 
     /// Insert or replace durably: returns once the log record is committed.
-    pub fn insert(&self, new: NewDoc, mode: WriteMode) -> Result<WriteOutcome, EngineError> {
+    pub fn insert(&self, mut new: NewDoc, mode: WriteMode) -> Result<WriteOutcome, EngineError> {
+        let gate = self.successor.read().expect("successor lock");
+        if let Some(next) = gate.as_ref() {
+            return next.insert(next.reprepare(new)?, mode);
+        }
+        self.attach_text(&mut new);
         let stamp = self.stamp_now(new.expires_ms);
         let (outcome, lsn) = self.engine.insert_journaled(
             new.id,
@@ -212,22 +381,67 @@ impl Store {
             new.metadata,
             mode,
             stamp,
-            &*self.wal,
+            &self.journal(),
         )?;
         self.commit(lsn)?;
         Ok(outcome)
     }
 
+    /// A write prepared for the store a reindex replaced, prepared again by
+    /// this store's recipe (a reindexed collection keeps every text).
+    fn reprepare(&self, mut new: NewDoc) -> Result<NewDoc, EngineError> {
+        let text = new.text.as_deref().ok_or_else(|| {
+            EngineError::Journal(JournalError::new(PersistError::Unrecoverable(
+                "a write without its text reached a reindexed collection".into(),
+            )))
+        })?;
+        new.doc = self.engine.prepare(text)?;
+        Ok(new)
+    }
+
+    /// Store `new` with the stamp it already has (a reindex copying a
+    /// document), durably once [`Self::commit_all`] returns.
+    pub fn insert_stamped(&self, mut new: NewDoc, stamp: Stamp) -> Result<u64, EngineError> {
+        self.attach_text(&mut new);
+        let (_, lsn) = self.engine.insert_journaled(
+            new.id,
+            &new.doc,
+            new.metadata,
+            WriteMode::Upsert,
+            stamp,
+            &self.journal(),
+        )?;
+        Ok(lsn)
+    }
+
+    /// Commit everything appended so far.
+    pub fn commit_all(&self) -> Result<(), EngineError> {
+        let next = self.wal.next_lsn();
+        if next == 0 {
+            return Ok(());
+        }
+        self.commit(next - 1)
+    }
+
     /// Insert-if-unique durably (see [`Engine::insert_if_unique`]): returns
     /// once the log record is committed, or at once with the near-duplicates.
-    pub fn insert_if_unique(&self, new: NewDoc, q: &Query) -> Result<UniqueOutcome, EngineError> {
+    pub fn insert_if_unique(
+        &self,
+        mut new: NewDoc,
+        q: &Query,
+    ) -> Result<UniqueOutcome, EngineError> {
+        let gate = self.successor.read().expect("successor lock");
+        if let Some(next) = gate.as_ref() {
+            return next.insert_if_unique(next.reprepare(new)?, q);
+        }
+        self.attach_text(&mut new);
         let outcome = self.engine.insert_if_unique(
             new.id,
             &new.doc,
             new.metadata,
             new.expires_ms,
             q,
-            &*self.wal,
+            &self.journal(),
         )?;
         if let UniqueOutcome::Inserted(lsn) = outcome {
             self.commit(lsn)?;
@@ -242,13 +456,30 @@ impl Store {
         items: impl IntoIterator<Item = NewDoc>,
         mode: WriteMode,
     ) -> Result<Vec<Result<WriteOutcome, EngineError>>, EngineError> {
+        let gate = self.successor.read().expect("successor lock");
+        if let Some(next) = gate.as_ref() {
+            let items: Vec<NewDoc> = items
+                .into_iter()
+                .map(|new| next.reprepare(new))
+                .collect::<Result<_, _>>()?;
+            return next.insert_many(items, mode);
+        }
+        // Texts are compressed first, in parallel (on the rayon pool, so
+        // their buffers do not sit between the records in the allocator's
+        // arena of this thread and leave holes there when freed).
+        let mut items: Vec<NewDoc> = items.into_iter().collect();
+        if self.stores_text() {
+            use rayon::prelude::*;
+            items.par_iter_mut().for_each(|new| self.attach_text(new));
+        }
         let mut last = None;
+        let journal = self.journal();
         let results: Vec<_> = items
             .into_iter()
             .map(|new| {
                 let stamp = self.stamp_now(new.expires_ms);
                 self.engine
-                    .insert_journaled(new.id, &new.doc, new.metadata, mode, stamp, &*self.wal)
+                    .insert_journaled(new.id, &new.doc, new.metadata, mode, stamp, &journal)
                     .map(|(outcome, lsn)| {
                         last = Some(lsn);
                         outcome
@@ -264,7 +495,11 @@ impl Store {
     /// Delete durably; false if no live document had the id (an expired
     /// one is purged all the same).
     pub fn remove(&self, id: &str) -> Result<bool, EngineError> {
-        match self.engine.remove_journaled(id, &*self.wal)? {
+        let gate = self.successor.read().expect("successor lock");
+        if let Some(next) = gate.as_ref() {
+            return next.remove(id);
+        }
+        match self.engine.remove_journaled(id, &self.journal())? {
             Some((lsn, live)) => {
                 self.commit(lsn)?;
                 Ok(live)
@@ -276,11 +511,15 @@ impl Store {
     /// Purge every document expired at the engine's "now": a journaled
     /// delete each, one commit. Returns how many were purged.
     pub fn purge_expired(&self) -> Result<usize, EngineError> {
+        let gate = self.successor.read().expect("successor lock");
+        if let Some(next) = gate.as_ref() {
+            return next.purge_expired();
+        }
         let now = self.engine.now_ms();
         let mut last = None;
         let mut purged = 0;
         for id in self.engine.expired_ids(now) {
-            if let Some(lsn) = self.engine.remove_if_expired(&id, now, &*self.wal)? {
+            if let Some(lsn) = self.engine.remove_if_expired(&id, now, &self.journal())? {
                 last = Some(lsn);
                 purged += 1;
             }
@@ -289,6 +528,49 @@ impl Store {
             self.commit(lsn)?;
         }
         Ok(purged)
+    }
+
+    /// Start catching every logged write for a reindex (see [`TapOp`]).
+    pub fn start_tap(&self) {
+        *self.tap.lock().expect("tap lock") = Some(Vec::new());
+    }
+
+    /// What the tap caught since the last call (it keeps catching).
+    pub fn take_tap(&self) -> Vec<TapOp> {
+        self.tap
+            .lock()
+            .expect("tap lock")
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    pub fn stop_tap(&self) {
+        *self.tap.lock().expect("tap lock") = None;
+    }
+
+    /// A reindex's switch: with every write to this store held off (and
+    /// those in flight finished), hand `commit` the rest of the tap; if it
+    /// succeeds, every later write to this store goes to `next`.
+    pub fn hand_over<E>(
+        &self,
+        next: Arc<Store>,
+        commit: impl FnOnce(Vec<TapOp>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut gate = self.successor.write().expect("successor lock");
+        let ops = self.take_tap();
+        self.stop_tap();
+        commit(ops)?;
+        *gate = Some(next);
+        Ok(())
+    }
+
+    /// Delete `id` without waiting for the log (a reindex replaying
+    /// deletes; [`Self::commit_all`] follows).
+    pub fn remove_uncommitted(&self, id: &str) -> Result<(), EngineError> {
+        self.engine
+            .remove_journaled(id, &self.journal())
+            .map(|_| ())
     }
 
     /// Its collection is being deleted: wait for a running snapshot to
@@ -323,14 +605,18 @@ impl Store {
             return Err(PersistError::Retired);
         }
         let start = Instant::now();
+        // The text tail first: every text in an older tail then belongs to
+        // a record the scan below sees (see `texts`).
+        let old_tails = self.texts.rotate_tail()?;
         let wal_lsn = self.wal.rotate()?;
         let rotated = Instant::now();
         let records = self.engine.records();
         let collected = Instant::now();
         let bands = self.engine.bands();
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let header = SnapshotHeader {
             format_version: snapshot::FORMAT_VERSION,
-            seq: self.next_seq.fetch_add(1, Ordering::Relaxed),
+            seq,
             wal_lsn,
             documents: records.len() as u64,
             created_unix_ms: unix_ms(),
@@ -339,7 +625,35 @@ impl Store {
             bands: bands.bands as u32,
             rows: bands.rows as u32,
         };
-        let (path, bytes) = snapshot::write(&self.dir, &header, &records)?;
+        // Texts of live documents, unless texts are no longer kept.
+        let now = self.engine.now_ms();
+        let keep = self.stores_text();
+        let any_text = keep && records.iter().any(|r| r.text_locator() != 0);
+        let (offsets, text_bytes) = if any_text {
+            self.texts
+                .compact(seq, &records, |r| self.engine.is_live(r, now))?
+        } else {
+            (Vec::new(), 0)
+        };
+        let (path, bytes) = match snapshot::write(&self.dir, &header, &records, &offsets) {
+            Ok(done) => done,
+            Err(e) => {
+                if any_text {
+                    self.texts.discard(seq);
+                }
+                return Err(e);
+            }
+        };
+        if any_text {
+            self.texts
+                .adopt(seq, &records, &offsets, text_bytes, &old_tails)?;
+        } else {
+            // No text kept: every locator goes (texts turned off, or none).
+            for r in &records {
+                r.set_text_locator(0);
+            }
+            self.texts.drop_tails(&old_tails);
+        }
         let written = Instant::now();
         drop(records);
         self.prune()?;
@@ -348,6 +662,7 @@ impl Store {
             seq: header.seq,
             documents: header.documents,
             bytes,
+            text_bytes,
             milliseconds: start.elapsed().as_secs_f64() * 1e3,
             rotate_ms: (rotated - start).as_secs_f64() * 1e3,
             collect_ms: (collected - rotated).as_secs_f64() * 1e3,
@@ -377,9 +692,10 @@ impl Store {
         fsops::sync_dir(&self.dir)?;
         // Keep the log back to the oldest kept snapshot, so a damaged newer
         // snapshot can fall back to it.
-        if let Some((_, oldest)) = snaps.first() {
+        if let Some((seq, oldest)) = snaps.first() {
             let lsn = snapshot::read_header(oldest)?.wal_lsn;
             self.wal.prune_before(lsn)?;
+            self.texts.prune_before(*seq)?;
         }
         Ok(())
     }

@@ -13,9 +13,12 @@
 
 use super::format::{self, Fingerprint, StoredRecord};
 use super::snapshot::{self, SnapshotHeader};
+use super::texts::{self, Texts};
 use super::wal::{self, LogEntry, SegmentContents, WalOp};
 use super::{fsops, PersistError, RecoveryReport, SnapshotInfo};
-use crate::engine::{DocId, Engine, NoJournal, Record, WriteMode};
+use crate::engine::{
+    DocId, Engine, Journal, JournalEntry, JournalError, NoJournal, Record, WriteMode,
+};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -32,13 +35,14 @@ fn rate(start: Instant, n: u64) -> (f64, f64) {
 /// the next LSN and the snapshot used.
 pub(super) fn recover(
     engine: &Engine,
+    texts: &Texts,
     dir: &Path,
     fingerprint: &Fingerprint,
     report: &mut RecoveryReport,
 ) -> Result<(u64, Option<SnapshotInfo>), PersistError> {
     let snapshots = snapshot::list_snapshots(dir)?;
     let segments = wal::list_segments(dir)?;
-    let base = choose_base(engine, &snapshots, &segments, fingerprint, report)?;
+    let base = choose_base(engine, texts, &snapshots, &segments, fingerprint, report)?;
     let from = base.as_ref().map_or(0, |(h, _)| h.wal_lsn);
     check_log_reaches(&segments, from)?;
     let last = base.as_ref().map(|(h, path)| snapshot_info(h, path));
@@ -46,7 +50,7 @@ pub(super) fn recover(
         report.snapshot = Some(path.clone());
         report.snapshot_documents = h.documents;
     }
-    let next = replay(engine, &segments, from, fingerprint, report)?;
+    let next = replay(engine, texts, &segments, from, fingerprint, report)?;
     Ok((next, last))
 }
 
@@ -60,6 +64,7 @@ fn log_covers(segments: &[(u64, PathBuf)], lsn: u64) -> bool {
 /// unbroken log since it; otherwise the start is refused.
 fn choose_base(
     engine: &Engine,
+    texts: &Texts,
     snapshots: &[(u64, PathBuf)],
     segments: &[(u64, PathBuf)],
     fingerprint: &Fingerprint,
@@ -78,7 +83,7 @@ fn choose_base(
         if first_error.is_some() && !log_covers(segments, header.wal_lsn) {
             break; // the log no longer reaches back this far
         }
-        match load_snapshot(engine, path) {
+        match load_snapshot(engine, texts, path) {
             Ok(h) => {
                 if let Some(e) = &first_error {
                     tracing::error!(error = %e, fallback = %path.display(), "newer snapshot is damaged; using an older one plus the log");
@@ -136,6 +141,10 @@ fn snapshot_info(h: &SnapshotHeader, path: &Path) -> SnapshotInfo {
         seq: h.seq,
         documents: h.documents,
         bytes: std::fs::metadata(path).map_or(0, |m| m.len()),
+        text_bytes: path
+            .parent()
+            .and_then(|d| std::fs::metadata(d.join(super::texts::compacted_name(h.seq))).ok())
+            .map_or(0, |m| m.len()),
         milliseconds: 0.0,
         rotate_ms: 0.0,
         collect_ms: 0.0,
@@ -152,10 +161,22 @@ fn snapshot_info(h: &SnapshotHeader, path: &Path) -> SnapshotInfo {
 /// pool). Every map is sized from the header's document count first, so
 /// nothing rehashes on the way. On error the engine may hold part of the
 /// snapshot; the caller clears it.
-fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, PersistError> {
+fn load_snapshot(
+    engine: &Engine,
+    texts: &Texts,
+    path: &Path,
+) -> Result<SnapshotHeader, PersistError> {
     let start = Instant::now();
     tracing::info!(path = %path.display(), "loading snapshot");
     let planned = snapshot::read_header(path)?;
+    // Its text segment, checked whole, if it has one (format 3).
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let text_file =
+        if planned.format_version >= 3 && dir.join(texts::compacted_name(planned.seq)).exists() {
+            Some(texts.open_compacted(planned.seq)?)
+        } else {
+            None
+        };
     // The header is checksummed, but bound the reservation by what the file
     // could hold (a record frame is well over 64 bytes) all the same.
     let file_len = std::fs::metadata(path).map_err(fsops::io_err(path))?.len();
@@ -171,7 +192,9 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, Persist
                 snapshot::read_with(
                     path,
                     RESTORE_BATCH,
-                    |payload, header| format::decode_record(payload, num_perm, header.layout()),
+                    |payload, header| {
+                        format::decode_record(payload, num_perm, header.layout(text_file))
+                    },
                     |batch| {
                         tx.send(batch).map_err(|_| {
                             PersistError::Unrecoverable("snapshot restore stopped".into())
@@ -214,6 +237,7 @@ fn load_snapshot(engine: &Engine, path: &Path) -> Result<SnapshotHeader, Persist
 /// Replay every log record at or after `from`. Returns the next LSN.
 fn replay(
     engine: &Engine,
+    texts: &Texts,
     segments: &[(u64, PathBuf)],
     from: u64,
     fingerprint: &Fingerprint,
@@ -231,7 +255,7 @@ fn replay(
         };
         check_segment(path, &contents, fingerprint, *seg_start, next)?;
         truncate_torn_tail(path, &contents, is_last, report)?;
-        next = apply(engine, path, contents.entries, from, next, report)?;
+        next = apply(engine, texts, path, contents.entries, from, next, report)?;
         next = next.max(*seg_start);
     }
     if report.replayed_records > 0 {
@@ -316,6 +340,7 @@ fn truncate_torn_tail(
 /// Apply the records at or after `from`; returns the next LSN.
 fn apply(
     engine: &Engine,
+    texts: &Texts,
     path: &Path,
     entries: Vec<LogEntry>,
     from: u64,
@@ -327,7 +352,9 @@ fn apply(
             continue;
         }
         match entry.op {
-            WalOp::Upsert(rec) => restore_record(engine, path, entry.offset, rec)?,
+            WalOp::Upsert(rec, text) => {
+                restore_record(engine, texts, path, entry.offset, rec, text)?
+            }
             WalOp::Delete(id) => {
                 engine
                     .remove_journaled(&id, &NoJournal)
@@ -344,9 +371,11 @@ fn apply(
 /// its frame's offset.
 fn restore_record(
     engine: &Engine,
+    texts: &Texts,
     path: &Path,
     offset: u64,
     rec: StoredRecord,
+    text: Option<Vec<u8>>,
 ) -> Result<(), PersistError> {
     let corrupt = |reason: String| PersistError::Corrupt {
         path: path.to_owned(),
@@ -356,7 +385,7 @@ fn restore_record(
     let id = DocId::parse(&rec.id)
         .map_err(|e| corrupt(format!("record {:?} has an invalid id: {e}", rec.id)))?;
     let stamp = rec.stamp();
-    let doc = engine
+    let mut doc = engine
         .prepared_from_parts(rec.signature.into(), rec.shingles)
         .ok_or_else(|| {
             corrupt(format!(
@@ -364,6 +393,11 @@ fn restore_record(
                 rec.id
             ))
         })?;
+    if let Some(text) = &text {
+        // Checked here, so a damaged text is reported at its log record.
+        texts::decompress(text).map_err(|e| corrupt(format!("record {:?}: {e}", rec.id)))?;
+    }
+    doc.set_journal_payload(text.map(Vec::into_boxed_slice));
     engine
         .insert_journaled(
             id,
@@ -371,8 +405,22 @@ fn restore_record(
             rec.metadata.map(String::into_boxed_str),
             WriteMode::Upsert,
             stamp,
-            &NoJournal,
+            &TextTail(texts),
         )
         .map_err(|e| corrupt(format!("record {:?} cannot be restored: {e}", rec.id)))?;
     Ok(())
+}
+
+/// The journal of a replay: a logged text goes to the text tail again
+/// (the log is not written twice).
+struct TextTail<'a>(&'a Texts);
+
+impl Journal for TextTail<'_> {
+    fn append(&self, entry: JournalEntry<'_>) -> Result<u64, JournalError> {
+        if let JournalEntry::Upsert(record, Some(text)) = entry {
+            let loc = self.0.append(text).map_err(JournalError::new)?;
+            record.set_text_locator(loc);
+        }
+        Ok(0)
+    }
 }

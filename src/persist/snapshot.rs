@@ -23,8 +23,8 @@ use std::sync::Arc;
 const MAGIC: &[u8; 8] = b"NDUPSNP1";
 const END: &[u8; 8] = b"NDUPEND1";
 /// The version written; every version since the first is read (format 1
-/// records have no stamp: see [`format`](super::format)).
-pub const FORMAT_VERSION: u32 = 2;
+/// records have no stamp, format 2 no text offset: see [`format`](super::format)).
+pub const FORMAT_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]
 pub struct SnapshotHeader {
@@ -64,15 +64,18 @@ pub fn remove_temporaries(dir: &Path) -> Result<usize, PersistError> {
     Ok(n)
 }
 
-/// Write a snapshot of `records` atomically; returns its path and size.
+/// Write a snapshot of `records` atomically, with `texts[i]` the offset of
+/// record i's text in the snapshot's text segment (0: none; an empty
+/// slice: none at all); returns its path and size.
 pub fn write(
     dir: &Path,
     header: &SnapshotHeader,
     records: &[Arc<Record>],
+    texts: &[u64],
 ) -> Result<(PathBuf, u64), PersistError> {
     let path = dir.join(snapshot_name(header.seq));
     let tmp = path.with_extension("bin.tmp");
-    match write_tmp(&tmp, header, records) {
+    match write_tmp(&tmp, header, records, texts) {
         Ok(bytes) => {
             commit_rename(&tmp, &path)?;
             Ok((path, bytes))
@@ -91,6 +94,7 @@ fn write_tmp(
     tmp: &Path,
     header: &SnapshotHeader,
     records: &[Arc<Record>],
+    texts: &[u64],
 ) -> Result<u64, PersistError> {
     let file = File::create(tmp).map_err(io_err(tmp))?;
     let mut w = BufWriter::with_capacity(1 << 20, file);
@@ -106,10 +110,12 @@ fn write_tmp(
     let mut bytes = head.len() as u64;
     let mut frame = Vec::with_capacity(4096);
     let mut payload = Vec::with_capacity(4096);
-    for r in records {
+    for (i, r) in records.iter().enumerate() {
         payload.clear();
         bincode::encode_into_std_write(RecordRef::from(&**r), &mut payload, format::config())
             .expect("encoding to a Vec cannot fail");
+        let text = texts.get(i).copied().unwrap_or(0);
+        payload.extend_from_slice(&text.to_le_bytes());
         frame.clear();
         format::push_frame(&mut frame, &payload);
         body_crc = crc32c::crc32c_append(body_crc, &frame);
@@ -177,13 +183,15 @@ fn read_header_from(path: &Path, r: &mut impl Read) -> Result<(SnapshotHeader, u
 }
 
 impl SnapshotHeader {
-    /// How this snapshot's records are laid out.
-    pub fn layout(&self) -> format::Layout {
+    /// How this snapshot's records are laid out; `text_file` is the id its
+    /// text segment was opened under (format 3), if it has one.
+    pub fn layout(&self, text_file: Option<u32>) -> format::Layout {
         match self.format_version {
             1 => format::Layout::V1 {
                 created_ms: self.created_unix_ms,
             },
-            _ => format::Layout::V2,
+            2 => format::Layout::V2,
+            _ => format::Layout::V3 { text_file },
         }
     }
 }
@@ -201,10 +209,13 @@ pub fn read(
         chunk,
         |payload, header| {
             let unreadable = |e: bincode::error::DecodeError| format!("unreadable record: {e}");
-            match header.layout() {
-                format::Layout::V2 => bincode::decode_from_slice(payload, format::config())
-                    .map(|(rec, _)| rec)
-                    .map_err(unreadable),
+            match header.layout(None) {
+                // Format 3 records are format 2 records and a text offset.
+                format::Layout::V2 | format::Layout::V3 { .. } => {
+                    bincode::decode_from_slice(payload, format::config())
+                        .map(|(rec, _)| rec)
+                        .map_err(unreadable)
+                }
                 format::Layout::V1 { created_ms } => bincode::decode_from_slice::<
                     format::StoredRecordV1,
                     _,

@@ -48,6 +48,7 @@ fn put(s: &Store, id: &str, text: &str) {
             doc,
             metadata: Some("{\"n\":1}".into()),
             expires_ms: None,
+            text: None,
         },
         WriteMode::Upsert,
     )
@@ -128,6 +129,7 @@ fn a_snapshot_of_several_restore_batches_answers_queries_as_before() {
                     doc,
                     metadata: None,
                     expires_ms: None,
+                    text: None,
                 }
             })
             .collect();
@@ -279,7 +281,7 @@ fn a_logged_record_that_cannot_be_restored_is_reported_at_its_own_offset() {
         &[7u32; 128],
         &[9, 3, 5],
     );
-    let lsn = wal.append(JournalEntry::Upsert(&bad)).unwrap();
+    let lsn = wal.append(JournalEntry::Upsert(&bad, None)).unwrap();
     wal.commit(lsn).unwrap();
     drop(wal);
     let seg = last_segment(dir.path());
@@ -466,6 +468,7 @@ fn batches_commit_once() {
             doc: s.engine().prepare(&text(i)).unwrap(),
             metadata: None,
             expires_ms: None,
+            text: None,
         })
         .collect();
     let before = s.wal().counters.fsyncs.load(Ordering::Relaxed);
@@ -558,6 +561,7 @@ fn put_expiring(s: &Store, id: &str, text: &str, expires_ms: Option<u64>) {
         doc,
         metadata: None,
         expires_ms,
+        text: None,
     };
     s.insert(new, WriteMode::Upsert).unwrap();
 }
@@ -639,4 +643,233 @@ fn the_purge_logs_a_delete_per_expired_document_and_a_replay_keeps_them_gone() {
     assert_eq!(s.recovery.replayed_records, 21 + 9);
     let ids: Vec<String> = stamps(s.engine()).into_keys().collect();
     assert!(ids.contains(&"d0".to_owned()) && !ids.contains(&"d2".to_owned()));
+}
+
+// -- stored texts ---------------------------------------------------------------
+
+fn open_storing_texts(dir: &Path) -> Result<Store, PersistError> {
+    Store::open(
+        Arc::new(Engine::new(EngineParams::default().validate().unwrap())),
+        &StorageSettings {
+            data_dir: dir.to_owned(),
+            store_text: true,
+            ..Default::default()
+        },
+    )
+}
+
+fn put_text(s: &Store, id: &str, text: &str) {
+    let doc = s.engine().prepare(text).unwrap();
+    s.insert(
+        NewDoc {
+            id: DocId::parse(id).unwrap(),
+            doc,
+            metadata: None,
+            expires_ms: None,
+            text: Some(text.into()),
+        },
+        WriteMode::Upsert,
+    )
+    .unwrap();
+}
+
+#[test]
+fn texts_are_read_back_and_sampled_without_reading_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open_storing_texts(dir.path()).unwrap();
+    for i in 0..50 {
+        put_text(
+            &s,
+            &format!("d{i:02}"),
+            &format!("{} — “{i}” ünïcödé 🙂", text(i)),
+        );
+    }
+    assert_eq!(
+        s.text("d07").unwrap().unwrap(),
+        format!("{} — “7” ünïcödé 🙂", text(7))
+    );
+    assert_eq!(s.text("missing").unwrap(), None);
+    let a = s.sample_texts(10, 42, usize::MAX).unwrap();
+    let b = s.sample_texts(10, 42, usize::MAX).unwrap();
+    assert_eq!(a, b, "the same seed draws the same sample");
+    assert_eq!(a.len(), 10);
+    let ids: std::collections::BTreeSet<&String> = a.iter().map(|(id, _)| id).collect();
+    assert_eq!(ids.len(), 10, "without replacement");
+    for (id, t) in &a {
+        assert_eq!(s.text(id).unwrap().as_ref(), Some(t));
+    }
+    assert_ne!(a, s.sample_texts(10, 43, usize::MAX).unwrap());
+    assert_eq!(s.sample_texts(500, 1, usize::MAX).unwrap().len(), 50);
+    // A byte budget stops the draw before the texts would pass it.
+    let budget = a[..3].iter().map(|(_, t)| t.len()).sum::<usize>();
+    assert_eq!(s.sample_texts(10, 42, budget).unwrap(), a[..3].to_vec());
+    assert_eq!(s.sample_texts(10, 42, budget - 1).unwrap(), a[..2].to_vec());
+    // Uniform: over many seeds every document is drawn about as often.
+    let mut seen = BTreeMap::<String, usize>::new();
+    for seed in 0..400 {
+        for (id, _) in s.sample_texts(5, seed, usize::MAX).unwrap() {
+            *seen.entry(id).or_default() += 1;
+        }
+    }
+    assert_eq!(seen.len(), 50);
+    // 400 × 5 / 50 = 40 expected draws each.
+    assert!(seen.values().all(|&n| (15..=70).contains(&n)), "{seen:?}");
+}
+
+#[test]
+fn a_damaged_text_segment_names_its_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open_storing_texts(dir.path()).unwrap();
+        put_text(&s, "a", "first text to keep");
+        put_text(&s, "b", "second text to keep, longer than the first");
+        s.snapshot().unwrap();
+    }
+    let path = dir.path().join("texts-000001.seg");
+    let mut bytes = fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    fs::write(&path, &bytes).unwrap();
+    let e = open_storing_texts(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("texts-000001.seg"), "{e}");
+    assert!(e.contains("at byte offset"), "{e}");
+    // A missing segment is named too.
+    fs::remove_file(&path).unwrap();
+    let e = open_storing_texts(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("snapshot"), "{e}");
+}
+
+#[test]
+fn a_damaged_tail_frame_is_an_error_when_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open_storing_texts(dir.path()).unwrap();
+    put_text(&s, "a", "a text in the tail segment only");
+    let tail = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("texts-tail"))
+        .unwrap();
+    let mut bytes = fs::read(&tail).unwrap();
+    let at = bytes.len() - 2;
+    bytes[at] ^= 0x10;
+    fs::write(&tail, &bytes).unwrap();
+    let e = s.text("a").unwrap_err().to_string();
+    assert!(e.contains("texts-tail-") && e.contains("offset 16"), "{e}");
+}
+
+#[test]
+fn texts_survive_a_snapshot_and_log_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = open_storing_texts(dir.path()).unwrap();
+        put_text(&s, "a", "Съешь же ещё этих мягких французских булок");
+        s.snapshot().unwrap();
+        put_text(&s, "b", "東京都の天気は晴れです");
+        s.remove("a").unwrap();
+    }
+    let s = open_storing_texts(dir.path()).unwrap();
+    assert_eq!(s.text("a").unwrap(), None);
+    assert_eq!(s.text("b").unwrap().unwrap(), "東京都の天気は晴れです");
+}
+
+/// Files of format 2 (the release before stored texts): a snapshot whose
+/// records end with their stamp, a log segment `NDUPWAL2` whose upserts
+/// carry no text. Written here byte for byte as that release wrote them.
+#[test]
+fn format_2_snapshots_and_logs_are_read_as_documents_without_texts() {
+    use bincode::Encode;
+    #[derive(Encode)]
+    enum OpV2<'a> {
+        Upsert(format::RecordRef<'a>),
+        #[allow(dead_code)]
+        Delete(&'a str),
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::new(EngineParams::default().validate().unwrap());
+    let fp = format::Fingerprint::of(engine.params());
+    let a = engine.prepare(&text(1)).unwrap();
+    let b = engine.prepare(&text(2)).unwrap();
+    let rec = |id: &'static str, d: &'static crate::engine::Prepared| format::RecordRef {
+        id,
+        metadata: None,
+        signature: d.signature(),
+        shingles: d.shingles(),
+        created_ms: 1_700_000_000_000,
+        expires_ms: 0,
+    };
+    let a: &'static crate::engine::Prepared = Box::leak(Box::new(a));
+    let b: &'static crate::engine::Prepared = Box::leak(Box::new(b));
+    // Snapshot 1 (format 2): document "a", log from LSN 1.
+    let header = snapshot::SnapshotHeader {
+        format_version: 2,
+        seq: 1,
+        wal_lsn: 1,
+        documents: 1,
+        created_unix_ms: 1_700_000_000_000,
+        fingerprint: fp.clone(),
+        threshold: 0.8,
+        bands: 21,
+        rows: 6,
+    };
+    let hbytes = bincode::encode_to_vec(&header, format::config()).unwrap();
+    let mut snap = Vec::new();
+    snap.extend_from_slice(b"NDUPSNP1");
+    snap.extend_from_slice(&(hbytes.len() as u32).to_le_bytes());
+    snap.extend_from_slice(&hbytes);
+    snap.extend_from_slice(&crc32c::crc32c(&hbytes).to_le_bytes());
+    let mut frame = Vec::new();
+    format::push_frame(
+        &mut frame,
+        &bincode::encode_to_vec(rec("a", a), format::config()).unwrap(),
+    );
+    snap.extend_from_slice(&frame);
+    snap.extend_from_slice(b"NDUPEND1");
+    snap.extend_from_slice(&1u64.to_le_bytes());
+    snap.extend_from_slice(&crc32c::crc32c(&frame).to_le_bytes());
+    fs::write(dir.path().join(snapshot::snapshot_name(1)), snap).unwrap();
+    // Log segment from LSN 1 (format 2): upsert "b".
+    let hbody = bincode::encode_to_vec(
+        &wal::SegmentHeader {
+            start_lsn: 1,
+            fingerprint: fp,
+        },
+        format::config(),
+    )
+    .unwrap();
+    let mut log = Vec::new();
+    log.extend_from_slice(b"NDUPWAL2");
+    log.extend_from_slice(&(hbody.len() as u32).to_le_bytes());
+    log.extend_from_slice(&hbody);
+    log.extend_from_slice(&crc32c::crc32c(&hbody).to_le_bytes());
+    let op = bincode::encode_to_vec((1u64, OpV2::Upsert(rec("b", b))), format::config()).unwrap();
+    format::push_frame(&mut log, &op);
+    fs::write(dir.path().join(wal::segment_name(1)), log).unwrap();
+
+    let s = open_storing_texts(dir.path()).unwrap();
+    assert_eq!(s.engine().len(), 2);
+    assert_eq!(s.recovery.replayed_records, 1);
+    assert!(s.engine().get("a").is_some() && s.engine().get("b").is_some());
+    assert_eq!(s.text("a").unwrap(), None, "format 2 kept no text");
+    // New writes keep theirs; the next snapshot is format 3 and reads back.
+    put_text(&s, "c", "a new text after the upgrade “ü”");
+    s.snapshot().unwrap();
+    drop(s);
+    let s = open_storing_texts(dir.path()).unwrap();
+    assert_eq!(s.engine().len(), 3);
+    assert_eq!(
+        s.text("c").unwrap().unwrap(),
+        "a new text after the upgrade “ü”"
+    );
+    assert_eq!(
+        snapshot::read_header(
+            &snapshot::list_snapshots(dir.path())
+                .unwrap()
+                .last()
+                .unwrap()
+                .1
+        )
+        .unwrap()
+        .format_version,
+        3
+    );
 }

@@ -38,8 +38,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// Segments written now: records in format 2 (see [`format`]).
-const MAGIC: &[u8; 8] = b"NDUPWAL2";
+/// Segments written now: format 3, an upsert carries its document's
+/// compressed text, if the store keeps it (see [`format`]).
+const MAGIC: &[u8; 8] = b"NDUPWAL3";
+/// Segments of format 2 (records without a text), still read.
+const MAGIC_V2: &[u8; 8] = b"NDUPWAL2";
 /// Segments of format 1 (records without a stamp), still read.
 const MAGIC_V1: &[u8; 8] = b"NDUPWAL1";
 
@@ -51,15 +54,32 @@ pub struct SegmentHeader {
 
 #[derive(Encode)]
 enum OpRef<'a> {
-    Upsert(RecordRef<'a>),
+    /// The record and its document's zstd-compressed text, if kept.
+    Upsert(RecordRef<'a>, Option<&'a [u8]>),
     Delete(&'a str),
 }
 
 /// A logged write, as read back.
 #[derive(Debug, Clone, PartialEq, Decode)]
 pub enum WalOp {
+    Upsert(StoredRecord, Option<Vec<u8>>),
+    Delete(String),
+}
+
+/// A logged write of a format-2 segment.
+#[derive(Decode)]
+enum WalOpV2 {
     Upsert(StoredRecord),
     Delete(String),
+}
+
+impl From<WalOpV2> for WalOp {
+    fn from(op: WalOpV2) -> Self {
+        match op {
+            WalOpV2::Upsert(r) => WalOp::Upsert(r, None),
+            WalOpV2::Delete(id) => WalOp::Delete(id),
+        }
+    }
 }
 
 /// A logged write of a format-1 segment.
@@ -72,7 +92,7 @@ enum WalOpV1 {
 impl WalOpV1 {
     fn upgrade(self, created_ms: u64) -> WalOp {
         match self {
-            WalOpV1::Upsert(r) => WalOp::Upsert(r.upgrade(created_ms)),
+            WalOpV1::Upsert(r) => WalOp::Upsert(r.upgrade(created_ms), None),
             WalOpV1::Delete(id) => WalOp::Delete(id),
         }
     }
@@ -132,8 +152,11 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
     };
     let magic_len = data.len().min(MAGIC.len());
     let starts = |magic: &[u8; 8]| data[..magic_len] == magic[..magic_len];
-    let layout = if starts(MAGIC) {
-        Layout::V2
+    // `v2`: a format 1 or 2 segment, whose upserts carry no text.
+    let (layout, v2) = if starts(MAGIC) {
+        (Layout::V2, false)
+    } else if starts(MAGIC_V2) {
+        (Layout::V2, true)
     } else if starts(MAGIC_V1) {
         // Format 1 records get the segment's last write time as their
         // creation time: an upper bound of when each was written.
@@ -143,7 +166,7 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
         let created_ms = modified
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        Layout::V1 { created_ms }
+        (Layout::V1 { created_ms }, true)
     } else {
         return Err(corrupt(0, "not a neardup log segment (bad magic)".into()));
     };
@@ -180,7 +203,15 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
                     corrupt(pos, format!("unreadable log record: {e}"))
                 };
                 let (lsn, op) = match layout {
-                    Layout::V2 => {
+                    Layout::V2 if v2 => {
+                        let ((lsn, op), _) = bincode::decode_from_slice::<(u64, WalOpV2), _>(
+                            payload,
+                            format::config(),
+                        )
+                        .map_err(unreadable)?;
+                        (lsn, op.into())
+                    }
+                    Layout::V2 | Layout::V3 { .. } => {
                         bincode::decode_from_slice::<(u64, WalOp), _>(payload, format::config())
                             .map_err(unreadable)?
                             .0
@@ -543,7 +574,7 @@ impl Journal for Wal {
         }
         let start = Instant::now();
         let op = match entry {
-            JournalEntry::Upsert(r) => OpRef::Upsert(RecordRef::from(r)),
+            JournalEntry::Upsert(r, text) => OpRef::Upsert(RecordRef::from(r), text),
             JournalEntry::Delete(id) => OpRef::Delete(id),
         };
         let lsn = {

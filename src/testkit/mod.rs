@@ -265,6 +265,17 @@ impl Articles {
         self.render(&self.words(n), n, true)
     }
 
+    /// `words` as the normalization recipe leaves them: lowercase, joined
+    /// by one space (the rendering's capitals and punctuation gone).
+    pub fn normalized(&self, words: &[u32], unicode: bool) -> String {
+        let vocab = if unicode { &self.unicode } else { &self.ascii };
+        words
+            .iter()
+            .map(|&w| vocab[w as usize].as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// `words` in sentences of 6–20 words; the punctuation is seeded by `n`.
     pub fn render(&self, words: &[u32], n: usize, unicode: bool) -> String {
         let vocab = if unicode { &self.unicode } else { &self.ascii };
@@ -325,6 +336,23 @@ mod tests {
         let changed = orig.iter().zip(&twin).filter(|(x, y)| x != y).count();
         assert!((1..=2).contains(&changed), "{changed}");
         assert!(!a.unicode_text(10).is_ascii());
+    }
+
+    #[test]
+    fn normalized_words_are_what_the_recipe_makes_of_the_rendered_text() {
+        let a = Articles::new(5, 3000, 0);
+        let opts = crate::text::NormalizeOptions::default();
+        for n in 0..50 {
+            let w = a.words(n);
+            assert_eq!(
+                crate::text::normalize(&a.text(n), &opts),
+                a.normalized(&w, false)
+            );
+            assert_eq!(
+                crate::text::normalize(&a.unicode_text(n), &opts),
+                a.normalized(&w, true)
+            );
+        }
     }
 
     #[test]

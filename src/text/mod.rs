@@ -5,12 +5,22 @@
 //! character nor whitespace, collapse whitespace, trim); [`shingle`] cuts the
 //! normalized string into word or character k-grams and hashes each one to a
 //! 32-bit value, word shingles from per-word hashes ([`words`]). The
-//! [`Tokenizer`] bundles both with reusable scratch buffers, and for ASCII
-//! text with word shingles (the common case) fuses normalization and word
-//! hashing into one pass that never writes the normalized string.
+//! [`Tokenizer`] bundles both with reusable scratch buffers, and for word
+//! shingles fuses normalization and word hashing into one pass that never
+//! writes the normalized string: ASCII stretches with bit masks alone, the
+//! stretches around non-ASCII characters with a per-character lookup table
+//! as well (`unicode`), falling back
+//! to the full NFKC algorithm only around characters that combine with
+//! their neighbours. Every fast path is tested bit for bit against the
+//! recipe spelled out step by step.
+//! [`align`] traces every unit of the normalized text back to the span of
+//! the original it came from (for explanations).
 
+pub mod align;
+mod kernel;
 pub mod normalize;
 pub mod shingle;
+mod unicode;
 pub mod words;
 
 #[cfg(test)]
@@ -79,24 +89,20 @@ impl Tokenizer {
     }
 
     /// The 64-bit hash of every word of normalized `text`, in order, left in
-    /// `scratch` (the first stage of word shingling). ASCII text takes the
-    /// fused scanner; other text is normalized into `scratch` first.
+    /// `scratch` (the first stage of word shingling). Stretches of ASCII
+    /// text take the ASCII scanner, the stretches around non-ASCII
+    /// characters the UTF-8 one (cut at ASCII whitespace); neither builds
+    /// the normalized string.
     pub fn word_hashes<'s>(&self, text: &str, scratch: &'s mut Scratch) -> &'s [u64] {
         scratch.words.clear();
         let key = self.shingler.word_key();
-        if text.is_ascii() {
-            let table = normalize::AsciiTable::new(&self.normalize);
-            words::ascii_word_hashes(
-                text.as_bytes(),
-                table,
-                key,
-                &mut scratch.ascii,
-                &mut scratch.words,
-            );
-        } else {
-            normalize_into(text, &self.normalize, &mut scratch.norm);
-            words::word_hashes(&scratch.norm, key, &mut scratch.words);
-        }
+        words::utf8_word_hashes(
+            text,
+            unicode::CharTable::get(&self.normalize),
+            key,
+            &mut scratch.ascii,
+            &mut scratch.words,
+        );
         &scratch.words
     }
 }

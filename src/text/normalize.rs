@@ -11,11 +11,13 @@
 //! Indic scripts inside their words) or `_`. Each step can be switched off.
 //!
 //! The output is built in one pass into a caller-owned buffer; pure ASCII
-//! input skips the NFKC iterator (ASCII is NFKC-invariant) and takes a
-//! byte-level fast path.
+//! input skips NFKC (ASCII is NFKC-invariant) and takes a byte-level fast
+//! path; other text goes character by character through the lookup table
+//! of [`super::unicode`], with the full NFKC algorithm only around the
+//! characters that interact with their neighbours. Both are tested against
+//! `reference_normalize` (in tests), the recipe spelled out step by step.
 
 use serde::{Deserialize, Serialize};
-use unicode_normalization::UnicodeNormalization;
 
 /// Which steps of the recipe run. The default is the full recipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,8 +57,18 @@ pub fn normalize_into(text: &str, opts: &NormalizeOptions, out: &mut String) {
         normalize_ascii(text.as_bytes(), opts, out);
         return;
     }
+    super::unicode::normalize_into(text, super::unicode::CharTable::get(opts), out);
+}
+
+/// The recipe spelled out, one step after the other on the whole text: the
+/// crate's NFKC iterator, then lowercase, classify and collapse per
+/// character. The definition the fast paths are tested against.
+#[cfg(test)]
+pub(crate) fn reference_normalize(text: &str, opts: &NormalizeOptions) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    let mut out = String::new();
     let mut sink = Sink {
-        out,
+        out: &mut out,
         pending_space: false,
         strip: opts.strip_punctuation,
     };
@@ -65,6 +77,7 @@ pub fn normalize_into(text: &str, opts: &NormalizeOptions, out: &mut String) {
     } else {
         push_all(&mut sink, text.chars(), opts.lowercase);
     }
+    out
 }
 
 /// The recipe for one ASCII byte, as a lookup: the byte to keep (already
@@ -144,6 +157,7 @@ fn normalize_ascii(text: &[u8], opts: &NormalizeOptions, out: &mut String) {
     *out = String::from_utf8(buf).expect("ASCII in, ASCII out");
 }
 
+#[cfg(test)]
 fn push_all(sink: &mut Sink<'_>, chars: impl Iterator<Item = char>, lowercase: bool) {
     for c in chars {
         if lowercase && !c.is_lowercase() {
@@ -156,6 +170,7 @@ fn push_all(sink: &mut Sink<'_>, chars: impl Iterator<Item = char>, lowercase: b
     }
 }
 
+#[cfg(test)]
 struct Sink<'a> {
     out: &'a mut String,
     /// A whitespace run was seen after the last kept character.
@@ -163,6 +178,7 @@ struct Sink<'a> {
     strip: bool,
 }
 
+#[cfg(test)]
 impl Sink<'_> {
     #[inline]
     fn push(&mut self, c: char) {

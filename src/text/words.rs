@@ -14,17 +14,19 @@
 //! coincidence. The definition is byte-exact and tested against golden values:
 //! shingle hashes are persisted.
 //!
-//! **The fused ASCII scanner.** For ASCII text (most text, checked with one
-//! vectorized pass) [`ascii_word_hashes`] applies the normalization recipe
+//! **The fused ASCII scanner.** For ASCII text (most text; the ASCII
+//! stretches of other text, see [`utf8_word_hashes`]) [`ascii_word_hashes`] applies the normalization recipe
 //! and hashes words without building the normalized string: it finds runs
-//! of kept bytes 64 at a time with SWAR bit masks and hashes each word
+//! of kept bytes 64 at a time with bit masks (SSE2 compares, see `kernel`) and hashes each word
 //! straight from the text (lowercasing 8 bytes at once). The
 //! recipe guarantees that this is the same thing: in the normalized text, a
 //! word is the kept bytes between two whitespace runs (stripped bytes join,
 //! they never split), and the words are what [`word_hashes`] reads back from
 //! the normalized string; a property test holds the two paths equal.
 
+use super::kernel::classify_utf8;
 use super::normalize::AsciiTable;
+use super::unicode::{self, CharTable, Kind};
 
 /// Multiplier of the chunk step (odd; from SplitMix64's output constants).
 const M: u64 = 0xbf58_476d_1ce4_e5b9;
@@ -107,11 +109,22 @@ pub(crate) struct AsciiScratch {
     starts: Vec<u32>,
     /// Where each kept run ends (word scanner).
     ends: Vec<u32>,
+    /// A word gathered from several runs or transcoded character by character.
+    word: Vec<u8>,
+    /// Unicode scanner: where each kept character that needs transcoding
+    /// ([`Kind::Map`], [`Kind::Multi`]) starts.
+    gathers: Vec<u32>,
+    /// Unicode scanner: where each [`Kind::Slow`] character starts, then
+    /// the zones around them that take the full normalizer.
+    dirty: Vec<u32>,
+    zones: Vec<(u32, u32)>,
+    /// The normalized text of one zone.
+    norm: String,
 }
 
 impl AsciiScratch {
     pub(crate) fn trim(&mut self) {
-        if self.bytes.capacity() > 1 << 20 {
+        if self.bytes.capacity() > 1 << 20 || self.norm.capacity() > 1 << 20 {
             *self = Self::default();
         }
     }
@@ -219,7 +232,7 @@ fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
 
 /// The high bits of the bytes of `x` (no other bits set) as an 8-bit mask,
 /// byte i → bit i.
-#[inline(always)]
+#[cfg(test)]
 fn movemask(x: u64) -> u64 {
     (x >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
@@ -234,29 +247,11 @@ fn lower(x: u64) -> u64 {
 /// word of the previous run (only stripped bytes between them).
 const JOINED: u32 = 1 << 31;
 
-/// Kept and whitespace masks of (up to) 64 ASCII bytes, byte i → bit i.
-#[inline(always)]
-fn classify(block: &[u8; 64], strip: bool) -> (u64, u64) {
-    let (mut kept, mut space) = (0u64, 0u64);
-    for (i, c) in block.chunks_exact(8).enumerate() {
-        let x = u64::from_le_bytes(c.try_into().expect("8 bytes"));
-        let ws = in_range(x, b'\t', b'\r') | in_range(x, b' ', b' ');
-        let k = if strip {
-            in_range(x | rep(0x20), b'a', b'z') | in_range(x, b'0', b'9') | in_range(x, b'_', b'_')
-        } else {
-            !ws & rep(0x80)
-        };
-        kept |= movemask(k) << (8 * i);
-        space |= movemask(ws) << (8 * i);
-    }
-    (kept, space)
-}
-
 /// Normalize ASCII `text` with `table` and append its word hashes to `out`;
 /// equal to normalizing and then calling [`word_hashes`].
 ///
-/// Word at a time. The first pass classifies 64 bytes at once with SWAR
-/// range tests into bit masks of kept and whitespace bytes and turns them
+/// Word at a time. The first pass classifies 64 bytes at once
+/// ([`classify_utf8`]) into bit masks of kept and whitespace bytes and turns them
 /// into the start and end of every run of kept bytes, flagging the runs that
 /// continue the previous run's word (the gap between them is all stripped
 /// bytes: "don't"). Branches are per run, not per byte. The second pass
@@ -279,6 +274,8 @@ pub(crate) fn ascii_word_hashes(
         bytes,
         starts,
         ends,
+        word,
+        ..
     } = scratch;
     starts.clear();
     ends.clear();
@@ -288,13 +285,13 @@ pub(crate) fn ascii_word_hashes(
     for (b, chunk) in text.chunks(64).enumerate() {
         let base = (b * 64) as u32;
         let (kept, space, valid) = if let Ok(block) = <&[u8; 64]>::try_from(chunk) {
-            let (k, s) = classify(block, strip);
+            let (k, s, _, _) = classify_utf8(block, strip);
             (k, s, u64::MAX)
         } else {
             let mut block = [0u8; 64];
             block[..chunk.len()].copy_from_slice(chunk);
             let valid = (1u64 << chunk.len()) - 1;
-            let (k, s) = classify(&block, strip);
+            let (k, s, _, _) = classify_utf8(&block, strip);
             (k & valid, s & valid, valid)
         };
         let drop = valid & !(kept | space);
@@ -353,7 +350,7 @@ pub(crate) fn ascii_word_hashes(
         let start = (starts[i] & !JOINED) as usize;
         let end = ends[i] as usize;
         if starts.get(i + 1).is_some_and(|&s| s & JOINED != 0) {
-            let mut word = Vec::with_capacity(32);
+            word.clear();
             word.extend_from_slice(&text[start..end]);
             i += 1;
             while i < n && starts[i] & JOINED != 0 {
@@ -363,7 +360,7 @@ pub(crate) fn ascii_word_hashes(
             if lowercase {
                 word.make_ascii_lowercase();
             }
-            dest[w] = word_hash(&word, key);
+            dest[w] = word_hash(word, key);
         } else {
             dest[w] = hash_run(bytes, start, end, key, case);
             i += 1;
@@ -394,6 +391,397 @@ fn hash_run(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 
     }
     finish(h, len)
 }
+
+/// The code point whose UTF-8 encoding starts at `bytes[at]` (a lead byte
+/// of valid UTF-8) and its length in bytes; `bytes` extends at least 3 bytes
+/// past it. Branch-free: the lead byte's leading ones give the length, the
+/// sequence is read big-endian and its payload bits gathered.
+#[inline(always)]
+fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
+    let w = u32::from_be_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let len = (!w).leading_zeros();
+    let v = w >> (32 - 8 * len);
+    let cp = (v & 0x3f) | ((v >> 2) & 0xfc0) | ((v >> 4) & 0x3_f000) | ((v >> 6) & 0x1c_0000);
+    (cp & ((1 << (5 * len + 1)) - 1), len as usize)
+}
+
+/// Normalize `text` (any UTF-8) with `chars`' options and append its word
+/// hashes to `out`; equal to normalizing and then calling [`word_hashes`].
+///
+/// The word scanner of [`ascii_word_hashes`], extended to UTF-8: ASCII bytes
+/// are classified 64 at a time as there; each non-ASCII character is looked
+/// up in the [`CharTable`] and marks its bytes as kept (a letter or digit
+/// that is its own NFKC and lowercase: `é`, `д`, `日`), whitespace (NBSP,
+/// U+3000) or stripped (`’`, `“`, `–`, `£`). A kept character whose output
+/// differs (`É`, `Д`, `ﬁ`) is kept too and its word is transcoded into a
+/// buffer before hashing. A character that interacts with its neighbours
+/// under NFKC (a combining mark, a composing jamo) or whose output has
+/// whitespace inside is *slow*: the text around it, out to the nearest
+/// ASCII whitespace on either side, is a *zone* normalized by
+/// [`unicode::normalize_into`] and split into words there. ASCII whitespace
+/// is a normalization boundary on both sides (it is NFKC-stable and
+/// composes with nothing) and no word crosses it, so the zones' words and
+/// the scanned words, in text order, are the words of the normalized text.
+pub(crate) fn unicode_word_hashes(
+    text: &str,
+    chars: &CharTable,
+    key: u64,
+    scratch: &mut AsciiScratch,
+    out: &mut Vec<u64>,
+) {
+    let opts = *chars.options();
+    if text.len() >= FLAGGED {
+        let mut norm = std::mem::take(&mut scratch.norm);
+        super::normalize_into(text, &opts, &mut norm);
+        word_hashes(&norm, key, out);
+        scratch.norm = norm;
+        return;
+    }
+    let table = AsciiTable::new(&opts);
+    let strip = opts.strip_punctuation;
+    let AsciiScratch {
+        bytes,
+        starts,
+        ends,
+        word,
+        gathers,
+        dirty,
+        zones,
+        norm,
+    } = scratch;
+    starts.clear();
+    ends.clear();
+    gathers.clear();
+    dirty.clear();
+    zones.clear();
+    // The text with slack for whole 64-byte blocks, 16-byte reads past a
+    // word's end and 4-byte reads of a character.
+    bytes.clear();
+    bytes.extend_from_slice(text.as_bytes());
+    bytes.extend_from_slice(&[0; 64]);
+    let whole = text;
+    let text = text.as_bytes();
+    let (mut carry_kept, mut carry_drop) = (0u64, 0u64);
+    // Kept bits of a character that runs past its block's end.
+    let mut spill = 0u64;
+    for (b, chunk) in text.chunks(64).enumerate() {
+        let base = b * 64;
+        let block: &[u8; 64] = bytes[base..base + 64]
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("bytes has 64 bytes of slack"));
+        let valid = if chunk.len() == 64 {
+            u64::MAX
+        } else {
+            (1u64 << chunk.len()) - 1
+        };
+        let (kept, space, lead, cont) = classify_utf8(block, strip);
+        let (mut kept, mut space, cont) = (kept & valid, space & valid, cont & valid);
+        // Which non-ASCII characters are kept or whitespace, by their lead byte.
+        let mut kept_leads = 0u64;
+        let mut leads = lead & valid;
+        while leads != 0 {
+            let i = leads.trailing_zeros();
+            leads &= leads - 1;
+            let at = base + i as usize;
+            let w = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+            let entry = if w & 0xe0 == 0xc0 {
+                chars.entry_low(((w & 0x1f) << 6) | ((w >> 8) & 0x3f))
+            } else if w & 0xf0 == 0xe0 {
+                chars.entry_bmp(((w & 0x0f) << 12) | ((w >> 2) & 0xfc0) | ((w >> 16) & 0x3f))
+            } else {
+                chars.entry_of(decode(bytes, at).0)
+            };
+            kept_leads |= u64::from(entry & unicode::KEPT) << i;
+            space |= u64::from((entry & unicode::SPACE) >> 1) << i;
+            if entry & (unicode::GATHER | unicode::SLOW) != 0 {
+                if entry & unicode::SLOW != 0 {
+                    dirty.push(at as u32);
+                } else {
+                    gathers.push(at as u32);
+                }
+            }
+        }
+        // A kept character's continuation bytes are kept: carry the lead's
+        // bit through the (at most three) continuation bytes after it, and
+        // into this block from a character begun in the previous one.
+        let mut k = kept_leads | (spill & cont);
+        k |= (k << 1) & cont;
+        k |= (k << 1) & cont;
+        k |= (k << 1) & cont;
+        spill = k >> 63;
+        kept |= k;
+        let base = base as u32;
+        let drop = valid & !(kept | space);
+        let after_kept = (kept << 1) | carry_kept;
+        carry_kept = kept >> 63;
+        let mut run_starts = kept & !after_kept;
+        let mut run_ends = !kept & after_kept;
+        let (t, c1) = drop.overflowing_add(drop & after_kept);
+        let (t, c2) = t.overflowing_add(carry_drop);
+        carry_drop = u64::from(c1 | c2);
+        let joins = t & !drop & kept;
+        let mut run_buf = [0u32; 64];
+        let mut m = 0usize;
+        while run_starts != 0 {
+            let i = run_starts.trailing_zeros();
+            let flag = ((joins >> i) & 1) as u32;
+            run_buf[m & 63] = (base + i) | (flag << 31);
+            m += 1;
+            run_starts &= run_starts - 1;
+        }
+        starts.extend_from_slice(&run_buf[..m.min(64)]);
+        m = 0;
+        while run_ends != 0 {
+            run_buf[m & 63] = base + run_ends.trailing_zeros();
+            m += 1;
+            run_ends &= run_ends - 1;
+        }
+        ends.extend_from_slice(&run_buf[..m.min(64)]);
+    }
+    if carry_kept != 0 {
+        ends.push(text.len() as u32);
+    }
+    debug_assert_eq!(starts.len(), ends.len());
+    if starts.is_empty() {
+        return;
+    }
+    // Zones: from just after the ASCII whitespace before each slow
+    // character to the ASCII whitespace after it, merged.
+    let is_ws = |b: u8| matches!(b, b'\t'..=b'\r' | b' ');
+    for &d in dirty.iter() {
+        let d = d as usize;
+        if zones.last().is_some_and(|&(_, end)| d < end as usize) {
+            continue;
+        }
+        let start = text[..d]
+            .iter()
+            .rposition(|&b| is_ws(b))
+            .map_or(0, |p| p + 1);
+        let end = text[d..]
+            .iter()
+            .position(|&b| is_ws(b))
+            .map_or(text.len(), |p| d + p);
+        zones.push((start as u32, end as u32));
+    }
+
+    let case = if opts.lowercase { u64::MAX } else { 0 };
+    let n = starts.len();
+    let (starts, ends) = (&starts[..n], &ends[..n]);
+    out.reserve(n);
+    let (mut zi, mut gi) = (0usize, 0usize);
+    let mut i = 0;
+    while i < n {
+        let start = (starts[i] & !JOINED) as usize;
+        // The runs of this word: i..j.
+        let mut j = i + 1;
+        while j < n && starts[j] & JOINED != 0 {
+            j += 1;
+        }
+        let end = ends[j - 1] as usize;
+        while zi < zones.len() && zones[zi].1 as usize <= start {
+            zi += 1;
+        }
+        if zi < zones.len() && zones[zi].0 as usize <= start {
+            // Inside a zone: its words, once, in place of the runs in it.
+            let (zs, ze) = zones[zi];
+            // Zones start and end at ASCII bytes or the text's ends.
+            let zone = &whole[zs as usize..ze as usize];
+            unicode::normalize_into(zone, chars, norm);
+            word_hashes(norm, key, out);
+            zi += 1;
+            while j < n && ((starts[j] & !JOINED) as usize) < ze as usize {
+                j += 1;
+            }
+            i = j;
+            continue;
+        }
+        while gi < gathers.len() && (gathers[gi] as usize) < start {
+            gi += 1;
+        }
+        if j == i + 1 && !(gi < gathers.len() && (gathers[gi] as usize) < end) {
+            out.push(hash_run_utf8(bytes, start, end, key, case));
+        } else {
+            // Runs joined across stripped characters (`l’homme`, `don't`)
+            // are copied whole unless a character in them is transcoded.
+            word.clear();
+            for r in i..j {
+                let (s, e) = ((starts[r] & !JOINED) as usize, ends[r] as usize);
+                while gi < gathers.len() && (gathers[gi] as usize) < s {
+                    gi += 1;
+                }
+                if gi < gathers.len() && (gathers[gi] as usize) < e {
+                    transcode(&bytes[..text.len() + 4], s, e, table, chars, word);
+                } else {
+                    let from = word.len();
+                    word.extend_from_slice(&bytes[s..e]);
+                    if opts.lowercase {
+                        word[from..].make_ascii_lowercase();
+                    }
+                }
+            }
+            out.push(word_hash(word, key));
+        }
+        i = j;
+    }
+}
+
+/// Whether the 64-byte block `b` of `bytes` (the last one may be shorter)
+/// holds a non-ASCII byte.
+#[inline(always)]
+fn block_has_non_ascii(bytes: &[u8], b: usize) -> bool {
+    let block = &bytes[b * 64..(b * 64 + 64).min(bytes.len())];
+    let mut chunks = block.chunks_exact(8);
+    let mut or = 0u64;
+    for c in &mut chunks {
+        or |= u64::from_le_bytes(c.try_into().expect("8 bytes"));
+    }
+    for &c in chunks.remainder() {
+        or |= u64::from(c);
+    }
+    or & rep(0x80) != 0
+}
+
+/// A non-ASCII stretch ends after this many 64-byte blocks of pure ASCII.
+const CLEAN_BLOCKS: usize = 4;
+/// ASCII text shorter than this before a non-ASCII stretch goes to the
+/// UTF-8 scanner with it (a call of the ASCII scanner has a fixed cost).
+const MIN_ASCII: usize = 256;
+
+/// Normalize `text` (any UTF-8) with `chars`' options and append its word
+/// hashes to `out`; equal to normalizing and then calling [`word_hashes`].
+///
+/// The text is cut at ASCII whitespace into stretches: those with no
+/// non-ASCII byte take [`ascii_word_hashes`], the others
+/// [`unicode_word_hashes`]. ASCII whitespace ends every word and is a
+/// normalization boundary on both sides (see [`unicode_word_hashes`]), so
+/// the words of the stretches, in order, are the words of the text. A
+/// non-ASCII stretch runs from the ASCII whitespace before its first
+/// non-ASCII byte to the ASCII whitespace after its last one, where a gap
+/// of [`CLEAN_BLOCKS`] whole ASCII blocks ends it: a document with one `’`
+/// costs what its ASCII twin costs, plus one short stretch; a French or
+/// Russian one is a single stretch.
+pub(crate) fn utf8_word_hashes(
+    text: &str,
+    chars: &CharTable,
+    key: u64,
+    scratch: &mut AsciiScratch,
+    out: &mut Vec<u64>,
+) {
+    let table = AsciiTable::new(chars.options());
+    let bytes = text.as_bytes();
+    let blocks = bytes.len().div_ceil(64);
+    let is_ws = |b: &u8| matches!(b, b'\t'..=b'\r' | b' ');
+    // Where the text not yet hashed starts: 0 or just after ASCII whitespace.
+    let mut at = 0usize;
+    while at < bytes.len() {
+        // The first non-ASCII byte at or after `at`, and its block.
+        let mut b = at / 64;
+        let first = loop {
+            while b < blocks && !block_has_non_ascii(bytes, b) {
+                b += 1;
+            }
+            if b == blocks {
+                ascii_word_hashes(&bytes[at..], table, key, scratch, out);
+                return;
+            }
+            let lo = (b * 64).max(at);
+            let hi = (b * 64 + 64).min(bytes.len());
+            match bytes[lo..hi].iter().position(|&c| c >= 0x80) {
+                Some(p) => break lo + p,
+                // Only before `at` (a block the previous stretch ended in).
+                None => b += 1,
+            }
+        };
+        if first - at >= MIN_ASCII {
+            if let Some(ws) = bytes[at..first].iter().rposition(is_ws) {
+                ascii_word_hashes(&bytes[at..at + ws + 1], table, key, scratch, out);
+                at += ws + 1;
+            }
+        }
+        // The last block with a non-ASCII byte before CLEAN_BLOCKS clean ones.
+        let mut last = b;
+        let mut probe = b + 1;
+        while probe < blocks && probe <= last + CLEAN_BLOCKS {
+            if block_has_non_ascii(bytes, probe) {
+                last = probe;
+            }
+            probe += 1;
+        }
+        let from = (last * 64 + 64).min(bytes.len());
+        let end = bytes[from..]
+            .iter()
+            .position(is_ws)
+            .map_or(bytes.len(), |p| from + p);
+        // Stretches start and end at ASCII bytes or the text's ends: char
+        // boundaries, so slicing checks two bytes (no UTF-8 validation).
+        unicode_word_hashes(&text[at..end], chars, key, scratch, out);
+        at = end;
+    }
+}
+
+/// Append the normalized bytes of the run `bytes[start..end]` (kept
+/// characters only, none of them slow) to `word`.
+fn transcode(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    table: &AsciiTable,
+    chars: &CharTable,
+    word: &mut Vec<u8>,
+) {
+    let mut at = start;
+    while at < end {
+        let b = bytes[at];
+        if b < 0x80 {
+            word.push(table.class(b));
+            at += 1;
+            continue;
+        }
+        let (cp, len) = decode(bytes, at);
+        let entry = chars.entry_of(cp);
+        let mut utf8 = [0u8; 4];
+        match unicode::kind(entry) {
+            Kind::Map => {
+                word.extend_from_slice(unicode::mapped(entry).encode_utf8(&mut utf8).as_bytes())
+            }
+            Kind::Multi => unicode::emit(
+                char::from_u32(cp).expect("decoded from valid UTF-8"),
+                chars.options(),
+                |l| word.extend_from_slice(l.encode_utf8(&mut utf8).as_bytes()),
+            ),
+            _ => word.extend_from_slice(&bytes[at..at + len]),
+        }
+        at += len;
+    }
+}
+
+/// [`word_hash`] of `bytes[start..end]` (UTF-8 whose ASCII letters are
+/// lowercased where `case` is all ones), where `bytes` extends at least 16
+/// bytes past `end`.
+#[inline(always)]
+fn hash_run_utf8(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 {
+    let len = end - start;
+    let load = |at: usize| {
+        let x = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+        let upper = in_range(x & rep(0x7f), b'A', b'Z') & !x;
+        x | ((upper >> 2) & case)
+    };
+    let c0 = load(start);
+    let c1 = load(start + 8);
+    let one = step(key, c0 & MASKS[len.min(8)]);
+    let two = step(one, c1 & MASKS[len.saturating_sub(8).min(8)]);
+    let mut h = if len > 8 { two } else { one };
+    let mut at = start + 16;
+    while at < end {
+        h = step(h, load(at) & MASKS[(end - at).min(8)]);
+        at += 8;
+    }
+    finish(h, len)
+}
+
+/// Texts this long or longer take the plain path (positions must fit in
+/// 31 bits beside the [`JOINED`] flag).
+const FLAGGED: usize = JOINED as usize;
 
 #[cfg(test)]
 mod tests {
@@ -491,6 +879,179 @@ mod tests {
             two_pass("dont stop", &opts, key)
         );
         assert!(fused(" ... ", &opts, key).is_empty());
+    }
+
+    /// The reference: the recipe step by step, then split and hash.
+    fn reference(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
+        let mut out = Vec::new();
+        word_hashes(
+            &crate::text::normalize::reference_normalize(text, opts),
+            key,
+            &mut out,
+        );
+        out
+    }
+
+    fn unicode(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
+        let mut out = vec![7];
+        let mut scratch = AsciiScratch::default();
+        unicode_word_hashes(text, CharTable::get(opts), key, &mut scratch, &mut out);
+        // A second call on the same scratch gives the same words.
+        let mut again = Vec::new();
+        unicode_word_hashes(text, CharTable::get(opts), key, &mut scratch, &mut again);
+        assert_eq!(out[1..], again[..], "scratch state leaked between calls");
+        out.remove(0);
+        out
+    }
+
+    fn options(o: usize) -> NormalizeOptions {
+        NormalizeOptions {
+            nfkc: o & 4 == 0,
+            lowercase: o & 2 == 0,
+            strip_punctuation: o & 1 == 0,
+        }
+    }
+
+    #[test]
+    fn the_unicode_scanner_reads_typographic_and_non_latin_text() {
+        let opts = NormalizeOptions::default();
+        let key = word_key(3);
+        for text in [
+            "l’homme a dit « bonjour » : c’est l’été !",
+            "Straße ÉCOLE Ωμέγα ΣΊΣΥΦΟΣ",
+            "Привет, МИР! Это тест.",
+            "日本語のテキスト。中文文本，还有 English words.",
+            "ﬁne ＡＢＣ x²\u{a0}y ① ½ ㏂",
+            "cafe\u{301} e\u{301}\u{323} 가\u{11a8} \u{1100}\u{1161}",
+            "İstanbul ıi ẞ ß Σς",
+            "\u{301}leading mark and trailing e\u{301}",
+            "emoji 😀👍🏻 zwj 👩\u{200d}💻 a\u{200b}b",
+            "\u{fdfa} ¨a ¨ a",
+            "“Quoted” – dashed — £5 naïve résumé",
+        ] {
+            assert_eq!(
+                unicode(text, &opts, key),
+                reference(text, &opts, key),
+                "{text:?}"
+            );
+        }
+        assert!(unicode(" ’ … “ ” ", &opts, key).is_empty());
+    }
+
+    #[test]
+    fn the_unicode_scanner_equals_the_ascii_scanner_on_ascii() {
+        let key = word_key(9);
+        for o in 0..4 {
+            let opts = options(o);
+            let text = "Don't stop -- the MOON is red, 50,000 a_b\tx\x0by";
+            assert_eq!(unicode(text, &opts, key), fused(text, &opts, key));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn the_unicode_scanner_equals_the_reference_on_hard_text(
+            text in crate::text::unicode::hard_text(200),
+            o in 0usize..8,
+            seed: u64,
+        ) {
+            let opts = options(o);
+            let key = word_key(seed);
+            prop_assert_eq!(unicode(&text, &opts, key), reference(&text, &opts, key), "{:?}", text);
+        }
+
+        #[test]
+        fn the_unicode_scanner_equals_the_reference_on_any_text(
+            text in any::<String>(),
+            o in 0usize..8,
+        ) {
+            let opts = options(o);
+            let key = word_key(1);
+            prop_assert_eq!(unicode(&text, &opts, key), reference(&text, &opts, key));
+        }
+
+        /// Words of 1–4-byte characters straddling the 64-byte blocks,
+        /// with stripped, whitespace and transcoded characters between.
+        #[test]
+        fn the_unicode_scanner_equals_the_reference_on_long_text(
+            text in "([a-zA-Zéàßœ_0-9ДдЖжΩωΣ日本語한国😀]{1,30}[ \t\n.,’“”–\u{a0}\u{3000}£-]{1,3}){0,60}",
+            o in 0usize..8,
+        ) {
+            let opts = options(o);
+            let key = word_key(2);
+            prop_assert_eq!(unicode(&text, &opts, key), reference(&text, &opts, key), "{:?}", text);
+        }
+    }
+
+    fn mixed(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
+        let mut out = vec![7];
+        let mut scratch = AsciiScratch::default();
+        utf8_word_hashes(text, CharTable::get(opts), key, &mut scratch, &mut out);
+        assert_eq!(out.remove(0), 7, "earlier words kept");
+        out
+    }
+
+    #[test]
+    fn the_stretch_scanner_cuts_only_at_ascii_whitespace() {
+        let opts = NormalizeOptions::default();
+        let key = word_key(4);
+        let filler = "plain ascii words, then MORE of them. ".repeat(12);
+        for text in [
+            format!("{filler}l’homme{filler}"),
+            format!("{filler}café{filler}naïve{filler}"),
+            format!("l’{filler}e\u{301}"),
+            format!("\u{301}{filler}{}x", "y".repeat(300)),
+            format!("{}é{}", "z".repeat(500), "w".repeat(500)),
+            format!("{filler}日本語{}ABC {filler}", "q".repeat(200)),
+            format!("{filler}ﬁ\t{filler}\u{a0}{filler}Ω"),
+            format!("{}£", filler.repeat(3)),
+            filler.clone(),
+            "é".repeat(100),
+        ] {
+            assert_eq!(
+                mixed(&text, &opts, key),
+                reference(&text, &opts, key),
+                "{text:?}"
+            );
+        }
+    }
+
+    /// Texts of ASCII words with non-ASCII characters set in sparsely or in
+    /// clusters, so the cut between ASCII and UTF-8 stretches falls
+    /// everywhere: at block ends, in long words, next to combining marks.
+    fn sparse_text() -> impl Strategy<Value = String> {
+        let ascii = "([a-zA-Z0-9_]{1,12}[ \t\n.,'-]{1,2}){0,40}";
+        let rare = prop_oneof![
+            crate::text::unicode::random_unicode(6),
+            "[’“”–£éÉßДж日😀ﬁ\u{301}\u{a0}\u{3000}]{1,3}",
+        ];
+        proptest::collection::vec((ascii, rare), 0..6)
+            .prop_map(|parts| parts.into_iter().map(|(a, r)| a + &r).collect())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        #[test]
+        fn the_stretch_scanner_equals_the_reference_on_sparse_text(
+            text in sparse_text(),
+            o in 0usize..8,
+        ) {
+            let opts = options(o);
+            let key = word_key(6);
+            prop_assert_eq!(mixed(&text, &opts, key), reference(&text, &opts, key), "{:?}", text);
+        }
+
+        #[test]
+        fn the_stretch_scanner_equals_the_reference_on_random_unicode(
+            text in crate::text::unicode::random_unicode(300),
+            o in 0usize..8,
+        ) {
+            let opts = options(o);
+            let key = word_key(8);
+            prop_assert_eq!(mixed(&text, &opts, key), reference(&text, &opts, key), "{:?}", text);
+            prop_assert_eq!(unicode(&text, &opts, key), reference(&text, &opts, key), "{:?}", text);
+        }
     }
 
     proptest! {

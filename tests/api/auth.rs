@@ -93,6 +93,26 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             "/compare?a=a1&b=a2".to_owned(),
             None,
         ),
+        (
+            Method::POST,
+            "/explain",
+            "/explain".to_owned(),
+            Some(json!({"a": {"text": "the night is dark"}, "b": {"text": "the night is red"}})),
+        ),
+        (
+            Method::POST,
+            "/analysis/histogram",
+            "/analysis/histogram".to_owned(),
+            Some(json!({"texts": ["the night is dark", "the night is red"], "k": [2]})),
+        ),
+        (
+            Method::POST,
+            "/analysis/accuracy",
+            "/analysis/accuracy".to_owned(),
+            Some(
+                json!({"texts": ["the night is dark", "the night is red"], "k": [2], "num_perm": [16]}),
+            ),
+        ),
         (Method::GET, "/duplicates", "/duplicates".to_owned(), None),
         (
             Method::GET,
@@ -121,7 +141,7 @@ fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)>
         Method::PUT,
         "/collections/{name}",
         format!("/collections/{COLL}"),
-        Some(json!({"retention": {"ttl_secs": 3600}})),
+        Some(json!({"retention": {"ttl_secs": 3600}, "store_text": true})),
     ));
     for (method, route, url, body) in base {
         let route: &'static str = neardup::http::ROUTES
@@ -159,6 +179,12 @@ fn one_request_per_route() -> Vec<(Method, &'static str, String, Option<Value>)>
             "/admin/snapshot",
             "/admin/snapshot".to_owned(),
             None,
+        ),
+        (
+            Method::POST,
+            "/collections/{name}/reindex",
+            format!("/collections/{COLL}/reindex"),
+            Some(json!({"shingle": {"k": 2}})),
         ),
         (
             Method::DELETE,
@@ -297,10 +323,11 @@ async fn every_configured_full_key_opens_every_route_kind() {
         .await;
         for (method, route, url, body) in one_request_per_route() {
             let resp = send(&app, method.clone(), &url, Some(&bearer(key)), body).await;
+            let status = resp.status();
+            let text = resp.text().await.unwrap_or_default();
             assert!(
-                resp.status().is_success(),
-                "{method} {route} with {key}: {}",
-                resp.status()
+                status.is_success(),
+                "{method} {route} with {key}: {status} {text}"
             );
         }
     }
@@ -317,7 +344,7 @@ async fn every_configured_full_key_opens_every_route_kind() {
 }
 
 #[tokio::test]
-async fn a_read_only_key_can_get_and_head_but_gets_403_on_writes() {
+async fn a_read_only_key_can_read_but_gets_403_on_writes() {
     let app = spawn_keyed_app().await;
     let ro = Some(bearer(READER));
     let ro = ro.as_deref();
@@ -359,13 +386,21 @@ async fn a_read_only_key_can_get_and_head_but_gets_403_on_writes() {
             Some(json!({"text": "five six seven"})),
         ),
         (Method::DELETE, "/documents/r1", None),
-        (
-            Method::POST,
-            "/similar",
-            Some(json!({"text": "one two three"})),
-        ),
         (Method::POST, "/admin/snapshot", None),
+        (Method::PUT, "/collections/c9", Some(json!({}))),
     ];
+    // The POSTs that carry a query in their body are reads.
+    let reads = [
+        ("/similar", json!({"text": "one two three four"})),
+        (
+            "/explain",
+            json!({"a": {"text": "one two three four"}, "b": {"text": "one two three five"}}),
+        ),
+    ];
+    for (path, body) in reads {
+        let resp = send(&app, Method::POST, path, ro, Some(body)).await;
+        assert_eq!(resp.status(), 200, "POST {path}");
+    }
     for (method, path, body) in writes {
         let resp = send(&app, method.clone(), path, ro, body).await;
         assert!(
@@ -557,8 +592,9 @@ fn requests_on(collection: Option<&str>) -> Vec<(Method, String, Option<Value>, 
     let prefix = collection.map_or(String::new(), |c| format!("/collections/{c}"));
     collection_requests()
         .into_iter()
-        .map(|(m, _, url, mut body)| {
-            let read = m == Method::GET;
+        .map(|(m, route, url, mut body)| {
+            let read =
+                m == Method::GET || (m == Method::POST && neardup::http::reads_by_post(route));
             // The documents are there already (see the caller): POST without an id.
             if url == "/documents" {
                 if let Some(b) = body.as_mut().and_then(Value::as_object_mut) {
@@ -710,6 +746,18 @@ async fn scoped_keys_reach_their_collections_only_on_every_route() {
         }
     }
     assert!(checked > 200);
+    // A reindex changes a collection: a key with a list gets 403 even on its own.
+    for key in ["bodies-titles", "bodies-reader"] {
+        let resp = send(
+            &app,
+            Method::POST,
+            "/collections/bodies/reindex",
+            Some(&bearer(key)),
+            Some(json!({"shingle": {"k": 2}})),
+        )
+        .await;
+        assert_eq!(resp.status(), 403, "{key}");
+    }
     // A key limited to a collection that does not exist gets the 404 for it
     // (it may know of it), and a 403 elsewhere.
     let ghost = bearer("ghost-only");

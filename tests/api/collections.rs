@@ -56,6 +56,21 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             Some(json!({"text": "a b c d"})),
         ),
         (Method::GET, "/compare?a=x&b=y".into(), None),
+        (
+            Method::POST,
+            "/explain".into(),
+            Some(json!({"a": {"text": "a b c d"}, "b": {"text": "a b c e"}})),
+        ),
+        (
+            Method::POST,
+            "/analysis/histogram".into(),
+            Some(json!({"texts": ["a b c d", "a b c e"], "k": [2]})),
+        ),
+        (
+            Method::POST,
+            "/analysis/accuracy".into(),
+            Some(json!({"texts": ["a b c d", "a b c e"], "k": [2], "num_perm": [16]})),
+        ),
         (Method::GET, "/duplicates".into(), None),
         (Method::GET, "/duplicates/pairs".into(), None),
         (Method::GET, "/stats".into(), None),
@@ -98,7 +113,8 @@ async fn a_collection_is_created_listed_shown_changed_and_deleted() {
                "normalize": {"nfkc": true, "lowercase": true, "strip_punctuation": true},
                "index": {"num_perm": 128, "seed": 1, "threshold": 0.7, "bands": null,
                          "rows": null, "max_candidates": 10000},
-               "retention": {"ttl_secs": 2592000}})
+               "retention": {"ttl_secs": 2592000},
+               "store_text": false})
     );
     assert!(body["derived"]["min_query_threshold"].as_f64().unwrap() < 0.7);
 

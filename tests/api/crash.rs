@@ -737,3 +737,185 @@ async fn writes_in_several_collections_and_collection_changes_survive_kill_9() {
     );
     server.kill9();
 }
+
+/// Every present document's stored text is one of the states its writes
+/// may have left, and it is the text its shingles came from.
+async fn verify_texts(server: &Server, ids: &HashMap<String, IdState>) -> usize {
+    let mut checked = 0;
+    for (id, st) in ids {
+        let resp = server.get(&format!("/documents/{id}?include=text")).await;
+        if resp.status() == 404 {
+            assert!(
+                st.acked.is_none() || st.pending.iter().any(|t| t.is_none()),
+                "{id} is gone but was acknowledged"
+            );
+            continue;
+        }
+        assert_eq!(resp.status(), 200, "{id}");
+        let body: Value = resp.json().await.unwrap();
+        let text = body["text"].as_str().unwrap().to_owned();
+        let allowed: Vec<&String> = std::iter::once(&st.acked)
+            .chain(st.pending.iter())
+            .flatten()
+            .collect();
+        assert!(allowed.contains(&&text), "{id}: a text no write sent");
+        assert!(
+            holds_exactly(server, id, &text).await,
+            "{id}: text and shingles disagree"
+        );
+        checked += 1;
+    }
+    checked
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_texts_survive_repeated_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("NEARDUP_STORAGE__STORE_TEXT", "true")];
+    let ids: Arc<Mutex<HashMap<String, IdState>>> = Default::default();
+    let mut rng = StdRng::seed_from_u64(0x7e47);
+    let mut checked = 0;
+    for _ in 0..5 {
+        let server = start(dir.path(), &env).await;
+        let expected = ids.lock().unwrap().clone();
+        checked += verify_texts(&server, &expected).await;
+        settle(&server, &ids).await;
+        let tasks: Vec<_> = (0..3)
+            .map(|c| tokio::spawn(writer(server.base.clone(), c, Arc::clone(&ids), rng.gen())))
+            .collect();
+        // Long enough for snapshots (every second) to compact texts.
+        tokio::time::sleep(Duration::from_millis(rng.gen_range(600..1800))).await;
+        server.kill9();
+        for t in tasks {
+            t.await.expect("writer task does not panic");
+        }
+    }
+    let server = start(dir.path(), &env).await;
+    let expected = ids.lock().unwrap().clone();
+    checked += verify_texts(&server, &expected).await;
+    assert!(checked >= 100, "only {checked} texts checked");
+    let stats = server.stats().await;
+    assert!(
+        stats["storage"]["text_bytes"].as_u64().unwrap() > 0,
+        "{stats}"
+    );
+    server.kill9();
+}
+
+/// `n` documents of about 60 words for collection `name`, in batches.
+async fn load_collection(server: &Server, name: &str, n: u64) {
+    for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+        let docs: Vec<Value> = chunk
+            .iter()
+            .map(|&i| json!({"id": format!("d{i}"), "text": text_for(5, i)}))
+            .collect();
+        let resp = server
+            .client
+            .post(format!(
+                "{}/collections/{name}/documents/batch",
+                server.base
+            ))
+            .json(&json!({"documents": docs}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+}
+
+fn index_dirs(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("index-"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reindex_killed_midway_restarts_on_the_old_recipe_and_a_finished_one_on_the_new() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), &[]).await;
+    let resp = server
+        .client
+        .put(format!("{}/collections/c", server.base))
+        .json(&json!({"store_text": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let n = 20_000;
+    load_collection(&server, "c", n).await;
+    let reindex = |server: &Server| {
+        server
+            .client
+            .post(format!("{}/collections/c/reindex", server.base))
+            .json(&json!({"shingle": {"k": 2}}))
+            .send()
+    };
+    assert_eq!(reindex(&server).await.unwrap().status(), 202);
+    tokio::time::sleep(Duration::from_millis(40)).await;
+    let stats: Value = server
+        .get("/collections/c/stats")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        stats["reindex"]["state"], "running",
+        "killed before the switch: {stats}"
+    );
+    server.kill9();
+    let cdir = dir.path().join("collections/c");
+    let server = start(dir.path(), &[]).await;
+    let stats: Value = server
+        .get("/collections/c/stats")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["shingle"]["k"], 3, "the old recipe: {stats}");
+    assert_eq!(stats["documents"], n, "{stats}");
+    assert!(
+        index_dirs(&cdir).is_empty(),
+        "the unfinished index is removed"
+    );
+    assert!(holds_exactly_in(&server, "/collections/c", "d77", &text_for(5, 77)).await);
+    // Again, to the end; then a kill: the new recipe is what restarts.
+    assert_eq!(reindex(&server).await.unwrap().status(), 202);
+    let mut done = false;
+    for _ in 0..3000 {
+        let stats: Value = server
+            .get("/collections/c/stats")
+            .await
+            .json()
+            .await
+            .unwrap();
+        if stats["reindex"]["state"] != "running" {
+            assert_eq!(stats["reindex"]["state"], "done", "{stats}");
+            done = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(done);
+    server.kill9();
+    let server = start(dir.path(), &[]).await;
+    let stats: Value = server
+        .get("/collections/c/stats")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["shingle"]["k"], 2, "the new recipe: {stats}");
+    assert_eq!(stats["documents"], n, "{stats}");
+    assert_eq!(index_dirs(&cdir).len(), 1);
+    assert!(holds_exactly_in(&server, "/collections/c", "d77", &text_for(5, 77)).await);
+    let body: Value = server
+        .get("/collections/c/documents/d77?include=text")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["text"], json!(text_for(5, 77)));
+    server.kill9();
+}

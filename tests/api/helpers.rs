@@ -85,6 +85,9 @@ pub struct TestApp {
     pub data_dir: Option<tempfile::TempDir>,
     /// A key that may create collections, when keys are configured.
     key: Option<String>,
+    /// `storage.store_text`: the named collection the suites address
+    /// stores texts when `default` does.
+    store_text: bool,
 }
 
 /// Default settings on a random loopback port.
@@ -156,6 +159,7 @@ async fn start_one(
         .api_keys
         .first()
         .map(|k| k.expose().to_owned());
+    let store_text = settings.storage.store_text;
     let config = settings.validate().expect("valid settings");
     let app = App::build_with_clock(config, clock)
         .await
@@ -175,6 +179,7 @@ async fn start_one(
         server,
         data_dir,
         key,
+        store_text,
     };
     test_app
 }
@@ -216,7 +221,7 @@ impl TestApp {
         let mut req = self
             .client
             .put(format!("{}/collections/{name}", self.base))
-            .json(&serde_json::json!({}));
+            .json(&serde_json::json!({"store_text": self.store_text}));
         if let Some(key) = &self.key {
             req = req.bearer_auth(key);
         }

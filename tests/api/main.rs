@@ -9,6 +9,7 @@ const REDIS: bool = false;
 
 mod helpers;
 
+mod analysis;
 mod auth;
 mod collections;
 mod concurrency;
@@ -17,10 +18,14 @@ mod disk_full;
 mod documents;
 mod duplicates;
 mod errors;
+mod explain;
 mod hostile;
 mod openapi;
 mod ops;
+mod reindex;
 mod retention;
 mod shedding;
 mod similar;
+mod texts;
+mod ui;
 mod upgrade;

@@ -15,6 +15,8 @@ const REDIS: bool = false;
 #[allow(dead_code)]
 mod helpers;
 
+#[path = "../api/analysis.rs"]
+mod analysis;
 #[path = "../api/concurrency.rs"]
 mod concurrency;
 #[path = "../api/documents.rs"]
@@ -23,6 +25,8 @@ mod documents;
 mod duplicates;
 #[path = "../api/errors.rs"]
 mod errors;
+#[path = "../api/explain.rs"]
+mod explain;
 #[path = "../api/hostile.rs"]
 mod hostile;
 #[path = "../api/retention.rs"]

@@ -5,7 +5,7 @@ use super::spec::*;
 use serde_json::{json, Value};
 
 /// Keywords the checker enforces.
-pub(super) const ASSERTIONS: [&str; 18] = [
+pub(super) const ASSERTIONS: [&str; 19] = [
     "$ref",
     "type",
     "enum",
@@ -18,6 +18,7 @@ pub(super) const ASSERTIONS: [&str; 18] = [
     "oneOf",
     "minItems",
     "maxItems",
+    "uniqueItems",
     "minLength",
     "maxLength",
     "minimum",
@@ -101,6 +102,11 @@ pub(super) fn check(schema: &Value, value: &Value, at: &str, errors: &mut Vec<St
             }
             check_bound(schema, "minItems", items.len() as f64, at, errors);
             check_bound(schema, "maxItems", items.len() as f64, at, errors);
+            if schema.get("uniqueItems") == Some(&Value::Bool(true)) {
+                if let Some(i) = (1..items.len()).find(|&i| items[..i].contains(&items[i])) {
+                    errors.push(format!("{at}[{i}]: {} repeats an earlier item", items[i]));
+                }
+            }
         }
         Value::String(s) => {
             let chars = s.chars().count() as f64;
@@ -273,6 +279,8 @@ pub(super) fn the_schema_checker_rejects_bodies_that_break_the_spec() {
                                   "torn_bytes_dropped": 0, "fallbacks": [], "documents": 0, "seconds": 0.1}),
         ),
         ("Health", json!({"status": "ready"})),
+        ("HistogramIn", json!({"texts": ["a", "b"], "k": [2, 3, 2]})),
+        ("AccuracyIn", json!({"sample": 10, "num_perm": [16, 16]})),
     ];
     for (name, value) in broken {
         assert!(

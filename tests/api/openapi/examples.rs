@@ -30,7 +30,7 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
                             &app,
                             "PUT",
                             &format!("/collections/{name}"),
-                            &Body::Json(serde_json::json!({})),
+                            &Body::Json(serde_json::json!({"store_text": true})),
                         )
                         .await;
                         assert_eq!(reply.status, 201, "{name} is created");

@@ -1,0 +1,490 @@
+// End-to-end tests of the /ui console in Debian's headless Chromium,
+// driven by playwright-core (no browser download), against real neardup
+// servers on free loopback ports with planted data.
+//
+//   NEARDUP_BIN   the server binary (required)
+//   CHROMIUM      the browser (default /usr/bin/chromium)
+//   SCREENSHOTS   a directory: save a screenshot of each view there
+//
+// Every page must load with no console error, no page error and no
+// request to any other host; the few tests that provoke an error status on
+// purpose (a wrong key) list the exact messages they allow.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+import { chromium } from 'playwright-core';
+
+const BIN = process.env.NEARDUP_BIN;
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const SHOTS = process.env.SCREENSHOTS || '';
+const TIMEOUT = 15000;
+
+if (!BIN) throw new Error('set NEARDUP_BIN to the neardup binary');
+
+// ---------------------------------------------------------------------------
+// Planted data
+// ---------------------------------------------------------------------------
+
+const HARBOUR = 'The harbour master’s “quiet” report: at dawn the fishing boats left Saint-Étienne with £40 of ice, '
+  + 'a crate of Cyrillic newspapers (Привет, мир), and a note in Japanese 東京の港は静かです; the crew sang 🎶 and waved 👋 '
+  + 'while the gulls circled the nets, the engines coughed in the cold, the cook counted the loaves and the tins of beans, '
+  + 'the young deckhand from Kraków read the weather aloud, and the skipper swore at the fog that sat on the water '
+  + 'until the lighthouse faded behind the grey café on the pier';
+const TWIN_A = `${HARBOUR}.`;
+// One word changed.
+const TWIN_B = `${HARBOUR.replace('the cook counted', 'the cook checked')}.`;
+// Two words more, and a combining acute (e + U+0301) where A has é.
+const TWIN_C = `${HARBOUR.replace('Saint-Étienne', 'Saint-E\u0301tienne')} at seven.`;
+
+// Near-duplicates of each other (a long shared tail), each carrying markup
+// that must never run or render: a script, an image with an onerror
+// handler, a javascript: link, in the text and in the metadata.
+const COMMON = 'about the council budget vote tonight in the town hall where the mayor, the treasurer and '
+  + 'eleven councillors will argue over the cost of the new bridge, the library roof, the tram line to '
+  + 'the hospital and the winter salt for the roads, while the public gallery waits with questions '
+  + 'about the rates, the parking fines and the flowers in the square';
+const HOSTILE = [
+  { id: 'hostile-script', text: `Breaking news <script>window.__pwned = "script"</script> ${COMMON}`, metadata: { note: '<script>window.__pwned = "meta"</script>' } },
+  { id: 'hostile-img', text: `Photo <img src=x onerror="window.__pwned = 'img'"> ${COMMON}`, metadata: { html: '<img src=x onerror=alert(1)>' } },
+  { id: 'hostile-link', text: `Read <a href="javascript:window.__pwned='link'">here</a> ${COMMON}`, metadata: { link: 'javascript:alert(1)' } },
+];
+
+const WORDS = ('river stone garden window letter market bridge winter summer engine paper music forest island doctor '
+  + 'village mountain kitchen station teacher morning evening harbor castle silver copper violin orchard tunnel '
+  + 'lantern meadow pepper candle saddle ribbon compass harvest thunder pebble velvet marble canyon glacier').split(' ');
+
+/** Deterministic filler documents, each unlike the others. */
+function filler(n) {
+  let seed = 12345;
+  const rand = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  return Array.from({ length: n }, (_, i) => ({
+    id: `doc-${String(i).padStart(3, '0')}`,
+    text: Array.from({ length: 30 }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(' '),
+    metadata: { n: i, source: i % 2 ? 'forum' : 'mail' },
+  }));
+}
+
+const PLANTED = [
+  ...filler(120),
+  { id: 'twin-a', text: TWIN_A, metadata: { source: 'harbour', lang: 'en+ru+ja' } },
+  { id: 'twin-b', text: TWIN_B, metadata: { source: 'harbour copy' } },
+  { id: 'twin-c', text: TWIN_C, metadata: { source: 'harbour, combining marks' } },
+  ...HOSTILE,
+];
+
+// ---------------------------------------------------------------------------
+// Servers and the browser
+// ---------------------------------------------------------------------------
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer(env = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'neardup-ui-'));
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  // The working directory holds no config/default.toml: compiled-in defaults plus env.
+  const child = spawn(BIN, ['serve'], {
+    cwd: dir,
+    env: {
+      PATH: process.env.PATH,
+      NEARDUP_SERVER__BIND: `127.0.0.1:${port}`,
+      NEARDUP_STORAGE__DATA_DIR: join(dir, 'data'),
+      NEARDUP_LOG__LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const deadline = Date.now() + 20000;
+  for (;;) {
+    try {
+      const r = await fetch(`${base}/readyz`);
+      if (r.ok) break;
+    } catch { /* not listening yet */ }
+    if (child.exitCode !== null) throw new Error(`neardup exited with ${child.exitCode}`);
+    if (Date.now() > deadline) throw new Error('neardup never became ready');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    base,
+    async stop() {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.once('exit', r)));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function plant(base, key) {
+  const headers = { 'Content-Type': 'application/json' };
+  if (key) headers.Authorization = `Bearer ${key}`;
+  const r = await fetch(`${base}/documents/batch`, { method: 'POST', headers, body: JSON.stringify({ documents: PLANTED }) });
+  const body = await r.json();
+  assert.equal(r.status, 200, JSON.stringify(body));
+  assert.equal(body.created, PLANTED.length, JSON.stringify(body.results.filter((x) => x.status !== 201)));
+}
+
+let open; // a server without keys
+let textsStored; // /explain by id works (the collection stores texts)
+let keyed; // a server with a full and a read-only key
+let browser;
+
+before(async () => {
+  [open, keyed] = await Promise.all([
+    startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true' }),
+    startServer({ NEARDUP_AUTH__API_KEYS: '["full-key-u"]', NEARDUP_AUTH__READ_ONLY_KEYS: '["reader-key"]' }),
+  ]);
+  await Promise.all([plant(open.base), plant(keyed.base, 'full-key-u')]);
+  textsStored = (await fetch(`${open.base}/explain`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ a: { id: 'twin-a' }, b: { id: 'twin-b' } }),
+  })).status === 200;
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  if (SHOTS) mkdirSync(SHOTS, { recursive: true });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  await Promise.all([open && open.stop(), keyed && keyed.stop()]);
+});
+
+/**
+ * A fresh page on `server` that records console errors, page errors and
+ * every request to another origin. `allowed`: regexes of console errors
+ * this test provokes on purpose.
+ */
+async function session(server, allowed = []) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  const problems = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && !allowed.some((re) => re.test(msg.text()))) problems.push(`console: ${msg.text()}`);
+  });
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('request', (req) => {
+    const url = req.url();
+    if (!url.startsWith(`${server.base}/`) && !url.startsWith('data:')) problems.push(`request to another host: ${url}`);
+  });
+  page.on('requestfailed', (req) => problems.push(`request failed: ${req.url()} ${req.failure() && req.failure().errorText}`));
+  return {
+    page,
+    problems,
+    async view(name) {
+      await page.goto(`${server.base}/ui/#/${name}`);
+      await page.waitForSelector(`body[data-ready="${name}"]`);
+    },
+    async ready(name) {
+      await page.waitForSelector(`body[data-ready="${name}"]`);
+    },
+    async shot(name) {
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+    },
+    async close() {
+      await context.close();
+      assert.deepEqual(problems, [], 'no console error, page error or foreign request');
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------
+
+test('/ui redirects to /ui/ and every view loads with no error and no foreign request', async () => {
+  const s = await session(open);
+  await s.page.goto(`${open.base}/ui`);
+  assert.equal(new URL(s.page.url()).pathname, '/ui/');
+  await s.ready('search');
+  for (const name of ['search', 'compare', 'groups', 'tune', 'overview']) {
+    await s.view(name);
+    assert.equal(await s.page.locator('main .error').count(), 0, `${name} shows no error`);
+  }
+  const options = await s.page.locator('[data-testid="collection-select"] option').allTextContents();
+  assert.deepEqual(options, ['default']);
+  await s.close();
+});
+
+/** Compare opened on stored ids calls /explain: without it (404), or
+ * without stored texts (409 text-not-stored), the view falls back to GET
+ * /compare's scores, and the browser logs that status. */
+function explainFallback() {
+  return textsStored ? [] : [/status of 409/];
+}
+
+test('search finds the planted near-duplicate of a pasted text, with its metadata, and a row opens Compare', async () => {
+  const s = await session(open, explainFallback());
+  await s.view('search');
+  const slider = s.page.getByTestId('threshold-input');
+  const stats = await (await fetch(`${open.base}/stats`)).json();
+  assert.equal(Number(await slider.inputValue()), stats.index.threshold, 'starts at the collection threshold');
+  assert.equal(Number(await slider.getAttribute('min')), Math.ceil(stats.index.min_query_threshold * 100) / 100,
+    'bounded by the tuned minimum');
+  await s.page.getByTestId('search-text').fill(TWIN_B.replace('young deckhand', 'new deckhand'));
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  const ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.ok(ids.includes('twin-a') && ids.includes('twin-b'), `found the planted twins: ${ids}`);
+  assert.ok(!ids.some((id) => id.startsWith('doc-')), `no filler: ${ids}`);
+  const row = s.page.getByTestId('result-row').filter({ hasText: 'twin-a' });
+  await row.getByText('"source":"harbour"').waitFor();
+  await s.shot('search');
+  await row.click();
+  await s.ready('compare');
+  assert.match(s.page.url(), /#\/compare\?b=twin-a$/);
+  await s.close();
+});
+
+test('search by id uses the threshold chosen; a higher threshold drops the looser twin', async () => {
+  const s = await session(open);
+  await s.page.goto(`${open.base}/ui/#/search?id=twin-a`);
+  await s.ready('search');
+  let ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.deepEqual(ids.sort(), ['twin-b', 'twin-c']);
+  const scores = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => Number(r.children[1].textContent)));
+  const highest = Math.max(...scores);
+  await s.page.getByTestId('threshold-input').fill(String(Math.min(1, Math.ceil(highest * 100) / 100 - 0.01)));
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.equal(ids.length, 1, `only the closest twin is left: ${ids}`);
+  await s.close();
+});
+
+test('compare marks the shared passages on both sides in matching colours; a click scrolls to the partner', async () => {
+  const s = await session(open);
+  await s.view('compare');
+  const inputs = s.page.locator('form.compare-in textarea');
+  await inputs.nth(0).fill(TWIN_A);
+  await inputs.nth(1).fill(`Unrelated opening words about ${'a tram timetable '.repeat(3)}. ${TWIN_C}`);
+  await s.page.getByTestId('compare-submit').click();
+  await s.ready('compare');
+  const a = s.page.getByTestId('compare-a');
+  const b = s.page.getByTestId('compare-b');
+  const matchesA = await a.getByTestId('passage').evaluateAll((m) => m.map((x) => x.dataset.match));
+  const matchesB = await b.getByTestId('passage').evaluateAll((m) => m.map((x) => x.dataset.match));
+  assert.ok(matchesA.length > 0 && matchesB.length > 0, 'passages on both sides');
+  assert.deepEqual([...new Set(matchesA)].sort(), [...new Set(matchesB)].sort(), 'the same passage numbers on both sides');
+  // The panes hold exactly the texts sent (segments concatenate to them).
+  assert.equal(await a.evaluate((el) => el.textContent), TWIN_A);
+  const colourA = await a.getByTestId('passage').first().evaluate((m) => getComputedStyle(m).backgroundColor);
+  const partner = b.locator(`mark[data-match="${matchesA[0]}"]`).first();
+  assert.equal(await partner.evaluate((m) => getComputedStyle(m).backgroundColor), colourA, 'partners share a colour');
+  await a.getByTestId('passage').first().click();
+  await partner.waitFor();
+  assert.ok(await partner.evaluate((m) => m.classList.contains('flash')), 'the partner is marked');
+  const scores = await s.page.getByTestId('compare-scores').textContent();
+  assert.match(scores, /jaccard/);
+  assert.match(scores, /A in B/);
+  await s.shot('compare');
+  await s.page.getByTestId('tab-diff').click();
+  const diff = s.page.getByTestId('word-diff');
+  assert.ok(await diff.locator('ins').count() > 0, 'insertions shown');
+  assert.ok(await diff.locator('del').count() > 0, 'deletions shown');
+  await s.shot('compare-diff');
+  await s.close();
+});
+
+test('groups lists the planted group; a member opens Compare with its best match', async () => {
+  const s = await session(open, explainFallback());
+  await s.view('groups');
+  const row = s.page.getByTestId('groups-row').filter({ hasText: 'twin-a' });
+  assert.equal(await row.count(), 1);
+  assert.equal(await row.getAttribute('data-size'), '3');
+  const members = await row.getByTestId('group-member').allTextContents();
+  assert.deepEqual(members, ['twin-a', 'twin-b', 'twin-c']);
+  await s.shot('groups');
+  await row.getByTestId('group-member').first().click();
+  await s.ready('compare');
+  assert.match(s.page.url(), /#\/compare\?a=twin-a&b=twin-[bc]$/);
+  // Both ids are stored: the scores are shown either way.
+  assert.match(await s.page.getByTestId('compare-scores').textContent(), /jaccard/);
+  await s.close();
+});
+
+test('tune draws the S-curve, and moving the threshold changes the recall shown', async () => {
+  const s = await session(open);
+  await s.view('tune');
+  await s.page.locator('[data-testid="scurve"] canvas').waitFor();
+  const recallAt = async () => s.page.getByTestId('recall').textContent();
+  const before = await recallAt();
+  await s.page.getByTestId('threshold-input').fill('0.5');
+  const after = await recallAt();
+  assert.notEqual(after, before, `recall moved from ${before}`);
+  const stats = await (await fetch(`${open.base}/stats`)).json();
+  const { bands: b, rows: r } = stats.index;
+  assert.equal(Number(after), Number((1 - (1 - 0.5 ** r) ** b).toFixed(4)));
+  // Dragging on the plot moves the line too.
+  const over = s.page.locator('[data-testid="scurve"] .u-over');
+  const box = await over.boundingBox();
+  await s.page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+  await s.page.mouse.down();
+  await s.page.mouse.up();
+  const dragged = Number(await s.page.getByTestId('tune-threshold').textContent());
+  assert.ok(Math.abs(dragged - 0.9) <= 0.02, `dragged to ${dragged}`);
+  await s.shot('tune-scurve');
+  await s.close();
+});
+
+test('tune draws the Jaccard histogram per k, the suggested thresholds and the estimate error, from a sample and from pasted texts', async () => {
+  const s = await session(open);
+  await s.view('tune');
+  // No texts pasted: a sample of the stored texts (this server stores them).
+  await s.page.getByTestId('tune-k').fill('2,3');
+  await s.page.getByTestId('tune-submit').click();
+  await s.ready('tune');
+  await s.page.locator('[data-testid="histogram"] canvas').waitFor();
+  assert.equal(await s.page.getByTestId('advice-row').count(), 2, 'one row per k');
+  const pairs = PLANTED.length * (PLANTED.length - 1) / 2;
+  const first = await s.page.getByTestId('advice-row').first().locator('td').allTextContents();
+  assert.equal(first[1].replace(/,/g, ''), String(pairs), `every pair of the ${PLANTED.length} stored texts`);
+  assert.notEqual(first[2], 'none', 'the planted near-duplicates make a valley');
+  assert.equal(await s.page.getByTestId('accuracy-row').count(), 10, '5 num_perm × 2 k');
+  // Pasted texts are analysed instead.
+  const texts = [TWIN_A, TWIN_B, TWIN_C, ...filler(30).map((d) => d.text)];
+  await s.page.getByTestId('tune-texts').fill(texts.join('\n'));
+  await s.page.getByTestId('tune-k').fill('1,2,3,4');
+  await s.page.getByTestId('tune-submit').click();
+  await s.ready('tune');
+  await s.page.locator('[data-testid="histogram"] canvas').waitFor();
+  assert.equal(await s.page.getByTestId('advice-row').count(), 4, 'one row per k');
+  const row = await s.page.getByTestId('advice-row').first().locator('td').allTextContents();
+  assert.equal(row[1].replace(/,/g, ''), String(texts.length * (texts.length - 1) / 2));
+  await s.page.locator('[data-testid="accuracy"] canvas').waitFor();
+  assert.equal(await s.page.getByTestId('accuracy-row').count(), 20);
+  assert.equal(await s.page.locator('main .error').count(), 0);
+  await s.shot('tune');
+  await s.close();
+});
+
+test('overview lists the collections with documents, memory per document, (b, r), recall and retention', async () => {
+  await fetch(`${open.base}/collections/titles`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ shingle: { kind: 'char', k: 5 }, index: { threshold: 0.9 }, retention: { ttl_secs: 86400 } }),
+  }).then((r) => assert.ok(r.status === 201 || r.status === 200, `PUT /collections/titles: ${r.status}`));
+  const s = await session(open);
+  await s.view('overview');
+  const rows = s.page.getByTestId('overview-row');
+  assert.equal(await rows.count(), 2);
+  const def = await rows.filter({ hasText: 'default' }).locator('td').allTextContents();
+  assert.equal(def[2], String(PLANTED.length));
+  assert.match(def[3], /\d+(\.\d)? (B|KiB)/);
+  assert.match(def[6], /^\(\d+, \d+\)$/);
+  const titles = await rows.filter({ hasText: 'titles' }).locator('td').allTextContents();
+  assert.equal(titles[9], '1 d');
+  assert.match(titles[8], /char 5-shingles/);
+  await s.shot('overview');
+  // A row picks the collection; Search then starts at its threshold.
+  await rows.filter({ hasText: 'titles' }).click();
+  await s.ready('overview');
+  assert.equal(await s.page.getByTestId('collection-select').inputValue(), 'titles');
+  await s.page.goto(`${open.base}/ui/#/search`);
+  await s.ready('search');
+  await s.close();
+});
+
+test('with keys: the prompt refuses a wrong key, a full key opens every view', async () => {
+  // The refused key's 401 is logged by the browser: the one error allowed.
+  const s = await session(keyed, [/status of 401/]);
+  await s.page.goto(`${keyed.base}/ui/#/search`);
+  await s.ready('key');
+  const input = s.page.getByTestId('api-key-input');
+  assert.ok(await input.isVisible(), 'the key prompt is shown');
+  await s.shot('key-prompt');
+  await input.fill('not-a-key');
+  await s.page.getByTestId('api-key-submit').click();
+  await s.ready('key');
+  assert.match(await s.page.getByTestId('api-key-error').textContent(), /refused/);
+  await input.fill('full-key-u');
+  await s.page.getByTestId('api-key-submit').click();
+  await s.ready('search');
+  assert.ok(await s.page.locator('#keyprompt').isHidden());
+  assert.ok(await s.page.getByTestId('store-submit').isEnabled(), 'a full key may write');
+  await s.page.getByTestId('search-id').fill('twin-a');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  assert.equal(await s.page.getByTestId('result-row').count(), 2);
+  // The key is in memory only: no storage, no URL, no cookie.
+  const stored = await s.page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }) + document.cookie + location.href);
+  assert.ok(!stored.includes('full-key-u'), stored);
+  for (const name of ['groups', 'overview', 'tune']) {
+    await s.page.goto(`${keyed.base}/ui/#/${name}`); // same document: the key stays
+    await s.ready(name);
+  }
+  await s.page.reload();
+  await s.ready('key');
+  await s.close();
+});
+
+test('with a read-only key the write controls are disabled and reads work', async () => {
+  // Learning the key is read-only costs one refused write (403).
+  const s = await session(keyed, [/status of 403/]);
+  await s.page.goto(`${keyed.base}/ui/#/search`);
+  await s.ready('key');
+  await s.page.getByTestId('api-key-input').fill('reader-key');
+  await s.page.getByTestId('api-key-submit').click();
+  await s.ready('search');
+  assert.ok(await s.page.getByTestId('store-submit').isDisabled(), 'storing is disabled');
+  assert.ok(await s.page.getByTestId('read-only-note').isVisible());
+  await s.page.getByTestId('search-id').fill('twin-b');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  assert.equal(await s.page.getByTestId('result-row').count(), 2);
+  // A text search is a read too (POST /similar).
+  await s.page.getByTestId('search-id').fill('');
+  await s.page.getByTestId('search-text').fill(TWIN_C);
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  assert.equal(await s.page.getByTestId('result-row').count(), 3);
+  await s.close();
+});
+
+test('hostile documents render as inert text in results, metadata and compare', async () => {
+  const s = await session(open);
+  await s.page.goto(`${open.base}/ui/#/search?id=hostile-script`);
+  await s.ready('search');
+  const rows = s.page.getByTestId('result-row');
+  const ids = await rows.evaluateAll((r) => r.map((x) => x.dataset.id));
+  assert.deepEqual(ids.sort(), ['hostile-img', 'hostile-link']);
+  const text = await s.page.locator('main').textContent();
+  assert.ok(text.includes('<img src=x onerror=alert(1)>'), 'metadata shown as text');
+  assert.ok(text.includes('javascript:alert(1)'));
+  {
+    await s.page.goto(`${open.base}/ui/#/compare`);
+    await s.ready('compare');
+    const inputs = s.page.locator('form.compare-in textarea');
+    await inputs.nth(0).fill(HOSTILE[0].text);
+    await inputs.nth(1).fill(`${HOSTILE[1].text} ${HOSTILE[2].text}`);
+    await s.page.getByTestId('compare-submit').click();
+    await s.ready('compare');
+    assert.equal(await s.page.getByTestId('compare-a').textContent(), HOSTILE[0].text);
+    assert.equal(await s.page.getByTestId('compare-b').textContent(), `${HOSTILE[1].text} ${HOSTILE[2].text}`);
+    await s.shot('compare-hostile');
+  }
+  const live = await s.page.evaluate(() => ({
+    pwned: window.__pwned,
+    scripts: document.querySelectorAll('main script').length,
+    images: document.querySelectorAll('main img').length,
+    links: document.querySelectorAll('main a').length,
+  }));
+  assert.deepEqual(live, { pwned: undefined, scripts: 0, images: 0, links: 0 });
+  await s.close();
+});

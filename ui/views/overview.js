@@ -1,0 +1,40 @@
+// Overview: every collection this key may see, with its documents, memory
+// per document, banding (b, r), recall at its threshold and retention.
+
+import { api, collectionBase } from '../api.js';
+import { h, fill, num, bytes, duration } from '../dom.js';
+import { ctx } from '../shell.js';
+
+export default async function overview(root) {
+  const { collections } = await api('/collections');
+  // The list has no memory figures: each collection's description has its stats.
+  const described = await Promise.all(collections.map((c) => api(collectionBase(c.name)).catch(() => c)));
+  const select = document.getElementById('collection');
+  fill(root,
+    h('h1', {}, 'Overview'),
+    h('table', { testid: 'overview' },
+      h('thead', {}, h('tr', {}, ['collection', 'status', 'documents', 'memory per document', 'memory', 'threshold', '(b, r)', 'recall at threshold', 'recipe', 'retention'].map((c) => h('th', {}, c)))),
+      h('tbody', {}, described.map((c) => {
+        const s = c.stats;
+        const idx = c.settings.index || {};
+        const sh = c.settings.shingle || {};
+        return h('tr', {
+          testid: 'overview-row', class: c.name === ctx.collection ? 'current clickable' : 'clickable', dataset: { name: c.name },
+          title: 'use this collection',
+          onclick: () => {
+            select.value = c.name;
+            select.dispatchEvent(new Event('change'));
+          },
+        },
+        h('td', { class: 'id' }, c.name),
+        h('td', {}, c.status),
+        h('td', { class: 'n' }, num(c.documents)),
+        h('td', { class: 'n' }, s ? bytes(s.memory.bytes_per_document) : '–'),
+        h('td', { class: 'n' }, s ? bytes(s.memory.total_bytes) : '–'),
+        h('td', { class: 'n' }, num(s ? s.index.threshold : idx.threshold, 2)),
+        h('td', { class: 'n' }, `(${c.derived.bands}, ${c.derived.rows})`),
+        h('td', { class: 'n' }, num(c.derived.recall_at_threshold, 4)),
+        h('td', {}, `${sh.kind || 'word'} ${sh.k ?? ''}-shingles, ${idx.num_perm ?? '?'} hashes`),
+        h('td', {}, duration(c.settings.retention ? c.settings.retention.ttl_secs : null)));
+      }))));
+}
