@@ -42,6 +42,7 @@ mod record;
 mod retention;
 mod unique;
 
+pub use bulk::BatchWrite;
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use explain::{Explanation, Segment, Side};
 pub use id::{DocId, IdError, MAX_ID_BYTES};
