@@ -127,7 +127,7 @@ impl Engine {
             .iter()
             .map(|(slot, record, _)| (*slot, record.signature()))
             .collect();
-        self.lsh.insert_bulk(&signatures);
+        self.lsh.insert_batch(&signatures);
         drop(signatures);
         // 2. Publish, in order.
         staged
@@ -343,6 +343,34 @@ mod tests {
         let found = e.similar_to_id("x", &Query::new(t, 10)).unwrap();
         assert_eq!(found.matches.len(), 1, "{found:?}");
         assert_eq!(found.matches[0].id.as_str(), "z");
+    }
+
+    #[test]
+    fn the_ids_map_and_the_record_share_one_id_string() {
+        use crate::engine::BatchWrite;
+        let e = Engine::new(ValidParams::default());
+        let a = e.prepare(A).unwrap();
+        e.insert(DocId::parse("one").unwrap(), &a, None, WriteMode::Create)
+            .unwrap();
+        // Replaced: the new record shares the key the map already holds.
+        e.insert(DocId::parse("one").unwrap(), &a, None, WriteMode::Upsert)
+            .unwrap();
+        let writes = vec![BatchWrite {
+            id: DocId::parse("two").unwrap(),
+            doc: &a,
+            metadata: None,
+            stamp: Default::default(),
+        }];
+        e.insert_many_journaled(writes, WriteMode::Create, &crate::engine::NoJournal);
+        e.restore_batch(vec![record(&e, "three", B)]);
+        for id in ["one", "two", "three"] {
+            let key = e.ids.get(id).unwrap();
+            let record = e.get(id).unwrap();
+            assert!(
+                std::ptr::eq(key.key().as_str().as_ptr(), record.id().as_str().as_ptr()),
+                "{id}: one allocation"
+            );
+        }
     }
 
     const A: &str = "the quick brown fox jumps over the lazy dog near the river bank today";
