@@ -18,7 +18,6 @@ use super::{
 };
 use crate::engine::DocId;
 use crate::lsh::index::Slot;
-use dashmap::mapref::entry::Entry;
 use std::sync::Arc;
 
 /// One write of a batch: what [`Engine::insert_journaled`] takes.
@@ -72,16 +71,7 @@ impl Engine {
         drop(signatures);
         // 3. Publish: from here on `ids` points at the new records.
         for (slot, record) in placed {
-            let old = match self.ids.entry(record.id().clone()) {
-                Entry::Occupied(mut e) => Some(e.insert(slot)),
-                Entry::Vacant(e) => {
-                    e.insert(slot);
-                    None
-                }
-            };
-            if let Some(old) = old {
-                self.release(old);
-            }
+            self.publish(self.ids.entry(record.id().clone()), slot, false);
         }
     }
 }
@@ -134,13 +124,7 @@ impl Engine {
             .into_iter()
             .map(|(slot, record, doc)| {
                 let entry = self.ids.entry(record.id().clone());
-                let live_before = match &entry {
-                    Entry::Occupied(e) => self
-                        .docs
-                        .get(e.get())
-                        .is_some_and(|r| self.is_live(&r, self.now_ms())),
-                    Entry::Vacant(_) => false,
-                };
+                let live_before = self.live_under(&entry);
                 if mode == WriteMode::Create && live_before {
                     let id = entry.key().clone();
                     drop(entry);
@@ -156,23 +140,7 @@ impl Engine {
                         return Err(EngineError::Journal(e));
                     }
                 };
-                // The swap is the instant readers switch to the new version.
-                let old = match entry {
-                    Entry::Occupied(mut e) => Some(e.insert(slot)),
-                    Entry::Vacant(e) => {
-                        e.insert(slot);
-                        None
-                    }
-                };
-                if let Some(old_slot) = old {
-                    self.release(old_slot);
-                }
-                let outcome = if live_before {
-                    WriteOutcome::Replaced
-                } else {
-                    WriteOutcome::Created
-                };
-                Ok((outcome, seq))
+                Ok((self.publish(entry, slot, live_before), seq))
             })
             .collect()
     }
