@@ -15,13 +15,14 @@
 //! nothing left after normalization) are reported on stderr with their line
 //! number and skipped. Tables (or `--json`) go to stdout, progress to stderr.
 
+use super::lines::JsonLines;
 use super::progress::Progress;
 use crate::analysis::{self, AccuracyRow, Histogram, Recipe};
 use crate::config::Config;
 use crate::text::normalize;
 use anyhow::Context;
 use serde::Deserialize;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
@@ -154,18 +155,10 @@ pub fn run(config: &Config, args: &AnalyzeArgs) -> anyhow::Result<i32> {
     };
     let bands = *config.engine().bands();
 
-    let (reader, total): (Box<dyn Read>, Option<u64>) = if args.input.as_os_str() == "-" {
-        (Box::new(std::io::stdin().lock()), None)
-    } else {
-        let file = std::fs::File::open(&args.input)
-            .with_context(|| format!("{}", args.input.display()))?;
-        let len = file.metadata().ok().map(|m| m.len());
-        (Box::new(file), len)
-    };
-    let mut reader = BufReader::with_capacity(1 << 20, reader);
+    let mut input = JsonLines::open(&args.input)?;
     let mut sample = Reservoir::new(args.sample as usize, args.seed);
     let max_text = config.limits.max_text_bytes;
-    let (mut line_no, mut bytes, mut skipped) = (0u64, 0u64, 0usize);
+    let mut skipped = 0usize;
     let mut skip = |line: u64, why: String| {
         skipped += 1;
         if skipped <= MAX_REPORTED {
@@ -174,21 +167,9 @@ pub fn run(config: &Config, args: &AnalyzeArgs) -> anyhow::Result<i32> {
             eprintln!("neardup analyze: more problems follow; only their count is reported");
         }
     };
-    let reading = Progress::new(args.quiet, "reading", total);
+    let reading = Progress::new(args.quiet, "reading", input.total);
     let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .with_context(|| format!("{}: reading line {}", args.input.display(), line_no + 1))?;
-        if n == 0 {
-            break;
-        }
-        line_no += 1;
-        bytes += n as u64;
-        if buf.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    while let Some(line_no) = input.next_into(&mut buf)? {
         match serde_json::from_slice::<Line>(&buf) {
             Err(e) => skip(
                 line_no,
@@ -208,7 +189,7 @@ pub fn run(config: &Config, args: &AnalyzeArgs) -> anyhow::Result<i32> {
             Ok(Line { text }) => sample.offer(text),
         }
         if line_no % 4096 == 0 {
-            reading.update(bytes, total, || format!("line {line_no}"));
+            reading.update(input.bytes, input.total, || format!("line {line_no}"));
         }
     }
     reading.finish();

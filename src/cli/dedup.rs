@@ -13,6 +13,7 @@
 //! reported on stderr with its line number or path and skipped. Progress
 //! goes to stderr: a bar on a terminal, a line every few seconds otherwise.
 
+use super::lines::JsonLines;
 use super::progress::Progress;
 use crate::config::Config;
 use crate::engine::{DocId, Engine, EngineError, Groups, Prepared, Threshold, WriteMode};
@@ -21,7 +22,7 @@ use anyhow::Context;
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -308,32 +309,16 @@ fn load_json_lines(
     quiet: bool,
     problems: &mut Problems,
 ) -> anyhow::Result<()> {
-    let (reader, total): (Box<dyn Read>, Option<u64>) = if path.as_os_str() == "-" {
-        (Box::new(std::io::stdin().lock()), None)
-    } else {
-        let file = std::fs::File::open(path).with_context(|| format!("{}", path.display()))?;
-        let len = file.metadata().ok().map(|m| m.len());
-        (Box::new(file), len)
-    };
-    let mut reader = BufReader::with_capacity(1 << 20, reader);
+    let mut input = JsonLines::open(path)?;
+    let total = input.total;
     let progress = Progress::new(quiet, "reading", total);
-    let (mut line_no, mut bytes) = (0u64, 0u64);
     let mut buf = Vec::new();
     loop {
         let mut lines: Vec<(u64, Vec<u8>)> = Vec::with_capacity(BATCH);
         while lines.len() < BATCH {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .with_context(|| format!("{}: reading line {}", path.display(), line_no + 1))?;
-            if n == 0 {
+            let Some(line_no) = input.next_into(&mut buf)? else {
                 break;
-            }
-            line_no += 1;
-            bytes += n as u64;
-            if buf.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
+            };
             lines.push((line_no, std::mem::take(&mut buf)));
         }
         if lines.is_empty() {
@@ -345,6 +330,7 @@ fn load_json_lines(
             .collect();
         ingest(engine, batch, max_text, problems);
         let docs = engine.len();
+        let (bytes, line_no) = (input.bytes, input.line_no);
         progress.update(bytes, total, || format!("{docs} documents, line {line_no}"));
     }
     progress.finish();

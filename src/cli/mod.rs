@@ -3,4 +3,5 @@
 
 pub mod analyze;
 pub mod dedup;
+mod lines;
 mod progress;

@@ -2,13 +2,15 @@
 
 use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
 /// Longest id accepted, in bytes.
 pub const MAX_ID_BYTES: usize = 256;
 
 /// A non-empty id of at most [`MAX_ID_BYTES`] bytes without control characters.
+/// Shared, not copied: the engine's `ids` key and the record hold one string.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct DocId(Box<str>);
+pub struct DocId(Arc<str>);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdError {

@@ -37,18 +37,19 @@ impl Engine {
         let shingle_values = self.shingle_values.load(Ordering::Relaxed);
         let shingles_bytes = shingle_values * 4;
         let signatures_bytes = docs * self.params().index.num_perm * 4;
-        // The id is held twice: as the `ids` key and inside the record.
+        // The id is held once: the `ids` key and the record share one
+        // `Arc<str>` (its two counters are in the rounding below).
         let id_bytes = self.id_bytes.load(Ordering::Relaxed);
-        let ids_bytes = id_bytes * 2;
+        let ids_bytes = id_bytes;
         let metadata_bytes = self.metadata_bytes.load(Ordering::Relaxed);
         // Per document: the `Arc<Record>` block, and the allocator's header
-        // and rounding on the data block and the two id strings (estimated
+        // and rounding on the data block and the id's block (estimated
         // from the average sizes).
         let per_doc = |total: usize| total.checked_div(docs).unwrap_or(0);
         let data = per_doc(signatures_bytes + shingles_bytes);
         let id = per_doc(id_bytes);
         let arc_record = malloc_block(2 * size_of::<usize>() + size_of::<Record>());
-        let rounding = malloc_block(data) - data + 2 * (malloc_block(id) - id);
+        let rounding = malloc_block(data) - data + malloc_block(2 * size_of::<usize>() + id) - id;
         let records_overhead_bytes = docs * (arc_record + rounding);
         // hashbrown: capacity is 7/8 of the buckets; one control byte each.
         let id_map_bytes = self.ids.capacity() * 8 / 7 * (size_of::<(DocId, Slot)>() + 1);

@@ -42,6 +42,7 @@ mod record;
 mod retention;
 mod unique;
 
+pub use bulk::BatchWrite;
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use explain::{Explanation, Segment, Side};
 pub use id::{DocId, IdError, MAX_ID_BYTES};
@@ -311,13 +312,7 @@ impl Engine {
         journal: &dyn Journal,
     ) -> Result<(WriteOutcome, u64), EngineError> {
         let entry = self.ids.entry(id);
-        let live_before = match &entry {
-            Entry::Occupied(e) => self
-                .docs
-                .get(e.get())
-                .is_some_and(|r| self.is_live(&r, self.now_ms())),
-            Entry::Vacant(_) => false,
-        };
+        let live_before = self.live_under(&entry);
         if mode == WriteMode::Create && live_before {
             return Err(EngineError::AlreadyExists(entry.key().clone()));
         }
@@ -335,7 +330,28 @@ impl Engine {
         self.account(&record, true);
         self.docs.insert(slot, Arc::clone(&record));
         self.lsh.insert(slot, record.signature());
-        // The swap below is the instant readers switch to the new version.
+        Ok((self.publish(entry, slot, live_before), seq))
+    }
+
+    /// Whether `entry` (held: its id's lock) points at a live version.
+    fn live_under(&self, entry: &Entry<'_, DocId, Slot>) -> bool {
+        match entry {
+            Entry::Occupied(e) => self
+                .docs
+                .get(e.get())
+                .is_some_and(|r| self.is_live(&r, self.now_ms())),
+            Entry::Vacant(_) => false,
+        }
+    }
+
+    /// Point `entry` at `slot`, a fully indexed record: the instant readers
+    /// switch to the new version. The old version, if any, is released.
+    fn publish(
+        &self,
+        entry: Entry<'_, DocId, Slot>,
+        slot: Slot,
+        live_before: bool,
+    ) -> WriteOutcome {
         let old = match entry {
             Entry::Occupied(mut e) => Some(e.insert(slot)),
             Entry::Vacant(e) => {
@@ -346,12 +362,11 @@ impl Engine {
         if let Some(old_slot) = old {
             self.release(old_slot);
         }
-        let outcome = if live_before {
+        if live_before {
             WriteOutcome::Replaced
         } else {
             WriteOutcome::Created
-        };
-        Ok((outcome, seq))
+        }
     }
 
     /// Remove `id`; false if no live document had it.

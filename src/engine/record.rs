@@ -17,6 +17,13 @@ pub struct Stamp {
     pub expires_ms: Option<u64>,
 }
 
+/// Low bits of [`Record`]'s `created_and_perm` holding the signature's length.
+const PERM_BITS: u32 = 16;
+/// The latest creation time a record can hold (ms since the epoch).
+const MAX_CREATED_MS: u64 = u64::MAX >> PERM_BITS;
+// A record is 72 bytes; the memory per document depends on it (see above).
+const _: () = assert!(std::mem::size_of::<Record>() == 72);
+
 /// One document as the engine holds it. Immutable once built; a replace
 /// builds a new record. Signature and shingles share one allocation.
 #[derive(Debug)]
@@ -24,11 +31,14 @@ pub struct Record {
     id: DocId,
     /// Caller-supplied JSON, kept as its text; the engine never parses it.
     metadata: Option<Box<str>>,
-    /// When this version was stored (ms since the epoch).
-    created_ms: u64,
+    /// When this version was stored (ms since the epoch) in the high 48
+    /// bits (good until the year 10889), the signature's length in the low
+    /// 16: one word, so a record is 72 bytes and its `Arc` block 96 (with
+    /// a word of its own for `num_perm` it was 80 and 112; see
+    /// [`malloc_block`]).
+    created_and_perm: u64,
     /// Its own expiry (ms since the epoch), 0 for none.
     expires_ms: u64,
-    num_perm: u32,
     /// Where the store keeps this document's text (0: nowhere). Opaque to
     /// the engine; the store sets it when it logs the text and moves it
     /// when a snapshot compacts the texts (`persist::texts`).
@@ -68,12 +78,13 @@ impl Record {
         data: Box<[u32]>,
     ) -> Self {
         debug_assert!(num_perm <= data.len());
+        debug_assert!(num_perm <= u16::MAX as usize);
+        let created_ms = stamp.created_ms.min(MAX_CREATED_MS);
         Self {
             id,
             metadata,
-            created_ms: stamp.created_ms,
+            created_and_perm: (created_ms << PERM_BITS) | num_perm as u64,
             expires_ms: stamp.expires_ms.unwrap_or(0),
-            num_perm: num_perm as u32,
             text: AtomicU64::new(0),
             data,
         }
@@ -89,17 +100,21 @@ impl Record {
         self.text.store(locator, Ordering::Release);
     }
 
+    fn num_perm(&self) -> usize {
+        (self.created_and_perm & ((1 << PERM_BITS) - 1)) as usize
+    }
+
     /// When this version was stored, and its own expiry.
     pub fn stamp(&self) -> Stamp {
         Stamp {
-            created_ms: self.created_ms,
+            created_ms: self.created_ms(),
             expires_ms: (self.expires_ms != 0).then_some(self.expires_ms),
         }
     }
 
     /// When this version was stored (ms since the Unix epoch).
     pub fn created_ms(&self) -> u64 {
-        self.created_ms
+        self.created_and_perm >> PERM_BITS
     }
 
     pub fn id(&self) -> &DocId {
@@ -111,11 +126,11 @@ impl Record {
     }
 
     pub fn signature(&self) -> &[u32] {
-        &self.data[..self.num_perm as usize]
+        &self.data[..self.num_perm()]
     }
 
     pub fn shingles(&self) -> &[u32] {
-        &self.data[self.num_perm as usize..]
+        &self.data[self.num_perm()..]
     }
 }
 
@@ -235,6 +250,30 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn creation_time_and_signature_length_share_a_word_without_loss() {
+        let now_ms = 1_795_412_345_678; // 2026-11-23
+        for (created_ms, num_perm) in [(0, 1), (now_ms, 128), (now_ms, 1024), (MAX_CREATED_MS, 16)]
+        {
+            let signature: Vec<u32> = (0..num_perm as u32).collect();
+            let r = Record::new(
+                DocId::parse("x").unwrap(),
+                None,
+                Stamp {
+                    created_ms,
+                    expires_ms: Some(created_ms + 5),
+                },
+                &signature,
+                &[7, 9],
+            );
+            assert_eq!(r.created_ms(), created_ms);
+            assert_eq!(r.stamp().expires_ms, Some(created_ms + 5));
+            assert_eq!(r.signature(), &signature[..]);
+            assert_eq!(r.shingles(), &[7, 9]);
+        }
+        assert_eq!(MAX_CREATED_MS, (1 << 48) - 1, "ms until the year 10889");
+    }
 
     fn rec(id: &str) -> Arc<Record> {
         Arc::new(Record::new(

@@ -243,6 +243,36 @@ impl LshIndex {
             });
     }
 
+    /// Insert a batch of documents on this thread: the same result as
+    /// calling [`insert`](Self::insert) for each, with one lock acquisition
+    /// per shard the batch touches (a write batch: its tables grow in the
+    /// caller's allocator arena, next to its records, as single inserts
+    /// would; [`insert_bulk`](Self::insert_bulk) spreads a restore over the
+    /// pool instead).
+    pub fn insert_batch(&self, docs: &[(Slot, &[u32])]) {
+        if docs.is_empty() {
+            return;
+        }
+        let mut parts = self.bulk_scratch.lock().expect("bulk scratch lock");
+        if parts.is_empty() {
+            parts.push(ByShard::default());
+        }
+        let by_shard = &mut parts[0];
+        by_shard.fill(self, docs);
+        let shards = self.shards_for_write();
+        for (shard, lock) in shards.iter().enumerate() {
+            let keys = by_shard.of(shard);
+            if keys.is_empty() {
+                continue;
+            }
+            let mut table = lock.write();
+            table.reserve(keys.len());
+            for &(key, slot) in keys {
+                table.insert(key, slot);
+            }
+        }
+    }
+
     /// Free the buffers [`insert_bulk`](Self::insert_bulk) keeps between calls.
     pub fn release_bulk_buffers(&self) {
         *self.bulk_scratch.lock().expect("bulk scratch lock") = Vec::new();

@@ -31,8 +31,8 @@ pub mod wal;
 
 use crate::config::StorageSettings;
 use crate::engine::{
-    DocId, Engine, EngineError, Journal, JournalEntry, JournalError, NewDoc, Query, Record, Stamp,
-    UniqueOutcome, WriteMode, WriteOutcome,
+    BatchWrite, DocId, Engine, EngineError, Journal, JournalEntry, JournalError, NewDoc, Query,
+    Record, Stamp, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use format::Fingerprint;
 use serde::Serialize;
@@ -472,18 +472,26 @@ impl Store {
             use rayon::prelude::*;
             items.par_iter_mut().for_each(|new| self.attach_text(new));
         }
-        let mut last = None;
         let journal = self.journal();
-        let results: Vec<_> = items
+        let writes: Vec<BatchWrite<'_>> = items
+            .iter_mut()
+            .map(|new| BatchWrite {
+                id: new.id.clone(),
+                doc: &new.doc,
+                metadata: new.metadata.take(),
+                stamp: self.stamp_now(new.expires_ms),
+            })
+            .collect();
+        let mut last = None;
+        let results: Vec<_> = self
+            .engine
+            .insert_many_journaled(writes, mode, &journal)
             .into_iter()
-            .map(|new| {
-                let stamp = self.stamp_now(new.expires_ms);
-                self.engine
-                    .insert_journaled(new.id, &new.doc, new.metadata, mode, stamp, &journal)
-                    .map(|(outcome, lsn)| {
-                        last = Some(lsn);
-                        outcome
-                    })
+            .map(|r| {
+                r.map(|(outcome, lsn)| {
+                    last = Some(lsn);
+                    outcome
+                })
             })
             .collect();
         if let Some(lsn) = last {

@@ -6,7 +6,7 @@
 //! analysis that stops when its request times out.
 
 use crate::helpers::{
-    assert_problem, collection_label, metric_value, reference_word_shingles, spawn_app,
+    assert_problem, collection_label, metric_value, neardup, reference_word_shingles, spawn_app,
     spawn_app_with, test_settings, TestApp,
 };
 use neardup::testkit::Articles;
@@ -332,16 +332,6 @@ async fn an_analysis_that_outlasts_the_timeout_stops_and_frees_the_scan_pool() {
 }
 
 // --- the offline command
-
-fn neardup() -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"));
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NEARDUP_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd
-}
 
 #[tokio::test]
 async fn neardup_analyze_on_a_file_answers_like_the_api_and_reports_bad_lines() {

@@ -5,12 +5,11 @@
 //! (`helpers::reference_word_shingles`), never from the server.
 
 use crate::helpers::{
-    assert_problem, collection_label, metric_value, reference_overlap, reference_word_shingles,
-    route, spawn_app, vocabulary, TestApp,
+    assert_problem, collection_label, metric_value, neardup, reference_overlap,
+    reference_word_shingles, route, spawn_app, vocabulary, TestApp,
 };
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::process::Command;
 
 type Pairs = BTreeMap<(String, String), f64>;
 
@@ -492,17 +491,6 @@ async fn concurrent_near_identical_submissions_store_exactly_one() {
 }
 
 // --- the offline command
-
-fn neardup() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
-    // Only embedded defaults: no NEARDUP_* from the environment leaks in.
-    for (k, _) in std::env::vars() {
-        if k.starts_with("NEARDUP_") {
-            cmd.env_remove(k);
-        }
-    }
-    cmd
-}
 
 fn parse_lines(stdout: &[u8]) -> Vec<Value> {
     String::from_utf8(stdout.to_vec())

@@ -519,6 +519,18 @@ pub fn reference_overlap(a: &str, b: &str) -> (usize, usize) {
 
 pub use neardup::testkit::vocabulary;
 
+/// The `neardup` binary of this build, on its embedded defaults: no
+/// `NEARDUP_*` variable of the test's environment leaks in.
+pub fn neardup() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("NEARDUP_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd
+}
+
 // --- Raw HTTP/1.1 over TCP, for requests reqwest cannot hold half-sent.
 
 /// A connection that has sent a request's head and part of its body.

@@ -15,16 +15,16 @@ const REDIS: bool = true;
 #[allow(dead_code)]
 mod helpers;
 
-#[path = "../api/documents.rs"]
-mod documents;
-#[path = "../api/similar.rs"]
-mod similar;
-#[path = "../api/errors.rs"]
-mod errors;
 #[path = "../api/concurrency.rs"]
 mod concurrency;
+#[path = "../api/documents.rs"]
+mod documents;
+#[path = "../api/errors.rs"]
+mod errors;
 #[path = "../api/hostile.rs"]
 mod hostile;
+#[path = "../api/similar.rs"]
+mod similar;
 // Not yet on the redis backend (failing when included, 2026-11-23):
 // duplicates.rs (whole-index scans over the cluster), retention.rs (2 of its
 // tests: an expired document in /duplicates, purge across a restart),
