@@ -281,6 +281,54 @@ impl Engine {
             }
             ControlFlow::Continue(())
         });
+        Groups::assemble(best, &mut forest, min_size, stats)
+    }
+}
+
+impl Groups {
+    /// The groups of verified pairs found elsewhere (each pair once; `a`
+    /// and `b` the two records, then their exact Jaccard), built as
+    /// [`Engine::duplicate_groups`] builds them from its scan: a backend
+    /// that finds pairs outside the engine (Redis) gives the same answer.
+    pub fn from_pairs(
+        pairs: Vec<(Arc<Record>, Arc<Record>, f64)>,
+        min_size: usize,
+        stats: ScanStats,
+    ) -> Groups {
+        let mut index: HashMap<super::DocId, Slot> = HashMap::new();
+        let mut best: HashMap<Slot, (Arc<Record>, f64, Arc<Record>)> = HashMap::new();
+        let mut edges = Vec::with_capacity(pairs.len());
+        for (a, b, j) in pairs {
+            let mut node = |me: &Arc<Record>, other: &Arc<Record>| {
+                let next = index.len() as Slot;
+                let n = *index.entry(me.id().clone()).or_insert(next);
+                let e = best
+                    .entry(n)
+                    .or_insert_with(|| (Arc::clone(me), -1.0, Arc::clone(other)));
+                if j > e.1 || (j == e.1 && other.id() < e.2.id()) {
+                    e.1 = j;
+                    e.2 = Arc::clone(other);
+                }
+                n
+            };
+            let (na, nb) = (node(&a, &b), node(&b, &a));
+            edges.push((na, nb));
+        }
+        let mut forest = Forest::new(index.len());
+        for (a, b) in edges {
+            forest.union(a, b);
+        }
+        Groups::assemble(best, &mut forest, min_size, stats)
+    }
+
+    /// Components of `forest` over the members in `best` (each with its
+    /// best match), of at least `min_size` members, ordered by first id.
+    fn assemble(
+        best: HashMap<Slot, (Arc<Record>, f64, Arc<Record>)>,
+        forest: &mut Forest,
+        min_size: usize,
+        stats: ScanStats,
+    ) -> Groups {
         let mut components: HashMap<Slot, Vec<GroupMember>> = HashMap::new();
         for (slot, (record, jaccard, best_match)) in best {
             components

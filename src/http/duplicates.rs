@@ -13,7 +13,8 @@
 use super::error::ApiError;
 use super::extract::{accepts, ApiQuery, Coll, Limit};
 use super::scans::{GroupsKey, ScanError};
-use super::state::AppState;
+use super::state::{backend, AppState};
+use crate::backend::Backend;
 use crate::collections::Collection;
 use crate::engine::{Engine, Groups, ScanStats, Threshold};
 use crate::wire::{GroupOut, PairOut};
@@ -154,6 +155,19 @@ async fn computed_groups(
     paging: bool,
     wait: Option<Duration>,
 ) -> Result<Arc<Groups>, ApiError> {
+    if let Backend::Redis(index) = backend(coll)? {
+        // Computed for each request from the cluster (no page cache yet).
+        let _permit = app.scans.permit().await;
+        let started = Instant::now();
+        let (pairs, stats) = index.scan_pairs(threshold).await.map_err(ApiError::from)?;
+        app.metrics.observe_scan(
+            coll.name.as_str(),
+            "groups",
+            started.elapsed().as_secs_f64(),
+        );
+        let pairs = pairs.into_iter().map(|p| (p.a, p.b, p.jaccard)).collect();
+        return Ok(Arc::new(Groups::from_pairs(pairs, key.min_size, stats)));
+    }
     let recent = Duration::from_secs(app.config.server.request_timeout_secs);
     app.scans
         .groups(
@@ -277,6 +291,13 @@ pub async fn pairs(
     let threshold = coll.engine.threshold(params.threshold)?;
     let ndjson = wants_ndjson(&headers);
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
+    if let Backend::Redis(_) = backend(&coll)? {
+        tokio::spawn(redis_pairs(app, coll, threshold, ndjson, tx));
+        return Ok(streamed(
+            rx,
+            if ndjson { NDJSON } else { "application/json" },
+        ));
+    }
     tokio::spawn(async move {
         let permit = app.scans.permit().await;
         let (engine, scans) = (Arc::clone(&coll.engine), Arc::clone(&app.scans));
@@ -313,6 +334,88 @@ pub async fn pairs(
         rx,
         if ndjson { NDJSON } else { "application/json" },
     ))
+}
+
+/// `/duplicates/pairs` of a collection in Redis: the scan reads the
+/// cluster band by band ([`RedisIndex::scan_pairs`]), under the scan
+/// permit like a scan in memory, then the pairs are written as the memory
+/// path writes them.
+async fn redis_pairs(
+    app: AppState,
+    coll: Arc<Collection>,
+    threshold: Threshold,
+    ndjson: bool,
+    tx: mpsc::Sender<Chunk>,
+) {
+    let _permit = app.scans.permit().await;
+    let started = Instant::now();
+    let scanned = match backend(&coll) {
+        Ok(Backend::Redis(index)) => index.scan_pairs(threshold).await,
+        _ => return,
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    app.metrics
+        .observe_scan(coll.name.as_str(), "pairs", seconds);
+    let written = tokio::task::spawn_blocking(move || {
+        let mut out = ChunkWriter::new(tx);
+        let (pairs, stats) = match scanned {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::error!(collection = %coll.name, error = %e, "duplicate pair scan failed");
+                out.fail("the scan failed; the cause is logged".into());
+                return;
+            }
+        };
+        let mut ok = if ndjson {
+            true
+        } else {
+            let head = format!(
+                "{{\"threshold\":{},\"pairs\":[",
+                serde_json::to_string(&threshold.value()).expect("a float serializes")
+            );
+            out.raw(head.as_bytes())
+        };
+        for (n, p) in pairs.iter().enumerate() {
+            if !ok {
+                break;
+            }
+            let pair = PairOut {
+                a: p.a.id().as_str(),
+                b: p.b.id().as_str(),
+                jaccard: p.jaccard,
+            };
+            ok = if ndjson {
+                out.value(&pair, b"\n")
+            } else {
+                out.raw(if n == 0 { b"" } else { b"," }) && out.value(&pair, b"")
+            };
+        }
+        if ok && !ndjson {
+            let tail = format!(
+                "],\"documents\":{},\"candidates\":{}}}",
+                stats.documents, stats.candidates
+            );
+            ok = out.raw(tail.as_bytes());
+        }
+        if ok {
+            out.flush();
+        } else {
+            out.fail("client went away".into());
+        }
+        tracing::info!(
+            collection = %coll.name,
+            threshold = threshold.value(),
+            documents = stats.documents,
+            candidates = stats.candidates,
+            pairs = stats.pairs,
+            seconds,
+            "duplicate pairs streamed"
+        );
+    })
+    .await;
+    if let Err(e) = written {
+        tracing::error!(error = %e, "writing duplicate pairs failed");
+    }
 }
 
 /// Scan for pairs on `pool`, writing each as found: NDJSON lines, or the

@@ -22,8 +22,8 @@ pub mod conn;
 
 use super::BackendError;
 use crate::engine::{
-    Comparison, DocId, Engine, EngineError, NewDoc, Prepared, Query, QueryOutcome, Record, Stamp,
-    UniqueOutcome, WriteMode, WriteOutcome,
+    Comparison, DocId, Engine, EngineError, NewDoc, Prepared, Query, QueryOutcome, Record,
+    ScanStats, Stamp, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use codec::{decode_record, encode_record, iid, member, members, Keys, StoredRecord};
 pub use conn::{call, script_call, Call, Conn, Redis, RedisCounters};
@@ -141,6 +141,24 @@ return 0
 ",
     )
 });
+
+/// Records read per trip by a whole-collection scan.
+const SCAN_READ: usize = 4096;
+
+/// A verified pair of a whole-collection scan (`a` < `b` by id).
+#[derive(Clone, Debug)]
+pub struct ScanPair {
+    pub a: Arc<Record>,
+    pub b: Arc<Record>,
+    pub jaccard: f64,
+}
+
+/// A record met by a scan: the version its buckets must name, its band keys.
+struct Scanned {
+    record: Arc<Record>,
+    gen: u32,
+    band_keys: Vec<u64>,
+}
 
 /// How long an if_unique write's pending key lives (a crashed writer's
 /// claim lapses by itself).
@@ -917,6 +935,115 @@ impl RedisIndex {
     }
 
     /// Ids with an expired record (a `SCAN` of every primary), for the purge.
+    /// Every pair of live stored documents whose exact Jaccard is at least
+    /// `threshold`, each once, without holding the collection in memory
+    /// (ARCHITECTURE.md, "`/duplicates` without the corpus in one node").
+    /// Band by band: the band's bucket hashes are read whole (one trip),
+    /// fields with two or more members name candidate pairs, the records
+    /// of those members are read (trips of [`SCAN_READ`]), members whose
+    /// `gen` is not their record's are stale and skipped, and a pair is
+    /// verified only in the lowest band where the two collide (recomputed
+    /// from both signatures): each pair once, with nothing remembered
+    /// between bands but the result. Writes during the scan may or may not
+    /// be in it.
+    pub async fn scan_pairs(
+        &self,
+        threshold: Threshold,
+    ) -> Result<(Vec<ScanPair>, ScanStats), BackendError> {
+        let bands = self.engine.bands().bands;
+        let groups = 1u64 << self.keys.group_bits();
+        let t = threshold.value();
+        let now = self.engine.now_ms();
+        let mut pairs = Vec::new();
+        let mut candidates = 0usize;
+        for band in 0..bands {
+            let commands: Vec<_> = (0..groups)
+                .map(|g| {
+                    let hash = self.keys.group_key(band, g);
+                    move |mut c: Conn| async move {
+                        let mut all = redis::cmd("HGETALL");
+                        all.arg(hash);
+                        all.query_async::<Vec<(Vec<u8>, Vec<u8>)>>(&mut c).await
+                    }
+                })
+                .collect();
+            let hashes = self
+                .redis
+                .trip("reading a band's buckets", commands)
+                .await?;
+            let buckets: Vec<Vec<(u64, u32)>> = hashes
+                .into_iter()
+                .flatten()
+                .map(|(_, value)| members(&value).collect::<Vec<_>>())
+                .filter(|m| m.len() >= 2)
+                .collect();
+            let mut iids: Vec<u64> = buckets.iter().flatten().map(|&(i, _)| i).collect();
+            iids.sort_unstable();
+            iids.dedup();
+            let mut current: HashMap<u64, Scanned> = HashMap::with_capacity(iids.len());
+            for chunk in iids.chunks(SCAN_READ) {
+                let records = self.read_records(chunk).await?;
+                for (&i, stored) in chunk.iter().zip(records) {
+                    let Some(stored) = stored else { continue };
+                    let gen = stored.gen;
+                    let record = self.to_record(stored)?;
+                    if !self.engine.is_live(&record, now) {
+                        continue;
+                    }
+                    let band_keys = self.engine.band_keys(record.signature());
+                    current.insert(
+                        i,
+                        Scanned {
+                            record,
+                            gen,
+                            band_keys,
+                        },
+                    );
+                }
+            }
+            for bucket in &buckets {
+                let live: Vec<&Scanned> = bucket
+                    .iter()
+                    .filter_map(|(i, g)| current.get(i).filter(|s| s.gen == *g))
+                    .collect();
+                for (x, a) in live.iter().enumerate() {
+                    for b in &live[x + 1..] {
+                        if a.record.id() == b.record.id()
+                            || (0..band).any(|lower| a.band_keys[lower] == b.band_keys[lower])
+                        {
+                            continue;
+                        }
+                        candidates += 1;
+                        let (sa, sb) = (a.record.shingles(), b.record.shingles());
+                        if crate::jaccard::upper_bound(sa.len(), sb.len()) < t {
+                            continue;
+                        }
+                        let jaccard = crate::jaccard::overlap(sa, sb).jaccard();
+                        if jaccard >= t {
+                            let (a, b) = if a.record.id() < b.record.id() {
+                                (a, b)
+                            } else {
+                                (b, a)
+                            };
+                            pairs.push(ScanPair {
+                                a: Arc::clone(&a.record),
+                                b: Arc::clone(&b.record),
+                                jaccard,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let stats = ScanStats {
+            documents: self.refresh_count().await?,
+            candidates,
+            pairs: pairs.len(),
+            complete: true,
+        };
+        Ok((pairs, stats))
+    }
+
     pub async fn purge_expired(&self) -> Result<usize, BackendError> {
         let now = self.engine.now_ms();
         let mut purged = 0;
