@@ -53,17 +53,28 @@ pub fn shared_cluster() -> &'static neardup::testkit::redis_cluster::RedisCluste
     })
 }
 
-/// `settings` pointed at the shared cluster under a fresh key prefix.
+/// `settings` pointed at the shared cluster under a key prefix of its
+/// own: fresh for a server on a fresh data directory, and the same for
+/// every server a test starts on one data directory it chose (a restart
+/// finds the data it left, as it would on disk).
 pub fn on_redis(mut settings: Settings) -> Settings {
+    use std::hash::{DefaultHasher, Hash, Hasher};
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
     settings.storage.backend = neardup::config::StorageBackend::Redis;
     settings.storage.redis.nodes = shared_cluster().urls();
-    settings.storage.redis.key_prefix = format!(
-        "t{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    );
+    settings.storage.redis.key_prefix =
+        if settings.storage.data_dir == Settings::default().storage.data_dir {
+            format!(
+                "t{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            )
+        } else {
+            let mut h = DefaultHasher::new();
+            settings.storage.data_dir.hash(&mut h);
+            format!("t{}-d{:x}", std::process::id(), h.finish())
+        };
     settings.storage.redis.expected_documents = 10_000;
     settings
 }
@@ -136,7 +147,10 @@ async fn start_app_on(
         return start_one(settings, clock).await;
     }
     let settings = on_redis(settings);
-    let peer = start_one(settings.clone(), std::sync::Arc::clone(&clock)).await;
+    // The reading node keeps its own (empty) data directory: the data is in Redis.
+    let mut peer_settings = settings.clone();
+    peer_settings.storage.data_dir = Settings::default().storage.data_dir;
+    let peer = start_one(peer_settings, std::sync::Arc::clone(&clock)).await;
     let mut app = start_one(settings, clock).await;
     app.read_base = peer.base.clone();
     app.peer = Some(Box::new(peer));
