@@ -286,6 +286,24 @@ pub async fn purge_expired(state: &AppState) {
     if let Err(e) = purged {
         tracing::error!(error = %e, "the purge task failed");
     }
+    // Collections in Redis: the same, over the cluster (any node may run
+    // it; a record rewritten meanwhile is kept by the compare-on-gen).
+    for c in state.collections.list() {
+        let Some(crate::backend::Backend::Redis(index)) = c.backend() else {
+            continue;
+        };
+        let started = std::time::Instant::now();
+        match index.purge_expired().await {
+            Ok(0) => {}
+            Ok(n) => {
+                state.metrics.observe_purge(c.name.as_str(), n);
+                tracing::info!(collection = %c.name, documents = n, seconds = started.elapsed().as_secs_f64(), "expired documents purged");
+            }
+            Err(e) => {
+                tracing::error!(collection = %c.name, error = %e, "purging expired documents failed; they stay hidden and are retried")
+            }
+        }
+    }
 }
 
 /// In `interval` mode, fsync every collection's log each
