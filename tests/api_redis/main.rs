@@ -28,6 +28,6 @@ mod similar;
 // Not yet on the redis backend (failing when included, 2026-11-23):
 // duplicates.rs (7 of 9 pass: pairs and groups equal brute force and the
 // CLI; the 2 that fail check the 60 s page cache, which the redis path does
-// not have yet: each page rescans), retention.rs (2 of its
-// tests: an expired document in /duplicates, purge across a restart),
+// not have yet: each page rescans), retention.rs (1 of its
+// tests: /duplicates/pairs' `documents` counts expired, unpurged records),
 // explain.rs (2 tests: explain by id needs stored texts).
