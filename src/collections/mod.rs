@@ -490,6 +490,13 @@ impl Collections {
         body: &Value,
     ) -> Result<(Arc<Collection>, bool), CollectionError> {
         let name = CollectionName::parse(name)?;
+        if self.redis.is_some() {
+            // Its catalog would be this node's disk, which the other nodes
+            // do not see.
+            return Err(CollectionError::Protected(
+                "named collections are not kept in Redis yet: with storage.backend = \"redis\" the default collection serves every node",
+            ));
+        }
         let (settings, valid) = CollectionSettings::from_body(&self.defaults, body)?;
         let _ddl = self.ddl.lock().expect("ddl lock");
         if let Some(existing) = self.get(name.as_str()) {

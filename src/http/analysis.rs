@@ -78,6 +78,12 @@ async fn gather(
                     "sample must be between 2 and {MAX_TEXTS}, got {n}"
                 )));
             }
+            if let crate::backend::Backend::Redis(_) = super::state::backend(coll)? {
+                return Err(ApiError::TextNotStored(format!(
+                    "collection {:?} is in Redis (storage.backend = \"redis\"), which does not store texts yet, so there is nothing to sample; send the texts to analyse as \"texts\" instead",
+                    coll.name.as_str()
+                )));
+            }
             let store = Arc::clone(
                 coll.store()
                     .ok_or_else(|| ApiError::CollectionUnavailable(coll.name.to_string()))?,

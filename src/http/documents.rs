@@ -9,6 +9,7 @@ use super::extract::{
     parse_json, parse_since, parse_time, ApiQuery, Coll, DocPath, JsonBody, Limit, Text,
 };
 use super::state::{backend, AppState};
+use crate::backend::Backend;
 use crate::collections::{Collection, Retention};
 use crate::engine::{
     DocId, EngineError, IdError, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome,
@@ -363,6 +364,16 @@ fn include_text(include: Option<&str>) -> Result<bool, ApiError> {
 /// `text-not-stored` when the collection does not keep texts, or kept none
 /// for this document; 404 when there is no such document.
 pub(super) async fn stored_text(coll: &Arc<Collection>, id: &str) -> Result<String, ApiError> {
+    if let Backend::Redis(index) = backend(coll)? {
+        index
+            .get(id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        return Err(ApiError::TextNotStored(format!(
+            "collection {:?} is in Redis (storage.backend = \"redis\"), which does not store texts yet, so the text of {id:?} was not kept",
+            coll.name.as_str()
+        )));
+    }
     let store = Arc::clone(
         coll.store()
             .ok_or_else(|| ApiError::CollectionUnavailable(coll.name.to_string()))?,

@@ -27,7 +27,7 @@ async fn operand(
     match (o.id, o.text) {
         (None, Some(text)) => Ok((None, Text::parse(text, &app.config.limits)?)),
         (Some(id), None) => {
-            if coll.engine.get(&id).is_none() {
+            if super::state::backend(coll)?.get(&id).await?.is_none() {
                 return Err(EngineError::NotFound(id).into());
             }
             let text = super::documents::stored_text(coll, &id)
