@@ -31,3 +31,5 @@ mod similar;
 // not have yet: each page rescans), retention.rs (1 of its
 // tests: /duplicates/pairs' `documents` counts expired, unpurged records),
 // explain.rs (2 tests: explain by id needs stored texts).
+
+mod limits;
