@@ -183,14 +183,37 @@ impl App {
 
 /// The background task: restore every collection, then keep them: the
 /// snapshot timer, the purge of expired documents, and (in `interval`
-/// mode) the periodic log fsync.
+/// mode) the periodic log fsync; with the redis backend, the watch of the
+/// cluster and of the collection catalog.
 async fn restore_then_maintain(state: AppState) {
     restore(&state).await;
     tokio::join!(
         snapshot_timer(&state),
         purge_timer(&state),
-        fsync_timer(&state)
+        fsync_timer(&state),
+        redis_watch(&state)
     );
+}
+
+/// With `storage.backend = "redis"`, every `storage.redis.watch_interval_ms`:
+/// check the cluster (`/readyz` follows the verdict) and bring this node's
+/// collections in line with the catalog in Redis.
+async fn redis_watch(state: &AppState) {
+    let Some(redis) = state.collections.redis().cloned() else {
+        return;
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(
+        state.config.storage.redis.watch_interval_ms,
+    ));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if redis.check().await.ok {
+            if let Err(e) = state.collections.sync_catalog().await {
+                tracing::warn!(error = %e, "reading the collection catalog in redis failed; retried");
+            }
+        }
+    }
 }
 
 /// Restore every collection off the async workers; a collection that

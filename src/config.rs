@@ -272,6 +272,11 @@ pub struct RedisSettings {
     /// Documents a collection is expected to hold: sizes its bucket hashes
     /// (fixed when the collection is first used; see docs/operations.md).
     pub expected_documents: u64,
+    /// How often each node checks the cluster (every primary answers, the
+    /// cluster state is ok: what `/readyz` and the Redis metrics show) and
+    /// re-reads the collection catalog (how soon a collection created,
+    /// changed or deleted on another node is seen here).
+    pub watch_interval_ms: u64,
 }
 
 impl Default for RedisSettings {
@@ -285,6 +290,7 @@ impl Default for RedisSettings {
             command_timeout_ms: 1000,
             replication_timeout_ms: 500,
             expected_documents: 1_000_000,
+            watch_interval_ms: 1000,
         }
     }
 }
@@ -326,6 +332,7 @@ impl RedisSettings {
             ("connect_timeout_ms", self.connect_timeout_ms),
             ("command_timeout_ms", self.command_timeout_ms),
             ("replication_timeout_ms", self.replication_timeout_ms),
+            ("watch_interval_ms", self.watch_interval_ms),
         ] {
             if !(1..=600_000).contains(&v) {
                 return invalid(format!(

@@ -17,6 +17,7 @@
 
 mod reindex;
 mod settings;
+mod shared;
 
 pub use reindex::{ReindexJob, ReindexProgress, ReindexState};
 
@@ -91,6 +92,9 @@ pub struct Collection {
     backend: OnceLock<Backend>,
     /// Why restoring failed, if it did (generic: the details are logged).
     failure: OnceLock<String>,
+    /// With the redis backend, the tag of this incarnation of the name in
+    /// every key (empty for `default` and with the memory backend).
+    incarnation: String,
 }
 
 impl std::fmt::Debug for Collection {
@@ -136,7 +140,11 @@ impl Collection {
 
     /// True if it keeps the texts of new writes (`store_text`).
     pub fn stores_text(&self) -> bool {
-        self.store().is_some_and(|s| s.stores_text())
+        match self.backend.get() {
+            Some(Backend::Redis(r)) => r.stores_text(),
+            Some(Backend::Memory(m)) => m.store.stores_text(),
+            None => false,
+        }
     }
 
     pub fn settings(&self) -> CollectionSettings {
@@ -208,6 +216,9 @@ pub enum CollectionError {
     /// The change could not be made durable (logged with its cause).
     #[error("the collection change could not be written: {0}")]
     Storage(#[from] PersistError),
+    /// The shared storage (Redis) could not make or read the change.
+    #[error(transparent)]
+    Backend(#[from] crate::backend::BackendError),
 }
 
 /// Every collection of the server.
@@ -229,6 +240,13 @@ pub struct Collections {
     next_id: AtomicU64,
     /// The shared Redis, when `storage.backend = "redis"`.
     redis: Option<Arc<Redis>>,
+    /// Moved by every collection this node creates or deletes in the
+    /// catalog: a catalog read older than such a change applies no
+    /// removals (it may predate the creation).
+    catalog_epoch: AtomicU64,
+    /// Collections the catalog watch dropped here (deleted through another
+    /// node), until the metrics take them: their series go too.
+    dropped: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Collections {
@@ -267,6 +285,8 @@ impl Collections {
             next_id: AtomicU64::new(1),
             redis: (config.storage.backend == StorageBackend::Redis)
                 .then(|| Arc::new(Redis::new(config.storage.redis.clone()))),
+            catalog_epoch: AtomicU64::new(0),
+            dropped: Mutex::new(Vec::new()),
         };
         let started = this.clock.now_ms();
         let default = this.build(
@@ -351,6 +371,7 @@ impl Collections {
             engine: Arc::new(engine),
             backend: OnceLock::new(),
             failure: OnceLock::new(),
+            incarnation: String::new(),
         }
     }
 
@@ -451,6 +472,23 @@ impl Collections {
         self.map.read().expect("map lock").get(name).cloned()
     }
 
+    /// [`Self::get`], and with the redis backend the catalog on a miss
+    /// (blocking: call it off the async workers).
+    fn lookup(&self, name: &str) -> Result<Option<Arc<Collection>>, CollectionError> {
+        match self.get(name) {
+            Some(c) => Ok(Some(c)),
+            None if self.redis.is_some() => {
+                Ok(tokio::runtime::Handle::current().block_on(self.find(name))?)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The names the catalog watch dropped since the last call.
+    pub fn take_dropped(&self) -> Vec<String> {
+        std::mem::take(&mut *self.dropped.lock().expect("dropped lock"))
+    }
+
     /// The collection the unprefixed routes serve.
     pub fn default_collection(&self) -> Arc<Collection> {
         self.get(DEFAULT_COLLECTION)
@@ -490,15 +528,11 @@ impl Collections {
         body: &Value,
     ) -> Result<(Arc<Collection>, bool), CollectionError> {
         let name = CollectionName::parse(name)?;
-        if self.redis.is_some() {
-            // Its catalog would be this node's disk, which the other nodes
-            // do not see.
-            return Err(CollectionError::Protected(
-                "named collections are not kept in Redis yet: with storage.backend = \"redis\" the default collection serves every node",
-            ));
-        }
         let (settings, valid) = CollectionSettings::from_body(&self.defaults, body)?;
         let _ddl = self.ddl.lock().expect("ddl lock");
+        if self.redis.is_some() && !name.is_default() {
+            return self.create_shared(name, settings);
+        }
         if let Some(existing) = self.get(name.as_str()) {
             let current = existing.settings();
             return match current.first_difference(&settings) {
@@ -553,7 +587,7 @@ impl Collections {
         }
         let _ddl = self.ddl.lock().expect("ddl lock");
         let c = self
-            .get(name)
+            .lookup(name)?
             .ok_or_else(|| CollectionError::NotFound(name.to_owned()))?;
         if c.name.is_default() {
             return Err(CollectionError::Protected(if retention.is_some() {
@@ -561,6 +595,17 @@ impl Collections {
             } else {
                 "whether the default collection stores texts comes from the server configuration (storage.store_text)"
             }));
+        }
+        if self.redis.is_some() {
+            let mut settings = c.settings();
+            if let Some(r) = retention {
+                settings.retention = r;
+            }
+            if let Some(on) = store_text {
+                settings.store_text = on;
+            }
+            self.change_shared(&c, settings)?;
+            return Ok(c);
         }
         let Some(store) = c.store() else {
             return Err(CollectionError::Unavailable(c.name.to_string()));
@@ -602,6 +647,9 @@ impl Collections {
             ));
         }
         let _ddl = self.ddl.lock().expect("ddl lock");
+        if self.redis.is_some() {
+            return self.delete_shared(name);
+        }
         let c = self
             .get(name)
             .ok_or_else(|| CollectionError::NotFound(name.to_owned()))?;

@@ -128,7 +128,7 @@ impl Collections {
     pub fn start_reindex(&self, name: &str, body: &Value) -> Result<ReindexJob, CollectionError> {
         let _ddl = self.ddl.lock().expect("ddl lock");
         let c = self
-            .get(name)
+            .lookup(name)?
             .ok_or_else(|| CollectionError::NotFound(name.to_owned()))?;
         if c.name.is_default() {
             return Err(CollectionError::Protected(
@@ -147,6 +147,11 @@ impl Collections {
         }
         let current = c.settings();
         let (settings, valid) = CollectionSettings::from_body(&current, body)?;
+        if self.redis.is_some() {
+            return Err(CollectionError::Protected(
+                "a reindex is not available with the redis backend yet: create a new collection                  with the new recipe and write the documents to it",
+            ));
+        }
         let Some(store) = c.store() else {
             return Err(CollectionError::Unavailable(c.name.to_string()));
         };
@@ -337,6 +342,7 @@ impl Collections {
             engine: Arc::clone(&engine),
             backend: OnceLock::new(),
             failure: OnceLock::new(),
+            incarnation: String::new(),
         };
         next.set_store(Arc::clone(&new));
         let next = Arc::new(next);

@@ -37,8 +37,13 @@ fn describe(c: &Collection) -> Value {
 }
 
 /// `GET /collections`: the collections this key may use.
-pub async fn list(State(app): State<AppState>, scope: Option<Extension<Scope>>) -> Json<Value> {
+pub async fn list(
+    State(app): State<AppState>,
+    scope: Option<Extension<Scope>>,
+) -> Result<Json<Value>, ApiError> {
     let scope = scope.map(|Extension(s)| s).unwrap_or_default();
+    // With the redis backend: as the catalog says now, not as last seen.
+    app.collections.sync_catalog().await?;
     let collections: Vec<Value> = app
         .collections
         .list()
@@ -46,7 +51,7 @@ pub async fn list(State(app): State<AppState>, scope: Option<Extension<Scope>>) 
         .filter(|c| scope.allows(c.name.as_str()))
         .map(|c| describe(c))
         .collect();
-    Json(json!({ "collections": collections }))
+    Ok(Json(json!({ "collections": collections })))
 }
 
 /// `GET /collections/{name}`: its description and its `/stats` body (null
@@ -57,8 +62,12 @@ pub async fn show(
 ) -> Result<Json<Value>, ApiError> {
     let c = app
         .collections
-        .get(name.as_str())
+        .find(name.as_str())
+        .await?
         .ok_or_else(|| ApiError::CollectionNotFound(name.to_string()))?;
+    if let Some(backend) = c.backend() {
+        backend.refresh_documents().await?;
+    }
     let mut body = describe(&c);
     body["stats"] = match c.status() {
         Status::Ready => stats_of(&app, &c),

@@ -84,6 +84,10 @@ pub enum ApiError {
     RouteNotFound(String),
     #[error("the service is starting and not ready to serve yet")]
     NotReady,
+    /// `/readyz` with the redis backend while the cluster is not serving
+    /// every slot (the cause is in the log).
+    #[error("the shared storage (Redis) is not serving every slot now; this node is not ready until it is")]
+    StorageNotReady,
     /// `GET /duplicates`: the scan behind the page outlasts the request;
     /// it goes on and the retry is answered from its result.
     #[error("the duplicate scan behind this page is still running; retry in {retry_after_secs} s")]
@@ -206,10 +210,16 @@ impl ApiError {
                     "collection-unavailable",
                     "Collection unavailable",
                 ),
-                CollectionError::Storage(_) => (
+                CollectionError::Storage(_)
+                | CollectionError::Backend(crate::backend::BackendError::Unavailable(_)) => (
                     S::SERVICE_UNAVAILABLE,
                     "storage-unavailable",
                     "Storage unavailable",
+                ),
+                CollectionError::Backend(_) => (
+                    S::INTERNAL_SERVER_ERROR,
+                    "internal",
+                    "Internal server error",
                 ),
                 CollectionError::TextNotStored(_) => {
                     (S::CONFLICT, "text-not-stored", "Text not stored")
@@ -246,7 +256,9 @@ impl ApiError {
                 "Unsupported media type",
             ),
             ApiError::RouteNotFound(_) => (S::NOT_FOUND, "route-not-found", "Not found"),
-            ApiError::NotReady => (S::SERVICE_UNAVAILABLE, "not-ready", "Not ready"),
+            ApiError::NotReady | ApiError::StorageNotReady => {
+                (S::SERVICE_UNAVAILABLE, "not-ready", "Not ready")
+            }
             ApiError::ScanInProgress { .. } => (
                 S::SERVICE_UNAVAILABLE,
                 "scan-in-progress",
@@ -281,7 +293,11 @@ impl ApiError {
             ApiError::Internal(_) => INTERNAL_DETAIL.to_owned(),
             ApiError::Engine(EngineError::Journal(_))
             | ApiError::Collection(CollectionError::Storage(_)) => STORAGE_DETAIL.to_owned(),
-            ApiError::StorageUnavailable(_) => SHARED_STORAGE_DETAIL.to_owned(),
+            ApiError::StorageUnavailable(_)
+            | ApiError::Collection(CollectionError::Backend(
+                crate::backend::BackendError::Unavailable(_),
+            )) => SHARED_STORAGE_DETAIL.to_owned(),
+            ApiError::Collection(CollectionError::Backend(_)) => INTERNAL_DETAIL.to_owned(),
             other => other.to_string(),
         };
         Problem {
@@ -308,6 +324,9 @@ impl IntoResponse for ApiError {
             }
             ApiError::StorageUnavailable(e) => {
                 tracing::error!(error = %e, "storage unavailable")
+            }
+            ApiError::Collection(CollectionError::Backend(e)) => {
+                tracing::error!(error = %e, "collection change in redis failed")
             }
             _ => {}
         }

@@ -189,9 +189,15 @@ impl FromRequestParts<AppState> for Coll {
             None => app.collections.default_collection(),
             Some(name) => {
                 CollectionName::parse(&name)?;
-                app.collections
-                    .get(&name)
-                    .ok_or(ApiError::CollectionNotFound(name))?
+                match app.collections.get(&name) {
+                    Some(c) => c,
+                    // With the redis backend: created through another node?
+                    None => app
+                        .collections
+                        .find(&name)
+                        .await?
+                        .ok_or(ApiError::CollectionNotFound(name))?,
+                }
             }
         };
         match c.status() {

@@ -142,6 +142,101 @@ pub struct Metrics {
     /// series a request still running on one made after its deletion are
     /// removed at each scrape.
     deleted: Mutex<HashSet<String>>,
+    /// With the redis backend: the traffic to Redis and the cluster's state.
+    redis: Option<RedisMetrics>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RedirectLabels {
+    kind: &'static str,
+}
+
+/// `neardup_redis_*`, registered only with the redis backend (so a memory
+/// deployment does not export zeros that mean nothing).
+struct RedisMetrics {
+    registry: Registry,
+    /// round trips, commands, errors, timeouts, replication failures,
+    /// retries, check failures: counters fed from [`RedisCounters`]' totals.
+    counters: [Counter; 7],
+    /// Those totals at the last scrape.
+    seen: Mutex<[u64; 7]>,
+    up: Gauge,
+    primaries: Gauge,
+    redirections: Family<RedirectLabels, Gauge>,
+}
+
+impl RedisMetrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("neardup_redis");
+        let counters: [Counter; 7] = Default::default();
+        for (c, (name, help)) in counters.iter().zip([
+            ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
+            ("commands", "Commands sent to Redis"),
+            ("errors", "Round trips to Redis that failed (an error or the timeout): each answered 503 storage-unavailable"),
+            ("timeouts", "Round trips to Redis that outlasted storage.redis.command_timeout_ms"),
+            ("replication_failures", "Writes no replica confirmed within storage.redis.replication_timeout_ms (durability = \"replicated\")"),
+            ("retries", "if_unique writes that met a concurrent near-duplicate write, withdrew and tried again"),
+            ("check_failures", "Checks of the cluster (every storage.redis.watch_interval_ms) that failed"),
+        ]) {
+            registry.register(name, help, c.clone());
+        }
+        let up = Gauge::default();
+        registry.register(
+            "up",
+            "1 when the last check found every primary answering and cluster_state ok (/readyz follows it)",
+            up.clone(),
+        );
+        let primaries = Gauge::default();
+        registry.register(
+            "primaries",
+            "Primaries serving slots at the last check",
+            primaries.clone(),
+        );
+        let redirections = Family::<RedirectLabels, Gauge>::default();
+        registry.register(
+            "cluster_redirections",
+            "MOVED and ASK redirections the primaries have answered since they started, all clients (INFO errorstats, read by each check); the client follows them by itself",
+            redirections.clone(),
+        );
+        Self {
+            registry,
+            counters,
+            seen: Mutex::new([0; 7]),
+            up,
+            primaries,
+            redirections,
+        }
+    }
+
+    fn refresh(&self, redis: &crate::backend::redis::Redis) {
+        let c = &redis.counters;
+        let now = [
+            &c.round_trips,
+            &c.commands,
+            &c.errors,
+            &c.timeouts,
+            &c.replication_failures,
+            &c.retries,
+            &c.check_failures,
+        ]
+        .map(|a| a.load(Ordering::Relaxed));
+        let mut seen = self.seen.lock().expect("metrics lock");
+        for ((counter, now), seen) in self.counters.iter().zip(now).zip(seen.iter_mut()) {
+            if now > *seen {
+                counter.inc_by(now - *seen);
+                *seen = now;
+            }
+        }
+        let health = redis.health();
+        self.up
+            .set(i64::from(health.as_ref().is_some_and(|h| h.ok)));
+        self.primaries.set(health.map_or(0, |h| h.primaries) as i64);
+        for (kind, v) in [("moved", &c.moved), ("ask", &c.ask)] {
+            self.redirections
+                .get_or_create(&RedirectLabels { kind })
+                .set(v.load(Ordering::Relaxed) as i64);
+        }
+    }
 }
 
 /// Every write outcome `neardup_writes_total` counts.
@@ -390,11 +485,20 @@ impl Default for Metrics {
             verified_totals: Default::default(),
             exported: Default::default(),
             deleted: Default::default(),
+            redis: None,
         }
     }
 }
 
 impl Metrics {
+    /// The metrics of a server; with `redis`, also `neardup_redis_*`.
+    pub fn new(redis: bool) -> Self {
+        Self {
+            redis: redis.then(RedisMetrics::new),
+            ..Self::default()
+        }
+    }
+
     /// Record the verification work of one query on `collection`.
     pub fn observe_query(&self, collection: &str, q: &QueryOutcome) {
         let l = of(collection);
@@ -557,6 +661,9 @@ impl Metrics {
         self.text_bytes.clear();
         self.wal_writable.clear();
         self.ready.set(i64::from(ready));
+        for name in collections.take_dropped() {
+            self.forget_collection(&name);
+        }
         let all = collections.list();
         self.collections.set(all.len() as i64);
         let mut live_ids = Vec::with_capacity(all.len());
@@ -566,6 +673,11 @@ impl Metrics {
             self.collection_up
                 .get_or_create(&of(name))
                 .set(i64::from(c.status() == Status::Ready));
+            if let Some(crate::backend::Backend::Redis(r)) = c.backend() {
+                self.documents
+                    .get_or_create(&of(name))
+                    .set(r.documents() as i64);
+            }
             let Some(store) = c.store() else { continue };
             self.export_wal(name, c.id, store);
             self.documents
@@ -719,6 +831,10 @@ impl Metrics {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = encode_registry(&mut out, &self.registry);
+        if let (Some(m), Some(redis)) = (&self.redis, collections.redis()) {
+            m.refresh(redis);
+            let _ = encode_registry(&mut out, &m.registry);
+        }
         let _ = encode_registry(&mut out, &self.process);
         let _ = encode_eof(&mut out);
         out

@@ -63,10 +63,11 @@ impl AppState {
     pub fn new(config: Config, collections: Arc<Collections>) -> Self {
         let inflight = tokio::sync::Semaphore::new(config.server.max_concurrent_requests);
         let docs = ApiDocs::new(&config, config.engine().bands().min_query_threshold);
+        let metrics = Metrics::new(collections.redis().is_some());
         Self(Arc::new(AppInner {
             collections,
             config,
-            metrics: Arc::new(Metrics::default()),
+            metrics: Arc::new(metrics),
             ready: AtomicBool::new(false),
             restored: AtomicBool::new(false),
             inflight,

@@ -305,6 +305,17 @@ impl RedisCluster {
         self.nodes[i].stop("-KILL", Duration::from_secs(3));
     }
 
+    /// Every key matching `pattern` on the running primaries (`--scan`).
+    pub fn keys(&self, pattern: &str) -> Result<Vec<String>, HarnessError> {
+        let mut keys = Vec::new();
+        for i in self.primaries()? {
+            let out = cli(self.nodes[i].port, &["--scan", "--pattern", pattern])?;
+            keys.extend(out.lines().filter(|l| !l.is_empty()).map(str::to_owned));
+        }
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
     /// Sum of `used_memory` over the running primaries (bytes).
     pub fn used_memory(&self) -> Result<u64, HarnessError> {
         let mut total = 0;

@@ -76,6 +76,9 @@ pub fn on_redis(mut settings: Settings) -> Settings {
             format!("t{}-d{:x}", std::process::id(), h.finish())
         };
     settings.storage.redis.expected_documents = 10_000;
+    // Collection changes wait two watch intervals (every node has seen
+    // them when they answer): short ones keep the suites quick.
+    settings.storage.redis.watch_interval_ms = 100;
     settings
 }
 

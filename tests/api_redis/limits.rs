@@ -1,37 +1,8 @@
 //! What the redis backend does not keep yet is refused, never answered from
-//! one node's disk: named collections, stored texts (and so texts by id and
-//! analysis samples).
+//! one node's disk: stored texts (and so texts by id and analysis samples).
 
 use crate::helpers::{assert_problem, on_redis, spawn_app, test_settings};
 use serde_json::json;
-
-#[tokio::test]
-async fn named_collections_are_refused_on_the_redis_backend() {
-    let app = spawn_app().await;
-    let resp = app
-        .client
-        .put(format!("{}/collections/titles", app.base))
-        .json(&json!({"shingle": {"kind": "char", "k": 5}}))
-        .send()
-        .await
-        .unwrap();
-    let p = assert_problem(resp, 409).await;
-    assert_eq!(p["type"], "urn:neardup:problem:collection-protected");
-    assert!(p["detail"].as_str().unwrap().contains("Redis"), "{p}");
-    // Neither node lists it.
-    for base in [&app.base, &app.read_base] {
-        let list: serde_json::Value = app
-            .client
-            .get(format!("{base}/collections"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(list["collections"].as_array().unwrap().len(), 1, "{list}");
-    }
-}
 
 #[tokio::test]
 async fn texts_are_not_stored_on_the_redis_backend_and_say_so() {

@@ -15,6 +15,8 @@ const REDIS: bool = true;
 #[allow(dead_code)]
 mod helpers;
 
+#[path = "../api/collections.rs"]
+mod collections;
 #[path = "../api/concurrency.rs"]
 mod concurrency;
 #[path = "../api/documents.rs"]

@@ -96,6 +96,27 @@ pub struct RedisCounters {
     pub timeouts: AtomicU64,
     /// Replicated writes no replica confirmed in time.
     pub replication_failures: AtomicU64,
+    /// Attempts this node made again: `if_unique` writes that withdrew
+    /// before a concurrent near-duplicate and tried again.
+    pub retries: AtomicU64,
+    /// MOVED and ASK redirections answered by the cluster's primaries (all
+    /// their clients, read from `INFO errorstats` by each check): the
+    /// client follows them by itself, so they show up here, not as errors.
+    pub moved: AtomicU64,
+    pub ask: AtomicU64,
+    /// Checks of the cluster's state that failed.
+    pub check_failures: AtomicU64,
+}
+
+/// What the last check of the cluster saw (see [`Redis::check`]).
+#[derive(Clone, Debug)]
+pub struct Health {
+    /// Every primary answered and the cluster state is ok.
+    pub ok: bool,
+    /// Why not (for the log; never sent to clients).
+    pub reason: String,
+    /// Primaries answering `PING` at the last check.
+    pub primaries: u64,
 }
 
 /// The connection shared by every collection of a server.
@@ -105,6 +126,8 @@ pub struct Redis {
     pub counters: Arc<RedisCounters>,
     /// True when the seed nodes run in cluster mode (known once connected).
     cluster: std::sync::atomic::AtomicBool,
+    /// The last check's verdict; `None` before the first.
+    health: std::sync::Mutex<Option<Health>>,
 }
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> BackendError {
@@ -118,7 +141,93 @@ impl Redis {
             settings,
             counters: Arc::default(),
             cluster: std::sync::atomic::AtomicBool::new(false),
+            health: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The last check's verdict (`None` before the first).
+    pub fn health(&self) -> Option<Health> {
+        self.health.lock().expect("health lock").clone()
+    }
+
+    /// True when the last check found the cluster serving.
+    pub fn is_healthy(&self) -> bool {
+        self.health().is_some_and(|h| h.ok)
+    }
+
+    /// Check the cluster now and keep the verdict (logged when it changes):
+    /// every primary of the current slot map answers `PING`, a node says
+    /// `cluster_state:ok` (a cluster), and the primaries' redirection
+    /// counts are read. Bounded by `command_timeout_ms` per step.
+    pub async fn check(&self) -> Health {
+        let verdict = match self.probe().await {
+            Ok(primaries) => Health {
+                ok: true,
+                reason: String::new(),
+                primaries,
+            },
+            Err(e) => {
+                self.counters.check_failures.fetch_add(1, Ordering::Relaxed);
+                Health {
+                    ok: false,
+                    reason: e.to_string(),
+                    primaries: 0,
+                }
+            }
+        };
+        let mut slot = self.health.lock().expect("health lock");
+        let was = slot.as_ref().map(|h| h.ok);
+        if was != Some(verdict.ok) {
+            if verdict.ok {
+                tracing::info!(primaries = verdict.primaries, "redis is serving; ready");
+            } else {
+                tracing::warn!(reason = %verdict.reason, "redis is not serving every slot; /readyz answers 503");
+            }
+        }
+        *slot = Some(verdict.clone());
+        verdict
+    }
+
+    async fn probe(&self) -> Result<u64, BackendError> {
+        let conn = self.conn().await?;
+        let bounded = |what: &'static str, cmd: Cmd| {
+            let mut conn = conn.clone();
+            async move {
+                tokio::time::timeout(self.timeout(), cmd.query_async::<Value>(&mut conn))
+                    .await
+                    .map_err(|_| unavailable(what, "timed out"))?
+                    .map_err(|e| unavailable(what, e))
+            }
+        };
+        // PING goes to every primary of the slot map (all must answer).
+        bounded("pinging every primary", redis::cmd("PING")).await?;
+        if self.is_cluster() {
+            let mut info = redis::cmd("CLUSTER");
+            info.arg("INFO");
+            let state = bounded("reading the cluster state", info).await?;
+            let mut ok = false;
+            walk_strings(&state, &mut |s| ok |= s.contains("cluster_state:ok"));
+            if !ok {
+                return Err(unavailable(
+                    "the cluster state",
+                    "cluster_state is not ok (a slot has no serving primary)",
+                ));
+            }
+        }
+        let mut stats = redis::cmd("INFO");
+        stats.arg("errorstats");
+        let stats = bounded("reading error statistics", stats).await?;
+        let (mut moved, mut ask) = (0u64, 0u64);
+        walk_strings(&stats, &mut |s| {
+            moved += errorstat(s, "MOVED");
+            ask += errorstat(s, "ASK");
+        });
+        self.counters.moved.store(moved, Ordering::Relaxed);
+        self.counters.ask.store(ask, Ordering::Relaxed);
+        let primaries = tokio::time::timeout(self.timeout(), self.primaries())
+            .await
+            .map_err(|_| unavailable("reading the cluster's nodes", "timed out"))??;
+        Ok(primaries.len() as u64)
     }
 
     fn timeout(&self) -> Duration {
@@ -357,5 +466,58 @@ impl Redis {
         keys.sort_unstable();
         keys.dedup();
         Ok(keys)
+    }
+}
+
+/// Call `f` on every text in `v` (a reply of one node, or a map of the
+/// replies of several).
+fn walk_strings(v: &Value, f: &mut impl FnMut(&str)) {
+    match v {
+        Value::BulkString(b) => f(&String::from_utf8_lossy(b)),
+        Value::SimpleString(s) => f(s),
+        Value::VerbatimString { text, .. } => f(text),
+        Value::Okay => f("OK"),
+        Value::Array(items) | Value::Set(items) => items.iter().for_each(|i| walk_strings(i, f)),
+        Value::Map(pairs) => pairs.iter().for_each(|(_, v)| walk_strings(v, f)),
+        _ => {}
+    }
+}
+
+/// `count` of `errorstat_<kind>:count=N` in an `INFO errorstats` text.
+fn errorstat(info: &str, kind: &str) -> u64 {
+    let prefix = format!("errorstat_{kind}:count=");
+    info.lines()
+        .filter_map(|l| l.trim().strip_prefix(prefix.as_str()))
+        .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errorstats_are_summed_per_kind() {
+        let info = "# Errorstats\r\nerrorstat_ASK:count=2\r\nerrorstat_MOVED:count=17\r\nerrorstat_NOSCRIPT:count=3\r\n";
+        assert_eq!(errorstat(info, "MOVED"), 17);
+        assert_eq!(errorstat(info, "ASK"), 2);
+        assert_eq!(errorstat(info, "CROSSSLOT"), 0);
+    }
+
+    #[test]
+    fn replies_of_several_nodes_are_walked() {
+        let v = Value::Map(vec![
+            (
+                Value::SimpleString("a:1".into()),
+                Value::SimpleString("PONG".into()),
+            ),
+            (
+                Value::SimpleString("b:2".into()),
+                Value::SimpleString("PONG".into()),
+            ),
+        ]);
+        let mut n = 0;
+        walk_strings(&v, &mut |s| n += usize::from(s == "PONG"));
+        assert_eq!(n, 2);
     }
 }

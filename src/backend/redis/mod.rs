@@ -183,6 +183,8 @@ pub struct RedisIndex {
     keys: Keys,
     /// The document counter as last read (refreshed in the background).
     documents: AtomicU64,
+    /// Keep each write's text (zstd) beside its record (`store_text`).
+    store_text: std::sync::atomic::AtomicBool,
 }
 
 /// A written document's parts, ready to send.
@@ -267,9 +269,19 @@ impl RedisIndex {
             redis,
             keys: Keys::new(&prefix, name, group_bits),
             documents: AtomicU64::new(0),
+            store_text: std::sync::atomic::AtomicBool::new(false),
         };
         this.refresh_count().await?;
         Ok(this)
+    }
+
+    /// Keep the texts of writes from now on (or stop).
+    pub fn set_store_text(&self, on: bool) {
+        self.store_text.store(on, Ordering::Relaxed);
+    }
+
+    pub fn stores_text(&self) -> bool {
+        self.store_text.load(Ordering::Relaxed)
     }
 
     pub fn keys(&self) -> &Keys {
@@ -756,6 +768,7 @@ impl RedisIndex {
         };
         for attempt in 0..UNIQUE_ATTEMPTS {
             if attempt > 0 {
+                self.redis.counters.retries.fetch_add(1, Ordering::Relaxed);
                 let jitter = u64::from(new_gen() % 40) + 10 * u64::from(attempt);
                 tokio::time::sleep(Duration::from_millis(jitter)).await;
             }
