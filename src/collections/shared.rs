@@ -15,9 +15,8 @@
 //! settings are the configuration's, as with the memory backend.
 
 use super::{Collection, CollectionError, CollectionName, CollectionSettings, Collections};
-use crate::backend::redis::{call, Redis};
+use crate::backend::redis::{call, Redis, Script};
 use crate::backend::{Backend, BackendError, RedisIndex};
-use redis::Script;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;

@@ -156,10 +156,11 @@ struct RedirectLabels {
 struct RedisMetrics {
     registry: Registry,
     /// round trips, commands, errors, timeouts, replication failures,
-    /// retries, check failures: counters fed from [`RedisCounters`]' totals.
-    counters: [Counter; 7],
+    /// retries, check failures, reconnects: counters fed from
+    /// [`RedisCounters`]' totals.
+    counters: [Counter; 8],
     /// Those totals at the last scrape.
-    seen: Mutex<[u64; 7]>,
+    seen: Mutex<[u64; 8]>,
     up: Gauge,
     primaries: Gauge,
     redirections: Family<RedirectLabels, Gauge>,
@@ -168,7 +169,7 @@ struct RedisMetrics {
 impl RedisMetrics {
     fn new() -> Self {
         let mut registry = Registry::with_prefix("neardup_redis");
-        let counters: [Counter; 7] = Default::default();
+        let counters: [Counter; 8] = Default::default();
         for (c, (name, help)) in counters.iter().zip([
             ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
             ("commands", "Commands sent to Redis"),
@@ -177,6 +178,7 @@ impl RedisMetrics {
             ("replication_failures", "Writes no replica confirmed within storage.redis.replication_timeout_ms (durability = \"replicated\")"),
             ("retries", "if_unique writes that met a concurrent near-duplicate write, withdrew and tried again"),
             ("check_failures", "Checks of the cluster (every storage.redis.watch_interval_ms) that failed"),
+            ("reconnects", "Fresh connections to the cluster made after a failed check (a new slot map from the seed nodes)"),
         ]) {
             registry.register(name, help, c.clone());
         }
@@ -201,7 +203,7 @@ impl RedisMetrics {
         Self {
             registry,
             counters,
-            seen: Mutex::new([0; 7]),
+            seen: Mutex::new([0; 8]),
             up,
             primaries,
             redirections,
@@ -218,6 +220,7 @@ impl RedisMetrics {
             &c.replication_failures,
             &c.retries,
             &c.check_failures,
+            &c.reconnects,
         ]
         .map(|a| a.load(Ordering::Relaxed));
         let mut seen = self.seen.lock().expect("metrics lock");

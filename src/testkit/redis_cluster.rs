@@ -245,6 +245,15 @@ impl RedisCluster {
                 this.primaries().is_ok_and(|p| p.len() == primaries)
             })
             .map_err(|_| fail("the replicas never attached to their primaries"))?;
+            // ... and replicating (their first sync done).
+            wait_until(Duration::from_secs(20), || {
+                this.nodes.iter().all(|n| {
+                    cli(n.port, &["INFO", "replication"]).is_ok_and(|s| {
+                        s.contains("role:master") || s.contains("master_link_status:up")
+                    })
+                })
+            })
+            .map_err(|_| fail("the replicas never finished their first sync"))?;
         }
         Ok(this)
     }
@@ -373,6 +382,9 @@ fn spawn_node(port: u16, dir: &Path, cluster: bool) -> Result<Child, HarnessErro
         "256",
         "--maxmemory-policy",
         "noeviction",
+        // A replica's first sync starts at once (not 5 s later).
+        "--repl-diskless-sync-delay",
+        "0",
     ];
     if cluster {
         args.extend([

@@ -34,4 +34,5 @@ mod similar;
 // tests: /duplicates/pairs' `documents` counts expired, unpurged records),
 // explain.rs (2 tests: explain by id needs stored texts).
 
+mod failover;
 mod limits;

@@ -26,8 +26,7 @@ use crate::engine::{
     ScanStats, Stamp, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use codec::{decode_record, encode_record, iid, member, members, Keys, StoredRecord};
-pub use conn::{call, script_call, Call, Conn, Redis, RedisCounters};
-use redis::Script;
+pub use conn::{call, script_call, Call, Conn, Redis, RedisCounters, Script};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
