@@ -666,11 +666,6 @@ impl Settings {
         }
         self.auth.validate()?;
         self.storage.redis.validate(self.storage.backend)?;
-        if self.storage.backend == StorageBackend::Redis && self.storage.store_text {
-            return Err(ConfigError::Invalid(
-                "storage.store_text is not supported with storage.backend = \"redis\" yet: texts are kept on the local disk of one node".into(),
-            ));
-        }
         let engine = self.engine_params().validate()?;
         Ok(Config {
             settings: self,

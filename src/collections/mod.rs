@@ -417,6 +417,7 @@ impl Collections {
             ));
             match opened {
                 Ok(index) => {
+                    index.set_store_text(c.settings().store_text);
                     tracing::info!(collection = %c.name, documents = index.documents(), group_bits = index.keys().group_bits(), "collection opened in redis");
                     let _ = c.backend.set(Backend::Redis(index));
                     return;

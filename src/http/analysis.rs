@@ -78,28 +78,29 @@ async fn gather(
                     "sample must be between 2 and {MAX_TEXTS}, got {n}"
                 )));
             }
-            if let crate::backend::Backend::Redis(_) = super::state::backend(coll)? {
-                return Err(ApiError::TextNotStored(format!(
-                    "collection {:?} is in Redis (storage.backend = \"redis\"), which does not store texts yet, so there is nothing to sample; send the texts to analyse as \"texts\" instead",
-                    coll.name.as_str()
-                )));
-            }
-            let store = Arc::clone(
-                coll.store()
-                    .ok_or_else(|| ApiError::CollectionUnavailable(coll.name.to_string()))?,
-            );
-            if !store.stores_text() {
+            if !coll.stores_text() {
                 return Err(ApiError::TextNotStored(format!(
                     "collection {:?} does not store texts (store_text is off), so there is nothing to sample; send the texts to analyse as \"texts\" instead",
                     coll.name.as_str()
                 )));
             }
             let seed = seed.unwrap_or_else(|| std::hash::RandomState::new().hash_one(0u8));
-            let drawn =
-                tokio::task::spawn_blocking(move || store.sample_texts(n, seed, MAX_SAMPLE_BYTES))
+            let drawn = match super::state::backend(coll)? {
+                crate::backend::Backend::Redis(index) => {
+                    index.sample_texts(n, seed, MAX_SAMPLE_BYTES).await?
+                }
+                crate::backend::Backend::Memory(_) => {
+                    let store = Arc::clone(coll.store().ok_or_else(|| {
+                        ApiError::CollectionUnavailable(coll.name.to_string())
+                    })?);
+                    tokio::task::spawn_blocking(move || {
+                        store.sample_texts(n, seed, MAX_SAMPLE_BYTES)
+                    })
                     .await
                     .map_err(|e| ApiError::Internal(format!("sample task failed: {e}")))?
-                    .map_err(|e| ApiError::Internal(format!("reading a sample of texts: {e}")))?;
+                    .map_err(|e| ApiError::Internal(format!("reading a sample of texts: {e}")))?
+                }
+            };
             let (ids, texts) = drawn.into_iter().unzip();
             Ok(Texts {
                 texts,

@@ -365,14 +365,24 @@ fn include_text(include: Option<&str>) -> Result<bool, ApiError> {
 /// for this document; 404 when there is no such document.
 pub(super) async fn stored_text(coll: &Arc<Collection>, id: &str) -> Result<String, ApiError> {
     if let Backend::Redis(index) = backend(coll)? {
-        index
-            .get(id)
-            .await?
-            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
-        return Err(ApiError::TextNotStored(format!(
-            "collection {:?} is in Redis (storage.backend = \"redis\"), which does not store texts yet, so the text of {id:?} was not kept",
-            coll.name.as_str()
-        )));
+        if !index.stores_text() {
+            index
+                .get(id)
+                .await?
+                .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+            return Err(ApiError::TextNotStored(format!(
+                "collection {:?} does not store texts (store_text is off), so the text of {id:?} was not kept",
+                coll.name.as_str()
+            )));
+        }
+        return match index.text(id).await? {
+            None => Err(EngineError::NotFound(id.to_owned()).into()),
+            Some(None) => Err(ApiError::TextNotStored(format!(
+                "document {id:?} was stored without its text (before collection {:?} stored texts); write it again to keep its text",
+                coll.name.as_str()
+            ))),
+            Some(Some(text)) => Ok(text),
+        };
     }
     let store = Arc::clone(
         coll.store()

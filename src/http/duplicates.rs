@@ -149,26 +149,48 @@ pub async fn groups(
 /// outlasts it is 503 `scan-in-progress` (it goes on).
 async fn computed_groups(
     app: &AppState,
-    coll: &Collection,
+    coll: &Arc<Collection>,
     threshold: Threshold,
     key: GroupsKey,
     paging: bool,
     wait: Option<Duration>,
 ) -> Result<Arc<Groups>, ApiError> {
-    if let Backend::Redis(index) = backend(coll)? {
-        // Computed for each request from the cluster (no page cache yet).
-        let _permit = app.scans.permit().await;
-        let started = Instant::now();
-        let (pairs, stats) = index.scan_pairs(threshold).await.map_err(ApiError::from)?;
-        app.metrics.observe_scan(
-            coll.name.as_str(),
-            "groups",
-            started.elapsed().as_secs_f64(),
-        );
-        let pairs = pairs.into_iter().map(|p| (p.a, p.b, p.jaccard)).collect();
-        return Ok(Arc::new(Groups::from_pairs(pairs, key.min_size, stats)));
-    }
     let recent = Duration::from_secs(app.config.server.request_timeout_secs);
+    if let Backend::Redis(index) = backend(coll)? {
+        // From the cluster band by band, cached as in memory; the shared
+        // write counter says whether anything was written since.
+        let generation = index.write_version().await?;
+        let name = coll.name.to_string();
+        let coll = Arc::clone(coll);
+        let compute =
+            move || -> futures_util::future::BoxFuture<'static, Result<Groups, String>> {
+                Box::pin(async move {
+                    let Some(Backend::Redis(index)) = coll.backend() else {
+                        return Err("the collection is not in redis".to_owned());
+                    };
+                    let (pairs, stats) = index
+                        .scan_pairs(threshold)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let pairs = pairs.into_iter().map(|p| (p.a, p.b, p.jaccard)).collect();
+                    Ok(Groups::from_pairs(pairs, key.min_size, stats))
+                })
+            };
+        return app
+            .scans
+            .groups_of(
+                &name,
+                &app.metrics,
+                key,
+                paging,
+                recent,
+                wait,
+                generation,
+                compute,
+            )
+            .await
+            .map_err(scan_error);
+    }
     app.scans
         .groups(
             coll.name.as_str(),
@@ -181,12 +203,14 @@ async fn computed_groups(
             wait,
         )
         .await
-        .map_err(|e| match e {
-            ScanError::InProgress { retry_after_secs } => {
-                ApiError::ScanInProgress { retry_after_secs }
-            }
-            ScanError::Failed(e) => ApiError::Internal(format!("duplicate scan failed: {e}")),
-        })
+        .map_err(scan_error)
+}
+
+fn scan_error(e: ScanError) -> ApiError {
+    match e {
+        ScanError::InProgress { retry_after_secs } => ApiError::ScanInProgress { retry_after_secs },
+        ScanError::Failed(e) => ApiError::Internal(format!("duplicate scan failed: {e}")),
+    }
 }
 
 type Chunk = Result<Bytes, std::io::Error>;

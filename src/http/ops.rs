@@ -116,6 +116,17 @@ pub async fn openapi(State(app): State<AppState>) -> impl IntoResponse {
 
 fn storage_stats(app: &AppState, coll: &Collection) -> Value {
     let storage = &app.config.storage;
+    if let Some(crate::backend::Backend::Redis(index)) = coll.backend() {
+        let r = &storage.redis;
+        return json!({
+            "backend": "redis",
+            "key_prefix": r.key_prefix,
+            "durability": r.durability.as_str(),
+            "read_from_replicas": r.read_from_replicas,
+            "store_text": index.stores_text(),
+            "cluster_up": index.redis().is_healthy(),
+        });
+    }
     let Some(store) = coll.store() else {
         return Value::Null;
     };

@@ -153,10 +153,46 @@ impl ScanScheduler {
         recent: Duration,
         wait: Option<Duration>,
     ) -> Result<Arc<Groups>, ScanError> {
+        let generation = engine.generation();
+        let (scheduler, worker) = (Arc::clone(self), Arc::clone(engine));
+        let compute = move || -> BoxFuture<'static, Result<Groups, String>> {
+            async move {
+                tokio::task::spawn_blocking(move || {
+                    scheduler
+                        .pool()
+                        .install(|| worker.duplicate_groups(threshold, key.min_size, None))
+                })
+                .await
+                .map_err(|e| e.to_string())
+            }
+            .boxed()
+        };
+        self.groups_of(
+            collection, metrics, key, paging, recent, wait, generation, compute,
+        )
+        .await
+    }
+
+    /// [`Self::groups`] for any backend: `generation` says what was
+    /// written up to now (an answer computed at another generation is
+    /// stale for a first page), `compute` makes the groups (run under the
+    /// scan permit, in a task of its own).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn groups_of(
+        self: &Arc<Self>,
+        collection: &str,
+        metrics: &Arc<Metrics>,
+        key: GroupsKey,
+        paging: bool,
+        recent: Duration,
+        wait: Option<Duration>,
+        generation: u64,
+        compute: impl FnOnce() -> BoxFuture<'static, Result<Groups, String>>,
+    ) -> Result<Arc<Groups>, ScanError> {
         let (result, started, promised) = {
             let mut cache = self.cache();
             if let Some(c) = cache.done.iter().find(|c| c.key == key) {
-                let unchanged = c.generation == engine.generation();
+                let unchanged = c.generation == generation;
                 let reusable = if paging {
                     c.finished.elapsed() < Duration::from_secs(PAGE_CACHE_SECS)
                 } else {
@@ -169,7 +205,7 @@ impl ScanScheduler {
             match cache.running.iter().find(|r| r.key == key) {
                 Some(r) => (r.result.clone(), r.started, Arc::clone(&r.promised)),
                 None => {
-                    let running = self.start(collection, engine, metrics, threshold, key);
+                    let running = self.start(collection, metrics, key, generation, compute());
                     let joined = (
                         running.result.clone(),
                         running.started,
@@ -200,28 +236,20 @@ impl ScanScheduler {
     fn start(
         self: &Arc<Self>,
         collection: &str,
-        engine: &Arc<Engine>,
         metrics: &Arc<Metrics>,
-        threshold: Threshold,
         key: GroupsKey,
+        generation: u64,
+        compute: BoxFuture<'static, Result<Groups, String>>,
     ) -> Running {
-        let (scheduler, engine, metrics) =
-            (Arc::clone(self), Arc::clone(engine), Arc::clone(metrics));
+        let (scheduler, metrics) = (Arc::clone(self), Arc::clone(metrics));
         let collection = collection.to_owned();
         let promised = Arc::new(AtomicBool::new(false));
         let promised_by_waiters = Arc::clone(&promised);
         let handle = tokio::spawn(async move {
             let permit = scheduler.permit().await;
-            let generation = engine.generation();
             let at = Instant::now();
-            let (worker, pool_owner) = (Arc::clone(&engine), Arc::clone(&scheduler));
-            let scanned = tokio::task::spawn_blocking(move || {
-                let _permit = permit;
-                pool_owner
-                    .pool()
-                    .install(|| worker.duplicate_groups(threshold, key.min_size, None))
-            })
-            .await;
+            let scanned = compute.await;
+            drop(permit);
             let seconds = at.elapsed().as_secs_f64();
             let mut cache = scheduler.cache();
             cache.running.retain(|r| r.key != key);

@@ -60,6 +60,12 @@ impl Keys {
         format!("{}:r:{{{iid:016x}}}", self.base)
     }
 
+    /// The stored text (zstd) of `iid`'s record (same slot as the record,
+    /// so the commit writes both at once).
+    pub fn text(&self, iid: u64) -> String {
+        format!("{}:t:{{{iid:016x}}}", self.base)
+    }
+
     /// A pending `if_unique` write of `iid` (same slot as its record).
     pub fn pending(&self, iid: u64) -> String {
         format!("{}:p:{{{iid:016x}}}", self.base)
@@ -92,6 +98,12 @@ impl Keys {
     /// The collection's metadata (layout, settings), one slot.
     pub fn meta(&self) -> String {
         format!("{{{}}}:meta", self.base)
+    }
+
+    /// The collection's write counter: moved by every write and delete,
+    /// so a cached `/duplicates` answer knows whether it is current.
+    pub fn writes(&self) -> String {
+        format!("{{{}}}:w", self.base)
     }
 
     /// The collection's document counter (same slot as its metadata).

@@ -76,10 +76,11 @@ return 1
     )
 });
 
-/// The commit of a write. KEYS[1] the record (KEYS[2] the pending key of
-/// an if_unique write, which must still hold ARGV[1]); ARGV[1] the new
-/// record, ARGV[2] 'c' (create) or 'u' (upsert), ARGV[3] now (ms),
-/// ARGV[4] the collection's retention (ms, 0: none), ARGV[5] the id.
+/// The commit of a write. KEYS[1] the record, KEYS[2] its text (KEYS[3]
+/// the pending key of an if_unique write, which must still hold ARGV[1]);
+/// ARGV[1] the new record, ARGV[2] 'c' (create) or 'u' (upsert), ARGV[3]
+/// now (ms), ARGV[4] the collection's retention (ms, 0: none), ARGV[5] the
+/// id, ARGV[6] the text (zstd) or '' (none kept: an older one goes).
 /// Returns {outcome[, old record]}: 'created', 'replaced', 'exists',
 /// 'collision' (another id hashes to the same iid), 'expired' (the
 /// pending key is gone).
@@ -91,8 +92,8 @@ local function u64(s, at)
   for i = at + 7, at, -1 do v = v * 256 + string.byte(s, i) end
   return v
 end
-if KEYS[2] then
-  if redis.call('GET', KEYS[2]) ~= ARGV[1] then return {'expired'} end
+if KEYS[3] then
+  if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {'expired'} end
 end
 local old = redis.call('GET', KEYS[1])
 local outcome = 'created'
@@ -107,16 +108,21 @@ if old then
   if live then outcome = 'replaced' end
 end
 redis.call('SET', KEYS[1], ARGV[1])
-if KEYS[2] then redis.call('DEL', KEYS[2]) end
+if ARGV[6] ~= '' then
+  redis.call('SET', KEYS[2], ARGV[6])
+else
+  redis.call('DEL', KEYS[2])
+end
+if KEYS[3] then redis.call('DEL', KEYS[3]) end
 if old then return {outcome, old} end
 return {outcome}
 ",
     )
 });
 
-/// Delete a record if it names this id (and, given ARGV[2], is still that
-/// `gen`). KEYS[1] the record; ARGV[1] the id, ARGV[2] the gen (4 bytes)
-/// or ''. Returns the deleted record, or nil.
+/// Delete a record (and its text) if it names this id (and, given ARGV[2],
+/// is still that `gen`). KEYS[1] the record, KEYS[2] its text; ARGV[1] the
+/// id, ARGV[2] the gen (4 bytes) or ''. Returns the deleted record, or nil.
 static DELETE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -125,7 +131,7 @@ if not old then return false end
 local n = string.byte(old, 22) + 256 * string.byte(old, 23)
 if string.sub(old, 24, 23 + n) ~= ARGV[1] then return false end
 if ARGV[2] ~= '' and string.sub(old, 2, 5) ~= ARGV[2] then return false end
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2])
 return old
 ",
     )
@@ -193,6 +199,8 @@ struct Staged {
     id: DocId,
     value: Vec<u8>,
     band_keys: Vec<u64>,
+    /// The text to keep (zstd), when the collection stores texts.
+    text: Option<Vec<u8>>,
 }
 
 /// What a commit script said.
@@ -336,6 +344,11 @@ impl RedisIndex {
             id: new.id.clone(),
             value,
             band_keys: self.engine.band_keys(new.doc.signature()),
+            text: new
+                .text
+                .as_deref()
+                .filter(|_| self.stores_text())
+                .map(crate::persist::texts::compress),
         }
     }
 
@@ -377,6 +390,22 @@ impl RedisIndex {
             .calls(what, Self::bucket_script_calls(script, calls))
             .await
             .map(drop)
+    }
+
+    /// `INCR` of the write counter, as a call.
+    fn bump_call(&self) -> Call {
+        let mut cmd = redis::cmd("INCR");
+        cmd.arg(self.keys.writes());
+        call(cmd)
+    }
+
+    /// The write counter: changes whenever a document is written or
+    /// deleted through any node.
+    pub async fn write_version(&self) -> Result<u64, BackendError> {
+        let mut get = redis::cmd("GET");
+        get.arg(self.keys.writes());
+        let n: Option<u64> = self.redis.one("reading the write counter", get).await?;
+        Ok(n.unwrap_or(0))
     }
 
     /// `INCRBY` of the document counter, as a call.
@@ -427,6 +456,8 @@ impl RedisIndex {
         Box<dyn std::future::Future<Output = redis::RedisResult<redis::Value>> + Send>,
     > {
         let record = self.keys.record(doc.iid);
+        let text_key = self.keys.text(doc.iid);
+        let text = doc.text.clone().unwrap_or_default();
         let pending_key = pending.then(|| self.keys.pending(doc.iid));
         let value = doc.value.clone();
         let mode = if mode == WriteMode::Create { "c" } else { "u" };
@@ -435,10 +466,11 @@ impl RedisIndex {
         move |mut c: Conn| {
             Box::pin(async move {
                 let mut inv = COMMIT.key(record);
+                inv.key(text_key);
                 if let Some(p) = pending_key {
                     inv.key(p);
                 }
-                inv.arg(value).arg(mode).arg(now).arg(ttl).arg(id);
+                inv.arg(value).arg(mode).arg(now).arg(ttl).arg(id).arg(text);
                 inv.invoke_async::<redis::Value>(&mut c).await
             })
         }
@@ -538,12 +570,25 @@ impl RedisIndex {
                 results[i] = Some(result);
             }
             self.redis.replicate().await?;
+            // The write counter moves once the records are in (a scan
+            // reads it before it starts, so one that missed these writes
+            // is recomputed): with the cleanup when there is one, else
+            // just after the answer, so a plain insert stays at 2 round
+            // trips.
             if !cleanup.is_empty() || not_created != 0 {
                 let mut trip = self.removal_calls(&cleanup)?;
                 if not_created != 0 {
                     trip.push(self.counter_call(-not_created));
                 }
+                trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
+            } else {
+                let (redis, bump) = (Arc::clone(&self.redis), self.bump_call());
+                tokio::spawn(async move {
+                    if let Err(e) = redis.calls("counting writes", vec![bump]).await {
+                        tracing::warn!(error = %e, "moving the write counter failed; a cached /duplicates answer may be reused until the next write");
+                    }
+                });
             }
         }
         Ok(results
@@ -611,6 +656,134 @@ impl RedisIndex {
             .engine
             .is_live(&record, self.engine.now_ms())
             .then_some(record))
+    }
+
+    /// The live document `id` and its stored text (`None` when it was
+    /// written without one), in one trip; `None` when there is no such
+    /// live document.
+    pub async fn text(&self, id: &str) -> Result<Option<Option<String>>, BackendError> {
+        let i = iid(id);
+        let (record, text) = (self.keys.record(i), self.keys.text(i));
+        let mut out = self
+            .redis
+            .trip(
+                "reading a stored text",
+                vec![move |mut c: Conn| async move {
+                    let mut mget = redis::cmd("MGET");
+                    mget.arg(record).arg(text);
+                    mget.query_async::<(Option<Vec<u8>>, Option<Vec<u8>>)>(&mut c)
+                        .await
+                }],
+            )
+            .await?;
+        let (record, text) = out.pop().expect("one answer");
+        let Some(stored) = record
+            .map(|b| decode_record(&b))
+            .transpose()
+            .map_err(|e| corrupt(&self.keys.record(i), e))?
+        else {
+            return Ok(None);
+        };
+        if stored.id != id
+            || !self
+                .engine
+                .is_live(&*self.to_record(stored)?, self.engine.now_ms())
+        {
+            return Ok(None);
+        }
+        text.map(|t| {
+            crate::persist::texts::decompress(&t).map_err(|e| corrupt(&self.keys.text(i), e))
+        })
+        .transpose()
+        .map(Some)
+    }
+
+    /// A uniform sample without replacement of `n` live documents that
+    /// have a stored text, as (id, text): the same draw as the memory
+    /// backend's (`Store::sample_texts`: ids sorted, a partial
+    /// Fisher–Yates shuffle driven by `seed`), stopping before `max_bytes`
+    /// of text. Reads every record (a `SCAN` of every primary).
+    pub async fn sample_texts(
+        &self,
+        n: usize,
+        seed: u64,
+        max_bytes: usize,
+    ) -> Result<Vec<(String, String)>, BackendError> {
+        let now = self.engine.now_ms();
+        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
+        let mut pool: Vec<(String, u64)> = Vec::new();
+        for chunk in keys.chunks(500) {
+            let commands: Vec<_> = chunk
+                .iter()
+                .map(|key| {
+                    let key = key.clone();
+                    let text = key.replacen(":r:{", ":t:{", 1);
+                    move |mut c: Conn| async move {
+                        let mut get = redis::cmd("GET");
+                        get.arg(&key);
+                        let record = get.query_async::<Option<Vec<u8>>>(&mut c).await?;
+                        let mut exists = redis::cmd("EXISTS");
+                        exists.arg(text);
+                        let has_text = exists.query_async::<i64>(&mut c).await?;
+                        Ok((record, has_text == 1))
+                    }
+                })
+                .collect();
+            let values = self.redis.trip("reading records", commands).await?;
+            for (key, (bytes, has_text)) in chunk.iter().zip(values) {
+                let (Some(bytes), true) = (bytes, has_text) else {
+                    continue;
+                };
+                let stored = decode_record(&bytes).map_err(|e| corrupt(key, e))?;
+                let id = stored.id.clone();
+                let record = self.to_record(stored)?;
+                if self.engine.is_live(&record, now) {
+                    let i = iid(&id);
+                    pool.push((id, i));
+                }
+            }
+        }
+        pool.sort_unstable();
+        let mut state = seed;
+        let mut next = || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let take = n.min(pool.len());
+        for i in 0..take {
+            let j = i + (next() % (pool.len() - i) as u64) as usize;
+            pool.swap(i, j);
+        }
+        pool.truncate(take);
+        let commands: Vec<_> = pool
+            .iter()
+            .map(|(_, i)| {
+                let key = self.keys.text(*i);
+                move |mut c: Conn| async move {
+                    let mut get = redis::cmd("GET");
+                    get.arg(key);
+                    get.query_async::<Option<Vec<u8>>>(&mut c).await
+                }
+            })
+            .collect();
+        let texts = self.redis.trip("reading stored texts", commands).await?;
+        let mut out = Vec::with_capacity(take);
+        let mut bytes = 0usize;
+        for ((id, i), payload) in pool.into_iter().zip(texts) {
+            // A text deleted since the scan: skipped.
+            let Some(payload) = payload else { continue };
+            let text = crate::persist::texts::decompress(&payload)
+                .map_err(|e| corrupt(&self.keys.text(i), e))?;
+            bytes = bytes.saturating_add(text.len());
+            if bytes > max_bytes {
+                break;
+            }
+            out.push((id, text));
+        }
+        Ok(out)
     }
 
     /// The members of the buckets `doc` falls in (one trip): iid → gens.
@@ -718,6 +891,7 @@ impl RedisIndex {
                 self.redis.replicate().await?;
                 let mut trip = self.removal_calls(&[(iid(id), old)])?;
                 trip.push(self.counter_call(-1));
+                trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
                 Ok(live)
             }
@@ -731,6 +905,7 @@ impl RedisIndex {
         gen: Option<u32>,
     ) -> Result<Option<Vec<u8>>, BackendError> {
         let key = self.keys.record(iid(id));
+        let text = self.keys.text(iid(id));
         let id = id.to_owned();
         let gen = gen.map(|g| g.to_le_bytes().to_vec()).unwrap_or_default();
         let mut out = self
@@ -740,6 +915,7 @@ impl RedisIndex {
                 vec![move |mut c: Conn| async move {
                     DELETE
                         .key(key)
+                        .key(text)
                         .arg(id)
                         .arg(gen)
                         .invoke_async::<Option<Vec<u8>>>(&mut c)
@@ -902,6 +1078,7 @@ impl RedisIndex {
                 if old.is_none() {
                     trip.push(self.counter_call(1));
                 }
+                trip.push(self.bump_call());
                 self.redis.calls("committing a record", trip).await?;
                 Ok(Some(UniqueOutcome::Inserted(0)))
             }
@@ -968,6 +1145,7 @@ impl RedisIndex {
         let now = self.engine.now_ms();
         let mut pairs = Vec::new();
         let mut candidates = 0usize;
+        let mut live_documents = 0usize;
         for band in 0..bands {
             let commands: Vec<_> = (0..groups)
                 .map(|g| {
@@ -983,16 +1161,36 @@ impl RedisIndex {
                 .redis
                 .trip("reading a band's buckets", commands)
                 .await?;
-            let buckets: Vec<Vec<(u64, u32)>> = hashes
+            let mut all: Vec<Vec<(u64, u32)>> = hashes
                 .into_iter()
                 .flatten()
                 .map(|(_, value)| members(&value).collect::<Vec<_>>())
-                .filter(|m| m.len() >= 2)
                 .collect();
-            let mut iids: Vec<u64> = buckets.iter().flatten().map(|&(i, _)| i).collect();
+            // Band 0 holds every document once: its records are all read,
+            // to count the live ones (`documents`); in the other bands only
+            // those sharing a bucket.
+            let every = band == 0;
+            let mut gens_of: HashMap<u64, Vec<u32>> = HashMap::new();
+            if every {
+                for &(i, g) in all.iter().flatten() {
+                    gens_of.entry(i).or_default().push(g);
+                }
+            }
+            let mut iids: Vec<u64> = all
+                .iter()
+                .filter(|m| every || m.len() >= 2)
+                .flatten()
+                .map(|&(i, _)| i)
+                .collect();
+            all.retain(|m| m.len() >= 2);
+            let buckets = all;
+            let mut paired: std::collections::HashSet<u64> = std::collections::HashSet::new();
+            if every {
+                paired.extend(buckets.iter().flatten().map(|&(i, _)| i));
+            }
             iids.sort_unstable();
             iids.dedup();
-            let mut current: HashMap<u64, Scanned> = HashMap::with_capacity(iids.len());
+            let mut current: HashMap<u64, Scanned> = HashMap::new();
             for chunk in iids.chunks(SCAN_READ) {
                 let records = self.read_records(chunk).await?;
                 for (&i, stored) in chunk.iter().zip(records) {
@@ -1001,6 +1199,14 @@ impl RedisIndex {
                     let record = self.to_record(stored)?;
                     if !self.engine.is_live(&record, now) {
                         continue;
+                    }
+                    if every {
+                        if gens_of.get(&i).is_some_and(|g| g.contains(&gen)) {
+                            live_documents += 1;
+                        }
+                        if !paired.contains(&i) {
+                            continue;
+                        }
                     }
                     let band_keys = self.engine.band_keys(record.signature());
                     current.insert(
@@ -1048,7 +1254,7 @@ impl RedisIndex {
             }
         }
         let stats = ScanStats {
-            documents: self.refresh_count().await?,
+            documents: live_documents,
             candidates,
             pairs: pairs.len(),
             complete: true,
@@ -1063,6 +1269,7 @@ impl RedisIndex {
             if let Some(old) = self.delete_record(&id, Some(gen)).await? {
                 let mut trip = self.removal_calls(&[(iid(&id), old)])?;
                 trip.push(self.counter_call(-1));
+                trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
                 purged += 1;
             }
