@@ -372,7 +372,7 @@ async fn duplicates_refuses_bad_parameters_with_problems() {
     assert!(ndjson(&app, "/duplicates").await.is_empty());
 }
 
-fn text_of(seed: u64, n: usize) -> Vec<String> {
+pub(crate) fn text_of(seed: u64, n: usize) -> Vec<String> {
     let vocab = vocabulary(seed, 3000);
     (0..n)
         .map(|i| vocab[(i * 31 + seed as usize) % vocab.len()].clone())

@@ -42,3 +42,4 @@ mod similar;
 
 mod failover;
 mod texts;
+mod unique;
