@@ -130,6 +130,7 @@ fn write_rate(store: &Store, threads: usize, secs: f64, base: u64) -> f64 {
                                 metadata: None,
                                 expires_ms: None,
                                 text: None,
+                                created_ms: None,
                             },
                             WriteMode::Upsert,
                         )
@@ -177,6 +178,7 @@ fn main() {
                     metadata: None,
                     expires_ms: None,
                     text: None,
+                    created_ms: None,
                 }
             })
             .collect();
@@ -220,6 +222,7 @@ fn main() {
                     metadata: None,
                     expires_ms: None,
                     text: None,
+                    created_ms: None,
                 };
                 store.insert(new, WriteMode::Upsert).unwrap();
                 let ns = t.elapsed().as_nanos() as u64;

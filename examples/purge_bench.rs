@@ -78,6 +78,7 @@ fn main() {
                 metadata: None,
                 expires_ms: Some(now + if i % 10 == 0 { hour } else { 2 * hour }),
                 text: None,
+                created_ms: None,
             })
             .collect();
         for r in store.insert_many(items, WriteMode::Create).unwrap() {

@@ -107,6 +107,7 @@ fn main() {
                     metadata: None,
                     expires_ms: None,
                     text: Some(t.as_str().into()),
+                    created_ms: None,
                 },
                 WriteMode::Upsert,
             )

@@ -423,6 +423,7 @@ fn prepare(
                 metadata,
                 expires_ms: stamp.expires_ms,
                 text: Some(text.into_boxed_str()),
+                created_ms: None,
             },
             stamp,
         ))),

@@ -111,6 +111,9 @@ pub struct NewDoc {
     pub expires_ms: Option<u64>,
     /// The text as posted: kept (on disk) by a store that stores texts.
     pub text: Option<Box<str>>,
+    /// When it was first stored (ms since the epoch), for a document moved
+    /// from another collection or backend (import); `None`: now.
+    pub created_ms: Option<u64>,
 }
 
 /// How an insert treats an id that already exists.

@@ -203,6 +203,7 @@ pub async fn create(
         metadata,
         expires_ms,
         text: kept,
+        created_ms: None,
     };
     if params.if_unique {
         return create_if_unique(&app, &coll, new, q).await;
@@ -311,6 +312,7 @@ pub async fn put(
         metadata,
         expires_ms,
         text: kept,
+        created_ms: None,
     };
     let outcome = backend(&coll)?
         .insert(new, WriteMode::Upsert)
@@ -532,6 +534,7 @@ fn prepare_item(app: &AppState, coll: &Collection, raw: &RawValue, now: u64) -> 
         metadata,
         expires_ms,
         text: coll.stores_text().then(|| text.as_str().into()),
+        created_ms: None,
     })
 }
 

@@ -213,10 +213,10 @@ fn scan_error(e: ScanError) -> ApiError {
     }
 }
 
-type Chunk = Result<Bytes, std::io::Error>;
+pub(super) type Chunk = Result<Bytes, std::io::Error>;
 
 /// A streaming response of `content_type` fed by `rx`.
-fn streamed(rx: mpsc::Receiver<Chunk>, content_type: &'static str) -> Response {
+pub(super) fn streamed(rx: mpsc::Receiver<Chunk>, content_type: &'static str) -> Response {
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|chunk| (chunk, rx))
     });

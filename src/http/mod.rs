@@ -20,6 +20,7 @@ mod routes;
 pub mod scans;
 mod similar;
 pub mod state;
+mod transfer;
 pub mod ui;
 
 pub use state::AppState;
@@ -74,6 +75,8 @@ fn collection_routes() -> Router<AppState> {
         .route("/duplicates", get(duplicates::groups))
         .route("/duplicates/pairs", get(duplicates::pairs))
         .route("/stats", get(ops::stats))
+        .route("/export", get(transfer::export))
+        .route("/import", post(transfer::import))
 }
 
 /// The application router with every layer applied.

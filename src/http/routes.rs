@@ -21,6 +21,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/duplicates"),
     ("GET", "/duplicates/pairs"),
     ("GET", "/stats"),
+    ("GET", "/export"),
+    ("POST", "/import"),
     ("GET", "/collections"),
     ("GET", "/collections/{name}"),
     ("PUT", "/collections/{name}"),
@@ -41,6 +43,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/collections/{name}/duplicates"),
     ("GET", "/collections/{name}/duplicates/pairs"),
     ("GET", "/collections/{name}/stats"),
+    ("GET", "/collections/{name}/export"),
+    ("POST", "/collections/{name}/import"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
@@ -69,6 +73,8 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/duplicates",
     "/duplicates/pairs",
     "/stats",
+    "/export",
+    "/import",
 ];
 
 /// Collection routes that only read although they are POSTs (the query

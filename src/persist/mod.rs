@@ -360,10 +360,10 @@ impl Store {
     }
 
     /// The stamp of a write made now, expiring at `expires_ms` if given.
-    fn stamp_now(&self, expires_ms: Option<u64>) -> Stamp {
+    fn stamp_now(&self, new: &NewDoc) -> Stamp {
         Stamp {
-            created_ms: self.engine.now_ms(),
-            expires_ms,
+            created_ms: new.created_ms.unwrap_or_else(|| self.engine.now_ms()),
+            expires_ms: new.expires_ms,
         }
     }
 
@@ -374,7 +374,7 @@ impl Store {
             return next.insert(next.reprepare(new)?, mode);
         }
         self.attach_text(&mut new);
-        let stamp = self.stamp_now(new.expires_ms);
+        let stamp = self.stamp_now(&new);
         let (outcome, lsn) = self.engine.insert_journaled(
             new.id,
             &new.doc,
@@ -479,7 +479,7 @@ impl Store {
                 id: new.id.clone(),
                 doc: &new.doc,
                 metadata: new.metadata.take(),
-                stamp: self.stamp_now(new.expires_ms),
+                stamp: self.stamp_now(new),
             })
             .collect();
         let mut last = None;

@@ -49,6 +49,7 @@ fn put(s: &Store, id: &str, text: &str) {
             metadata: Some("{\"n\":1}".into()),
             expires_ms: None,
             text: None,
+            created_ms: None,
         },
         WriteMode::Upsert,
     )
@@ -130,6 +131,7 @@ fn a_snapshot_of_several_restore_batches_answers_queries_as_before() {
                     metadata: None,
                     expires_ms: None,
                     text: None,
+                    created_ms: None,
                 }
             })
             .collect();
@@ -469,6 +471,7 @@ fn batches_commit_once() {
             metadata: None,
             expires_ms: None,
             text: None,
+            created_ms: None,
         })
         .collect();
     let before = s.wal().counters.fsyncs.load(Ordering::Relaxed);
@@ -562,6 +565,7 @@ fn put_expiring(s: &Store, id: &str, text: &str, expires_ms: Option<u64>) {
         metadata: None,
         expires_ms,
         text: None,
+        created_ms: None,
     };
     s.insert(new, WriteMode::Upsert).unwrap();
 }
@@ -667,6 +671,7 @@ fn put_text(s: &Store, id: &str, text: &str) {
             metadata: None,
             expires_ms: None,
             text: Some(text.into()),
+            created_ms: None,
         },
         WriteMode::Upsert,
     )

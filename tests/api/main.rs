@@ -27,5 +27,6 @@ mod retention;
 mod shedding;
 mod similar;
 mod texts;
+mod transfer;
 mod ui;
 mod upgrade;

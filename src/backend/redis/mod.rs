@@ -147,6 +147,9 @@ return 0
     )
 });
 
+/// Documents written per pair of trips by a batch.
+const WRITE_PART: usize = 250;
+
 /// Records read per trip by a whole-collection scan.
 const SCAN_READ: usize = 4096;
 
@@ -332,7 +335,7 @@ impl RedisIndex {
         let gen = new_gen();
         let value = encode_record(
             gen,
-            created_ms,
+            new.created_ms.unwrap_or(created_ms),
             new.expires_ms.unwrap_or(0),
             new.id.as_str(),
             new.metadata.as_deref(),
@@ -505,7 +508,15 @@ impl RedisIndex {
             }
             waves[w].push(i);
         }
-        for wave in waves {
+        // Long waves go in parts: each part's trips stay small enough to
+        // finish well within command_timeout_ms (a batch of 1,000 articles
+        // is ~9,000 bucket appends).
+        let parts = waves.into_iter().flat_map(|wave| {
+            wave.chunks(WRITE_PART)
+                .map(<[usize]>::to_vec)
+                .collect::<Vec<_>>()
+        });
+        for wave in parts {
             let now = self.engine.now_ms();
             let staged: Vec<(usize, Staged)> = wave
                 .iter()
@@ -782,6 +793,50 @@ impl RedisIndex {
                 break;
             }
             out.push((id, text));
+        }
+        Ok(out)
+    }
+
+    /// The keys of every record of the collection (a `SCAN` of every
+    /// primary), for an export.
+    pub async fn record_keys(&self) -> Result<Vec<String>, BackendError> {
+        self.redis.scan_all(&self.keys.record_pattern()).await
+    }
+
+    /// The live documents of the record keys `keys` with their stored
+    /// texts (one trip; a record deleted meanwhile is skipped).
+    pub async fn read_with_texts(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<(Arc<Record>, Option<String>)>, BackendError> {
+        let commands: Vec<_> = keys
+            .iter()
+            .map(|key| {
+                let (record, text) = (key.clone(), key.replacen(":r:{", ":t:{", 1));
+                move |mut c: Conn| async move {
+                    let mut mget = redis::cmd("MGET");
+                    mget.arg(record).arg(text);
+                    mget.query_async::<(Option<Vec<u8>>, Option<Vec<u8>>)>(&mut c)
+                        .await
+                }
+            })
+            .collect();
+        let now = self.engine.now_ms();
+        let mut out = Vec::with_capacity(keys.len());
+        for (key, (record, text)) in keys
+            .iter()
+            .zip(self.redis.trip("reading records", commands).await?)
+        {
+            let Some(bytes) = record else { continue };
+            let stored = decode_record(&bytes).map_err(|e| corrupt(key, e))?;
+            let record = self.to_record(stored)?;
+            if !self.engine.is_live(&record, now) {
+                continue;
+            }
+            let text = text
+                .map(|t| crate::persist::texts::decompress(&t).map_err(|e| corrupt(key, e)))
+                .transpose()?;
+            out.push((record, text));
         }
         Ok(out)
     }

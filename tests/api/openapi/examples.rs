@@ -10,7 +10,7 @@ use serde_json::Value;
 async fn every_request_body_example_is_accepted_by_its_operation() {
     let mut sent = 0;
     for op in operations() {
-        let Some((_, schema, examples)) = op.request_body() else {
+        let Some((media, schema, examples)) = op.request_body() else {
             continue;
         };
         assert!(!examples.is_empty(), "{}: no request example", op.name());
@@ -36,7 +36,11 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
                         assert_eq!(reply.status, 201, "{name} is created");
                     }
                 }
-                let reply = send(&app, &op.method, &url, &Body::Json(example.clone())).await;
+                let body = match (media, example.as_str()) {
+                    ("application/x-ndjson", Some(lines)) => Body::Raw(media, lines.to_owned()),
+                    _ => Body::Json(example.clone()),
+                };
+                let reply = send(&app, &op.method, &url, &body).await;
                 let what = format!("{} {url} with {example}", op.method);
                 assert!(
                     (200..300).contains(&reply.status),

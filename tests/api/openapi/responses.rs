@@ -193,6 +193,24 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     assert_eq!(reply.content_type().as_deref(), Some("application/json"));
     assert_eq!(body["pairs"][0]["a"], "q1", "{body}");
     assert_eq!(body["pairs"][0]["b"], "q2", "{body}");
+    // An export, imported back: every document replaced by itself.
+    let (reply, _) = walk.call("GET", "/export", "/export", Body::None).await;
+    assert_eq!(
+        reply.content_type().as_deref(),
+        Some("application/x-ndjson")
+    );
+    let export = String::from_utf8(reply.body.clone()).unwrap();
+    assert!(export.lines().count() > 1, "{export}");
+    let (_, body) = walk
+        .call(
+            "POST",
+            "/import",
+            "/import",
+            Body::Raw("application/x-ndjson", export),
+        )
+        .await;
+    assert_eq!(body["created"], 0, "{body}");
+    assert!(body["replaced"].as_u64().unwrap() > 0, "{body}");
 
     let (_, body) = walk.call("GET", "/stats", "/stats", Body::None).await;
     assert_eq!(body["storage"]["last_snapshot"], Value::Null);
