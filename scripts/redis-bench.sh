@@ -51,7 +51,7 @@ summary() { sed -n 's/^summary: //p'; }
 
 pa=$(free_port); pb=$(free_port); pm=$(free_port)
 redis_env=(NEARDUP_STORAGE__BACKEND=redis "NEARDUP_STORAGE__REDIS__NODES=$nodes_json"
-    NEARDUP_STORAGE__REDIS__KEY_PREFIX=bench NEARDUP_STORAGE__REDIS__EXPECTED_DOCUMENTS="$DOCS"
+    NEARDUP_STORAGE__REDIS__KEY_PREFIX=bench NEARDUP_STORAGE__REDIS__EXPECTED_DOCUMENTS="${EXPECTED:-$DOCS}"
     NEARDUP_STORAGE__REDIS__COMMAND_TIMEOUT_MS="${COMMAND_TIMEOUT_MS:-1000}")
 start redis-a "$pa" "${redis_env[@]}"; start redis-b "$pb" "${redis_env[@]}"
 u0=$(used)
