@@ -11,7 +11,7 @@
 
 use super::super::BackendError;
 use crate::config::{Durability, RedisSettings};
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, FromRedisValue, Pipeline, RedisFuture, Value};
@@ -466,10 +466,24 @@ impl Redis {
         // per node, but the cluster client's cost per completion grows with
         // the commands in flight (a batch's trip of ~5,000 spent most of
         // its CPU there).
-        let all = futures_util::stream::iter(commands.into_iter().map(|f| f(conn.clone())))
-            .buffered(TRIP_WINDOW)
-            .collect::<Vec<_>>();
-        match tokio::time::timeout(self.timeout(), all).await {
+        // A trip longer than a window gets command_timeout_ms per window.
+        let windows = commands.len().div_ceil(TRIP_WINDOW).max(1) as u32;
+        let n = commands.len();
+        let all = async move {
+            let mut done: Vec<(usize, redis::RedisResult<T>)> = futures_util::stream::iter(
+                commands
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, f)| f(conn.clone()).map(move |r| (i, r))),
+            )
+            .buffer_unordered(TRIP_WINDOW)
+            .collect()
+            .await;
+            done.sort_unstable_by_key(|(i, _)| *i);
+            debug_assert_eq!(done.len(), n);
+            done.into_iter().map(|(_, r)| r).collect::<Vec<_>>()
+        };
+        match tokio::time::timeout(self.timeout() * windows, all).await {
             Err(_) => {
                 c.errors.fetch_add(1, Ordering::Relaxed);
                 c.timeouts.fetch_add(1, Ordering::Relaxed);
