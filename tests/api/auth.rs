@@ -35,7 +35,12 @@ async fn send(
     if let Some(value) = authorization {
         req = req.header("authorization", value);
     }
-    if let Some(body) = body {
+    if let Some(Value::String(lines)) = &body {
+        // An export's NDJSON (POST /import).
+        req = req
+            .header("content-type", "application/x-ndjson")
+            .body(lines.clone());
+    } else if let Some(body) = body {
         req = req.json(&body);
     }
     req.send().await.expect("request sent")
@@ -121,6 +126,13 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             None,
         ),
         (Method::GET, "/stats", "/stats".to_owned(), None),
+        (Method::GET, "/export", "/export".to_owned(), None),
+        (
+            Method::POST,
+            "/import",
+            "/import".to_owned(),
+            Some(Value::String(crate::collections::IMPORT_HEADER.to_owned())),
+        ),
         (
             Method::DELETE,
             "/documents/{id}",

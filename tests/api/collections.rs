@@ -23,11 +23,22 @@ async fn put(app: &TestApp, name: &str, body: Value) -> reqwest::Response {
 
 async fn send(app: &TestApp, method: Method, path: &str, body: Option<Value>) -> reqwest::Response {
     let mut req = app.client.request(method, app.url(path));
-    if let Some(body) = body {
-        req = req.json(&body);
+    match body {
+        // An export's NDJSON (POST /import).
+        Some(Value::String(lines)) => {
+            req = req
+                .header("content-type", "application/x-ndjson")
+                .body(lines);
+        }
+        Some(body) => req = req.json(&body),
+        None => {}
     }
     req.send().await.unwrap()
 }
+
+/// An export of no documents under the default recipe: a valid import
+/// body for any collection with that recipe.
+pub(crate) const IMPORT_HEADER: &str = r#"{"neardup_export":1,"collection":"default","recipe":{"shingle":{"kind":"word","k":3,"multiset":false},"normalize":{"nfkc":true,"lowercase":true,"strip_punctuation":true},"seed":1},"documents":0}"#;
 
 /// One request per collection route (unprefixed), valid for any collection.
 fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
@@ -74,6 +85,12 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
         (Method::GET, "/duplicates".into(), None),
         (Method::GET, "/duplicates/pairs".into(), None),
         (Method::GET, "/stats".into(), None),
+        (Method::GET, "/export".into(), None),
+        (
+            Method::POST,
+            "/import".into(),
+            Some(Value::String(IMPORT_HEADER.into())),
+        ),
     ];
     let routes: BTreeSet<&str> = requests
         .iter()
