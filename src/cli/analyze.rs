@@ -88,7 +88,7 @@ struct Report {
 struct Reservoir {
     keep: usize,
     seen: u64,
-    state: u64,
+    rng: crate::engine::sample::SplitMix64,
     items: Vec<String>,
 }
 
@@ -97,17 +97,13 @@ impl Reservoir {
         Self {
             keep,
             seen: 0,
-            state: seed,
+            rng: crate::engine::sample::SplitMix64::new(seed),
             items: Vec::with_capacity(keep.min(1 << 16)),
         }
     }
 
     fn next(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.rng.next_u64()
     }
 
     fn offer(&mut self, text: String) {

@@ -40,6 +40,7 @@ mod params;
 mod query;
 mod record;
 mod retention;
+pub mod sample;
 mod unique;
 
 pub use bulk::BatchWrite;

@@ -314,27 +314,16 @@ impl Store {
             .filter(|r| r.text_locator() != 0 && self.engine.is_live(r, now))
             .collect();
         pool.sort_unstable_by(|a, b| a.id().as_str().cmp(b.id().as_str()));
-        // A partial Fisher–Yates shuffle driven by splitmix64.
-        let mut state = seed;
-        let mut next = || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        let take = n.min(pool.len());
+        let take = crate::engine::sample::draw_front(&mut pool, n, seed);
         let mut out = Vec::with_capacity(take);
         let mut bytes = 0usize;
-        for i in 0..take {
-            let j = i + (next() % (pool.len() - i) as u64) as usize;
-            pool.swap(i, j);
-            if let Some(text) = self.texts.read(&pool[i])? {
+        for record in &pool[..take] {
+            if let Some(text) = self.texts.read(record)? {
                 bytes = bytes.saturating_add(text.len());
                 if bytes > max_bytes {
                     break;
                 }
-                out.push((pool[i].id().to_string(), text));
+                out.push((record.id().to_string(), text));
             }
         }
         Ok(out)

@@ -6,23 +6,7 @@ use neardup::engine::ManualClock;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// Texts a real deployment gets: accents, typographic quotes, currency,
-/// Cyrillic, CJK, emoji (with joiners and flags), combining marks, spaces.
-const TEXTS: &[(&str, &str)] = &[
-    ("ascii", "The quick brown fox jumps over the lazy dog"),
-    ("accents", "Crème brûlée à l’école: déjà vu, naïve façade"),
-    ("quotes", "He said “don’t” — and ‘maybe’ … £12.50 or €9"),
-    (
-        "cyrillic",
-        "Съешь же ещё этих мягких французских булок, да выпей чаю",
-    ),
-    ("cjk", "東京都の天気は晴れです。明日も晴れるでしょう"),
-    ("emoji", "family 👩‍👩‍👧 flag 🇫🇷 thumbs 👍🏽 and more 🎉 text"),
-    (
-        "combining",
-        "e\u{301}cole cafe\u{301} n\u{303}o Zu\u{308}rich  two  spaces\n",
-    ),
-];
+use crate::helpers::WORLD_TEXTS as TEXTS;
 
 fn settings_storing_texts(dir: &std::path::Path) -> neardup::config::Settings {
     let mut s = test_settings();

@@ -9,21 +9,7 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-const TEXTS: &[(&str, &str)] = &[
-    ("ascii", "The quick brown fox jumps over the lazy dog"),
-    ("accents", "Crème brûlée à l’école: déjà vu, naïve façade"),
-    ("quotes", "He said “don’t” — and ‘maybe’ … £12.50 or €9"),
-    (
-        "cyrillic",
-        "Съешь же ещё этих мягких французских булок, да выпей чаю",
-    ),
-    ("cjk", "東京都の天気は晴れです。明日も晴れるでしょう"),
-    ("emoji", "family 👩‍👩‍👧 flag 🇫🇷 thumbs 👍🏽 and more 🎉 text"),
-    (
-        "combining",
-        "e\u{301}cole cafe\u{301} n\u{303}o Zu\u{308}rich  two  spaces\n",
-    ),
-];
+use crate::helpers::WORLD_TEXTS as TEXTS;
 
 async fn text_of(app: &TestApp, path: &str) -> reqwest::Response {
     app.get(&format!("{path}?include=text")).await

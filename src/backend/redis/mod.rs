@@ -755,19 +755,7 @@ impl RedisIndex {
             }
         }
         pool.sort_unstable();
-        let mut state = seed;
-        let mut next = || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
-        let take = n.min(pool.len());
-        for i in 0..take {
-            let j = i + (next() % (pool.len() - i) as u64) as usize;
-            pool.swap(i, j);
-        }
+        let take = crate::engine::sample::draw_front(&mut pool, n, seed);
         pool.truncate(take);
         let commands: Vec<_> = pool
             .iter()
