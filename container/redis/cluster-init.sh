@@ -5,9 +5,14 @@
 #   - some node already has slots: the cluster was created before (e.g. the
 #     containers were restarted) and is still converging: waits for ok;
 #   - every node is empty: `redis-cli --cluster create` with
-#     REDIS_CLUSTER_REPLICAS replicas per primary, then waits until every node
-#     says cluster_state:ok.
-# Exit 0 once the cluster is ok, 1 on a timeout or a failed create.
+#     REDIS_CLUSTER_REPLICAS replicas per primary, then waits until the
+#     cluster is formed: every node says cluster_state:ok and every replica has
+#     its primary's data (master_link_status:up). Nodes say ok before the
+#     replicas are attached and synced: a client that connects then sees the
+#     topology change under it, and a primary lost before its replica synced
+#     cannot fail over. compose.cluster.yml starts the neardup nodes only once
+#     this exits 0.
+# Exit 0 once the cluster is formed, 1 on a timeout or a failed create.
 # Env: REDIS_CLUSTER_NODES (host:port ..., required), REDIS_CLUSTER_REPLICAS
 #      (1), REDIS_CLUSTER_INIT_TIMEOUT (seconds, 120).
 set -eu
@@ -34,16 +39,28 @@ for n in $nodes; do
 done
 say "all nodes answer PING: $nodes"
 
-# all_ok: every node says cluster_state:ok.
-all_ok() {
-  for n in $nodes; do [ "$(info "$n" cluster_state)" = ok ] || return 1; done
+count=0
+for _ in $nodes; do count=$((count + 1)); done
+want_replicas=$(( count * replicas / (replicas + 1) ))
+# formed: every node says cluster_state:ok, and want_replicas replicas are
+# attached with their link to the primary up (the initial sync done).
+formed() {
+  synced=0
+  for n in $nodes; do
+    [ "$(info "$n" cluster_state)" = ok ] || return 1
+    if [ "$(cli "$n" role | head -n 1)" = slave ] \
+      && [ "$(cli "$n" info replication | sed -n 's/^master_link_status://p')" = up ]; then
+      synced=$((synced + 1))
+    fi
+  done
+  [ "$synced" -eq "$want_replicas" ]
 }
-wait_ok() {
-  until all_ok; do
-    expired && { say "cluster_state not ok on every node within ${limit}s"; exit 1; }
+wait_formed() {
+  until formed; do
+    expired && { say "not formed within ${limit}s (cluster_state:ok everywhere, $want_replicas replicas synced)"; exit 1; }
     sleep 1
   done
-  say "cluster_state:ok on every node"
+  say "cluster formed: cluster_state:ok on every node, $want_replicas replicas synced"
 }
 
 first=${nodes%% *}
@@ -55,7 +72,7 @@ for n in $nodes; do
   assigned=$(info "$n" cluster_slots_assigned)
   if [ "${assigned:-0}" -gt 0 ]; then
     say "$n already has $assigned slots: the cluster exists, waiting for it to converge"
-    wait_ok
+    wait_formed
     exit 0
   fi
 done
@@ -63,4 +80,4 @@ done
 say "creating the cluster: $nodes, $replicas replica(s) per primary"
 # shellcheck disable=SC2086 # one argument per node
 redis-cli --cluster create $nodes --cluster-replicas "$replicas" --cluster-yes
-wait_ok
+wait_formed
