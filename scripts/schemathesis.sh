@@ -111,6 +111,7 @@ run_seed() {
   out=$(mktemp)
   for attempt in 1 2; do
     set +e
+    SCHEMATHESIS_HOOKS=schemathesis_hooks PYTHONPATH="$PWD/scripts${PYTHONPATH:+:$PYTHONPATH}" \
     timeout --kill-after=10 "$TIMEOUT" "$VENV/bin/st" --config-file "$CONFIG" --no-color \
       run "$BASE/openapi.json" \
       --url "$BASE" \

@@ -17,6 +17,8 @@ mod helpers;
 
 #[path = "../api/analysis.rs"]
 mod analysis;
+#[path = "../api/auth.rs"]
+mod auth;
 #[path = "../api/collections.rs"]
 mod collections;
 #[path = "../api/concurrency.rs"]
