@@ -56,7 +56,21 @@ for _ in $(seq 1 300); do
 done
 
 rm -rf "$OUT" && mkdir -p "$OUT"
-curl -fsS "$BASE/openapi.json" -o "$OUT/openapi.json"
+curl -fsS "$BASE/openapi.json" -o "$OUT/served.json"
+# openapi-python-client knows no NDJSON request body: where an operation
+# also takes application/octet-stream (POST /import), the generated client
+# uses that and the NDJSON alternative is dropped from its copy of the
+# document, so that any other warning still fails the check.
+python3 - "$OUT/served.json" "$OUT/openapi.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+for item in doc["paths"].values():
+    for op in item.values():
+        content = op.get("requestBody", {}).get("content", {}) if isinstance(op, dict) else {}
+        if "application/x-ndjson" in content and len(content) > 1:
+            del content["application/x-ndjson"]
+json.dump(doc, open(sys.argv[2], "w"))
+PY
 log "generating a client from $BASE/openapi.json"
 set +e
 PATH="$PWD/$VENV/bin:$PATH" "$VENV/bin/openapi-python-client" generate \

@@ -5,6 +5,8 @@ index.threshold = 0.9; no call below passes a threshold unless it means to.
 Usage: PYTHONPATH=target/client-check python scripts/client_check.py BASE_URL
 """
 
+import io
+import json
 import sys
 from http import HTTPStatus
 
@@ -28,7 +30,14 @@ from neardup_client.api.documents import (
     get_document,
     put_document,
 )
-from neardup_client.api.operations import get_metrics, get_openapi, get_stats
+from neardup_client.api.operations import (
+    export_documents,
+    get_metrics,
+    get_openapi,
+    get_stats,
+    import_documents,
+)
+from neardup_client.types import File
 from neardup_client.api.similarity import (
     compare_documents,
     similar_to_document,
@@ -36,6 +45,7 @@ from neardup_client.api.similarity import (
     similar_to_text,
 )
 from neardup_client.models import (
+    ImportResult,
     AccuracyIn,
     AccuracyOut,
     HistogramIn,
@@ -144,6 +154,19 @@ def main(base_url: str) -> None:
     assert [grp.ids for grp in g.groups] == [["a", "b"]], g
     pairs = expect(duplicate_pairs.sync_detailed(client=client), 200, Pairs)
     assert [(x.a, x.b) for x in pairs.pairs] == [("a", "b")] and pairs.documents == 4, pairs
+
+    # An export (NDJSON, taken as bytes), imported back: every document
+    # replaced by itself.
+    ex = export_documents.sync_detailed(client=client)
+    assert ex.status_code == 200, ex.content[:200]
+    lines = ex.content.decode("utf-8").splitlines()
+    assert len(lines) == 5 and json.loads(lines[0])["documents"] == 4, lines[:2]
+    im = expect(
+        import_documents.sync_detailed(client=client, body=File(payload=io.BytesIO(ex.content))),
+        200,
+        ImportResult,
+    )
+    assert (im.imported, im.created, im.replaced) == (4, 0, 4), im
 
     # Text answers.
     metrics = get_metrics.sync_detailed(client=client)

@@ -20,7 +20,7 @@
 
 use super::duplicates::{streamed, Chunk, NDJSON};
 use super::error::ApiError;
-use super::extract::Coll;
+use super::extract::{accepts, Coll};
 use super::state::{backend, AppState};
 use crate::backend::Backend;
 use crate::collections::{Collection, CollectionError};
@@ -169,8 +169,17 @@ fn line_of(record: &Record, text: Option<String>) -> Vec<u8> {
     out
 }
 
+/// The bytes media type an export is also sent as, and an import taken as
+/// (for clients that handle a body only as bytes).
+const OCTETS: &str = "application/octet-stream";
+
 /// `GET /export`: every live document of the collection, streamed.
-pub async fn export(Coll(coll): Coll) -> Result<Response, ApiError> {
+pub async fn export(Coll(coll): Coll, headers: HeaderMap) -> Result<Response, ApiError> {
+    let media = if !accepts(&headers, NDJSON) && accepts(&headers, OCTETS) {
+        OCTETS
+    } else {
+        NDJSON
+    };
     backend(&coll)?;
     if let Some(b) = coll.backend() {
         b.refresh_documents().await?;
@@ -193,7 +202,7 @@ pub async fn export(Coll(coll): Coll) -> Result<Response, ApiError> {
             let _ = tx.send(Err(std::io::Error::other("export failed"))).await;
         }
     });
-    Ok(streamed(rx, NDJSON))
+    Ok(streamed(rx, media))
 }
 
 async fn export_documents(
@@ -264,17 +273,14 @@ pub async fn import(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if !ct
-        .split(';')
-        .next()
-        .is_some_and(|t| t.trim().eq_ignore_ascii_case(NDJSON))
-    {
+    let media = ct.split(';').next().unwrap_or("").trim();
+    if !(media.eq_ignore_ascii_case(NDJSON) || media.eq_ignore_ascii_case(OCTETS)) {
         return Err(ApiError::UnsupportedMediaType(format!(
-            "an import is an export's NDJSON: send Content-Type: {NDJSON}"
+            "an import is an export's NDJSON: send Content-Type: {NDJSON} (or {OCTETS})"
         )));
     }
     let text = std::str::from_utf8(&body)
-        .map_err(|e| ApiError::MalformedJson(format!("the body is not UTF-8: {e}")))?;
+        .map_err(|e| ApiError::InvalidBody(format!("the body is not UTF-8 text: {e}")))?;
     let mut lines = text
         .lines()
         .enumerate()

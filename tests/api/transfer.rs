@@ -210,9 +210,33 @@ async fn an_import_refuses_another_recipe_and_bad_lines_before_writing() {
         .client
         .post(format!("{}/collections/copy/import", app.base))
         .header("content-type", "application/json")
-        .body(export)
+        .body(export.clone())
         .send()
         .await
         .unwrap();
     assert_problem(resp, 415).await;
+    // As bytes (for clients that handle bodies only so): the same lines.
+    let resp = app
+        .client
+        .get(format!("{}/export", app.base))
+        .header("accept", "application/octet-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "application/octet-stream");
+    let bytes = resp.text().await.unwrap();
+    assert_eq!(bytes, export);
+    let resp = app
+        .client
+        .post(format!("{}/collections/copy/import", app.base))
+        .header("content-type", "application/octet-stream")
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        app.get_json("/collections/copy/stats").await["documents"],
+        1
+    );
 }

@@ -37,7 +37,9 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
                     }
                 }
                 let body = match (media, example.as_str()) {
-                    ("application/x-ndjson", Some(lines)) => Body::Raw(media, lines.to_owned()),
+                    ("application/x-ndjson" | "application/octet-stream", Some(lines)) => {
+                        Body::Raw(media, lines.to_owned())
+                    }
                     _ => Body::Json(example.clone()),
                 };
                 let reply = send(&app, &op.method, &url, &body).await;
