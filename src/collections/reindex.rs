@@ -148,9 +148,36 @@ impl Collections {
         let current = c.settings();
         let (settings, valid) = CollectionSettings::from_body(&current, body)?;
         if self.redis.is_some() {
-            return Err(CollectionError::Protected(
-                "a reindex is not available with the redis backend yet: create a new collection                  with the new recipe and write the documents to it",
-            ));
+            self.check_reindex_shared(&c)?;
+            let total = match c.backend() {
+                Some(b) => tokio::runtime::Handle::current()
+                    .block_on(b.refresh_documents())
+                    .map_err(CollectionError::Backend)?,
+                None => 0,
+            };
+            let mut progress = c.reindex.lock().expect("reindex lock");
+            if progress
+                .as_ref()
+                .is_some_and(|p| p.state == ReindexState::Running)
+            {
+                return Err(CollectionError::ReindexRunning(c.name.to_string()));
+            }
+            *progress = Some(ReindexProgress {
+                state: ReindexState::Running,
+                done: 0,
+                total: total as u64,
+                skipped: 0,
+                started_ms: c.engine.now_ms(),
+                finished_ms: None,
+                error: None,
+                settings: settings.clone(),
+            });
+            drop(progress);
+            return Ok(ReindexJob {
+                collection: c,
+                settings,
+                valid,
+            });
         }
         let Some(store) = c.store() else {
             return Err(CollectionError::Unavailable(c.name.to_string()));
@@ -211,6 +238,28 @@ impl Collections {
     /// outcome is also in the collection's progress.
     pub fn run_reindex(&self, job: ReindexJob) -> Result<Arc<Collection>, CollectionError> {
         let c = Arc::clone(&job.collection);
+        if self.redis.is_some() {
+            let shared = Arc::clone(&c.reindex);
+            let progress = move |done: u64, skipped: u64| {
+                if let Some(p) = shared.lock().expect("reindex lock").as_mut() {
+                    p.done = done;
+                    p.skipped = skipped;
+                }
+            };
+            let result = self.reindex_shared(&c, &job.settings, job.valid.clone(), &progress);
+            let mut progress = c.reindex.lock().expect("reindex lock");
+            let p = progress.as_mut().expect("a running reindex has progress");
+            p.finished_ms = Some(c.engine.now_ms());
+            match &result {
+                Ok(_) => p.state = ReindexState::Done,
+                Err(e) => {
+                    p.state = ReindexState::Failed;
+                    p.error = Some(e.to_string());
+                    tracing::error!(collection = %c.name, error = %e, "reindex failed; the old index answers");
+                }
+            }
+            return result;
+        }
         let sub = format!("index-{}", c.engine.now_ms());
         let new_dir = c.dir.join(&sub);
         let result = self.reindex_into(&job, &sub);

@@ -35,6 +35,20 @@ pub(super) struct Entry {
     /// Random, hex: part of every key of this incarnation of the name.
     incarnation: String,
     settings: CollectionSettings,
+    /// A reindex in progress: writes to the collection wait (503) on every
+    /// node until it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reindex: Option<Mark>,
+}
+
+/// The reindex a catalog entry announces.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Mark {
+    /// The incarnation the new index is built under.
+    incarnation: String,
+    settings: CollectionSettings,
+    started_ms: u64,
 }
 
 /// Add an entry unless the name is taken or the catalog is full.
@@ -159,6 +173,7 @@ impl Collections {
         )
         .await?;
         index.set_store_text(entry.settings.store_text);
+        index.set_paused(entry.reindex.is_some());
         let _ = c.backend.set(Backend::Redis(index));
         Ok(c)
     }
@@ -179,6 +194,9 @@ impl Collections {
 
     /// Apply `entry`'s changeable settings (retention, store_text) to `c`.
     fn apply(c: &Collection, entry: &Entry) {
+        if let Some(Backend::Redis(index)) = c.backend() {
+            index.set_paused(entry.reindex.is_some());
+        }
         let mut settings = c.settings.write().expect("settings lock");
         if *settings == entry.settings {
             return;
@@ -203,6 +221,11 @@ impl Collections {
             let Ok(parsed) = CollectionName::parse(name) else {
                 continue;
             };
+            if entry.reindex.is_some() {
+                if let Err(e) = self.end_dead_reindex(name, entry).await {
+                    tracing::warn!(collection = %name, error = %e, "checking a reindex's heartbeat failed");
+                }
+            }
             match self.get(name) {
                 Some(c) if c.incarnation == entry.incarnation => Self::apply(&c, entry),
                 _ => match self.open_entry(parsed, entry).await {
@@ -272,6 +295,7 @@ impl Collections {
             created_ms: self.clock.now_ms(),
             incarnation: new_incarnation(),
             settings: settings.clone(),
+            reindex: None,
         };
         let json = serde_json::to_string(&entry).expect("an entry serializes");
         let named_max = self.max.saturating_sub(1);
@@ -331,6 +355,7 @@ impl Collections {
                 created_ms: c.created_ms,
                 incarnation: c.incarnation.clone(),
                 settings: s.clone(),
+                reindex: None,
             })
             .expect("an entry serializes"),
             None => String::new(),
@@ -383,6 +408,7 @@ impl Collections {
                 created_ms: c.created_ms,
                 incarnation: c.incarnation.clone(),
                 settings,
+                reindex: None,
             },
         );
         self.wait_for_every_node();
@@ -462,4 +488,288 @@ async fn remove_keys(redis: &Redis, base: &str) -> Result<usize, BackendError> {
             .await?;
     }
     Ok(n)
+}
+
+/// How long a reindex's heartbeat lives without being renewed: past it, any
+/// node's watch takes the reindex for dead and ends it (writes resume on the
+/// old index).
+const HEARTBEAT_MS: u64 = 10_000;
+
+fn heartbeat_key(redis: &Redis, name: &str) -> String {
+    format!("{{{}}}:reindexing:{name}", redis.settings.key_prefix)
+}
+
+impl Collections {
+    /// `POST /collections/{name}/reindex` with the redis backend: the
+    /// checks that need no scan (blocking, short). The job is
+    /// [`Self::reindex_shared`].
+    pub(super) fn check_reindex_shared(&self, c: &Collection) -> Result<(), CollectionError> {
+        if !c.settings().store_text {
+            return Err(CollectionError::TextNotStored(format!(
+                "collection {:?} does not store texts, so there is nothing to rebuild its index from; \
+                 create it with \"store_text\": true (or PATCH it on and write its documents again)",
+                c.name.as_str()
+            )));
+        }
+        let handle = tokio::runtime::Handle::current();
+        let redis = Arc::clone(self.shared());
+        let mut get = redis::cmd("HGET");
+        get.arg(catalog_key(&redis)).arg(c.name.as_str());
+        let raw: Option<String> =
+            handle.block_on(redis.one("reading the collection catalog", get))?;
+        let entry = decode(
+            c.name.as_str(),
+            &raw.ok_or_else(|| CollectionError::NotFound(c.name.to_string()))?,
+        )?;
+        if entry.reindex.is_some() {
+            return Err(CollectionError::ReindexRunning(c.name.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The reindex of a collection in Redis (blocking; a background job):
+    /// announce it in the catalog (every node then answers writes to the
+    /// collection with 503 until it ends), wait until every node has seen
+    /// that, copy every live document into a new incarnation under the new
+    /// recipe (from its stored text; signatures, bands and keys all new),
+    /// then switch the catalog entry to it in one script and remove the
+    /// old keys. A heartbeat key proves the job alive; if it lapses (the
+    /// node died), any node's watch ends the reindex and writes resume on
+    /// the old index. Returns the collection that now answers.
+    pub(super) fn reindex_shared(
+        &self,
+        c: &Arc<Collection>,
+        settings: &CollectionSettings,
+        valid: crate::engine::ValidParams,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<Arc<Collection>, CollectionError> {
+        let handle = tokio::runtime::Handle::current();
+        let redis = Arc::clone(self.shared());
+        let old = Entry {
+            version: ENTRY_VERSION,
+            created_ms: c.created_ms,
+            incarnation: c.incarnation.clone(),
+            settings: c.settings(),
+            reindex: None,
+        };
+        let new_incarnation = new_incarnation();
+        let marked = Entry {
+            reindex: Some(Mark {
+                incarnation: new_incarnation.clone(),
+                settings: settings.clone(),
+                started_ms: self.clock.now_ms(),
+            }),
+            ..old.clone()
+        };
+        // The heartbeat, renewed until the job ends.
+        let alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        {
+            let (redis, alive, key) = (
+                Arc::clone(&redis),
+                Arc::clone(&alive),
+                heartbeat_key(&redis, c.name.as_str()),
+            );
+            handle.spawn(async move {
+                while alive.load(Ordering::Relaxed) {
+                    let mut set = redis::cmd("SET");
+                    set.arg(&key).arg(1).arg("PX").arg(HEARTBEAT_MS);
+                    let _: Result<(), _> = redis.one("renewing a reindex heartbeat", set).await;
+                    tokio::time::sleep(Duration::from_millis(HEARTBEAT_MS / 5)).await;
+                }
+                let mut del = redis::cmd("DEL");
+                del.arg(&key);
+                let _: Result<i64, _> = redis.one("ending a reindex heartbeat", del).await;
+            });
+        }
+        let stop =
+            |alive: &Arc<std::sync::atomic::AtomicBool>| alive.store(false, Ordering::Relaxed);
+        if !self.put_entry(c, &marked)? {
+            stop(&alive);
+            return Err(CollectionError::Deleted(c.name.to_string()));
+        }
+        Self::apply(c, &marked);
+        self.wait_for_every_node();
+        let base = format!(
+            "{}:{}",
+            redis.settings.key_prefix,
+            storage_name(&c.name, &new_incarnation)
+        );
+        let result =
+            handle.block_on(self.copy_into(c, &new_incarnation, settings, valid, progress));
+        let switched = match result {
+            Ok(()) => {
+                let now_entry = Entry {
+                    incarnation: new_incarnation.clone(),
+                    settings: settings.clone(),
+                    reindex: None,
+                    ..old.clone()
+                };
+                match self.put_entry(c, &now_entry) {
+                    Ok(true) => Ok(now_entry),
+                    Ok(false) => Err(CollectionError::Deleted(c.name.to_string())),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        };
+        stop(&alive);
+        match switched {
+            Ok(entry) => {
+                self.catalog_epoch.fetch_add(1, Ordering::AcqRel);
+                let mut next = handle.block_on(self.open_entry(c.name.clone(), &entry))?;
+                next.reindex = Arc::clone(&c.reindex);
+                let next = {
+                    let mut map = self.map.write().expect("map lock");
+                    let next = Arc::new(next);
+                    map.insert(c.name.as_str().to_owned(), Arc::clone(&next));
+                    next
+                };
+                let old_base = format!(
+                    "{}:{}",
+                    redis.settings.key_prefix,
+                    storage_name(&c.name, &c.incarnation)
+                );
+                self.remove_later(old_base);
+                tracing::info!(collection = %c.name, incarnation = %new_incarnation, "reindex finished in redis: the new index answers");
+                Ok(next)
+            }
+            Err(e) => {
+                // Back to the old index: writes resume there.
+                match self.put_entry(c, &old) {
+                    Ok(true) => Self::apply(c, &old),
+                    Ok(false) => {}
+                    Err(e2) => {
+                        tracing::error!(collection = %c.name, error = %e2, "ending a failed reindex in the catalog failed; the watch ends it when its heartbeat lapses")
+                    }
+                }
+                self.remove_later(base);
+                Err(e)
+            }
+        }
+    }
+
+    /// Replace `c`'s catalog entry by `entry` if it is still `c`'s
+    /// incarnation (blocking).
+    fn put_entry(&self, c: &Collection, entry: &Entry) -> Result<bool, CollectionError> {
+        let redis = Arc::clone(self.shared());
+        let value = serde_json::to_string(entry).expect("an entry serializes");
+        let inv = call_script(
+            &SWAP,
+            catalog_key(&redis),
+            vec![c.name.as_str().into(), c.incarnation.clone(), value],
+        );
+        let done: i64 = tokio::runtime::Handle::current().block_on(async {
+            let mut out = redis
+                .calls("changing the collection catalog", vec![inv])
+                .await?;
+            redis::from_redis_value(out.pop().expect("one answer"))
+                .map_err(|e| BackendError::Internal(format!("catalog script answer: {e}")))
+        })?;
+        Ok(done == 1)
+    }
+
+    /// Copy every live document of `c` into the incarnation `incarnation`
+    /// under `settings`, from the stored texts.
+    async fn copy_into(
+        &self,
+        c: &Collection,
+        incarnation: &str,
+        settings: &CollectionSettings,
+        valid: crate::engine::ValidParams,
+        progress: &dyn Fn(u64, u64),
+    ) -> Result<(), CollectionError> {
+        let Some(Backend::Redis(old)) = c.backend() else {
+            return Err(CollectionError::Unavailable(c.name.to_string()));
+        };
+        let engine = Arc::new(crate::engine::Engine::with_clock(
+            valid,
+            Arc::clone(&self.clock),
+        ));
+        engine.set_retention(settings.retention.ttl());
+        let new = RedisIndex::open(
+            Arc::clone(&engine),
+            Arc::clone(self.shared()),
+            &storage_name(&c.name, incarnation),
+        )
+        .await?;
+        new.set_store_text(true);
+        let keys = old.record_keys().await?;
+        let (mut done, mut skipped) = (0u64, 0u64);
+        for chunk in keys.chunks(500) {
+            let mut batch = Vec::with_capacity(chunk.len());
+            for (record, text) in old.read_with_texts(chunk).await? {
+                let Some(text) = text else {
+                    return Err(CollectionError::TextNotStored(format!(
+                        "document {:?} of collection {:?} was stored without its text (before store_text was on): write it again, then reindex",
+                        record.id().as_str(),
+                        c.name.as_str()
+                    )));
+                };
+                // A text the new recipe leaves empty is left out (as in memory).
+                let Ok(doc) = engine.prepare(&text) else {
+                    skipped += 1;
+                    continue;
+                };
+                let stamp = record.stamp();
+                batch.push(crate::engine::NewDoc {
+                    id: record.id().clone(),
+                    doc,
+                    metadata: record.metadata().map(Into::into),
+                    expires_ms: stamp.expires_ms,
+                    text: Some(text.into_boxed_str()),
+                    created_ms: Some(stamp.created_ms),
+                });
+            }
+            let n = batch.len() as u64;
+            for r in new
+                .insert_many(batch, crate::engine::WriteMode::Upsert)
+                .await?
+            {
+                r.map_err(|e| CollectionError::Backend(BackendError::Engine(e)))?;
+            }
+            done += n;
+            progress(done, skipped);
+        }
+        Ok(())
+    }
+
+    /// Remove the keys under `base` in the background, once no request can
+    /// still be writing them.
+    fn remove_later(&self, base: String) {
+        let redis = Arc::clone(self.shared());
+        let wait = Duration::from_millis(redis.settings.command_timeout_ms + 500);
+        tokio::runtime::Handle::current().spawn(async move {
+            tokio::time::sleep(wait).await;
+            match remove_keys(&redis, &base).await {
+                Ok(n) => tracing::info!(base, keys = n, "an old index's keys removed from redis"),
+                Err(e) => tracing::error!(base, error = %e, "removing an old index's keys failed; they stay in redis (never read again)"),
+            }
+        });
+    }
+
+    /// A reindex whose heartbeat lapsed (its node died): end it, so writes
+    /// resume on the old index (called by the watch).
+    async fn end_dead_reindex(&self, name: &str, entry: &Entry) -> Result<(), BackendError> {
+        let redis = self.shared();
+        let mut get = redis::cmd("GET");
+        get.arg(heartbeat_key(redis, name));
+        let beat: Option<String> = redis.one("reading a reindex heartbeat", get).await?;
+        let started = entry.reindex.as_ref().map_or(0, |m| m.started_ms);
+        if beat.is_some() || self.clock.now_ms() < started + HEARTBEAT_MS {
+            return Ok(());
+        }
+        let back = Entry {
+            reindex: None,
+            ..entry.clone()
+        };
+        let value = serde_json::to_string(&back).expect("an entry serializes");
+        let inv = call_script(
+            &SWAP,
+            catalog_key(redis),
+            vec![name.into(), entry.incarnation.clone(), value],
+        );
+        redis.calls("ending a dead reindex", vec![inv]).await?;
+        tracing::warn!(collection = name, "a reindex's node stopped renewing its heartbeat: the reindex is ended, writes resume on the old index");
+        Ok(())
+    }
 }

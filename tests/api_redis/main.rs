@@ -43,5 +43,6 @@ mod similar;
 // (crash, disk_full, upgrade, reindex: refused on this backend).
 
 mod failover;
+mod reindex;
 mod texts;
 mod unique;

@@ -202,4 +202,50 @@ async fn store_text_is_turned_on_and_off_per_collection_and_every_node_follows()
         p["detail"].as_str().unwrap().contains("without its text"),
         "{p}"
     );
+    // A reindex needs every text: it stops (failed, naming a document
+    // stored without one) and writes resume on the old index.
+    assert_eq!(
+        app.post_json("/collections/notes/reindex", &json!({"shingle": {"k": 2}}))
+            .await
+            .status(),
+        202
+    );
+    let mut state = Value::Null;
+    for _ in 0..500 {
+        let body: Value = app
+            .client
+            .get(format!("{}/collections/notes/stats", app.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        state = body["reindex"].clone();
+        if state["state"] != "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(state["state"], "failed", "{state}");
+    assert!(
+        state["error"]
+            .as_str()
+            .unwrap()
+            .contains("without its text"),
+        "{state}"
+    );
+    let mut status = 0;
+    for _ in 0..100 {
+        status = put_text(&app, "/collections/notes/documents/again", TEXTS[2].1).await;
+        if status == 201 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, 201, "writes resume after a failed reindex");
+    assert_eq!(
+        app.get_json("/collections/notes").await["settings"]["shingle"]["k"],
+        3
+    );
 }

@@ -193,6 +193,8 @@ pub struct RedisIndex {
     documents: AtomicU64,
     /// Keep each write's text (zstd) beside its record (`store_text`).
     store_text: std::sync::atomic::AtomicBool,
+    /// A reindex runs: writes wait (503) until it ends.
+    paused: std::sync::atomic::AtomicBool,
 }
 
 /// A written document's parts, ready to send.
@@ -280,6 +282,7 @@ impl RedisIndex {
             keys: Keys::new(&prefix, name, group_bits),
             documents: AtomicU64::new(0),
             store_text: std::sync::atomic::AtomicBool::new(false),
+            paused: std::sync::atomic::AtomicBool::new(false),
         };
         this.refresh_count().await?;
         Ok(this)
@@ -288,6 +291,20 @@ impl RedisIndex {
     /// Keep the texts of writes from now on (or stop).
     pub fn set_store_text(&self, on: bool) {
         self.store_text.store(on, Ordering::Relaxed);
+    }
+
+    /// Refuse writes (503) while a reindex copies the collection.
+    pub fn set_paused(&self, on: bool) {
+        self.paused.store(on, Ordering::Relaxed);
+    }
+
+    fn check_writable(&self) -> Result<(), BackendError> {
+        if self.paused.load(Ordering::Relaxed) {
+            return Err(BackendError::Unavailable(
+                "the collection is being reindexed; writes resume when it finishes".into(),
+            ));
+        }
+        Ok(())
     }
 
     pub fn stores_text(&self) -> bool {
@@ -496,6 +513,7 @@ impl RedisIndex {
         items: Vec<NewDoc>,
         mode: WriteMode,
     ) -> Result<Vec<Result<WriteOutcome, EngineError>>, BackendError> {
+        self.check_writable()?;
         let mut results: Vec<Option<Result<WriteOutcome, EngineError>>> = vec![None; items.len()];
         // Waves of distinct ids, in request order.
         let mut waves: Vec<Vec<usize>> = Vec::new();
@@ -925,6 +943,7 @@ impl RedisIndex {
     /// entries. False if no live document had it (an expired one is
     /// removed all the same).
     pub async fn remove(&self, id: &str) -> Result<bool, BackendError> {
+        self.check_writable()?;
         match self.delete_record(id, None).await? {
             None => Ok(false),
             Some(old) => {
@@ -980,6 +999,7 @@ impl RedisIndex {
         new: NewDoc,
         q: Query,
     ) -> Result<UniqueOutcome, BackendError> {
+        self.check_writable()?;
         let q = Query {
             limit: q.limit.max(1),
             ..q
@@ -1306,6 +1326,9 @@ impl RedisIndex {
     }
 
     pub async fn purge_expired(&self) -> Result<usize, BackendError> {
+        if self.paused.load(Ordering::Relaxed) {
+            return Ok(0);
+        }
         let now = self.engine.now_ms();
         let mut purged = 0;
         for (id, gen) in self.expired(now).await? {
