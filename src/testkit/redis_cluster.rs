@@ -186,6 +186,7 @@ impl RedisCluster {
     }
 
     fn try_start(primaries: usize, replicas: usize, cluster: bool) -> Result<Self, HarnessError> {
+        sweep_dead_runs();
         let n = primaries * (1 + replicas);
         let root = std::env::temp_dir().join(format!(
             "neardup-redis-{}-{}",
@@ -350,6 +351,28 @@ impl Drop for RedisCluster {
             node.stop("-TERM", Duration::from_secs(3));
         }
         let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// Remove the directories of clusters whose test process is gone (a cluster
+/// kept in a `static` is never dropped, so its append-only files would
+/// pile up in the temporary directory run after run).
+fn sweep_dead_runs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("neardup-redis-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
