@@ -348,7 +348,6 @@ impl Collections {
         c: &Collection,
         settings: Option<&CollectionSettings>,
     ) -> Result<bool, CollectionError> {
-        let redis = Arc::clone(self.shared());
         let value = match settings {
             Some(s) => serde_json::to_string(&Entry {
                 version: ENTRY_VERSION,
@@ -360,19 +359,12 @@ impl Collections {
             .expect("an entry serializes"),
             None => String::new(),
         };
-        let inv = call_script(
-            &SWAP,
-            catalog_key(&redis),
-            vec![c.name.as_str().into(), c.incarnation.clone(), value],
-        );
-        let done: i64 = tokio::runtime::Handle::current().block_on(async {
-            let mut out = redis
-                .calls("changing the collection catalog", vec![inv])
-                .await?;
-            redis::from_redis_value(out.pop().expect("one answer"))
-                .map_err(|e| BackendError::Internal(format!("catalog script answer: {e}")))
-        })?;
-        Ok(done == 1)
+        let swapped = tokio::runtime::Handle::current().block_on(self.swap(
+            c.name.as_str(),
+            &c.incarnation,
+            value,
+        ))?;
+        Ok(swapped)
     }
 
     /// Block until every node's watch has read the catalog since a change
@@ -648,24 +640,39 @@ impl Collections {
         }
     }
 
+    /// The catalog's one change: replace (`value` an entry) or delete
+    /// (`value` empty) the entry of `name` if it is still `incarnation`;
+    /// true if it was.
+    async fn swap(
+        &self,
+        name: &str,
+        incarnation: &str,
+        value: String,
+    ) -> Result<bool, BackendError> {
+        let redis = self.shared();
+        let inv = call_script(
+            &SWAP,
+            catalog_key(redis),
+            vec![name.into(), incarnation.into(), value],
+        );
+        let mut out = redis
+            .calls("changing the collection catalog", vec![inv])
+            .await?;
+        let done: i64 = redis::from_redis_value(out.pop().expect("one answer"))
+            .map_err(|e| BackendError::Internal(format!("catalog script answer: {e}")))?;
+        Ok(done == 1)
+    }
+
     /// Replace `c`'s catalog entry by `entry` if it is still `c`'s
     /// incarnation (blocking).
     fn put_entry(&self, c: &Collection, entry: &Entry) -> Result<bool, CollectionError> {
-        let redis = Arc::clone(self.shared());
         let value = serde_json::to_string(entry).expect("an entry serializes");
-        let inv = call_script(
-            &SWAP,
-            catalog_key(&redis),
-            vec![c.name.as_str().into(), c.incarnation.clone(), value],
-        );
-        let done: i64 = tokio::runtime::Handle::current().block_on(async {
-            let mut out = redis
-                .calls("changing the collection catalog", vec![inv])
-                .await?;
-            redis::from_redis_value(out.pop().expect("one answer"))
-                .map_err(|e| BackendError::Internal(format!("catalog script answer: {e}")))
-        })?;
-        Ok(done == 1)
+        let swapped = tokio::runtime::Handle::current().block_on(self.swap(
+            c.name.as_str(),
+            &c.incarnation,
+            value,
+        ))?;
+        Ok(swapped)
     }
 
     /// Copy every live document of `c` into the incarnation `incarnation`
@@ -763,12 +770,7 @@ impl Collections {
             ..entry.clone()
         };
         let value = serde_json::to_string(&back).expect("an entry serializes");
-        let inv = call_script(
-            &SWAP,
-            catalog_key(redis),
-            vec![name.into(), entry.incarnation.clone(), value],
-        );
-        redis.calls("ending a dead reindex", vec![inv]).await?;
+        self.swap(name, &entry.incarnation, value).await?;
         tracing::warn!(collection = name, "a reindex's node stopped renewing its heartbeat: the reindex is ended, writes resume on the old index");
         Ok(())
     }

@@ -705,3 +705,52 @@ pub const WORLD_TEXTS: &[(&str, &str)] = &[
         "e\u{301}cole cafe\u{301} n\u{303}o Zu\u{308}rich  two  spaces\n",
     ),
 ];
+
+/// `POST url` (a `/similar` route) with `body`: the near-duplicates found,
+/// as (id, exact Jaccard) sorted by id.
+pub async fn similar_scores(app: &TestApp, url: &str, body: &Value) -> Vec<(String, f64)> {
+    let answer: Value = app
+        .client
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut out: Vec<(String, f64)> = answer["results"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"))
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                r["jaccard"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Poll collection `name`'s stats on the node that runs its reindex (the
+/// one writes go to) until the reindex is no longer running; the stats.
+pub async fn wait_reindex_done(app: &TestApp, name: &str) -> Value {
+    for _ in 0..6000 {
+        let stats: Value = app
+            .client
+            .get(format!("{}/collections/{name}/stats", app.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if stats["reindex"]["state"] != "running" {
+            return stats;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the reindex of {name} never finished");
+}

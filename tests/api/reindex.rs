@@ -75,14 +75,7 @@ async fn reindex(app: &TestApp, name: &str, body: Value) -> reqwest::Response {
 
 /// Poll the collection's stats until its reindex is no longer running.
 async fn wait_done(app: &TestApp, name: &str) -> Value {
-    for _ in 0..6000 {
-        let stats = app.get_json(&format!("/collections/{name}/stats")).await;
-        if stats["reindex"]["state"] != "running" {
-            return stats;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the reindex of {name} never finished");
+    wait_reindex_done(app, name).await
 }
 
 /// Everything a collection answers about its documents: per id, the

@@ -29,29 +29,8 @@ async fn import_into(app: &TestApp, prefix: &str, body: String) -> reqwest::Resp
 }
 
 async fn similar(app: &TestApp, prefix: &str, text: &str, threshold: f64) -> Vec<(String, f64)> {
-    let body: Value = app
-        .client
-        .post(format!("{}{prefix}/similar", app.base))
-        .json(&json!({"text": text, "threshold": threshold, "limit": 100}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let mut out: Vec<(String, f64)> = body["results"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{body}"))
-        .iter()
-        .map(|r| {
-            (
-                r["id"].as_str().unwrap().to_owned(),
-                r["jaccard"].as_f64().unwrap(),
-            )
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+    let body = json!({"text": text, "threshold": threshold, "limit": 100});
+    similar_scores(app, &format!("{}{prefix}/similar", app.base), &body).await
 }
 
 #[tokio::test]

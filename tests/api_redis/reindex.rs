@@ -33,28 +33,8 @@ async fn load(app: &TestApp, name: &str, docs: &[(String, String)]) {
 async fn scores(app: &TestApp, name: &str, docs: &[(String, String)]) -> Vec<Value> {
     let mut out = Vec::new();
     for (_, text) in docs.iter().step_by(9) {
-        let body: Value = app
-            .client
-            .post(app.read_url(&format!("/collections/{name}/similar")))
-            .json(&json!({"text": text, "limit": 100}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let mut r: Vec<(String, f64)> = body["results"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{body}"))
-            .iter()
-            .map(|x| {
-                (
-                    x["id"].as_str().unwrap().to_owned(),
-                    x["jaccard"].as_f64().unwrap(),
-                )
-            })
-            .collect();
-        r.sort_by(|a, b| a.0.cmp(&b.0));
+        let url = app.read_url(&format!("/collections/{name}/similar"));
+        let r = similar_scores(app, &url, &json!({"text": text, "limit": 100})).await;
         out.push(json!(r));
     }
     out

@@ -210,23 +210,7 @@ async fn store_text_is_turned_on_and_off_per_collection_and_every_node_follows()
             .status(),
         202
     );
-    let mut state = Value::Null;
-    for _ in 0..500 {
-        let body: Value = app
-            .client
-            .get(format!("{}/collections/notes/stats", app.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        state = body["reindex"].clone();
-        if state["state"] != "running" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let state = wait_reindex_done(&app, "notes").await["reindex"].clone();
     assert_eq!(state["state"], "failed", "{state}");
     assert!(
         state["error"]
