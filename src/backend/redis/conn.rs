@@ -214,6 +214,10 @@ pub struct Redis {
     cluster: std::sync::atomic::AtomicBool,
     /// The last check's verdict; `None` before the first.
     health: std::sync::Mutex<Option<Health>>,
+    /// The last round trip failed: the next check fails too, whatever its
+    /// own probe saw (the client may route a probe around a dead primary
+    /// that requests still reach).
+    last_trip_failed: std::sync::atomic::AtomicBool,
 }
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> BackendError {
@@ -228,6 +232,7 @@ impl Redis {
             counters: Arc::default(),
             cluster: std::sync::atomic::AtomicBool::new(false),
             health: std::sync::Mutex::new(None),
+            last_trip_failed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -307,6 +312,12 @@ impl Redis {
     }
 
     async fn probe(&self) -> Result<u64, BackendError> {
+        if self.last_trip_failed.swap(false, Ordering::Relaxed) {
+            return Err(unavailable(
+                "the last round trip of a request",
+                "it failed (see the request's log line)",
+            ));
+        }
         let conn = self.conn().await?;
         let bounded = |what: &'static str, cmd: Cmd| {
             let mut conn = conn.clone();
@@ -483,7 +494,7 @@ impl Redis {
             debug_assert_eq!(done.len(), n);
             done.into_iter().map(|(_, r)| r).collect::<Vec<_>>()
         };
-        match tokio::time::timeout(self.timeout() * windows, all).await {
+        let outcome = match tokio::time::timeout(self.timeout() * windows, all).await {
             Err(_) => {
                 c.errors.fetch_add(1, Ordering::Relaxed);
                 c.timeouts.fetch_add(1, Ordering::Relaxed);
@@ -499,7 +510,11 @@ impl Redis {
                     c.errors.fetch_add(1, Ordering::Relaxed);
                     unavailable(what, e)
                 }),
-        }
+        };
+        // What the last request trip saw, for the next check.
+        self.last_trip_failed
+            .store(outcome.is_err(), Ordering::Relaxed);
+        outcome
     }
 
     /// One round trip of boxed calls.
