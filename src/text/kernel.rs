@@ -161,6 +161,30 @@ fn combine3_avx512(words: &[u64], c: u64, k: [u64; 3], dst: &mut [u32]) {
     super::shingle::combine3_lanes(words, c, k, dst)
 }
 
+/// Finalize word states into word hashes
+/// ([`finish_lanes`](super::words::finish_lanes): `fmix64` of each), with
+/// AVX-512 F + DQ when the running CPU has both, as [`combine3`] does.
+///
+/// **Safety.** As [`combine3`]: called only after detection.
+#[inline]
+pub(crate) fn finish_words(states: &mut [u64]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+    {
+        // SAFETY: both features were detected on the running CPU just now.
+        unsafe { finish_words_avx512(states) };
+        return;
+    }
+    super::words::finish_lanes(states)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512dq")]
+fn finish_words_avx512(states: &mut [u64]) {
+    super::words::finish_lanes(states)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@
 //! shingle hashes are persisted.
 //!
 //! **The fused ASCII scanner.** For ASCII text (most text; the ASCII
-//! stretches of other text, see [`utf8_word_hashes`]) [`ascii_word_hashes`] applies the normalization recipe
+//! stretches of other text, see [`utf8_word_hashes`]) [`ascii_word_states`] applies the normalization recipe
 //! and hashes words without building the normalized string: it finds runs
 //! of kept bytes 64 at a time with bit masks (SSE2 compares, see `kernel`) and hashes each word
 //! straight from the text (lowercasing 8 bytes at once). The
@@ -56,14 +56,34 @@ pub(crate) fn fmix64(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
+/// A word's *state*: its hash before the finalizer (`fmix64` of the state
+/// is the hash). The scanners write states and their entry point,
+/// [`utf8_word_hashes`], finalizes all of a text's words in one pass over
+/// lanes ([`finish_all`]).
 #[inline(always)]
-fn finish(h: u64, len: usize) -> u64 {
-    fmix64(h.wrapping_add((len as u64).wrapping_mul(L)))
+fn unfinished(h: u64, len: usize) -> u64 {
+    h.wrapping_add((len as u64).wrapping_mul(L))
 }
 
 /// The hash of one word (any bytes; normally a word of normalized text).
 #[inline]
 pub fn word_hash(word: &[u8], key: u64) -> u64 {
+    fmix64(word_state(word, key))
+}
+
+/// Finalize word states in place into word hashes: `fmix64` of each, a
+/// loop over lanes that [`super::kernel::finish_words`] compiles for
+/// AVX-512 where the CPU has it.
+#[inline(always)]
+pub(super) fn finish_lanes(states: &mut [u64]) {
+    for x in states {
+        *x = fmix64(*x);
+    }
+}
+
+/// The state ([`unfinished`]) of [`word_hash`].
+#[inline]
+fn word_state(word: &[u8], key: u64) -> u64 {
     let mut h = key;
     let mut chunks = word.chunks_exact(8);
     for c in &mut chunks {
@@ -75,7 +95,7 @@ pub fn word_hash(word: &[u8], key: u64) -> u64 {
         buf[..rest.len()].copy_from_slice(rest);
         h = step(h, u64::from_le_bytes(buf));
     }
-    finish(h, word.len())
+    unfinished(h, word.len())
 }
 
 /// Append the hash of every word of `normalized` (words separated by single
@@ -85,6 +105,14 @@ pub fn word_hashes(normalized: &str, key: u64, out: &mut Vec<u64>) {
         return;
     }
     out.extend(normalized.split(' ').map(|w| word_hash(w.as_bytes(), key)));
+}
+
+/// [`word_hashes`], unfinished: the words' states.
+fn word_states(normalized: &str, key: u64, out: &mut Vec<u64>) {
+    if normalized.is_empty() {
+        return;
+    }
+    out.extend(normalized.split(' ').map(|w| word_state(w.as_bytes(), key)));
 }
 
 /// `MASKS[l]` keeps the low `l` bytes of a little-endian chunk.
@@ -98,7 +126,7 @@ const MASKS: [u64; 9] = {
     m
 };
 
-/// Reusable buffers of [`ascii_word_hashes`].
+/// Reusable buffers of [`ascii_word_states`].
 #[derive(Debug, Default)]
 pub(crate) struct AsciiScratch {
     /// The kept bytes of the text with no separators, then 16 bytes of slack.
@@ -130,8 +158,9 @@ impl AsciiScratch {
     }
 }
 
-/// Normalize ASCII `text` with `table` and append its word hashes to `out`;
-/// equal to normalizing and then calling [`word_hashes`].
+/// Normalize ASCII `text` with `table` and append its word states to `out`
+/// (hashes before the finalizer, [`unfinished`]); the states of normalizing
+/// and then calling [`word_hashes`].
 ///
 /// Two passes, neither with a data-dependent branch (word boundaries are
 /// unpredictable, and a mispredicted branch per word cost more than the rest
@@ -139,7 +168,7 @@ impl AsciiScratch {
 /// of every word, always storing and advancing the cursors by 0 or 1; the
 /// second hashes each word by reading it as two 8-byte chunks masked to its
 /// length (a word longer than 16 bytes, rare, continues in a loop).
-pub(crate) fn ascii_word_hashes_scalar(
+pub(crate) fn ascii_word_states_scalar(
     text: &[u8],
     table: &AsciiTable,
     key: u64,
@@ -216,7 +245,7 @@ fn hash_at(bytes: &[u8], start: usize, end: usize, key: u64) -> u64 {
             h = step(h, u64::from_le_bytes(buf));
         }
     }
-    finish(h, len)
+    unfinished(h, len)
 }
 
 /// `x` with every byte set to `b`.
@@ -247,8 +276,9 @@ fn lower(x: u64) -> u64 {
 /// word of the previous run (only stripped bytes between them).
 const JOINED: u32 = 1 << 31;
 
-/// Normalize ASCII `text` with `table` and append its word hashes to `out`;
-/// equal to normalizing and then calling [`word_hashes`].
+/// Normalize ASCII `text` with `table` and append its word states to `out`
+/// (hashes before the finalizer, [`unfinished`]); the states of normalizing
+/// and then calling [`word_hashes`].
 ///
 /// Word at a time. The first pass classifies 64 bytes at once
 /// ([`classify_utf8`]) into bit masks of kept and whitespace bytes and turns them
@@ -257,7 +287,7 @@ const JOINED: u32 = 1 << 31;
 /// bytes: "don't"). Branches are per run, not per byte. The second pass
 /// hashes each word straight from the text, lowercasing 8 bytes at once; a
 /// word made of several runs (rare) is gathered into a buffer first.
-pub(crate) fn ascii_word_hashes(
+pub(crate) fn ascii_word_states(
     text: &[u8],
     table: &AsciiTable,
     key: u64,
@@ -266,7 +296,7 @@ pub(crate) fn ascii_word_hashes(
 ) {
     debug_assert!(text.is_ascii());
     if text.len() >= JOINED as usize {
-        return ascii_word_hashes_scalar(text, table, key, scratch, out);
+        return ascii_word_states_scalar(text, table, key, scratch, out);
     }
     let lowercase = table.class(b'A') == b'a';
     let strip = table.class(b'.') == AsciiTable::DROP;
@@ -360,7 +390,7 @@ pub(crate) fn ascii_word_hashes(
             if lowercase {
                 word.make_ascii_lowercase();
             }
-            dest[w] = word_hash(word, key);
+            dest[w] = word_state(word, key);
         } else {
             dest[w] = hash_run(bytes, start, end, key, case);
             i += 1;
@@ -389,7 +419,7 @@ fn hash_run(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 
         h = step(h, load(at) & MASKS[(end - at).min(8)]);
         at += 8;
     }
-    finish(h, len)
+    unfinished(h, len)
 }
 
 /// The code point whose UTF-8 encoding starts at `bytes[at]` (a lead byte
@@ -406,9 +436,10 @@ fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
 }
 
 /// Normalize `text` (any UTF-8) with `chars`' options and append its word
-/// hashes to `out`; equal to normalizing and then calling [`word_hashes`].
+/// states to `out` (hashes before the finalizer, [`unfinished`]); the
+/// states of normalizing and then calling [`word_hashes`].
 ///
-/// The word scanner of [`ascii_word_hashes`], extended to UTF-8: ASCII bytes
+/// The word scanner of [`ascii_word_states`], extended to UTF-8: ASCII bytes
 /// are classified 64 at a time as there; each non-ASCII character is looked
 /// up in the [`CharTable`] and marks its bytes as kept (a letter or digit
 /// that is its own NFKC and lowercase: `é`, `д`, `日`), whitespace (NBSP,
@@ -422,7 +453,7 @@ fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
 /// is a normalization boundary on both sides (it is NFKC-stable and
 /// composes with nothing) and no word crosses it, so the zones' words and
 /// the scanned words, in text order, are the words of the normalized text.
-pub(crate) fn unicode_word_hashes(
+pub(crate) fn unicode_word_states(
     text: &str,
     chars: &CharTable,
     key: u64,
@@ -433,7 +464,7 @@ pub(crate) fn unicode_word_hashes(
     if text.len() >= FLAGGED {
         let mut norm = std::mem::take(&mut scratch.norm);
         super::normalize_into(text, &opts, &mut norm);
-        word_hashes(&norm, key, out);
+        word_states(&norm, key, out);
         scratch.norm = norm;
         return;
     }
@@ -587,7 +618,7 @@ pub(crate) fn unicode_word_hashes(
             // Zones start and end at ASCII bytes or the text's ends.
             let zone = &whole[zs as usize..ze as usize];
             unicode::normalize_into(zone, chars, norm);
-            word_hashes(norm, key, out);
+            word_states(norm, key, out);
             zi += 1;
             while j < n && ((starts[j] & !JOINED) as usize) < ze as usize {
                 j += 1;
@@ -619,7 +650,7 @@ pub(crate) fn unicode_word_hashes(
                     }
                 }
             }
-            out.push(word_hash(word, key));
+            out.push(word_state(word, key));
         }
         i = j;
     }
@@ -651,16 +682,32 @@ const MIN_ASCII: usize = 256;
 /// hashes to `out`; equal to normalizing and then calling [`word_hashes`].
 ///
 /// The text is cut at ASCII whitespace into stretches: those with no
-/// non-ASCII byte take [`ascii_word_hashes`], the others
-/// [`unicode_word_hashes`]. ASCII whitespace ends every word and is a
-/// normalization boundary on both sides (see [`unicode_word_hashes`]), so
+/// non-ASCII byte take [`ascii_word_states`], the others
+/// [`unicode_word_states`]. ASCII whitespace ends every word and is a
+/// normalization boundary on both sides (see [`unicode_word_states`]), so
 /// the words of the stretches, in order, are the words of the text. A
 /// non-ASCII stretch runs from the ASCII whitespace before its first
 /// non-ASCII byte to the ASCII whitespace after its last one, where a gap
 /// of [`CLEAN_BLOCKS`] whole ASCII blocks ends it: a document with one `’`
 /// costs what its ASCII twin costs, plus one short stretch; a French or
 /// Russian one is a single stretch.
+///
+/// The scanners append the words' states (their hashes before the
+/// finalizer); all of them are finalized at the end in one pass over lanes.
 pub(crate) fn utf8_word_hashes(
+    text: &str,
+    chars: &CharTable,
+    key: u64,
+    scratch: &mut AsciiScratch,
+    out: &mut Vec<u64>,
+) {
+    let first = out.len();
+    utf8_word_states(text, chars, key, scratch, out);
+    super::kernel::finish_words(&mut out[first..]);
+}
+
+/// [`utf8_word_hashes`] before the finalizer: the words' states.
+fn utf8_word_states(
     text: &str,
     chars: &CharTable,
     key: u64,
@@ -681,7 +728,7 @@ pub(crate) fn utf8_word_hashes(
                 b += 1;
             }
             if b == blocks {
-                ascii_word_hashes(&bytes[at..], table, key, scratch, out);
+                ascii_word_states(&bytes[at..], table, key, scratch, out);
                 return;
             }
             let lo = (b * 64).max(at);
@@ -694,7 +741,7 @@ pub(crate) fn utf8_word_hashes(
         };
         if first - at >= MIN_ASCII {
             if let Some(ws) = bytes[at..first].iter().rposition(is_ws) {
-                ascii_word_hashes(&bytes[at..at + ws + 1], table, key, scratch, out);
+                ascii_word_states(&bytes[at..at + ws + 1], table, key, scratch, out);
                 at += ws + 1;
             }
         }
@@ -714,7 +761,7 @@ pub(crate) fn utf8_word_hashes(
             .map_or(bytes.len(), |p| from + p);
         // Stretches start and end at ASCII bytes or the text's ends: char
         // boundaries, so slicing checks two bytes (no UTF-8 validation).
-        unicode_word_hashes(&text[at..end], chars, key, scratch, out);
+        unicode_word_states(&text[at..end], chars, key, scratch, out);
         at = end;
     }
 }
@@ -776,7 +823,7 @@ fn hash_run_utf8(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) ->
         h = step(h, load(at) & MASKS[(end - at).min(8)]);
         at += 8;
     }
-    finish(h, len)
+    unfinished(h, len)
 }
 
 /// Texts this long or longer take the plain path (positions must fit in
@@ -821,26 +868,28 @@ mod tests {
     fn fused(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
         let mut out = Vec::new();
         let mut scratch = AsciiScratch::default();
-        ascii_word_hashes(
+        ascii_word_states(
             text.as_bytes(),
             AsciiTable::new(opts),
             key,
             &mut scratch,
             &mut out,
         );
+        finish_lanes(&mut out);
         out
     }
 
     fn scalar(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
         let mut out = Vec::new();
         let mut scratch = AsciiScratch::default();
-        ascii_word_hashes_scalar(
+        ascii_word_states_scalar(
             text.as_bytes(),
             AsciiTable::new(opts),
             key,
             &mut scratch,
             &mut out,
         );
+        finish_lanes(&mut out);
         out
     }
 
@@ -895,12 +944,13 @@ mod tests {
     fn unicode(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
         let mut out = vec![7];
         let mut scratch = AsciiScratch::default();
-        unicode_word_hashes(text, CharTable::get(opts), key, &mut scratch, &mut out);
+        unicode_word_states(text, CharTable::get(opts), key, &mut scratch, &mut out);
         // A second call on the same scratch gives the same words.
         let mut again = Vec::new();
-        unicode_word_hashes(text, CharTable::get(opts), key, &mut scratch, &mut again);
+        unicode_word_states(text, CharTable::get(opts), key, &mut scratch, &mut again);
         assert_eq!(out[1..], again[..], "scratch state leaked between calls");
         out.remove(0);
+        finish_lanes(&mut out);
         out
     }
 
