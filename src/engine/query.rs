@@ -147,27 +147,46 @@ impl Engine {
 
     /// Near-duplicates of the stored document `id` (never `id` itself).
     pub fn similar_to_id(&self, id: &str, q: &Query) -> Result<QueryOutcome, EngineError> {
+        let not_found = || EngineError::NotFound(id.to_owned());
+        let slot = *self.ids.get(id).ok_or_else(not_found)?;
         let record = self
-            .get(id)
-            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
-        Ok(self.query(record.shingles(), record.signature(), Some(id), q))
+            .docs
+            .get(&slot)
+            .filter(|r| self.is_live(r, self.now_ms()))
+            .ok_or_else(not_found)?;
+        // The id is hashed once: its slot is the one to exclude.
+        Ok(self.query(
+            record.shingles(),
+            record.signature(),
+            Some(id),
+            Some(slot),
+            q,
+        ))
     }
 
     /// Near-duplicates of an unstored document; `exclude` skips one id.
     pub fn similar_to(&self, doc: &Prepared, exclude: Option<&str>, q: &Query) -> QueryOutcome {
-        self.query(doc.shingles.as_slice(), &doc.signature, exclude, q)
+        let own_slot = exclude.and_then(|id| self.ids.get(id).map(|s| *s));
+        self.query(
+            doc.shingles.as_slice(),
+            &doc.signature,
+            exclude,
+            own_slot,
+            q,
+        )
     }
 
+    /// `own_slot` is `exclude`'s slot, if it is stored.
     fn query(
         &self,
         shingles: &[u32],
         signature: &[u32],
         exclude: Option<&str>,
+        own_slot: Option<Slot>,
         q: &Query,
     ) -> QueryOutcome {
         let cap = self.params().index.max_candidates;
         // The queried document never counts against the cap.
-        let own_slot = exclude.and_then(|id| self.ids.get(id).map(|s| *s));
         let mut slots = Vec::with_capacity(self.bands().bands * 2);
         let complete = self.lsh.candidates(
             signature,
