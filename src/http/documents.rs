@@ -1,15 +1,15 @@
 //! `/documents`: create, replace, read, delete, and bulk load.
 
 use super::dto::{
-    format_time, BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut, DocumentPut, MatchOut,
-    WrittenOut,
+    format_time, BatchDocumentIn, BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut,
+    DocumentPut, ItemId, MatchOut, WrittenOut,
 };
 use super::error::ApiError;
 use super::extract::{
     parse_json, parse_since, parse_time, ApiQuery, Coll, DocPath, JsonBody, Limit, Text,
 };
 use super::state::{backend, AppState};
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendError};
 use crate::collections::{Collection, Retention};
 use crate::engine::{
     DocId, EngineError, IdError, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome,
@@ -22,6 +22,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Characters left as-is in a `Location` path segment (RFC 3986 unreserved).
@@ -94,7 +95,7 @@ fn json_depth(json: &str) -> usize {
 
 /// Metadata must be a JSON object (or absent / null), nested at most
 /// [`MAX_METADATA_DEPTH`] levels, that serde_json can read back.
-fn metadata_text(raw: Option<Box<RawValue>>) -> Result<Option<Box<str>>, ApiError> {
+fn metadata_text(raw: Option<&RawValue>) -> Result<Option<Box<str>>, ApiError> {
     match raw {
         None => Ok(None),
         Some(raw) if raw.get().trim_start().starts_with('{') => {
@@ -183,7 +184,7 @@ pub async fn create(
         Some(id) => client_id(&id)?,
         None => generate_id(),
     };
-    let metadata = metadata_text(doc.metadata)?;
+    let metadata = metadata_text(doc.metadata.as_deref())?;
     let expires_ms = own_expiry(
         doc.ttl_secs,
         doc.expires_at.as_deref(),
@@ -297,7 +298,7 @@ pub async fn put(
     let id = client_id(&raw_id)?;
     let doc: DocumentPut = parse_json(&body.0)?;
     let text = Text::parse(doc.text, &app.config.limits)?;
-    let metadata = metadata_text(doc.metadata)?;
+    let metadata = metadata_text(doc.metadata.as_deref())?;
     let expires_ms = own_expiry(
         doc.ttl_secs,
         doc.expires_at.as_deref(),
@@ -483,21 +484,39 @@ pub struct BatchParams {
 }
 
 /// `POST /documents/batch`: parse and sign on every core, insert in order.
+///
+/// On the memory backend the whole batch is one blocking task: parse and
+/// sign (on the rayon pool), store, and build the answer, with one hop
+/// off the async worker and one back.
 pub async fn batch(
     State(app): State<AppState>,
     Coll(coll): Coll,
     ApiQuery(params): ApiQuery<BatchParams>,
     body: JsonBody,
 ) -> Result<Json<BatchOut>, ApiError> {
-    backend(&coll)?;
-    let (app2, coll2) = (app.clone(), Arc::clone(&coll));
-    let (items, valid) = tokio::task::spawn_blocking(move || prepare_batch(&app2, &coll2, &body.0))
-        .await
-        .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))??;
     let write_mode = match params.mode {
         BatchMode::Create => WriteMode::Create,
         BatchMode::Upsert => WriteMode::Upsert,
     };
+    if let Backend::Memory(memory) = backend(&coll)? {
+        let store = Arc::clone(&memory.store);
+        let out = tokio::task::spawn_blocking(move || {
+            let (items, valid) = prepare_batch(&app, &coll, &body.0)?;
+            let name = coll.name.as_str();
+            let outcomes = store
+                .insert_many(valid, write_mode)
+                .map_err(|e| ApiError::from(BackendError::from(e)))
+                .inspect_err(|e| app.metrics.observe_write_error(name, e))?;
+            Ok::<_, ApiError>(batch_answer(&app, name, items, outcomes))
+        })
+        .await
+        .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))??;
+        return Ok(Json(out));
+    }
+    let (app2, coll2) = (app.clone(), Arc::clone(&coll));
+    let (items, valid) = tokio::task::spawn_blocking(move || prepare_batch(&app2, &coll2, &body.0))
+        .await
+        .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))??;
     let name = coll.name.as_str();
     let outcomes = backend(&coll)?
         .insert_many(valid, write_mode)
@@ -509,33 +528,55 @@ pub async fn batch(
 
 /// Per request item, in order: what to answer for an item that failed
 /// before the store, or (id, shingles) of one handed to it.
-type BatchItems = Vec<Result<(String, usize), BatchItemOut>>;
+type BatchItems = Vec<Result<(DocId, usize), BatchItemOut>>;
 
 type ItemResult = Result<NewDoc, (Option<String>, ApiError)>;
 
 fn prepare_item(app: &AppState, coll: &Collection, raw: &RawValue, now: u64) -> ItemResult {
-    let doc: DocumentIn = parse_json(raw.get().as_bytes()).map_err(|e| (None, e))?;
-    let given = doc.id.clone();
-    let fail = |e: ApiError| (given.clone(), e);
+    let doc: BatchDocumentIn<'_> = parse_json(raw.get().as_bytes()).map_err(|e| (None, e))?;
+    let fail = |e: ApiError| (doc.id.as_deref().map(str::to_owned), e);
     let id = match &doc.id {
         Some(id) => client_id(id).map_err(fail)?,
         None => generate_id(),
     };
-    let text = Text::parse(doc.text, &app.config.limits).map_err(fail)?;
+    Text::check(&doc.text, &app.config.limits).map_err(fail)?;
     let metadata = metadata_text(doc.metadata).map_err(fail)?;
     let expires_ms = own_expiry(doc.ttl_secs, doc.expires_at.as_deref(), now).map_err(fail)?;
     let prepared = coll
         .engine
-        .prepare(text.as_str())
+        .prepare(&doc.text)
         .map_err(|e| fail(EngineError::from(e).into()))?;
     Ok(NewDoc {
         id,
         doc: prepared,
         metadata,
         expires_ms,
-        text: coll.stores_text().then(|| text.as_str().into()),
+        text: coll.stores_text().then(|| doc.text.as_ref().into()),
         created_ms: None,
     })
+}
+
+/// Batches being signed right now (in every collection).
+static BATCHES_SIGNING: AtomicUsize = AtomicUsize::new(0);
+
+/// One batch being signed, counted in [`BATCHES_SIGNING`] while it lives.
+struct InFlight {
+    /// How many other batches were being signed when this one began.
+    others: usize,
+}
+
+impl InFlight {
+    fn enter() -> Self {
+        Self {
+            others: BATCHES_SIGNING.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        BATCHES_SIGNING.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Parse and sign a batch on every core: the answers of the items that
@@ -553,13 +594,24 @@ fn prepare_batch(
             batch.documents.len()
         )));
     }
-    // Parse and sign on every core.
+    // Parse and sign on every core, unless other batches already keep
+    // every core busy: then on this thread, without handing the items to
+    // the rayon pool and waiting for them.
     let now = coll.engine.now_ms();
-    let prepared: Vec<ItemResult> = batch
-        .documents
-        .par_iter()
-        .map(|raw| prepare_item(app, coll, raw, now))
-        .collect();
+    let _in_flight = InFlight::enter();
+    let prepared: Vec<ItemResult> = if _in_flight.others >= rayon::current_num_threads() - 1 {
+        batch
+            .documents
+            .iter()
+            .map(|raw| prepare_item(app, coll, raw, now))
+            .collect()
+    } else {
+        batch
+            .documents
+            .par_iter()
+            .map(|raw| prepare_item(app, coll, raw, now))
+            .collect()
+    };
     // The valid items go to the backend in request order (repeated ids
     // behave as sequential calls; the memory backend commits its log once
     // for the whole batch).
@@ -568,17 +620,18 @@ fn prepare_batch(
     for item in prepared {
         match item {
             Ok(new) => {
-                items.push(Ok((new.id.to_string(), new.doc.shingles().len())));
+                items.push(Ok((new.id.clone(), new.doc.shingles().len())));
                 valid.push(new);
             }
-            Err((id, e)) => items.push(Err(failed_item(id, e))),
+            Err((id, e)) => items.push(Err(failed_item(id.map(ItemId::Given), e))),
         }
     }
     Ok((items, valid))
 }
 
 /// The batch's answer: `items` in order, each handed-over one with its
-/// outcome from `outcomes` (one per handed-over item, in order).
+/// outcome from `outcomes` (one per handed-over item, in order). The write
+/// counters move once per outcome for the whole batch.
 fn batch_answer(
     app: &AppState,
     name: &str,
@@ -597,19 +650,18 @@ fn batch_answer(
             Err(failed) => failed,
             Ok((id, shingles)) => match outcomes.next().expect("one outcome per valid item") {
                 Ok(outcome) => {
-                    let (status, label) = match outcome {
+                    let status = match outcome {
                         WriteOutcome::Created => {
                             out.created += 1;
-                            (StatusCode::CREATED, "created")
+                            StatusCode::CREATED
                         }
                         WriteOutcome::Replaced => {
                             out.replaced += 1;
-                            (StatusCode::OK, "replaced")
+                            StatusCode::OK
                         }
                     };
-                    app.metrics.observe_write(name, label);
                     BatchItemOut {
-                        id: Some(id),
+                        id: Some(ItemId::Stored(id)),
                         status: status.as_u16(),
                         shingles: Some(shingles),
                         detail: None,
@@ -618,7 +670,7 @@ fn batch_answer(
                 Err(e) => {
                     let e = ApiError::from(e);
                     app.metrics.observe_write_error(name, &e);
-                    failed_item(Some(id), e)
+                    failed_item(Some(ItemId::Stored(id)), e)
                 }
             },
         };
@@ -627,15 +679,19 @@ fn batch_answer(
         }
         out.results.push(result);
     }
+    app.metrics
+        .observe_writes(name, "created", out.created as u64);
+    app.metrics
+        .observe_writes(name, "replaced", out.replaced as u64);
     out
 }
 
-fn failed_item(id: Option<String>, e: ApiError) -> BatchItemOut {
+fn failed_item(id: Option<ItemId>, e: ApiError) -> BatchItemOut {
     // The problem's detail: what went wrong for a 4xx, a fixed text for a
     // 5xx (whose cause is logged).
     let problem = e.problem();
     if e.status().is_server_error() {
-        tracing::error!(error = %e, item = id.as_deref(), "batch item failed");
+        tracing::error!(error = %e, item = id.as_ref().map(ItemId::as_str), "batch item failed");
     }
     BatchItemOut {
         id,

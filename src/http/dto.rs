@@ -2,9 +2,10 @@
 //! The shapes of groups and pairs, which the offline command writes too,
 //! are in [`crate::wire`].
 
-use crate::engine::Match;
+use crate::engine::{DocId, Match};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 /// `POST /documents` and an item of a batch.
 #[derive(Debug, Deserialize)]
@@ -22,6 +23,31 @@ pub struct DocumentIn {
     /// Own expiry, an RFC 3339 time in the future; not with `ttl_secs`.
     #[serde(default)]
     pub expires_at: Option<String>,
+}
+
+/// An item of `POST /documents/batch`: [`DocumentIn`] with its strings
+/// borrowed from the request body where they hold no escape.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchDocumentIn<'a> {
+    #[serde(default, borrow, deserialize_with = "borrowed_str")]
+    pub id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub text: Cow<'a, str>,
+    #[serde(default, borrow)]
+    pub metadata: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "integral_count")]
+    pub ttl_secs: Option<usize>,
+    #[serde(default, borrow, deserialize_with = "borrowed_str")]
+    pub expires_at: Option<Cow<'a, str>>,
+}
+
+/// An optional string, borrowed from the input when it holds no escape
+/// (serde's own `Option<Cow<str>>` always copies).
+fn borrowed_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Borrowed<'de>>::deserialize(d)?.map(|b| b.0))
 }
 
 /// `PUT /documents/{id}`: the id comes from the path only, so a body
@@ -148,10 +174,33 @@ pub struct CompareOut {
     pub union: usize,
 }
 
+/// The id of a batch item's answer: as the client gave it (an item that
+/// failed before it was checked) or the checked id (shared, not copied).
+#[derive(Debug)]
+pub enum ItemId {
+    Given(String),
+    Stored(DocId),
+}
+
+impl ItemId {
+    pub fn as_str(&self) -> &str {
+        match self {
+            ItemId::Given(id) => id,
+            ItemId::Stored(id) => id.as_str(),
+        }
+    }
+}
+
+impl Serialize for ItemId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// One item of `POST /documents/batch`, in request order.
 #[derive(Debug, Serialize)]
 pub struct BatchItemOut {
-    pub id: Option<String>,
+    pub id: Option<ItemId>,
     pub status: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shingles: Option<usize>,

@@ -140,6 +140,12 @@ pub struct Text(String);
 
 impl Text {
     pub fn parse(text: String, limits: &LimitsSettings) -> Result<Self, ApiError> {
+        Self::check(&text, limits)?;
+        Ok(Self(text))
+    }
+
+    /// The check of [`Self::parse`] on a borrowed text.
+    pub fn check(text: &str, limits: &LimitsSettings) -> Result<(), ApiError> {
         let max = limits.max_text_bytes;
         if text.len() > max {
             return Err(ApiError::PayloadTooLarge(format!(
@@ -147,7 +153,7 @@ impl Text {
                 text.len()
             )));
         }
-        Ok(Self(text))
+        Ok(())
     }
 
     /// A stored document's text: it passed the limit when it was written

@@ -585,6 +585,18 @@ impl Metrics {
             .inc();
     }
 
+    /// `n` writes of one outcome at once (a batch's).
+    pub fn observe_writes(&self, collection: &str, outcome: &'static str, n: u64) {
+        if n > 0 {
+            self.writes
+                .get_or_create(&OutcomeLabels {
+                    collection: collection.to_owned(),
+                    outcome,
+                })
+                .inc_by(n);
+        }
+    }
+
     /// A write that did not: `conflict` (409) or `failed` (a 5xx: it could
     /// not be made durable). Other refusals are bad requests, not writes.
     pub fn observe_write_error(&self, collection: &str, e: &super::error::ApiError) {

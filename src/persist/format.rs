@@ -330,14 +330,41 @@ impl<'a> Reader<'a> {
 
 /// Append one frame holding `payload` to `out`.
 pub fn push_frame(out: &mut Vec<u8>, payload: &[u8]) {
+    out.extend_from_slice(&frame_header(payload));
+    out.extend_from_slice(payload);
+}
+
+/// The header of a frame holding `payload`: length, payload CRC, header CRC.
+fn frame_header(payload: &[u8]) -> [u8; FRAME_HEADER] {
     let len = payload.len() as u32;
     let mut head = [0u8; FRAME_HEADER];
     head[..4].copy_from_slice(&len.to_le_bytes());
     head[4..8].copy_from_slice(&crc32c::crc32c(payload).to_le_bytes());
     let hcrc = crc32c::crc32c(&head[..8]);
     head[8..].copy_from_slice(&hcrc.to_le_bytes());
-    out.extend_from_slice(&head);
-    out.extend_from_slice(payload);
+    head
+}
+
+/// A bincode writer appending to a `Vec`.
+struct VecWriter<'a>(&'a mut Vec<u8>);
+
+impl bincode::enc::write::Writer for VecWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
+}
+
+/// Append one frame holding `value` encoded with [`config`] to `out`:
+/// the same bytes as `push_frame(out, &encode_to_vec(value))`, encoded in
+/// place (no buffer of its own, no copy of the payload).
+pub fn encode_frame<E: Encode>(out: &mut Vec<u8>, value: &E) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; FRAME_HEADER]);
+    bincode::encode_into_writer(value, VecWriter(out), config())
+        .expect("encoding to a Vec cannot fail");
+    let head = frame_header(&out[start + FRAME_HEADER..]);
+    out[start..start + FRAME_HEADER].copy_from_slice(&head);
 }
 
 /// What the frame at the start of `buf` is.
@@ -376,6 +403,34 @@ pub fn read_frame(buf: &[u8]) -> Frame<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_encoded_in_place_equals_one_pushed_from_its_encoding() {
+        let r = RecordRef {
+            id: "café ’quoted’ Привет 日本 👍🏽 e\u{301}",
+            metadata: Some(r#"{"£":"“x”"}"#),
+            signature: &[1, u32::MAX, 7],
+            shingles: &[3, 5, 8, 13],
+            created_ms: 1_700_000_000_123,
+            expires_ms: 0,
+        };
+        let mut pushed = b"earlier bytes".to_vec();
+        let mut encoded = pushed.clone();
+        push_frame(
+            &mut pushed,
+            &bincode::encode_to_vec((42u64, &r), config()).unwrap(),
+        );
+        encode_frame(&mut encoded, &(42u64, &r));
+        assert_eq!(encoded, pushed);
+        let Frame::Ok(payload, n) = read_frame(&encoded[13..]) else {
+            panic!("the frame does not read back")
+        };
+        assert_eq!(n, encoded.len() - 13);
+        assert_eq!(
+            payload,
+            &bincode::encode_to_vec((42u64, &r), config()).unwrap()[..]
+        );
+    }
 
     #[test]
     fn frames_round_trip_and_detect_damage() {

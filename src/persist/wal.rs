@@ -279,9 +279,17 @@ struct Segment {
     dirty: bool,
     /// Frames taken from `pending` whose write failed part way (disk
     /// full): written before anything newer; `written` does not advance
-    /// until they are.
+    /// until they are. Empty between commits, its capacity kept (up to
+    /// [`RETAINED_BUFFER`]) to become the next pending buffer.
     unwritten: Vec<u8>,
 }
+
+/// Largest buffer capacity the log keeps between commits. Two buffers
+/// take turns (one collects appends while the other is written), so a
+/// busy log reuses warm memory instead of growing a fresh buffer, page
+/// fault by page fault, for every commit; an idle one holds at most two
+/// of these.
+const RETAINED_BUFFER: usize = 4 << 20;
 
 pub struct Wal {
     dir: PathBuf,
@@ -397,13 +405,15 @@ impl Wal {
     /// write) to the open segment; returns the new `written` mark. Caller
     /// holds `io`.
     fn flush_pending(&self, seg: &mut Segment) -> Result<u64, PersistError> {
+        // The emptied buffer of the last write collects the next appends.
+        let spare = if seg.unwritten.is_empty() {
+            std::mem::take(&mut seg.unwritten)
+        } else {
+            Vec::new()
+        };
         let (buf, upto) = {
             let mut p = self.pending.lock().expect("wal lock");
-            let cap = p.buf.capacity().min(1 << 20);
-            (
-                std::mem::replace(&mut p.buf, Vec::with_capacity(cap)),
-                p.next_lsn,
-            )
+            (std::mem::replace(&mut p.buf, spare), p.next_lsn)
         };
         if seg.unwritten.is_empty() {
             seg.unwritten = buf;
@@ -436,6 +446,9 @@ impl Wal {
         }
         self.account_written(seg, done);
         seg.unwritten.clear();
+        if seg.unwritten.capacity() > RETAINED_BUFFER {
+            seg.unwritten = Vec::new();
+        }
         if self.stalled.swap(false, Ordering::AcqRel) {
             tracing::info!(path = %seg.path.display(), "write-ahead log has room again; writes resume");
         }
@@ -580,9 +593,7 @@ impl Journal for Wal {
         let lsn = {
             let mut p = self.pending.lock().expect("wal lock");
             let lsn = p.next_lsn;
-            let payload = bincode::encode_to_vec((lsn, &op), format::config())
-                .expect("encoding to a Vec cannot fail");
-            format::push_frame(&mut p.buf, &payload);
+            format::encode_frame(&mut p.buf, &(lsn, &op));
             p.next_lsn += 1;
             lsn
         };
