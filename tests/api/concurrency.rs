@@ -396,3 +396,71 @@ async fn concurrent_clients_leave_a_state_that_queries_answer_exactly() {
         .collect();
     assert_scores_eq(&actual, &with_probe);
 }
+
+/// Batches sent together (signed on their request threads while others
+/// keep the cores busy) answer and store exactly what the same batches
+/// sent one at a time (signed on the rayon pool) do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_batches_answer_as_the_same_batches_one_at_a_time() {
+    use crate::helpers::WORLD_TEXTS;
+    let batches: Vec<Value> = (0..8)
+        .map(|b| {
+            let docs: Vec<Value> = (0..40)
+                .map(|i| {
+                    let (name, text) = WORLD_TEXTS[(b * 40 + i) % WORLD_TEXTS.len()];
+                    json!({
+                        "id": format!("{name}-{b}-{i}"),
+                        "text": format!("{text}\n“{b}” {i} — {}", "naïve words ".repeat(i % 7)),
+                    })
+                })
+                .collect();
+            json!({ "documents": docs })
+        })
+        .collect();
+    let together = Arc::new(spawn_app().await);
+    let tasks: Vec<_> = batches
+        .iter()
+        .cloned()
+        .map(|body| {
+            let app = Arc::clone(&together);
+            tokio::spawn(async move {
+                let resp = app.post_json("/documents/batch", &body).await;
+                assert_eq!(resp.status(), 200);
+                resp.json::<Value>().await.unwrap()
+            })
+        })
+        .collect();
+    let alone = spawn_app().await;
+    for (body, task) in batches.iter().zip(tasks) {
+        let got = task.await.unwrap();
+        let resp = alone.post_json("/documents/batch", body).await;
+        assert_eq!(resp.status(), 200);
+        let want: Value = resp.json().await.unwrap();
+        assert_eq!(got, want);
+        assert_eq!(got["created"], 40, "{got}");
+    }
+    // The two indexes answer queries alike (ids and scores; the creation
+    // times differ).
+    let scores = |v: Value| -> Vec<(String, f64)> {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["id"].as_str().unwrap().to_owned(),
+                    m["jaccard"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    for body in &batches {
+        for doc in body["documents"].as_array().unwrap().iter().step_by(9) {
+            let path = similar_path(doc["id"].as_str().unwrap(), None, None);
+            assert_scores_eq(
+                &scores(together.get_json(&path).await),
+                &scores(alone.get_json(&path).await),
+            );
+        }
+    }
+}
