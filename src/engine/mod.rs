@@ -43,7 +43,7 @@ mod retention;
 pub mod sample;
 mod unique;
 
-pub use bulk::BatchWrite;
+pub use bulk::{BatchWrite, Restore};
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use explain::{Explanation, Segment, Side};
 pub use id::{DocId, IdError, MAX_ID_BYTES};

@@ -236,9 +236,7 @@ impl LshIndex {
                 let mut table = shards[shard].write();
                 table.reserve(n);
                 for p in parts {
-                    for &(key, slot) in p.of(shard) {
-                        table.insert(key, slot);
-                    }
+                    table.insert_all(p.of(shard));
                 }
             });
     }
