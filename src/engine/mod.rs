@@ -22,7 +22,10 @@
 //! guard, and no guard is held across two operations on the same map (each
 //! `docs` and `lsh` call holds one shard lock and takes no other). That is
 //! the whole deadlock argument. The bulk restore path (`bulk.rs`) follows the
-//! same order: it stores and indexes a batch, then publishes its ids.
+//! same order: it stores and indexes a batch, then publishes its ids (while
+//! the next batch is indexed: a publish holds an `ids` entry and may remove
+//! a replaced version's buckets, one `lsh` shard lock at a time, as a single
+//! insert does; the indexing threads take `lsh` shard locks only).
 //!
 //! **Stale candidates are harmless.** A bucket may briefly name a slot whose
 //! record is being removed or replaced, or whose slot was freed and reused.
@@ -43,7 +46,7 @@ mod retention;
 pub mod sample;
 mod unique;
 
-pub use bulk::BatchWrite;
+pub use bulk::{BatchWrite, Restore};
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use explain::{Explanation, Segment, Side};
 pub use id::{DocId, IdError, MAX_ID_BYTES};

@@ -29,6 +29,8 @@
 //! batch, groups them by shard and takes each shard's lock once, spread
 //! over the rayon pool; [`LshIndex::reserve`] sizes every shard up front
 //! (at 70% load, tighter than growth leaves it) so a restore never rehashes.
+//! Inside a shard the keys go in with [`Table::insert_all`], which loads a
+//! group's home cells before inserting any, so their cache misses overlap.
 
 use super::table::{Bucket, Table, MAX_SLOT};
 use rayon::prelude::*;
@@ -236,9 +238,7 @@ impl LshIndex {
                 let mut table = shards[shard].write();
                 table.reserve(n);
                 for p in parts {
-                    for &(key, slot) in p.of(shard) {
-                        table.insert(key, slot);
-                    }
+                    table.insert_all(p.of(shard));
                 }
             });
     }

@@ -157,8 +157,8 @@ fn snapshot_info(h: &SnapshotHeader, path: &Path) -> SnapshotInfo {
 /// Load a snapshot into `engine` as a two-stage pipeline: a reader thread
 /// reads, checksums and decodes frames straight into records (see
 /// [`format::decode_record`]) while this thread indexes the previous batch
-/// ([`Engine::restore_batch`], which spreads the LSH work over the rayon
-/// pool). Every map is sized from the header's document count first, so
+/// ([`Restore::push`](crate::engine::Restore::push), which spreads the LSH work over the rayon
+/// pool and publishes the batch before it meanwhile). Every map is sized from the header's document count first, so
 /// nothing rehashes on the way. On error the engine may hold part of the
 /// snapshot; the caller clears it.
 fn load_snapshot(
@@ -185,6 +185,7 @@ fn load_snapshot(
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Record>>(4);
     let mut loaded = 0u64;
     let mut last_log = Instant::now();
+    let mut restore = engine.start_restore();
     let header = std::thread::scope(|s| {
         let reader = std::thread::Builder::new()
             .name("snapshot-read".into())
@@ -206,7 +207,7 @@ fn load_snapshot(
         // Ends when the reader finishes or fails (either drops `tx`).
         for batch in rx {
             loaded += batch.len() as u64;
-            engine.restore_batch(batch);
+            restore.push(batch);
             if last_log.elapsed() > Duration::from_secs(2) {
                 let (_, per_second) = rate(start, loaded);
                 tracing::info!(
@@ -221,7 +222,7 @@ fn load_snapshot(
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
-    engine.finish_restore();
+    restore.finish();
     let header = header?;
     let (secs, per_second) = rate(start, loaded);
     tracing::info!(

@@ -339,6 +339,58 @@ fn a_damaged_snapshot_falls_back_to_an_older_one_when_the_log_covers_it() {
 }
 
 #[test]
+fn a_snapshot_damaged_in_a_later_restore_batch_falls_back_with_nothing_of_it_left() {
+    // The damage is past the first restore batch, so part of the snapshot
+    // was already stored, indexed and published when it is found.
+    let dir = tempfile::tempdir().unwrap();
+    let n = recovery::RESTORE_BATCH * 2 + 10;
+    let (before, buckets) = {
+        let s = open(dir.path());
+        for i in 0..10 {
+            put(&s, &format!("a{i}"), &text(i));
+        }
+        s.snapshot().unwrap();
+        let items: Vec<_> = (0..n)
+            .into_par_iter()
+            .map(|i| NewDoc {
+                id: DocId::parse(&format!("b{i}")).unwrap(),
+                doc: s.engine().prepare(&text(i % 500)).unwrap(),
+                metadata: None,
+                expires_ms: None,
+                text: None,
+                created_ms: None,
+            })
+            .collect();
+        for r in s.insert_many(items, WriteMode::Create).unwrap() {
+            r.unwrap();
+        }
+        s.snapshot().unwrap();
+        (state(s.engine()), s.engine().lsh_bucket_count())
+    };
+    let newest = snapshot::list_snapshots(dir.path())
+        .unwrap()
+        .pop()
+        .unwrap()
+        .1;
+    let mut data = fs::read(&newest).unwrap();
+    let at = data.len() - 2000; // a record of the last batch
+    data[at] ^= 0xff;
+    fs::write(&newest, &data).unwrap();
+    let s = open(dir.path());
+    assert_eq!(s.recovery.fallbacks.len(), 1, "{:?}", s.recovery.fallbacks);
+    assert!(
+        s.recovery.fallbacks[0].contains("snapshot-000002.bin")
+            && s.recovery.fallbacks[0].contains("offset"),
+        "{:?}",
+        s.recovery.fallbacks
+    );
+    assert_eq!(s.recovery.replayed_records, n as u64);
+    assert_eq!(state(s.engine()), before);
+    assert_eq!(s.engine().len(), n + 10);
+    assert_eq!(s.engine().lsh_bucket_count(), buckets);
+}
+
+#[test]
 fn a_damaged_snapshot_without_log_coverage_refuses_to_start() {
     let dir = tempfile::tempdir().unwrap();
     {
