@@ -1,21 +1,31 @@
-//! The byte classifier of the word scanners, with SSE2 on x86-64: the one
-//! place in `text` allowed `unsafe`, for calling a `#[target_feature]`
-//! function.
+//! The text stage's SIMD, the one place in `text` allowed `unsafe` (for
+//! calling `#[target_feature]` functions):
 //!
-//! [`classify_utf8`] turns 64 bytes of UTF-8 into four bit masks (kept and
-//! whitespace ASCII bytes, lead and continuation bytes of non-ASCII
-//! characters). The portable version ([`classify_utf8_swar`]) does it with
-//! 64-bit arithmetic and a multiply per mask to gather the high bits; with
-//! SSE2 the compares take one instruction per 16 bytes and `pmovmskb`
-//! gathers the bits, which made non-ASCII text ~15% faster to normalize and
-//! hash (`examples/text_bench`, see BENCHMARKS.md). The compiler does not
-//! find `pmovmskb` on its own in either the SWAR or the byte-loop form.
+//! - the byte classifier of the word scanners, with SSE2 on x86-64.
+//!   [`classify_utf8`] turns 64 bytes of UTF-8 into four bit masks (kept and
+//!   whitespace ASCII bytes, lead and continuation bytes of non-ASCII
+//!   characters). The portable version ([`classify_utf8_swar`]) does it with
+//!   64-bit arithmetic and a multiply per mask to gather the high bits; with
+//!   SSE2 the compares take one instruction per 16 bytes and `pmovmskb`
+//!   gathers the bits, which made non-ASCII text ~15% faster to normalize and
+//!   hash (`examples/text_bench`, see BENCHMARKS.md). The compiler does not
+//!   find `pmovmskb` on its own in either the SWAR or the byte-loop form.
+//! - two loops over 64-bit lanes, [`combine3`] (word 3-shingle hashes) and
+//!   [`finish_words`] (MurmurHash3's finalizer over a text's word states),
+//!   written as plain Rust in `shingle.rs` and `words.rs` and compiled here
+//!   a second time for AVX-512 F + DQ, picked when the running CPU has both:
+//!   the x86-64 baseline has no 64-bit vector multiply, so LLVM leaves them
+//!   scalar otherwise.
 //!
 //! **Safety.** SSE2 is part of the x86-64 baseline (every x86_64 CPU has it,
 //! and Rust's x86_64 targets enable it), so calling the `sse2` function on
 //! x86-64 never reaches an unsupported instruction. The function reads the
 //! block through value moves, not raw pointers. Tests hold it equal to the
 //! portable version on every byte value in every lane and on random blocks.
+//! The AVX-512 functions are called only after `is_x86_feature_detected!`
+//! found both features; they compute the same wrapping integer arithmetic
+//! as the plain build, which property tests check against the definitions
+//! (`shingle.rs`: every window; `words.rs`: the reference normalizer).
 #![allow(unsafe_code)]
 
 /// `x` with every byte set to `b`.
