@@ -518,7 +518,13 @@ impl Metrics {
             self.truncated_queries.get_or_create(&l).inc();
         }
         let mut totals = self.verified_totals.lock().expect("metrics lock");
-        let t = totals.entry(collection.to_owned()).or_default();
+        // Looked up by `&str` first: no copy of the name on every query.
+        if !totals.contains_key(collection) {
+            totals.insert(collection.to_owned(), (0, 0));
+        }
+        let t = totals
+            .get_mut(collection)
+            .expect("inserted just above if absent");
         t.0 += q.candidates as u64;
         t.1 += q.rejected as u64;
         if t.0 > 0 {
