@@ -363,9 +363,10 @@ impl Shingler {
 /// (measured on 124 values). Two to four buckets per value, the choice
 /// before, cost 30% more on the ~122 hashes of an article (`sign_bench`'s
 /// sort + dedup: 364 → 281 ns): clearing and summing the counts is most of
-/// the pass, and shifting the few extra values sharing a bucket costs less. Insertion sort is quadratic if many values
-/// share a bucket (a crafted document), so the bucket path is capped at 1024
-/// values: at worst ~half a million moves. `spare` holds the bucket counts
+/// the pass, and shifting the few extra values sharing a bucket costs less.
+/// Insertion sort is quadratic if many values share a bucket (a crafted
+/// document), so the bucket path is capped at 1024 values: at worst ~half a
+/// million moves. `spare` holds the bucket counts
 /// and the scattered copy.
 pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
     let n = v.len();

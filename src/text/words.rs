@@ -59,7 +59,7 @@ pub(crate) fn fmix64(mut h: u64) -> u64 {
 /// A word's *state*: its hash before the finalizer (`fmix64` of the state
 /// is the hash). The scanners write states and their entry point,
 /// [`utf8_word_hashes`], finalizes all of a text's words in one pass over
-/// lanes ([`finish_all`]).
+/// lanes ([`finish_lanes`], through `kernel::finish_words`).
 #[inline(always)]
 fn unfinished(h: u64, len: usize) -> u64 {
     h.wrapping_add((len as u64).wrapping_mul(L))
@@ -104,7 +104,9 @@ pub fn word_hashes(normalized: &str, key: u64, out: &mut Vec<u64>) {
     if normalized.is_empty() {
         return;
     }
-    out.extend(normalized.split(' ').map(|w| word_hash(w.as_bytes(), key)));
+    let first = out.len();
+    word_states(normalized, key, out);
+    finish_lanes(&mut out[first..]);
 }
 
 /// [`word_hashes`], unfinished: the words' states.
