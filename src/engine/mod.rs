@@ -455,10 +455,16 @@ impl Engine {
 
     /// The current record of `id`, unless it has expired.
     pub fn get(&self, id: &str) -> Option<Arc<Record>> {
+        self.get_with_slot(id).map(|(_, record)| record)
+    }
+
+    /// [`Self::get`] and the record's slot, from one lookup of the id.
+    pub(crate) fn get_with_slot(&self, id: &str) -> Option<(Slot, Arc<Record>)> {
         let slot = *self.ids.get(id)?;
         self.docs
             .get(&slot)
             .filter(|r| self.is_live(r, self.now_ms()))
+            .map(|record| (slot, record))
     }
 
     /// Every stored record, current versions only (for snapshots and scans).

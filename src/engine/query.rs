@@ -147,13 +147,9 @@ impl Engine {
 
     /// Near-duplicates of the stored document `id` (never `id` itself).
     pub fn similar_to_id(&self, id: &str, q: &Query) -> Result<QueryOutcome, EngineError> {
-        let not_found = || EngineError::NotFound(id.to_owned());
-        let slot = *self.ids.get(id).ok_or_else(not_found)?;
-        let record = self
-            .docs
-            .get(&slot)
-            .filter(|r| self.is_live(r, self.now_ms()))
-            .ok_or_else(not_found)?;
+        let (slot, record) = self
+            .get_with_slot(id)
+            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
         // The id is hashed once: its slot is the one to exclude.
         Ok(self.query(
             record.shingles(),

@@ -518,15 +518,18 @@ impl Metrics {
             self.truncated_queries.get_or_create(&l).inc();
         }
         let mut totals = self.verified_totals.lock().expect("metrics lock");
-        // Looked up by `&str` first: no copy of the name on every query.
-        if !totals.contains_key(collection) {
-            totals.insert(collection.to_owned(), (0, 0));
-        }
-        let t = totals
-            .get_mut(collection)
-            .expect("inserted just above if absent");
-        t.0 += q.candidates as u64;
-        t.1 += q.rejected as u64;
+        let add = (q.candidates as u64, q.rejected as u64);
+        // Looked up by `&str`: the name is copied only the first time.
+        let t = match totals.get_mut(collection) {
+            Some(t) => {
+                (t.0, t.1) = (t.0 + add.0, t.1 + add.1);
+                *t
+            }
+            None => {
+                totals.insert(collection.to_owned(), add);
+                add
+            }
+        };
         if t.0 > 0 {
             self.rejected_ratio
                 .get_or_create(&l)
@@ -583,12 +586,7 @@ impl Metrics {
     /// A write that took effect: `created`, `replaced`, `deleted` or
     /// `rejected_duplicate` (insert-if-unique kept it out).
     pub fn observe_write(&self, collection: &str, outcome: &'static str) {
-        self.writes
-            .get_or_create(&OutcomeLabels {
-                collection: collection.to_owned(),
-                outcome,
-            })
-            .inc();
+        self.observe_writes(collection, outcome, 1);
     }
 
     /// `n` writes of one outcome at once (a batch's).
