@@ -175,6 +175,10 @@ fn main() {
             "load_s": loaded_s,
             "queries": queries,
             "slots_per_query": per_query,
+            "sharing_a_bucket": (0..signatures.len() as u32)
+                .filter(|&s| index.shares_bucket(s))
+                .count() as f64
+                / signatures.len() as f64,
             "threads": threads,
             "lookups": report,
             "speedup_one_thread": median(&results[1][0]) / median(&results[0][0]),

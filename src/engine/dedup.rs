@@ -202,6 +202,9 @@ impl Engine {
                 continue;
             };
             documents += 1;
+            if self.is_alone(slot, &record) {
+                continue;
+            }
             slots.clear();
             self.lsh
                 .candidates(record.signature(), &mut slots, usize::MAX);

@@ -150,6 +150,9 @@ impl Engine {
         let (slot, record) = self
             .get_with_slot(id)
             .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        if self.is_alone(slot, &record) {
+            return Ok(QueryOutcome::default());
+        }
         // The id is hashed once: its slot is the one to exclude.
         Ok(self.query(
             record.shingles(),
@@ -158,6 +161,20 @@ impl Engine {
             Some(slot),
             q,
         ))
+    }
+
+    /// Whether `record`, read from `slot`, shares no bucket with another
+    /// document: then it has no candidates, and the answer to a query for
+    /// it is empty without a band lookup. The index's bit is read first
+    /// and the slot checked after: if it still holds `record`, the bit was
+    /// not yet cleared for a later document in a reused slot, so it is
+    /// `record`'s (a set bit only means "look").
+    pub(crate) fn is_alone(&self, slot: Slot, record: &Arc<Record>) -> bool {
+        !self.lsh.shares_bucket(slot)
+            && self
+                .docs
+                .get(&slot)
+                .is_some_and(|r| Arc::ptr_eq(&r, record))
     }
 
     /// Near-duplicates of an unstored document; `exclude` skips one id.

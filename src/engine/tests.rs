@@ -95,6 +95,108 @@ fn similar_returns_verified_matches_sorted_without_self() {
     assert_eq!(ids, vec!["also-same", "same"]);
 }
 
+/// A query by id that the index's shared-bucket bit answers (a document
+/// alone in all its buckets) gives what the full lookup gives: the same
+/// query through `similar_to` with the stored text, which never reads the
+/// bit. Through inserts, replaces, deletes and slots reused by documents
+/// with and without near-duplicates, one at a time and in batches.
+#[test]
+fn queries_answered_by_the_shared_bit_equal_the_full_lookup() {
+    let e = engine_with(ShingleKind::Word, 1, 0.5);
+    let words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "epsilon",
+        "zeta",
+        "eta",
+        "theta",
+        "iota",
+        "kappa",
+        "café",
+        "naïve",
+        "Straße",
+        "москва",
+        "東京",
+        "l’été",
+    ];
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut texts: HashMap<String, String> = HashMap::new();
+    let t = e.threshold(None).unwrap();
+    let mut alone = 0;
+    for round in 0..400 {
+        let n = (next() % 40) as usize;
+        let key = format!("d{n}");
+        match next() % 6 {
+            0 => {
+                e.remove(&key);
+                texts.remove(&key);
+            }
+            1 if texts.len() > 1 => {
+                // A near-duplicate of a stored document: one word changed.
+                let base = texts.values().nth(round % texts.len()).unwrap().clone();
+                let mut w: Vec<&str> = base.split(' ').collect();
+                w[0] = words[(next() % words.len() as u64) as usize];
+                let text = w.join(" ");
+                put(&e, &key, &text);
+                texts.insert(key, text);
+            }
+            2 => {
+                // A batch of two, sharing nothing with each other.
+                let batch: Vec<(String, String)> = (0..2)
+                    .map(|i| {
+                        let text = (0..12)
+                            .map(|j| format!("b{round}x{i}y{j}"))
+                            .collect::<Vec<_>>()
+                            .join(" ");
+                        (format!("d{}", (n + i) % 40), text)
+                    })
+                    .collect();
+                let docs: Vec<Prepared> =
+                    batch.iter().map(|(_, t)| e.prepare(t).unwrap()).collect();
+                let items: Vec<BatchWrite<'_>> = batch
+                    .iter()
+                    .zip(&docs)
+                    .map(|((k, _), doc)| BatchWrite {
+                        id: id(k),
+                        doc,
+                        metadata: None,
+                        stamp: Stamp::default(),
+                    })
+                    .collect();
+                for r in e.insert_many_journaled(items, WriteMode::Upsert, &NoJournal) {
+                    r.unwrap();
+                }
+                texts.extend(batch);
+            }
+            _ => {
+                let text = (0..10)
+                    .map(|_| words[(next() % words.len() as u64) as usize])
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                put(&e, &key, &text);
+                texts.insert(key, text);
+            }
+        }
+        for (key, text) in &texts {
+            let q = Query::new(t, 100);
+            let by_id = e.similar_to_id(key, &q).unwrap();
+            let full = e.similar_to(&e.prepare(text).unwrap(), Some(key), &q);
+            assert_eq!(by_id, full, "round {round}, {key}: {text}");
+            let (slot, record) = e.get_with_slot(key).unwrap();
+            alone += usize::from(e.is_alone(slot, &record));
+        }
+    }
+    assert!(alone > 1000, "the bit answered {alone} queries");
+}
+
 #[test]
 fn create_mode_refuses_existing_ids_and_upsert_replaces() {
     let e = engine_with(ShingleKind::Word, 3, 0.8);

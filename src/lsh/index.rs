@@ -25,6 +25,12 @@
 //! rehashing under its write lock; at a million documents a shard holds
 //! ~20,000 keys, so that pause is well under a millisecond.
 //!
+//! **Who shares.** Every insert path reports whom a slot met in each
+//! bucket ([`Joined`]) and keeps [`SharedBits`] up to date: a slot's bit is
+//! cleared before its keys go in and set when it meets another slot (both
+//! bits, the first time a bucket holds two). [`LshIndex::shares_bucket`]
+//! reads it; a clear bit means the document has no candidates.
+//!
 //! **Bulk load.** [`LshIndex::insert_bulk`] computes the keys of a whole
 //! batch, groups them by shard and takes each shard's lock once, spread
 //! over the rayon pool; [`LshIndex::reserve`] sizes every shard up front
@@ -32,7 +38,8 @@
 //! Inside a shard the keys go in with [`Table::insert_all`], which loads a
 //! group's home cells before inserting any, so their cache misses overlap.
 
-use super::table::{Bucket, Table, MAX_SLOT};
+use super::shared::SharedBits;
+use super::table::{Bucket, Joined, Table, MAX_SLOT};
 use rayon::prelude::*;
 use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -66,6 +73,8 @@ pub struct LshIndex {
     /// the first insert, so an empty index (a new collection) costs next
     /// to nothing.
     shards: OnceLock<Box<[Shard]>>,
+    /// Which slots share a bucket with another (see [`SharedBits`]).
+    shared: SharedBits,
     /// Buffers of [`insert_bulk`](Self::insert_bulk), kept between calls
     /// until [`release_bulk_buffers`](Self::release_bulk_buffers). The lock
     /// serializes bulk inserts (only the restore path makes them).
@@ -100,6 +109,8 @@ impl ByShard {
         self.starts.resize(SHARDS + 1, 0);
         for &(slot, signature) in docs {
             assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
+            // Before any of the batch goes into a bucket.
+            index.shared.clear(slot);
             for (shard, key) in index.keys(signature) {
                 self.starts[shard + 1] += 1;
                 self.keys.push((shard as u32, key, slot));
@@ -152,6 +163,7 @@ impl LshIndex {
             rows,
             seed: seed ^ BAND_SALT,
             shards: OnceLock::new(),
+            shared: SharedBits::default(),
             bulk_scratch: Mutex::new(Vec::new()),
         }
     }
@@ -197,9 +209,33 @@ impl LshIndex {
     pub fn insert(&self, slot: Slot, signature: &[u32]) {
         assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
         let shards = self.shards_for_write();
+        self.shared.clear(slot);
         for (shard, key) in self.keys(signature) {
-            shards[shard].write().insert(key, slot);
+            let joined = shards[shard].write().insert(key, slot);
+            self.note(slot, joined);
         }
+    }
+
+    /// Record whom `slot` joined in a bucket.
+    #[inline]
+    fn note(&self, slot: Slot, joined: Joined) {
+        match joined {
+            Joined::Nobody => {}
+            Joined::One(other) => {
+                self.shared.set(slot);
+                self.shared.set(other);
+            }
+            // The others were marked when their bucket first held two.
+            Joined::Several => self.shared.set(slot),
+        }
+    }
+
+    /// Whether `slot` may share a bucket with another slot. False means
+    /// it has been alone in every bucket since it was inserted: it has no
+    /// candidates but itself (see [`SharedBits`]).
+    #[inline]
+    pub fn shares_bucket(&self, slot: Slot) -> bool {
+        self.shared.get(slot)
     }
 
     /// Insert many documents at once: the same result as calling
@@ -240,7 +276,7 @@ impl LshIndex {
                 let mut table = shards[shard].write();
                 table.reserve(n);
                 for p in parts {
-                    table.insert_all(p.of(shard));
+                    table.insert_all(p.of(shard), |slot, joined| self.note(slot, joined));
                 }
             });
     }
@@ -270,7 +306,8 @@ impl LshIndex {
             let mut table = lock.write();
             table.reserve(keys.len());
             for &(key, slot) in keys {
-                table.insert(key, slot);
+                let joined = table.insert(key, slot);
+                self.note(slot, joined);
             }
         }
     }
@@ -437,6 +474,7 @@ impl LshIndex {
             .map(ByShard::heap_bytes)
             .sum();
         scratch
+            + self.shared.heap_bytes()
             + std::mem::size_of_val(self.shards())
             + self
                 .shards()
@@ -481,9 +519,11 @@ mod tests {
         idx.remove(1, &[1, 2, 3, 4]);
         idx.remove(2, &[9, 9, 3, 4]);
         assert_eq!(idx.bucket_count(), 0);
+        // The shared bits stay: one segment of 4,096 slots, 512 bytes.
+        assert!(idx.shares_bucket(1) && idx.shares_bucket(2));
         assert_eq!(
             idx.heap_bytes(),
-            SHARDS * std::mem::size_of::<Shard>(),
+            SHARDS * std::mem::size_of::<Shard>() + 512,
             "every table released"
         );
     }
@@ -554,13 +594,69 @@ mod tests {
             .collect();
         bulk.insert_bulk(&docs[..1000]);
         bulk.insert_bulk(&docs[1000..]);
+        let batch = LshIndex::new(4, 2, 9);
+        batch.insert_batch(&docs[..1500]);
+        batch.insert_batch(&docs[1500..]);
         assert_eq!(one.bucket_count(), bulk.bucket_count());
+        assert_eq!(one.bucket_count(), batch.bucket_count());
+        // Every third signature repeats: each of those shares its buckets.
+        for slot in 0..3000 {
+            assert!(one.shares_bucket(slot), "slot {slot}");
+            assert!(bulk.shares_bucket(slot), "slot {slot}");
+            assert!(batch.shares_bucket(slot), "slot {slot}");
+        }
         let kept = bulk.heap_bytes();
         bulk.release_bulk_buffers();
         assert!(bulk.heap_bytes() < kept, "buffers were kept, now freed");
         for s in &sigs {
             assert_eq!(sorted_candidates(&one, s), sorted_candidates(&bulk, s));
+            assert_eq!(sorted_candidates(&one, s), sorted_candidates(&batch, s));
         }
+        // Distinct signatures: nobody shares, by any insert path.
+        let lone: Vec<(Slot, &[u32])> = sigs
+            .iter()
+            .step_by(3)
+            .enumerate()
+            .map(|(i, s)| (i as Slot, s.as_slice()))
+            .collect();
+        let (one, bulk, batch) = (
+            LshIndex::new(4, 2, 9),
+            LshIndex::new(4, 2, 9),
+            LshIndex::new(4, 2, 9),
+        );
+        for &(slot, s) in &lone {
+            one.insert(slot, s);
+        }
+        bulk.insert_bulk(&lone);
+        batch.insert_batch(&lone);
+        for &(slot, _) in &lone {
+            assert!(!one.shares_bucket(slot) && !bulk.shares_bucket(slot));
+            assert!(!batch.shares_bucket(slot), "slot {slot}");
+        }
+    }
+
+    /// A slot's bit is set when a second slot joins one of its buckets,
+    /// stays set while it shares, and is cleared when the slot is reused
+    /// for a document that shares nothing.
+    #[test]
+    fn the_shared_bit_follows_the_buckets() {
+        let idx = LshIndex::new(3, 1, 4);
+        idx.insert(1, &[10, 20, 30]);
+        assert!(!idx.shares_bucket(1), "alone");
+        idx.insert(2, &[11, 21, 30]);
+        assert!(
+            idx.shares_bucket(1) && idx.shares_bucket(2),
+            "band 2 in common"
+        );
+        idx.insert(3, &[12, 22, 30]);
+        assert!(idx.shares_bucket(3), "a third in the same bucket");
+        idx.insert(4, &[13, 23, 33]);
+        assert!(!idx.shares_bucket(4));
+        // Slot 1 freed and reused by a document alone in every bucket.
+        idx.remove(1, &[10, 20, 30]);
+        idx.insert(1, &[14, 24, 34]);
+        assert!(!idx.shares_bucket(1), "the new document's own bit");
+        assert!(idx.shares_bucket(2), "a set bit is only ever a hint");
     }
 
     #[test]
@@ -711,6 +807,17 @@ mod tests {
             }
             expected.sort_unstable();
             prop_assert_eq!(sorted_candidates(&idx, &q), expected);
+            // Two stored slots sharing a band both have their bit set: a
+            // clear bit means alone in every bucket.
+            for (&a, sa) in &model {
+                for (&b, sb) in &model {
+                    let share = (0..bands)
+                        .any(|band| sa[band * rows..(band + 1) * rows] == sb[band * rows..(band + 1) * rows]);
+                    if a != b && share {
+                        prop_assert!(idx.shares_bucket(a), "slot {} shares with {}", a, b);
+                    }
+                }
+            }
         }
     }
 }

@@ -40,6 +40,17 @@ pub const PRESIZE_LOAD: f64 = 0.7;
 pub const MIN_LOAD: f64 = 0.2;
 const MIN_CAPACITY: usize = 16;
 
+/// Whom a slot found in the bucket it was added to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Joined {
+    /// The bucket was empty.
+    Nobody,
+    /// One slot, now no longer alone in the bucket.
+    One(Slot),
+    /// Two or more slots.
+    Several,
+}
+
 #[derive(Debug, Default)]
 pub struct Table {
     cells: Vec<u64>,
@@ -227,7 +238,9 @@ impl Table {
     /// of them is inserted, so the group's misses are in flight together
     /// instead of one after another (the table is reserved first, so no
     /// insert of the group moves a cell the loads fetched).
-    pub fn insert_all(&mut self, entries: &[(u32, Slot)]) {
+    /// `joined` is told what each slot joined, as [`insert`](Self::insert)
+    /// returns it.
+    pub fn insert_all(&mut self, entries: &[(u32, Slot)], mut joined: impl FnMut(Slot, Joined)) {
         const GROUP: usize = 16;
         self.reserve(entries.len());
         for group in entries.chunks(GROUP) {
@@ -237,14 +250,15 @@ impl Table {
             }
             std::hint::black_box(touched);
             for &(key, slot) in group {
-                self.insert(key, slot);
+                joined(slot, self.insert(key, slot));
             }
         }
     }
 
-    /// Add `slot` to the bucket of `key` (`key != 0`, `slot <= MAX_SLOT`).
-    /// Adding a slot that is already there stores it twice.
-    pub fn insert(&mut self, key: u32, slot: Slot) {
+    /// Add `slot` to the bucket of `key` (`key != 0`, `slot <= MAX_SLOT`)
+    /// and say what it joined. Adding a slot that is already there stores
+    /// it twice (and it joins itself).
+    pub fn insert(&mut self, key: u32, slot: Slot) -> Joined {
         debug_assert!(key != 0 && slot <= MAX_SLOT);
         if (self.len + 1) as f64 > self.cells.len() as f64 * MAX_LOAD {
             self.resize((((self.len + 1) as f64 / LOAD_AFTER_GROW) as usize).max(MIN_CAPACITY));
@@ -255,20 +269,20 @@ impl Table {
             if cell == 0 {
                 self.cells[i] = pack(key, slot);
                 self.len += 1;
-                return;
+                return Joined::Nobody;
             }
             if key_of(cell) == key {
                 let value = value_of(cell);
                 if value & SPILL_TAG == 0 {
                     let index = self.spill_new(vec![value, slot]);
                     self.cells[i] = pack(key, SPILL_TAG | index);
-                } else {
-                    let v = &mut self.spill[(value & !SPILL_TAG) as usize];
-                    let before = v.capacity();
-                    v.push(slot);
-                    self.spill_capacity += v.capacity() - before;
+                    return Joined::One(value);
                 }
-                return;
+                let v = &mut self.spill[(value & !SPILL_TAG) as usize];
+                let before = v.capacity();
+                v.push(slot);
+                self.spill_capacity += v.capacity() - before;
+                return Joined::Several;
             }
             i = self.next(i);
         }
@@ -428,10 +442,10 @@ mod tests {
     #[test]
     fn single_and_spilled_buckets_round_trip() {
         let mut t = Table::default();
-        t.insert(7, 1);
+        assert_eq!(t.insert(7, 1), Joined::Nobody);
         assert_eq!(t.get(7), Some(Bucket::One(1)));
-        t.insert(7, 2);
-        t.insert(7, 3);
+        assert_eq!(t.insert(7, 2), Joined::One(1));
+        assert_eq!(t.insert(7, 3), Joined::Several);
         assert_eq!(slots(&t, 7), vec![1, 2, 3]);
         assert_eq!(t.len(), 1);
         assert!(t.remove(7, 2));
@@ -545,10 +559,13 @@ mod tests {
                 one.insert(k, s);
                 all.insert(k, s);
             }
+            let mut told_one = Vec::new();
             for &(k, s) in &entries {
-                one.insert(k, s);
+                told_one.push((s, one.insert(k, s)));
             }
-            all.insert_all(&entries);
+            let mut told_all = Vec::new();
+            all.insert_all(&entries, |s, j| told_all.push((s, j)));
+            prop_assert_eq!(told_all, told_one);
             all.validate();
             prop_assert_eq!(all.len(), one.len());
             for (k, bucket) in one.iter() {
