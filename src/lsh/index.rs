@@ -26,7 +26,7 @@
 //! ~20,000 keys, so that pause is well under a millisecond.
 //!
 //! **Who shares.** Every insert path reports whom a slot met in each
-//! bucket ([`Joined`]) and keeps [`SharedBits`] up to date: a slot's bit is
+//! bucket ([`Joined`]) and keeps `SharedBits` (`shared.rs`) up to date: a slot's bit is
 //! cleared before its keys go in and set when it meets another slot (both
 //! bits, the first time a bucket holds two). [`LshIndex::shares_bucket`]
 //! reads it; a clear bit means the document has no candidates.

@@ -4,7 +4,7 @@
 //! become candidates when all r rows of at least one band agree, which for a
 //! pair of Jaccard similarity s happens with probability `1 − (1 − sʳ)ᵇ`.
 //! [`params`] chooses (b, r) from the threshold; [`index`] holds the band
-//! buckets in sharded open-addressing [`table`]s, and [`shared`] which
+//! buckets in sharded open-addressing [`table`]s, and `shared` which
 //! documents share a bucket at all. Band keys are hashed with
 //! a fixed, seeded function, so tables rebuilt after a restart line up
 //! exactly.
