@@ -232,7 +232,7 @@ impl LshIndex {
 
     /// Whether `slot` may share a bucket with another slot. False means
     /// it has been alone in every bucket since it was inserted: it has no
-    /// candidates but itself (see [`SharedBits`]).
+    /// candidates but itself (see `shared.rs`).
     #[inline]
     pub fn shares_bucket(&self, slot: Slot) -> bool {
         self.shared.get(slot)
