@@ -459,12 +459,25 @@ impl Engine {
     }
 
     /// [`Self::get`] and the record's slot, from one lookup of the id.
+    ///
+    /// `ids` is read, then the slot: between the two a write of this id
+    /// can move it to a new slot and release the old one, which another
+    /// document may take at once. So the record must carry the id; if it
+    /// does not (or the slot is empty), `ids` has moved on: read it again.
+    /// (While `ids` points at a slot, the slot holds a record: writes fill
+    /// the slot before they publish it and publish before they release.)
     pub(crate) fn get_with_slot(&self, id: &str) -> Option<(Slot, Arc<Record>)> {
-        let slot = *self.ids.get(id)?;
-        self.docs
-            .get(&slot)
-            .filter(|r| self.is_live(r, self.now_ms()))
-            .map(|record| (slot, record))
+        loop {
+            let slot = *self.ids.get(id)?;
+            match self.docs.get(&slot) {
+                Some(record) if record.id().as_str() == id => {
+                    return self
+                        .is_live(&record, self.now_ms())
+                        .then_some((slot, record));
+                }
+                _ => continue,
+            }
+        }
     }
 
     /// Every stored record, current versions only (for snapshots and scans).
