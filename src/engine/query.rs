@@ -170,11 +170,7 @@ impl Engine {
     /// not yet cleared for a later document in a reused slot, so it is
     /// `record`'s (a set bit only means "look").
     pub(crate) fn is_alone(&self, slot: Slot, record: &Arc<Record>) -> bool {
-        !self.lsh.shares_bucket(slot)
-            && self
-                .docs
-                .get(&slot)
-                .is_some_and(|r| Arc::ptr_eq(&r, record))
+        !self.lsh.shares_bucket(slot) && self.docs.holds(slot, record)
     }
 
     /// Near-duplicates of an unstored document; `exclude` skips one id.

@@ -208,6 +208,15 @@ impl RecordTable {
         self.shards[shard].read().get(i)?.clone()
     }
 
+    /// Whether `slot` holds `record` itself (no `Arc` clone).
+    pub(crate) fn holds(&self, slot: Slot, record: &Arc<Record>) -> bool {
+        let (shard, i) = place(slot);
+        self.shards[shard]
+            .read()
+            .get(i)
+            .is_some_and(|r| r.as_ref().is_some_and(|r| Arc::ptr_eq(r, record)))
+    }
+
     /// Take the record out of `slot`, with the slot.
     pub(crate) fn remove(&self, slot: &Slot) -> Option<(Slot, Arc<Record>)> {
         let (shard, i) = place(*slot);
@@ -294,6 +303,18 @@ mod tests {
         assert_eq!(r.text_locator(), 0, "no text until the store sets one");
         r.set_text_locator(42 << 40 | 16);
         assert_eq!(r.text_locator(), 42 << 40 | 16);
+    }
+
+    #[test]
+    fn holds_compares_the_record_itself() {
+        let t = RecordTable::default();
+        let (a, twin) = (rec("a"), rec("a"));
+        t.insert(3, Arc::clone(&a));
+        assert!(t.holds(3, &a));
+        assert!(!t.holds(3, &twin), "an equal record is not the same one");
+        assert!(!t.holds(4, &a) && !t.holds(1 << 20, &a));
+        t.remove(&3);
+        assert!(!t.holds(3, &a));
     }
 
     #[test]
