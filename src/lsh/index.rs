@@ -303,12 +303,8 @@ impl LshIndex {
             if keys.is_empty() {
                 continue;
             }
-            let mut table = lock.write();
-            table.reserve(keys.len());
-            for &(key, slot) in keys {
-                let joined = table.insert(key, slot);
-                self.note(slot, joined);
-            }
+            lock.write()
+                .insert_all(keys, |slot, joined| self.note(slot, joined));
         }
     }
 
