@@ -1,0 +1,121 @@
+//! The engine's side of `GET /similar?id=` alone: no HTTP, no JSON.
+//!
+//! ```text
+//! cargo run --release --example query_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R]
+//! ```
+//!
+//! Loads the first `N` documents of FILE (all by default; `{"id", "text"}`
+//! lines) into an engine with the default recipe (word 3-shingles, 128
+//! permutations, threshold 0.8) through batch inserts, then times
+//! `similar_to_id` for `Q` (200,000) ids drawn at random, on one thread,
+//! `R` (5) rounds. Prints one JSON object: ns per query (median of the
+//! rounds, and each round), matches and candidates per query. With the
+//! server's CPU per request (`perf stat` under wrk) this splits a query's
+//! cost into the engine's part and the HTTP stack's.
+
+use neardup::engine::{
+    BatchWrite, DocId, Engine, EngineParams, NoJournal, Query, Stamp, WriteMode,
+};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use std::hint::black_box;
+use std::time::Instant;
+
+fn main() {
+    let mut file = None;
+    let (mut n, mut queries, mut rounds) = (usize::MAX, 200_000usize, 5usize);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut num = |what: &str| -> usize {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .filter(|&v| v > 0)
+                .unwrap_or_else(|| panic!("{what} takes a positive number"))
+        };
+        match a.as_str() {
+            "--n" => n = num("--n"),
+            "--queries" => queries = num("--queries"),
+            "--rounds" => rounds = num("--rounds"),
+            _ if file.is_none() && !a.starts_with("--") => file = Some(a),
+            _ => {
+                eprintln!("usage: query_bench FILE.jsonl [--n N] [--queries Q] [--rounds R]");
+                std::process::exit(2);
+            }
+        }
+    }
+    let file = file.unwrap_or_else(|| {
+        eprintln!("usage: query_bench FILE.jsonl [--n N] [--queries Q] [--rounds R]");
+        std::process::exit(2)
+    });
+    let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {file}: {e}"));
+    let lines: Vec<&str> = raw
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(n)
+        .collect();
+    let engine = Engine::new(EngineParams::default().validate().expect("default params"));
+    let t0 = Instant::now();
+    let docs: Vec<(String, neardup::engine::Prepared)> = lines
+        .par_iter()
+        .filter_map(|line| {
+            let v: Value = serde_json::from_str(line).expect("a JSON object a line");
+            let id = v["id"].as_str().expect("a string \"id\"").to_owned();
+            let doc = engine.prepare(v["text"].as_str()?).ok()?;
+            Some((id, doc))
+        })
+        .collect();
+    drop(raw);
+    engine.reserve(docs.len());
+    for chunk in docs.chunks(1000) {
+        let writes = chunk
+            .iter()
+            .map(|(id, doc)| BatchWrite {
+                id: DocId::parse(id).expect("a valid id"),
+                doc,
+                metadata: None,
+                stamp: Stamp::default(),
+            })
+            .collect();
+        for r in engine.insert_many_journaled(writes, WriteMode::Upsert, &NoJournal) {
+            r.expect("stored");
+        }
+    }
+    let load_s = t0.elapsed().as_secs_f64();
+    let ids: Vec<&str> = docs.iter().map(|(id, _)| id.as_str()).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let draws: Vec<&str> = (0..queries)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ids[(x % ids.len() as u64) as usize]
+        })
+        .collect();
+    let q = Query::new(engine.threshold(None).expect("default threshold"), 10);
+    let (mut per_round, mut matches, mut candidates) = (Vec::new(), 0usize, 0usize);
+    for _ in 0..rounds {
+        let (mut m, mut c) = (0, 0);
+        let t = Instant::now();
+        for id in &draws {
+            let out = engine.similar_to_id(black_box(id), &q).expect("stored");
+            m += out.matches.len();
+            c += out.candidates;
+        }
+        per_round.push(t.elapsed().as_secs_f64() * 1e9 / queries as f64);
+        (matches, candidates) = (m, c);
+    }
+    let mut sorted = per_round.clone();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "{}",
+        json!({
+            "docs": docs.len(),
+            "load_s": load_s,
+            "queries": queries,
+            "ns_per_query": sorted[sorted.len() / 2],
+            "rounds_ns": per_round,
+            "matches_per_query": matches as f64 / queries as f64,
+            "candidates_per_query": candidates as f64 / queries as f64,
+        })
+    );
+}
