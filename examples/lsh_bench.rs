@@ -12,7 +12,9 @@
 //! signatures of indexed documents drawn at random: on one thread, and on
 //! `T` (2) threads at once, each with its own draws. Prints one JSON object:
 //! ns per query on one thread and queries/s on `T` threads (medians of `R`
-//! rounds, 5), candidates per query.
+//! rounds, 5), candidates per query, and the share of documents that share
+//! a bucket with another (`sharing_a_bucket`: the others are answered by id
+//! without band lookups).
 //! Each round times both `candidates` (the band lookups overlapped) and
 //! `candidates_sequential` (one band, one lock, one miss after another: the
 //! lookup before), alternating, and the speedup is the ratio of medians.
