@@ -466,6 +466,33 @@ fn similar_end_to_end(c: &mut Criterion) {
             q
         })
     });
+    g.bench_function("similar_to_id_of_a_lone_document_in_101k", |b| {
+        // Most documents have no near-duplicate: a query by id for one that
+        // shares no band bucket is answered from the index's bit, without
+        // band lookups (`lsh::shared`).
+        let w = world();
+        let t = w.engine.threshold(None).unwrap();
+        let planted: std::collections::HashSet<&str> = w
+            .planted
+            .iter()
+            .flat_map(|p| [p.base.as_str(), p.variant.as_str()])
+            .collect();
+        let lone: Vec<String> = (0..INDEX_DOCS)
+            .map(|n| format!("doc-{n:06}"))
+            .filter(|id| !planted.contains(id.as_str()))
+            .take(1000)
+            .collect();
+        let mut i = Cycle::new(lone.len());
+        b.iter(|| {
+            let id = &lone[i.next()];
+            let q = w
+                .engine
+                .similar_to_id(black_box(id), &Query::new(t, 10))
+                .unwrap();
+            assert!(q.matches.is_empty(), "{id}: {:?}", q.matches);
+            q
+        })
+    });
     g.bench_function("similar_to_text_in_101k", |b| {
         // POST /similar: prepare the text, then query; finds the stored
         // original (J = 1) and its twin.
