@@ -1,14 +1,16 @@
 //! The engine's side of `GET /similar?id=` alone: no HTTP, no JSON.
 //!
 //! ```text
-//! cargo run --release --example query_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R]
+//! cargo run --release --example query_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads T]
 //! ```
 //!
 //! Loads the first `N` documents of FILE (all by default; `{"id", "text"}`
 //! lines) into an engine with the default recipe (word 3-shingles, 128
 //! permutations, threshold 0.8) through batch inserts, then times
 //! `similar_to_id` for `Q` (200,000) ids drawn at random, on one thread,
-//! `R` (5) rounds. Prints one JSON object: ns per query (median of the
+//! `R` (5) rounds, and then on `T` (2) threads at once, each with its own
+//! draws (as a server's workers share the index). Prints one JSON object:
+//! ns per query on one thread and queries/s on `T` threads (medians of the
 //! rounds, and each round), matches and candidates per query. With the
 //! server's CPU per request (`perf stat` under wrk) this splits a query's
 //! cost into the engine's part and the HTTP stack's.
@@ -23,7 +25,7 @@ use std::time::Instant;
 
 fn main() {
     let mut file = None;
-    let (mut n, mut queries, mut rounds) = (usize::MAX, 200_000usize, 5usize);
+    let (mut n, mut queries, mut rounds, mut threads) = (usize::MAX, 200_000usize, 5usize, 2usize);
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut num = |what: &str| -> usize {
@@ -36,15 +38,16 @@ fn main() {
             "--n" => n = num("--n"),
             "--queries" => queries = num("--queries"),
             "--rounds" => rounds = num("--rounds"),
+            "--threads" => threads = num("--threads"),
             _ if file.is_none() && !a.starts_with("--") => file = Some(a),
             _ => {
-                eprintln!("usage: query_bench FILE.jsonl [--n N] [--queries Q] [--rounds R]");
+                eprintln!("usage: query_bench FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads T]");
                 std::process::exit(2);
             }
         }
     }
     let file = file.unwrap_or_else(|| {
-        eprintln!("usage: query_bench FILE.jsonl [--n N] [--queries Q] [--rounds R]");
+        eprintln!("usage: query_bench FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads T]");
         std::process::exit(2)
     });
     let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {file}: {e}"));
@@ -82,38 +85,58 @@ fn main() {
     }
     let load_s = t0.elapsed().as_secs_f64();
     let ids: Vec<&str> = docs.iter().map(|(id, _)| id.as_str()).collect();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let draws: Vec<&str> = (0..queries)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            ids[(x % ids.len() as u64) as usize]
-        })
-        .collect();
+    let draws = |thread: u64| -> Vec<&str> {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ thread.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        (0..queries)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ids[(x % ids.len() as u64) as usize]
+            })
+            .collect()
+    };
     let q = Query::new(engine.threshold(None).expect("default threshold"), 10);
-    let (mut per_round, mut matches, mut candidates) = (Vec::new(), 0usize, 0usize);
-    for _ in 0..rounds {
+    let run = |draws: &[&str]| -> (usize, usize) {
         let (mut m, mut c) = (0, 0);
-        let t = Instant::now();
-        for id in &draws {
+        for id in draws {
             let out = engine.similar_to_id(black_box(id), &q).expect("stored");
             m += out.matches.len();
             c += out.candidates;
         }
-        per_round.push(t.elapsed().as_secs_f64() * 1e9 / queries as f64);
-        (matches, candidates) = (m, c);
+        (m, c)
+    };
+    let single = draws(0);
+    let each: Vec<Vec<&str>> = (1..=threads as u64).map(draws).collect();
+    let (mut one, mut many, mut matches, mut candidates) = (Vec::new(), Vec::new(), 0, 0);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        (matches, candidates) = run(&single);
+        one.push(t.elapsed().as_secs_f64() * 1e9 / queries as f64);
+        let t = Instant::now();
+        std::thread::scope(|scope| {
+            for d in &each {
+                scope.spawn(|| run(d));
+            }
+        });
+        many.push((threads * queries) as f64 / t.elapsed().as_secs_f64());
     }
-    let mut sorted = per_round.clone();
-    sorted.sort_by(|a, b| a.total_cmp(b));
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
     println!(
         "{}",
         json!({
             "docs": docs.len(),
             "load_s": load_s,
             "queries": queries,
-            "ns_per_query": sorted[sorted.len() / 2],
-            "rounds_ns": per_round,
+            "ns_per_query": median(&one),
+            "rounds_ns": one,
+            "threads": threads,
+            "threads_queries_per_s": median(&many),
+            "threads_rounds_queries_per_s": many,
             "matches_per_query": matches as f64 / queries as f64,
             "candidates_per_query": candidates as f64 / queries as f64,
         })
