@@ -22,46 +22,43 @@
 //! caches: every band lookup is a cache (and TLB) miss, which is what this
 //! measures.
 
+use clap::Parser;
 use neardup::lsh::{BandParams, LshIndex};
 use neardup::minhash::MinHasher;
 use neardup::text::{NormalizeOptions, Scratch, ShingleOptions, Tokenizer};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::hint::black_box;
+use std::num::NonZeroUsize;
 use std::time::Instant;
 
 const SEED: u64 = 1;
 const NUM_PERM: usize = 128;
 
+/// Command line (see the module docs).
+#[derive(Parser)]
+struct Args {
+    /// JSONL file with a string "text" on each line.
+    file: String,
+    /// Load only the first N documents (default: all of them).
+    #[arg(long)]
+    n: Option<NonZeroUsize>,
+    /// Queries timed per round (and per thread).
+    #[arg(long, default_value = "200000")]
+    queries: NonZeroUsize,
+    /// Threads querying at once in the second measurement.
+    #[arg(long, default_value = "2")]
+    threads: NonZeroUsize,
+    /// Rounds; the medians are reported.
+    #[arg(long, default_value = "5")]
+    rounds: NonZeroUsize,
+}
+
 fn main() {
-    let mut file = None;
-    let (mut n, mut queries, mut threads, mut rounds) = (usize::MAX, 200_000usize, 2usize, 5usize);
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut num = |what: &str| -> usize {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .filter(|&v| v > 0)
-                .unwrap_or_else(|| panic!("{what} takes a positive number"))
-        };
-        match a.as_str() {
-            "--n" => n = num("--n"),
-            "--queries" => queries = num("--queries"),
-            "--threads" => threads = num("--threads"),
-            "--rounds" => rounds = num("--rounds"),
-            _ if file.is_none() && !a.starts_with("--") => file = Some(a),
-            _ => {
-                eprintln!(
-                    "usage: lsh_bench FILE.jsonl [--n N] [--queries Q] [--threads T] [--rounds R]"
-                );
-                std::process::exit(2);
-            }
-        }
-    }
-    let file = file.unwrap_or_else(|| {
-        eprintln!("usage: lsh_bench FILE.jsonl [--n N] [--queries Q] [--threads T] [--rounds R]");
-        std::process::exit(2)
-    });
+    let args = Args::parse();
+    let file = args.file;
+    let n = args.n.map_or(usize::MAX, NonZeroUsize::get);
+    let (queries, threads, rounds) = (args.queries.get(), args.threads.get(), args.rounds.get());
     let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {file}: {e}"));
     let texts: Vec<&str> = raw
         .lines()

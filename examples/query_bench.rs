@@ -15,41 +15,40 @@
 //! server's CPU per request (`perf stat` under wrk) this splits a query's
 //! cost into the engine's part and the HTTP stack's.
 
+use clap::Parser;
 use neardup::engine::{
     BatchWrite, DocId, Engine, EngineParams, NoJournal, Query, Stamp, WriteMode,
 };
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::hint::black_box;
+use std::num::NonZeroUsize;
 use std::time::Instant;
 
+/// Command line (see the module docs).
+#[derive(Parser)]
+struct Args {
+    /// JSONL file of `{"id", "text"}` lines.
+    file: String,
+    /// Load only the first N documents (default: all of them).
+    #[arg(long)]
+    n: Option<NonZeroUsize>,
+    /// Queries timed per round (and per thread).
+    #[arg(long, default_value = "200000")]
+    queries: NonZeroUsize,
+    /// Rounds; the medians are reported.
+    #[arg(long, default_value = "5")]
+    rounds: NonZeroUsize,
+    /// Threads querying at once in the second measurement.
+    #[arg(long, default_value = "2")]
+    threads: NonZeroUsize,
+}
+
 fn main() {
-    let mut file = None;
-    let (mut n, mut queries, mut rounds, mut threads) = (usize::MAX, 200_000usize, 5usize, 2usize);
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut num = |what: &str| -> usize {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .filter(|&v| v > 0)
-                .unwrap_or_else(|| panic!("{what} takes a positive number"))
-        };
-        match a.as_str() {
-            "--n" => n = num("--n"),
-            "--queries" => queries = num("--queries"),
-            "--rounds" => rounds = num("--rounds"),
-            "--threads" => threads = num("--threads"),
-            _ if file.is_none() && !a.starts_with("--") => file = Some(a),
-            _ => {
-                eprintln!("usage: query_bench FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads T]");
-                std::process::exit(2);
-            }
-        }
-    }
-    let file = file.unwrap_or_else(|| {
-        eprintln!("usage: query_bench FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads T]");
-        std::process::exit(2)
-    });
+    let args = Args::parse();
+    let file = args.file;
+    let n = args.n.map_or(usize::MAX, NonZeroUsize::get);
+    let (queries, threads, rounds) = (args.queries.get(), args.threads.get(), args.rounds.get());
     let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {file}: {e}"));
     let lines: Vec<&str> = raw
         .lines()
