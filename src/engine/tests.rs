@@ -121,13 +121,8 @@ fn queries_answered_by_the_shared_bit_equal_the_full_lookup() {
         "東京",
         "l’été",
     ];
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || crate::minhash::splitmix64(&mut state);
     let mut texts: HashMap<String, String> = HashMap::new();
     let t = e.threshold(None).unwrap();
     let mut alone = 0;
