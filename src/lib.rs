@@ -17,11 +17,13 @@
 //!   (write-ahead log, snapshots, recovery), [`backend`] (where a collection's
 //!   documents live: in memory, or in Redis), [`collections`] (named indexes,
 //!   each an engine and a store with its own recipe and retention), [`wire`] (JSON shapes shared by
-//!   the API and the CLI), [`telemetry`] (logs), [`http`] (router, layers,
+//!   the API and the CLI), [`telemetry`] (logs), [`allocator`] (the binary's
+//!   global allocator), [`http`] (router, layers,
 //!   problem+json, metrics), [`app`] (build and run the server), [`cli`]
 //!   (offline `neardup dedup` and `neardup analyze`);
 //! - for tests, benches and examples only: `testkit` (feature `testkit`).
 
+pub mod allocator;
 pub mod analysis;
 pub mod app;
 pub mod backend;

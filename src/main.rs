@@ -7,6 +7,11 @@ use neardup::app::{shutdown_signal, App};
 use neardup::config::{Config, Settings};
 use std::path::PathBuf;
 
+/// mimalloc for small blocks, the system allocator for the rest: see
+/// `neardup::allocator` for why and what it measured.
+#[global_allocator]
+static GLOBAL: neardup::allocator::SplitAlloc = neardup::allocator::SplitAlloc;
+
 /// Near-duplicate text detection service.
 #[derive(Debug, Parser)]
 #[command(version, about)]
