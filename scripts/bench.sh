@@ -25,12 +25,13 @@
 #   PORT            loopback port for the server (18090)
 #   OUT             results directory (target/bench/latest)
 #   CONCURRENCY     connections posting batches of BATCH=1000 documents (4)
-#   ROUNDS          rounds of the text, signing and slice-ingest measurements;
-#                   the median round of each side counts (5)
+#   ROUNDS          rounds of the text, signing, slice-ingest and query
+#                   measurements; the median round of each side counts (5)
 #   TEXT_N          documents per file of the text-stage measurement (5000)
 #   REAL_N          documents of the real-text corpus (Debian's translated
 #                   man pages, fr/de/ru/es/zh/ja; ~5.5 kB each) for signing (20000)
-#   WRK_THREADS, WRK_CONNECTIONS, WRK_DURATION, WRK_WARMUP   query load (1, 8, 20s, 3s)
+#   WRK_THREADS, WRK_CONNECTIONS, WRK_DURATION, WRK_WARMUP   query load (1, 8,
+#                   10s a route and round, 3s)
 #   SHARED          the shared kit (../shared)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +50,7 @@ TEXT_N="${TEXT_N:-5000}"
 REAL_N="${REAL_N:-20000}"
 WRK_THREADS="${WRK_THREADS:-1}"
 WRK_CONNECTIONS="${WRK_CONNECTIONS:-8}"
-WRK_DURATION="${WRK_DURATION:-20s}"
+WRK_DURATION="${WRK_DURATION:-10s}"
 WRK_WARMUP="${WRK_WARMUP:-3s}"
 SHARED="${SHARED:-../shared}"
 
@@ -386,7 +387,7 @@ printf '{"docs":%s,"rss_kb_before":%s,"rss_kb_after":%s,"hwm_kb":%s}\n' \
 indexed=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["documents"])' "$RAW/stats_index.json")
 [[ "$indexed" -eq "$N" ]] || die "/stats counts $indexed documents after ingesting $N"
 
-phase "3. query: wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d$WRK_DURATION, GET /similar?id=<random> vs GET /healthz"
+phase "3. query: wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d$WRK_DURATION, GET /similar?id=<random> vs GET /healthz, $ROUNDS alternating rounds"
 ids="$CORPUS_DIR/$(basename "$index_corpus" .jsonl).ids"
 [[ -s "$ids" ]] || "$PY" scripts/bench/ids.py "$index_corpus" "$ids"
 lua=scripts/bench/similar.lua
@@ -399,17 +400,28 @@ run_wrk() { # NAME DURATION ARGS... (after --)
         die "wrk failed ($name)"
     }
 }
-run_wrk similar-warmup "$WRK_WARMUP" "$ids" "$SEED"
-run_wrk similar "$WRK_DURATION" "$ids" "$SEED"
-run_wrk healthz-warmup "$WRK_WARMUP" --path /healthz
-run_wrk healthz "$WRK_DURATION" --path /healthz
-for name in similar healthz; do
+# One summary line of run NAME appended to $RAW/wrk_ROUTE.jsonl (its log echoed).
+keep_wrk() { # NAME ROUTE
+    local name=$1 route=$2 line
     sed '/^WRK_JSON /d' "$LOGS/wrk-$name.txt"
-    sed -n 's/^WRK_JSON //p' "$LOGS/wrk-$name.txt" >"$RAW/wrk_$name.json"
-    [[ -s "$RAW/wrk_$name.json" ]] || die "wrk printed no summary for $name (see $LOGS/wrk-$name.txt)"
+    line=$(sed -n 's/^WRK_JSON //p' "$LOGS/wrk-$name.txt")
+    [[ -n "$line" ]] || die "wrk printed no summary for $name (see $LOGS/wrk-$name.txt)"
     if grep -q 'Non-2xx' "$LOGS/wrk-$name.txt"; then
         die "wrk saw non-2xx answers for $name: see $LOGS/wrk-$name.txt"
     fi
+    echo "$line" >>"$RAW/wrk_$route.jsonl"
+}
+run_wrk similar-warmup "$WRK_WARMUP" "$ids" "$SEED"
+run_wrk healthz-warmup "$WRK_WARMUP" --path /healthz
+# The two routes alternate, round by round, so each round's ratio compares
+# runs seconds apart; the summary reports the median round.
+rm -f "$RAW/wrk_similar.jsonl" "$RAW/wrk_healthz.jsonl"
+for round in $(seq 1 "$ROUNDS"); do
+    echo "-- round $round/$ROUNDS"
+    run_wrk "similar-$round" "$WRK_DURATION" "$ids" "$SEED"
+    keep_wrk "similar-$round" similar
+    run_wrk "healthz-$round" "$WRK_DURATION" --path /healthz
+    keep_wrk "healthz-$round" healthz
 done
 echo "what those queries return (a sample of 2000 of the same kind):"
 "$PY" scripts/bench/query_profile.py "$URL" "$ids" --seed "$SEED" | tee "$RAW/query_profile.json"

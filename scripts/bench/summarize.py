@@ -65,7 +65,6 @@ t_ascii, t_apos, t_apos_twin, t_news, t_news_twin, t_real, t_latin, t_latin_twin
 ing_index = rounds("ingest_index", ing_rate)
 qprof = load("query_profile")
 mem, stats = load("memory"), load("stats_index")
-wrk_sim, wrk_hz = load("wrk_similar"), load("wrk_healthz")
 snap, restore, stats_r = load("snapshot"), load("restore"), load("stats_restored")
 rmem = load("rensa_memory")
 
@@ -76,6 +75,25 @@ def rate(w: dict) -> float:
 
 def ms(us: float) -> str:
     return f"{us / 1000:.2f}"
+
+def wrk_rounds() -> tuple[dict, dict, list[float], dict]:
+    """The query rounds (`/similar` and `/healthz` alternating): the median
+    round by its ratio (the lower middle of an even count), as its two wrk
+    summaries, every round's ratio in order, and every round's summaries."""
+    runs = {}
+    for route in ("similar", "healthz"):
+        p = raw / f"wrk_{route}.jsonl"
+        if not p.exists():
+            sys.exit(f"summarize: {p} is missing (a phase of scripts/bench.sh did not finish)")
+        runs[route] = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+    if not runs["similar"] or len(runs["similar"]) != len(runs["healthz"]):
+        sys.exit("summarize: the query rounds of /similar and /healthz do not pair up")
+    ratios = [rate(s) / rate(h) for s, h in zip(runs["similar"], runs["healthz"])]
+    mid = sorted(range(len(ratios)), key=lambda i: ratios[i])[(len(ratios) - 1) // 2]
+    return runs["similar"][mid], runs["healthz"][mid], ratios, runs
+
+
+wrk_sim, wrk_hz, wrk_ratios, wrk_runs = wrk_rounds()
 
 
 rec = stats_r["storage"]["recovery"]
@@ -157,7 +175,8 @@ comp = {k: v for k, v in mem_stats.items() if k.endswith("_bytes") and k != "tot
 lines += [
     "",
     f"Query latency ({env['knobs']['WRK_THREADS']} wrk thread(s), {env['knobs']['WRK_CONNECTIONS']} connections, "
-    f"{env['knobs']['WRK_DURATION']}), ms:",
+    f"{env['knobs']['WRK_DURATION']} a route and round; the median of {len(wrk_ratios)} alternating rounds by "
+    f"their /similar ÷ /healthz ratio), ms:",
     "",
     "| route | req/s | p50 | p99 | p99.9 | max | requests | errors |",
     "|---|---:|---:|---:|---:|---:|---:|---:|",
@@ -165,6 +184,11 @@ lines += [
     f"{ms(ws['max'])} | {wrk_sim['requests']:,} | {sum(wrk_sim['errors'].values())} |",
     f"| GET /healthz | {rate(wrk_hz):,.0f} | {ms(wh['p50'])} | {ms(wh['p99'])} | {ms(wh['p99_9'])} | "
     f"{ms(wh['max'])} | {wrk_hz['requests']:,} | {sum(wrk_hz['errors'].values())} |",
+    "",
+    "Every query round, in order: ratio " + ", ".join(f"{r:.3f}" for r in wrk_ratios)
+    + "; /similar req/s " + ", ".join(f"{rate(w):,.0f}" for w in wrk_runs["similar"])
+    + ", p99.9 " + ", ".join(f"{ms(w['latency_us']['p99_9'])}" for w in wrk_runs["similar"])
+    + " ms; /healthz req/s " + ", ".join(f"{rate(w):,.0f}" for w in wrk_runs["healthz"]) + ".",
     "",
     f"The /similar queries (a sample of {qprof['queries']:,}): {qprof['results_per_query']:.2f} results and "
     f"{qprof['candidates_per_query']:.2f} LSH candidates per query, {qprof['share_with_results']:.0%} with any "
@@ -213,7 +237,8 @@ out.mkdir(parents=True, exist_ok=True)
 (out / "summary.md").write_text(text + "\n")
 (out / "summary.json").write_text(json.dumps({
     "env": env, "table": table,
-    "query": {"similar": wrk_sim, "healthz": wrk_hz, "profile": qprof},
+    "query": {"similar": wrk_sim, "healthz": wrk_hz, "ratios": wrk_ratios,
+              "rounds": wrk_runs, "profile": qprof},
     "memory": {"rss": mem, "rss_growth_bytes_per_doc": rss_growth_per_doc, "stats": mem_stats,
                "rensa": rmem, "rensa_peerrun": rp},
     "ingest": {"slice_never": ing_never, "slice_always": ing_always, "index": ing_index,
