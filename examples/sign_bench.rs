@@ -24,11 +24,13 @@
 //! `target/bench-venv/bin/python` if it exists (see `../shared/bench/README.md`
 //! for the venv); `--no-peer` skips it.
 
+use clap::Parser;
 use neardup::engine::{Engine, EngineParams};
 use neardup::minhash::MinHasher;
 use neardup::text::{normalize_into, Scratch, Tokenizer};
 use serde_json::{json, Value};
 use std::hint::black_box;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
@@ -66,59 +68,40 @@ for line in sys.stdin:
     print(json.dumps({"peer": "rensa", "docs": len(sets), "seconds": best, "docs_per_s": len(sets) / best, "ns_per_doc": best * 1e9 / len(sets)}), flush=True)
 "#;
 
+/// Command line (see the module docs).
+#[derive(Parser)]
 struct Args {
+    /// JSONL file of `{"id", "text"}` lines.
     file: PathBuf,
-    repeat: usize,
-    rounds: usize,
+    /// Runs of each chunk of 64 documents; the fastest counts.
+    #[arg(long, default_value = "5")]
+    repeat: NonZeroUsize,
+    /// Rounds; the median is reported.
+    #[arg(long, default_value = "5")]
+    rounds: NonZeroUsize,
+    /// Python with `rensa` for the peer measurement (default:
+    /// `$NEARDUP_BENCH_PYTHON`, else `target/bench-venv/bin/python` if it exists).
+    #[arg(long, conflicts_with = "no_peer")]
     python: Option<PathBuf>,
+    /// Skip the peer measurement.
+    #[arg(long)]
+    no_peer: bool,
 }
 
-fn args() -> Args {
-    let mut file = None;
-    let mut repeat = 5;
-    let mut rounds = 5;
-    let mut python = std::env::var_os("NEARDUP_BENCH_PYTHON")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-venv/bin/python");
-            venv.exists().then_some(venv)
-        });
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "--repeat" => {
-                repeat = it
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .filter(|&n| n > 0)
-                    .expect("--repeat takes a positive number")
-            }
-            "--rounds" => {
-                rounds = it
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .filter(|&n| n > 0)
-                    .expect("--rounds takes a positive number")
-            }
-            "--python" => python = Some(it.next().expect("--python takes a path").into()),
-            "--no-peer" => python = None,
-            _ if file.is_none() && !a.starts_with("--") => file = Some(PathBuf::from(a)),
-            _ => {
-                eprintln!(
-                    "usage: sign_bench FILE [--repeat N] [--rounds N] [--python PY | --no-peer]\nunexpected argument {a:?}"
-                );
-                std::process::exit(2);
-            }
+impl Args {
+    /// The peer's Python, if any (module docs).
+    fn peer_python(&self) -> Option<PathBuf> {
+        if self.no_peer {
+            return None;
         }
-    }
-    Args {
-        file: file.unwrap_or_else(|| {
-            eprintln!("usage: sign_bench FILE [--repeat N] [--rounds N] [--python PY | --no-peer]");
-            std::process::exit(2)
-        }),
-        repeat,
-        rounds,
-        python,
+        self.python
+            .clone()
+            .or_else(|| std::env::var_os("NEARDUP_BENCH_PYTHON").map(PathBuf::from))
+            .or_else(|| {
+                let venv =
+                    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-venv/bin/python");
+                venv.exists().then_some(venv)
+            })
     }
 }
 
@@ -162,7 +145,8 @@ fn best_of(n: usize, repeat: usize, mut f: impl FnMut(std::ops::Range<usize>)) -
 }
 
 fn main() {
-    let args = args();
+    let args = Args::parse();
+    let repeat = args.repeat.get();
     let texts = load(&args.file);
     let params = EngineParams::default();
     let engine = Engine::new(
@@ -205,22 +189,21 @@ fn main() {
     // that both see the same machine load; the ratio is the median of the
     // per-round ratios.
     let mut peer = args
-        .python
-        .as_deref()
-        .map(|py| Peer::start(py, &args.file, args.repeat));
+        .peer_python()
+        .map(|py| Peer::start(&py, &args.file, repeat));
     let mut ours = Vec::new();
     let mut theirs: Vec<Value> = Vec::new();
     let mut peer_error = None;
-    for _ in 0..args.rounds {
+    for _ in 0..args.rounds.get() {
         let mut signed = 0usize;
-        ours.push(best_of(texts.len(), args.repeat, |r| {
+        ours.push(best_of(texts.len(), repeat, |r| {
             signed += texts[r]
                 .iter()
                 .filter_map(|t| engine.prepare(black_box(t)).ok())
                 .map(|p| black_box(p).signature().len())
                 .sum::<usize>();
         }));
-        assert_eq!(signed, docs * params.index.num_perm * args.repeat);
+        assert_eq!(signed, docs * params.index.num_perm * repeat);
         match peer
             .as_mut()
             .map(|p| p.as_mut().map_err(|e| e.clone())?.round())
@@ -238,7 +221,7 @@ fn main() {
 
     // The same pipeline into reused buffers: no allocation per document.
     let mut sig = vec![0u32; params.index.num_perm];
-    let reused = best_of(texts.len(), args.repeat, |r| {
+    let reused = best_of(texts.len(), repeat, |r| {
         for t in &texts[r] {
             if let Ok(h) = tokenizer.hashes(black_box(t), &mut scratch) {
                 minhasher.sign_into(h, &mut sig);
@@ -248,13 +231,13 @@ fn main() {
     });
 
     // Phases, each alone on its precomputed input.
-    let words_phase = best_of(texts.len(), args.repeat, |r| {
+    let words_phase = best_of(texts.len(), repeat, |r| {
         for t in &texts[r] {
             black_box(tokenizer.word_hashes(black_box(t), &mut scratch));
         }
     });
     let mut out = Vec::new();
-    let combine = best_of(words.len(), args.repeat, |r| {
+    let combine = best_of(words.len(), repeat, |r| {
         for w in &words[r] {
             out.clear();
             tokenizer.shingler().combine(black_box(w), &mut out);
@@ -262,14 +245,14 @@ fn main() {
         }
     });
     let mut spare = Vec::new();
-    let sort_dedup = best_of(raw.len(), args.repeat, |r| {
+    let sort_dedup = best_of(raw.len(), repeat, |r| {
         for r in &raw[r] {
             out.clear();
             out.extend_from_slice(r);
             let _ = black_box(tokenizer.shingler().finish(&mut out, &mut spare));
         }
     });
-    let minhash = best_of(sets.len(), args.repeat, |r| {
+    let minhash = best_of(sets.len(), repeat, |r| {
         for p in &sets[r] {
             minhasher.sign_into(black_box(p.shingles()), &mut sig);
             black_box(&sig);
@@ -282,7 +265,7 @@ fn main() {
     // For reference: the normalized string alone (the path of non-ASCII
     // text and character shingles; ASCII word shingling never builds it).
     let mut norm = String::new();
-    let normalize = best_of(texts.len(), args.repeat, |r| {
+    let normalize = best_of(texts.len(), repeat, |r| {
         for t in &texts[r] {
             normalize_into(black_box(t), &params.normalize, &mut norm);
             black_box(&norm);
@@ -306,8 +289,8 @@ fn main() {
             "normalize_string_only": ns(normalize),
         },
         "minhash_kernel": minhasher.kernel().name(),
-        "repeat": args.repeat,
-        "rounds": args.rounds,
+        "repeat": repeat,
+        "rounds": args.rounds.get(),
     });
     if !theirs.is_empty() {
         let ratios: Vec<f64> = ours

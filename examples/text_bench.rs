@@ -25,12 +25,14 @@
 //! Only `neardup::text` is used, with its default options (NFKC, lowercase,
 //! strip punctuation; word 3-shingles), the engine's recipe.
 
+use clap::Parser;
 use neardup::text::{
     normalize_into, NormalizeOptions, Scratch, ShingleKind, ShingleOptions, Tokenizer,
 };
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::hint::black_box;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -71,43 +73,30 @@ struct Group {
 
 const PHASES: [&str; 4] = ["words", "shingles", "normalize", "char5"];
 
+/// Command line (see the module docs).
+#[derive(Parser)]
+struct Args {
+    /// JSONL files of `{"id", "text"}` lines.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Runs of each chunk of 64 documents; the fastest counts.
+    #[arg(long, default_value = "5")]
+    repeat: NonZeroUsize,
+    /// Rounds; the medians are reported.
+    #[arg(long, default_value = "5")]
+    rounds: NonZeroUsize,
+    /// Phases to run, comma-separated (all of them by default).
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(PHASES))]
+    phases: Vec<String>,
+}
+
 fn main() {
-    let mut files = Vec::new();
-    let (mut repeat, mut rounds) = (5usize, 5usize);
-    let mut selected: Vec<&'static str> = PHASES.to_vec();
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut num = |what: &str| -> usize {
-            it.next()
-                .and_then(|n| n.parse().ok())
-                .filter(|&n| n > 0)
-                .unwrap_or_else(|| panic!("{what} takes a positive number"))
-        };
-        match a.as_str() {
-            "--repeat" => repeat = num("--repeat"),
-            "--rounds" => rounds = num("--rounds"),
-            "--phases" => {
-                let list = it.next().unwrap_or_default();
-                selected = PHASES
-                    .into_iter()
-                    .filter(|p| list.split(',').any(|q| q == *p))
-                    .collect();
-                if selected.is_empty() {
-                    eprintln!("--phases takes a comma-separated list of {PHASES:?}");
-                    std::process::exit(2);
-                }
-            }
-            _ if !a.starts_with("--") => files.push(PathBuf::from(a)),
-            _ => {
-                eprintln!("usage: text_bench FILE... [--repeat N] [--rounds N] [--phases LIST]");
-                std::process::exit(2);
-            }
-        }
-    }
-    if files.is_empty() {
-        eprintln!("usage: text_bench FILE... [--repeat N] [--rounds N]");
-        std::process::exit(2);
-    }
+    let args = Args::parse();
+    let (files, repeat, rounds) = (args.files, args.repeat.get(), args.rounds.get());
+    let selected: Vec<&'static str> = PHASES
+        .into_iter()
+        .filter(|p| args.phases.is_empty() || args.phases.iter().any(|q| q == p))
+        .collect();
     let words = Tokenizer::new(NormalizeOptions::default(), ShingleOptions::default(), SEED);
     let chars = Tokenizer::new(
         NormalizeOptions::default(),
