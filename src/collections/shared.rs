@@ -52,7 +52,7 @@ pub(super) struct Mark {
 }
 
 /// Add an entry unless the name is taken or the catalog is full.
-/// KEYS[1] the catalog; ARGV[1] the name, ARGV[2] the entry, ARGV[3] the
+/// `KEYS[1]` the catalog; `ARGV[1]` the name, `ARGV[2]` the entry, `ARGV[3]` the
 /// most named collections. Returns {'created'}, {'exists', entry} or {'full'}.
 static CREATE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
@@ -66,8 +66,8 @@ return {'created'}
     )
 });
 
-/// Replace (ARGV[3] an entry) or delete (ARGV[3] '') the entry of ARGV[1]
-/// if it is still the incarnation ARGV[2]. KEYS[1] the catalog. Returns 1
+/// Replace (`ARGV[3]` an entry) or delete (`ARGV[3]` '') the entry of `ARGV[1]`
+/// if it is still the incarnation `ARGV[2]`. `KEYS[1]` the catalog. Returns 1
 /// if it did.
 static SWAP: LazyLock<Script> = LazyLock::new(|| {
     Script::new(

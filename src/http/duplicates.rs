@@ -361,7 +361,7 @@ pub async fn pairs(
 }
 
 /// `/duplicates/pairs` of a collection in Redis: the scan reads the
-/// cluster band by band ([`RedisIndex::scan_pairs`]), under the scan
+/// cluster band by band ([`RedisIndex::scan_pairs`](crate::backend::redis::RedisIndex::scan_pairs)), under the scan
 /// permit like a scan in memory, then the pairs are written as the memory
 /// path writes them.
 async fn redis_pairs(

@@ -157,7 +157,7 @@ struct RedisMetrics {
     registry: Registry,
     /// round trips, commands, errors, timeouts, replication failures,
     /// retries, check failures, reconnects: counters fed from
-    /// [`RedisCounters`]' totals.
+    /// [`RedisCounters`](crate::backend::redis::conn::RedisCounters)' totals.
     counters: [Counter; 8],
     /// Those totals at the last scrape.
     seen: Mutex<[u64; 8]>,

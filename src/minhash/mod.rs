@@ -5,7 +5,7 @@
 //! bijection of u32, and keeps the minimum. The constants (aᵢ, bᵢ) come from
 //! SplitMix64 seeded with `index.seed`, so a seed fixes every signature on
 //! every machine. All arithmetic is 32-bit, so the loop vectorizes with
-//! 32-bit lane multiply and unsigned min: the [`kernel`] module holds it in
+//! 32-bit lane multiply and unsigned min: the `kernel` module holds it in
 //! register-blocked form, compiled for the x86-64-v2 baseline (SSE4.1, 4
 //! lanes), AVX2 (8) and AVX-512 (16), and picks the widest the CPU has when
 //! the hasher is built. Because inputs are already hashed by a

@@ -79,7 +79,7 @@ pub enum PersistError {
     Retired,
 }
 
-/// A write as a reindex replays it on the new index (see [`Store::tap`]).
+/// A write as a reindex replays it on the new index (see `Store::tap`).
 #[derive(Debug, Clone)]
 pub enum TapOp {
     Upsert {

@@ -1,7 +1,7 @@
 //! Snapshot files: `snapshot-<seq>.bin`, a full copy of the index.
 //!
 //! Layout: magic `NDUPSNP1` | u32 header length | [`SnapshotHeader`] |
-//! crc32c(header) | one frame per document (see [`format`](super::format)) |
+//! crc32c(header) | one frame per document (see [`format`](mod@super::format)) |
 //! trailer: magic `NDUPEND1` | u64 documents | crc32c of every frame byte.
 //!
 //! Each frame has its own checksum, so a damaged file is reported with the
@@ -23,7 +23,7 @@ use std::sync::Arc;
 const MAGIC: &[u8; 8] = b"NDUPSNP1";
 const END: &[u8; 8] = b"NDUPEND1";
 /// The version written; every version since the first is read (format 1
-/// records have no stamp, format 2 no text offset: see [`format`](super::format)).
+/// records have no stamp, format 2 no text offset: see [`format`](mod@super::format)).
 pub const FORMAT_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]

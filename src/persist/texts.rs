@@ -9,7 +9,7 @@
 //!
 //! **Where a text lives.** A segment is a 16-byte header (magic
 //! `NDUPTXT1`, then the segment's number as u64 LE) followed by frames
-//! (see [`format`](super::format): length, payload checksum, header
+//! (see [`format`](mod@super::format): length, payload checksum, header
 //! checksum), one per text, each the zstd frame of one text. A document's
 //! [`Record`] holds an 8-byte *locator*: the segment's in-memory id (high
 //! 24 bits) and the frame's byte offset (low 40 bits); 0 means no text (no

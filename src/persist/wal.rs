@@ -2,7 +2,7 @@
 //!
 //! A segment is a header (magic, then a checksummed [`SegmentHeader`] with
 //! the first LSN and the parameter fingerprint) followed by frames (see
-//! [`format`](super::format)), one per write: `lsn: u64 | op`.
+//! [`format`](mod@super::format)), one per write: `lsn: u64 | op`.
 //!
 //! **Appending** happens under the engine's entry lock for the id and only
 //! copies the frame into an in-memory buffer. **Committing** (before the
@@ -39,7 +39,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// Segments written now: format 3, an upsert carries its document's
-/// compressed text, if the store keeps it (see [`format`]).
+/// compressed text, if the store keeps it (see [`format`](mod@super::format)).
 const MAGIC: &[u8; 8] = b"NDUPWAL3";
 /// Segments of format 2 (records without a text), still read.
 const MAGIC_V2: &[u8; 8] = b"NDUPWAL2";

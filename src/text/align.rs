@@ -1,6 +1,6 @@
 //! Where each unit of the normalized text came from in the text as posted:
 //! the byte span of the original behind every character of
-//! [`normalize`](super::normalize)'s output, so an explanation can mark
+//! [`normalize`](super::normalize())'s output, so an explanation can mark
 //! passages of the text a person wrote, not of its normalized form.
 //!
 //! The recipe is applied piece by piece, a piece being an extended grapheme

@@ -1,6 +1,6 @@
 //! Text → shingle set: the first two stages of the pipeline.
 //!
-//! Pure functions with no I/O. [`normalize`] applies the recipe from
+//! Pure functions with no I/O. [`normalize()`] applies the recipe from
 //! `docs/examples.md` (NFKC, lowercase, strip everything that is neither a word
 //! character nor whitespace, collapse whitespace, trim); [`shingle`] cuts the
 //! normalized string into word or character k-grams and hashes each one to a

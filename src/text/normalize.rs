@@ -13,7 +13,7 @@
 //! The output is built in one pass into a caller-owned buffer; pure ASCII
 //! input skips NFKC (ASCII is NFKC-invariant) and takes a byte-level fast
 //! path; other text goes character by character through the lookup table
-//! of [`super::unicode`], with the full NFKC algorithm only around the
+//! of `super::unicode`, with the full NFKC algorithm only around the
 //! characters that interact with their neighbours. Both are tested against
 //! `reference_normalize` (in tests), the recipe spelled out step by step.
 

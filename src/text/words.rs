@@ -15,7 +15,7 @@
 //! shingle hashes are persisted.
 //!
 //! **The fused ASCII scanner.** For ASCII text (most text; the ASCII
-//! stretches of other text, see [`utf8_word_hashes`]) [`ascii_word_states`] applies the normalization recipe
+//! stretches of other text, see `utf8_word_hashes`) `ascii_word_states` applies the normalization recipe
 //! and hashes words without building the normalized string: it finds runs
 //! of kept bytes 64 at a time with bit masks (SSE2 compares, see `kernel`) and hashes each word
 //! straight from the text (lowercasing 8 bytes at once). The

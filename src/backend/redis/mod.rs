@@ -34,7 +34,7 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 /// Append members to fields of one bucket hash.
-/// KEYS[1] the hash; ARGV: field, member, field, member, …
+/// `KEYS[1]` the hash; ARGV: field, member, field, member, …
 static APPEND: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -52,7 +52,7 @@ return 1
 });
 
 /// Remove exactly these members from fields of one bucket hash (a field
-/// left empty goes). KEYS[1] the hash; ARGV: field, member, …
+/// left empty goes). `KEYS[1]` the hash; ARGV: field, member, …
 static REMOVE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -76,11 +76,11 @@ return 1
     )
 });
 
-/// The commit of a write. KEYS[1] the record, KEYS[2] its text (KEYS[3]
-/// the pending key of an if_unique write, which must still hold ARGV[1]);
-/// ARGV[1] the new record, ARGV[2] 'c' (create) or 'u' (upsert), ARGV[3]
-/// now (ms), ARGV[4] the collection's retention (ms, 0: none), ARGV[5] the
-/// id, ARGV[6] the text (zstd) or '' (none kept: an older one goes).
+/// The commit of a write. `KEYS[1]` the record, `KEYS[2]` its text (`KEYS[3]`
+/// the pending key of an if_unique write, which must still hold `ARGV[1]`);
+/// `ARGV[1]` the new record, `ARGV[2]` 'c' (create) or 'u' (upsert), `ARGV[3]`
+/// now (ms), `ARGV[4]` the collection's retention (ms, 0: none), `ARGV[5]` the
+/// id, `ARGV[6]` the text (zstd) or '' (none kept: an older one goes).
 /// Returns {outcome[, old record]}: 'created', 'replaced', 'exists',
 /// 'collision' (another id hashes to the same iid), 'expired' (the
 /// pending key is gone).
@@ -120,9 +120,9 @@ return {outcome}
     )
 });
 
-/// Delete a record (and its text) if it names this id (and, given ARGV[2],
-/// is still that `gen`). KEYS[1] the record, KEYS[2] its text; ARGV[1] the
-/// id, ARGV[2] the gen (4 bytes) or ''. Returns the deleted record, or nil.
+/// Delete a record (and its text) if it names this id (and, given `ARGV[2]`,
+/// is still that `gen`). `KEYS[1]` the record, `KEYS[2]` its text; `ARGV[1]` the
+/// id, `ARGV[2]` the gen (4 bytes) or ''. Returns the deleted record, or nil.
 static DELETE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -137,7 +137,7 @@ return old
     )
 });
 
-/// Delete a pending key if it still holds ARGV[1]. KEYS[1] the pending key.
+/// Delete a pending key if it still holds `ARGV[1]`. `KEYS[1]` the pending key.
 static UNCLAIM: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -1192,7 +1192,7 @@ impl RedisIndex {
     /// (ARCHITECTURE.md, "`/duplicates` without the corpus in one node").
     /// Band by band: the band's bucket hashes are read whole (one trip),
     /// fields with two or more members name candidate pairs, the records
-    /// of those members are read (trips of [`SCAN_READ`]), members whose
+    /// of those members are read (trips of `SCAN_READ`), members whose
     /// `gen` is not their record's are stale and skipped, and a pair is
     /// verified only in the lowest band where the two collide (recomputed
     /// from both signatures): each pair once, with nothing remembered
