@@ -11,7 +11,10 @@
 //! `R` (5) rounds, and then on `T` (2) threads at once, each with its own
 //! draws (as a server's workers share the index). Prints one JSON object:
 //! ns per query on one thread and queries/s on `T` threads (medians of the
-//! rounds, and each round), matches and candidates per query. With the
+//! rounds, and each round), matches and candidates per query, and the same
+//! draws split in two, timed apart each round: the documents with no
+//! candidates (`lone_ns_per_query`: answered from the shared-bucket bit)
+//! and those with some (`sharing_ns_per_query`, `sharing_share`). With the
 //! server's CPU per request (`perf stat` under wrk) this splits a query's
 //! cost into the engine's part and the HTTP stack's.
 
@@ -107,8 +110,21 @@ fn main() {
     };
     let single = draws(0);
     let each: Vec<Vec<&str>> = (1..=threads as u64).map(draws).collect();
+    // The same draws split by whether the document has candidates (shares
+    // a band bucket with another): the two kinds of query cost apart.
+    let (sharing, lone): (Vec<&str>, Vec<&str>) = single
+        .iter()
+        .partition(|id| engine.similar_to_id(id, &q).expect("stored").candidates > 0);
+    let per_query = |draws: &[&str]| -> f64 {
+        let t = Instant::now();
+        black_box(run(draws));
+        t.elapsed().as_secs_f64() * 1e9 / draws.len().max(1) as f64
+    };
+    let (mut lone_ns, mut sharing_ns) = (Vec::new(), Vec::new());
     let (mut one, mut many, mut matches, mut candidates) = (Vec::new(), Vec::new(), 0, 0);
     for _ in 0..rounds {
+        lone_ns.push(per_query(&lone));
+        sharing_ns.push(per_query(&sharing));
         let t = Instant::now();
         (matches, candidates) = run(&single);
         one.push(t.elapsed().as_secs_f64() * 1e9 / queries as f64);
@@ -136,6 +152,9 @@ fn main() {
             "threads": threads,
             "threads_queries_per_s": median(&many),
             "threads_rounds_queries_per_s": many,
+            "lone_ns_per_query": median(&lone_ns),
+            "sharing_ns_per_query": median(&sharing_ns),
+            "sharing_share": sharing.len() as f64 / queries as f64,
             "matches_per_query": matches as f64 / queries as f64,
             "candidates_per_query": candidates as f64 / queries as f64,
         })
