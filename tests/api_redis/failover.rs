@@ -47,14 +47,19 @@ async fn a_primary_killed_while_writing_loses_no_acknowledged_write() {
     let stop = Arc::new(AtomicBool::new(false));
     let killed_at: Arc<Mutex<Option<Instant>>> = Arc::default();
     let recovered_at: Arc<Mutex<Option<Instant>>> = Arc::default();
+    // When the first write after the kill and the last write were refused.
+    let first_refusal: Arc<Mutex<Option<Instant>>> = Arc::default();
+    let last_refusal: Arc<Mutex<Option<Instant>>> = Arc::default();
     let writers: Vec<_> = (0..4)
         .map(|w| {
             let (client, base) = (client.clone(), app.base.clone());
             let (acked, failures, stop) = (acked.clone(), failures.clone(), stop.clone());
             let (killed_at, recovered_at) = (killed_at.clone(), recovered_at.clone());
+            let (first_refusal, last_refusal) = (first_refusal.clone(), last_refusal.clone());
             tokio::spawn(async move {
                 let mut i = w;
                 while !stop.load(Ordering::Relaxed) {
+                    let sent = Instant::now();
                     let resp = client
                         .post(format!("{base}/documents"))
                         .json(&serde_json::json!({"id": format!("d{i}"), "text": text(i)}))
@@ -64,10 +69,12 @@ async fn a_primary_killed_while_writing_loses_no_acknowledged_write() {
                     let status = resp.status().as_u16();
                     if status == 201 {
                         acked.lock().unwrap().push(i);
-                        let killed = *killed_at.lock().unwrap();
+                        // Recovered: a write *sent* after the first refusal
+                        // went through (one in flight since before it does
+                        // not count).
+                        let refused = *first_refusal.lock().unwrap();
                         let mut rec = recovered_at.lock().unwrap();
-                        if killed.is_some() && rec.is_none() && !failures.lock().unwrap().is_empty()
-                        {
+                        if rec.is_none() && refused.is_some_and(|at| sent > at) {
                             *rec = Some(Instant::now());
                         }
                     } else {
@@ -85,14 +92,22 @@ async fn a_primary_killed_while_writing_loses_no_acknowledged_write() {
                             "{detail}"
                         );
                         failures.lock().unwrap().push((status, retry));
+                        let now = Instant::now();
+                        if killed_at.lock().unwrap().is_some() {
+                            first_refusal.lock().unwrap().get_or_insert(now);
+                        }
+                        *last_refusal.lock().unwrap() = Some(now);
                     }
                     i += 4;
                 }
             })
         })
         .collect();
+    // Since when /readyz has said 200 without a break (None: it said 503 last).
+    let ready_since: Arc<Mutex<Option<Instant>>> = Arc::default();
     let readyz = {
         let (client, base, stop) = (client.clone(), app.base.clone(), stop.clone());
+        let ready_since = ready_since.clone();
         tokio::spawn(async move {
             let mut seen = Vec::new();
             while !stop.load(Ordering::Relaxed) {
@@ -105,6 +120,7 @@ async fn a_primary_killed_while_writing_loses_no_acknowledged_write() {
                     .as_u16();
                 if seen.last() != Some(&s) {
                     seen.push(s);
+                    *ready_since.lock().unwrap() = (s == 200).then(Instant::now);
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -130,13 +146,24 @@ async fn a_primary_killed_while_writing_loses_no_acknowledged_write() {
     cluster.kill(victim);
     *killed_at.lock().unwrap() = Some(Instant::now());
     let t0 = Instant::now();
-    // Until the node writes again after failing, and then a while more.
+    // Until the node writes again after failing, and then until a second
+    // has passed with no write refused and /readyz at 200 throughout: with
+    // replicated durability a write can still be refused after the
+    // promotion, while the dead primary's other replica resynchronizes with
+    // the new primary (longer on a loaded machine), and /readyz rightly
+    // says 503 after each such refusal.
+    let settled = |at: &Mutex<Option<Instant>>| {
+        at.lock()
+            .unwrap()
+            .is_some_and(|t| t.elapsed() > Duration::from_secs(1))
+    };
     loop {
-        let rec = *recovered_at.lock().unwrap();
-        if let Some(r) = rec {
-            if r.elapsed() > Duration::from_secs(1) {
-                break;
-            }
+        let unrefused = last_refusal
+            .lock()
+            .unwrap()
+            .is_none_or(|t| t.elapsed() > Duration::from_secs(1));
+        if settled(&recovered_at) && unrefused && settled(&ready_since) {
+            break;
         }
         assert!(
             t0.elapsed() < Duration::from_secs(60),
@@ -152,9 +179,11 @@ async fn a_primary_killed_while_writing_loses_no_acknowledged_write() {
     let seen = readyz.await.expect("the readyz poller");
     let failures = failures.lock().unwrap().clone();
     let recovered = recovered_at.lock().unwrap().unwrap();
+    let last = last_refusal.lock().unwrap().expect("refusals were seen");
     eprintln!(
-        "failover: first write after the kill acknowledged {:.2} s after it; {} writes refused with 503; readyz went {:?}",
+        "failover: first write after the kill acknowledged {:.2} s after it, the last refusal {:.2} s after it; {} writes refused with 503; readyz went {:?}",
         recovered.duration_since(t0).as_secs_f64(),
+        last.duration_since(t0).as_secs_f64(),
         failures.len(),
         seen
     );
