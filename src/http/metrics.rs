@@ -133,8 +133,6 @@ pub struct Metrics {
     wal_seen: Mutex<HashMap<u64, WalSeen>>,
     /// Per (collection, kind): the last finished scan's duration, for `Retry-After`.
     last_scan: Mutex<HashMap<(String, &'static str), f64>>,
-    /// Per collection: verified and rejected totals, for the ratio.
-    verified_totals: Mutex<HashMap<String, (u64, u64)>>,
     /// Collections whose series exist: each one's are made at zero when it
     /// is first seen and removed once it is gone.
     exported: Mutex<HashSet<String>>,
@@ -485,7 +483,6 @@ impl Default for Metrics {
             process_start,
             wal_seen: Default::default(),
             last_scan: Default::default(),
-            verified_totals: Default::default(),
             exported: Default::default(),
             deleted: Default::default(),
             redis: None,
@@ -508,32 +505,29 @@ impl Metrics {
         self.query_candidates
             .get_or_create(&l)
             .observe(q.candidates as f64);
-        self.candidates_verified
-            .get_or_create(&l)
-            .inc_by(q.candidates as u64);
-        self.candidates_rejected
-            .get_or_create(&l)
-            .inc_by(q.rejected as u64);
         if q.truncated {
             self.truncated_queries.get_or_create(&l).inc();
         }
-        let mut totals = self.verified_totals.lock().expect("metrics lock");
-        let add = (q.candidates as u64, q.rejected as u64);
-        // Looked up by `&str`: the name is copied only the first time.
-        let t = match totals.get_mut(collection) {
-            Some(t) => {
-                (t.0, t.1) = (t.0 + add.0, t.1 + add.1);
-                *t
-            }
-            None => {
-                totals.insert(collection.to_owned(), add);
-                add
-            }
+        if q.candidates == 0 {
+            // Neither total moves, so neither does their ratio.
+            return;
+        }
+        // The ratio of the collection's two counters, read back right after
+        // adding to them (no lock of its own on the query path).
+        let verified = {
+            let c = self.candidates_verified.get_or_create(&l);
+            c.inc_by(q.candidates as u64);
+            c.get()
         };
-        if t.0 > 0 {
+        let rejected = {
+            let c = self.candidates_rejected.get_or_create(&l);
+            c.inc_by(q.rejected as u64);
+            c.get()
+        };
+        if verified > 0 {
             self.rejected_ratio
                 .get_or_create(&l)
-                .set(t.1 as f64 / t.0 as f64);
+                .set(rejected as f64 / verified as f64);
         }
     }
 
@@ -831,10 +825,6 @@ impl Metrics {
                 self.analyses.remove(&k);
                 self.analysis_seconds.remove(&k);
             }
-            self.verified_totals
-                .lock()
-                .expect("metrics lock")
-                .remove(&name);
             self.last_scan
                 .lock()
                 .expect("metrics lock")
