@@ -737,18 +737,23 @@ pub async fn similar_scores(app: &TestApp, url: &str, body: &Value) -> Vec<(Stri
 /// Poll collection `name`'s stats on the node that runs its reindex (the
 /// one writes go to) until the reindex is no longer running; the stats.
 pub async fn wait_reindex_done(app: &TestApp, name: &str) -> Value {
-    for _ in 0..6000 {
-        let stats: Value = app
-            .client
+    let stats = || async {
+        app.client
             .get(format!("{}/collections/{name}/stats", app.base))
             .send()
             .await
             .unwrap()
-            .json()
+            .json::<Value>()
             .await
-            .unwrap();
-        if stats["reindex"]["state"] != "running" {
-            return stats;
+            .unwrap()
+    };
+    for _ in 0..6000 {
+        if stats().await["reindex"]["state"] != "running" {
+            // Read again: a request that resolved the collection just before
+            // the switch reports the old index's figures beside the shared
+            // progress, which may already say "done"; one begun after that
+            // answer sees the new index (the switch precedes the state).
+            return stats().await;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
