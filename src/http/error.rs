@@ -39,6 +39,9 @@ const STORAGE_DETAIL: &str =
 /// The detail of a `storage-unavailable` answer from the shared storage.
 const SHARED_STORAGE_DETAIL: &str =
     "the storage holding this collection cannot answer right now; retry later (a write that was not acknowledged may or may not have been applied; retrying it is safe)";
+/// The detail of a `storage-unavailable` answer to `POST /admin/snapshot`.
+const SNAPSHOT_NO_SPACE_DETAIL: &str =
+    "the snapshot could not be written: the data directory has no room; every acknowledged write is still in the log; retry once there is room";
 /// The detail of every `internal` answer.
 const INTERNAL_DETAIL: &str =
     "the server failed to handle this request; the cause is logged under its request id";
@@ -112,6 +115,11 @@ pub enum ApiError {
     /// never sent.
     #[error("storage unavailable: {0}")]
     StorageUnavailable(String),
+    /// A snapshot could not be written for lack of disk space (or quota);
+    /// the cause is logged, never sent. Every acknowledged write is still
+    /// in the log.
+    #[error("snapshot failed: {0}")]
+    SnapshotNoSpace(String),
     /// Unexpected failure; the message is logged, never sent.
     #[error("internal error: {0}")]
     Internal(String),
@@ -274,6 +282,11 @@ impl ApiError {
                 "storage-unavailable",
                 "Storage unavailable",
             ),
+            ApiError::SnapshotNoSpace(_) => (
+                S::SERVICE_UNAVAILABLE,
+                "storage-unavailable",
+                "Storage unavailable",
+            ),
             ApiError::Internal(_) => (
                 S::INTERNAL_SERVER_ERROR,
                 "internal",
@@ -291,6 +304,7 @@ impl ApiError {
         let (status, slug, title) = self.parts();
         let detail = match self {
             ApiError::Internal(_) => INTERNAL_DETAIL.to_owned(),
+            ApiError::SnapshotNoSpace(_) => SNAPSHOT_NO_SPACE_DETAIL.to_owned(),
             ApiError::Engine(EngineError::Journal(_))
             | ApiError::Collection(CollectionError::Storage(_)) => STORAGE_DETAIL.to_owned(),
             ApiError::StorageUnavailable(_)
@@ -316,6 +330,9 @@ impl IntoResponse for ApiError {
         // which carries the request id), never into the body.
         match &self {
             ApiError::Internal(msg) => tracing::error!(error = %msg, "internal error"),
+            ApiError::SnapshotNoSpace(msg) => {
+                tracing::error!(error = %msg, "snapshot failed for lack of disk space")
+            }
             ApiError::Engine(EngineError::Journal(e)) => {
                 tracing::error!(error = %e, "write not durable")
             }

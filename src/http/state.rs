@@ -144,6 +144,7 @@ impl AppState {
             .await
             .map_err(|e| ApiError::Internal(format!("snapshot task failed: {e}")))?;
         match failed {
+            Some(e) if e.is_out_of_space() => Err(ApiError::SnapshotNoSpace(e.to_string())),
             Some(e) => Err(ApiError::Internal(format!("snapshot failed: {e}"))),
             None => Ok(written),
         }

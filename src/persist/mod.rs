@@ -79,6 +79,14 @@ pub enum PersistError {
     Retired,
 }
 
+impl PersistError {
+    /// An I/O error for lack of disk space or quota: a retry may succeed
+    /// once there is room.
+    pub fn is_out_of_space(&self) -> bool {
+        matches!(self, PersistError::Io { source, .. } if wal::is_out_of_space(source))
+    }
+}
+
 /// A write as a reindex replays it on the new index (see `Store::tap`).
 #[derive(Debug, Clone)]
 pub enum TapOp {

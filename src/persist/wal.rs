@@ -570,7 +570,7 @@ impl Wal {
 }
 
 /// The disk (or the user's quota) is full: a retry may succeed later.
-fn is_out_of_space(e: &std::io::Error) -> bool {
+pub(crate) fn is_out_of_space(e: &std::io::Error) -> bool {
     matches!(
         e.kind(),
         std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded

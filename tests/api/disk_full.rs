@@ -126,6 +126,20 @@ async fn a_full_disk_answers_503_without_internals_and_writes_resume_once_there_
     assert_eq!(app.get("/stats").await.status(), 200);
     assert_eq!(app.get("/readyz").await.status(), 200);
 
+    // A snapshot cannot be written either: the same retryable 503, not a
+    // 500 (the log still holds every acknowledged write).
+    let resp = app.post_json("/admin/snapshot", &json!({})).await;
+    assert_eq!(resp.headers()["retry-after"], "1");
+    let problem = assert_problem(resp, 503).await;
+    assert_eq!(problem["type"], "urn:neardup:problem:storage-unavailable");
+    let text = problem.to_string();
+    for internal in [data_dir.as_str(), "snapshot-", "os error", "device"] {
+        assert!(
+            !text.contains(internal),
+            "the body leaks {internal:?}: {text}"
+        );
+    }
+
     // Room again: the next write succeeds, no restart needed.
     std::fs::remove_file(&filler).unwrap();
     let resp = app.post_json("/documents", &doc(20)).await;
@@ -137,6 +151,11 @@ async fn a_full_disk_answers_503_without_internals_and_writes_resume_once_there_
         )
         .await;
     assert_eq!(resp.status(), 201);
+    // And a snapshot again.
+    assert_eq!(
+        app.post_json("/admin/snapshot", &json!({})).await.status(),
+        200
+    );
 
     // What the server holds now is what the disk holds: a "crash" (the
     // server task dropped, no final snapshot) and a restart from the log.
