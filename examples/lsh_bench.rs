@@ -29,8 +29,9 @@ use neardup::text::{NormalizeOptions, Scratch, ShingleOptions, Tokenizer};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::hint::black_box;
-use std::num::NonZeroUsize;
 use std::time::Instant;
+
+mod common;
 
 const SEED: u64 = 1;
 const NUM_PERM: usize = 128;
@@ -38,33 +39,15 @@ const NUM_PERM: usize = 128;
 /// Command line (see the module docs).
 #[derive(Parser)]
 struct Args {
-    /// JSONL file with a string "text" on each line.
-    file: String,
-    /// Load only the first N documents (default: all of them).
-    #[arg(long)]
-    n: Option<NonZeroUsize>,
-    /// Queries timed per round (and per thread).
-    #[arg(long, default_value = "200000")]
-    queries: NonZeroUsize,
-    /// Threads querying at once in the second measurement.
-    #[arg(long, default_value = "2")]
-    threads: NonZeroUsize,
-    /// Rounds; the medians are reported.
-    #[arg(long, default_value = "5")]
-    rounds: NonZeroUsize,
+    #[command(flatten)]
+    query: common::QueryArgs,
 }
 
 fn main() {
-    let args = Args::parse();
-    let file = args.file;
-    let n = args.n.map_or(usize::MAX, NonZeroUsize::get);
+    let args = Args::parse().query;
     let (queries, threads, rounds) = (args.queries.get(), args.threads.get(), args.rounds.get());
-    let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {file}: {e}"));
-    let texts: Vec<&str> = raw
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(n)
-        .collect();
+    let raw = args.read();
+    let texts = args.lines(&raw);
 
     let t0 = Instant::now();
     let tokenizer = Tokenizer::new(NormalizeOptions::default(), ShingleOptions::default(), SEED);
@@ -98,18 +81,8 @@ fn main() {
     index.release_bulk_buffers();
     let loaded_s = t1.elapsed().as_secs_f64();
 
-    // Query draws: xorshift, a different stream per thread.
-    let draws = |thread: u64| -> Vec<usize> {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ (thread + 1).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        (0..queries)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % signatures.len() as u64) as usize
-            })
-            .collect()
-    };
+    // Query draws: a different stream per thread.
+    let draws = |thread: u64| common::draws(thread + 1, queries, signatures.len());
     let run = |ids: &[usize], sequential: bool| -> (f64, usize) {
         let mut out = Vec::new();
         let mut found = 0usize;
@@ -146,11 +119,7 @@ fn main() {
             results[mode][1].push((threads * queries) as f64 / t.elapsed().as_secs_f64());
         }
     }
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(|a, b| a.partial_cmp(b).expect("numbers"));
-        v[v.len() / 2]
-    };
+    use common::median;
     for (mode, name) in [(0, "overlapped"), (1, "sequential")] {
         report.insert(
             name.into(),

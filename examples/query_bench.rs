@@ -25,39 +25,22 @@ use neardup::engine::{
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::hint::black_box;
-use std::num::NonZeroUsize;
 use std::time::Instant;
+
+mod common;
 
 /// Command line (see the module docs).
 #[derive(Parser)]
 struct Args {
-    /// JSONL file of `{"id", "text"}` lines.
-    file: String,
-    /// Load only the first N documents (default: all of them).
-    #[arg(long)]
-    n: Option<NonZeroUsize>,
-    /// Queries timed per round (and per thread).
-    #[arg(long, default_value = "200000")]
-    queries: NonZeroUsize,
-    /// Rounds; the medians are reported.
-    #[arg(long, default_value = "5")]
-    rounds: NonZeroUsize,
-    /// Threads querying at once in the second measurement.
-    #[arg(long, default_value = "2")]
-    threads: NonZeroUsize,
+    #[command(flatten)]
+    query: common::QueryArgs,
 }
 
 fn main() {
-    let args = Args::parse();
-    let file = args.file;
-    let n = args.n.map_or(usize::MAX, NonZeroUsize::get);
+    let args = Args::parse().query;
     let (queries, threads, rounds) = (args.queries.get(), args.threads.get(), args.rounds.get());
-    let raw = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("cannot read {file}: {e}"));
-    let lines: Vec<&str> = raw
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(n)
-        .collect();
+    let raw = args.read();
+    let lines = args.lines(&raw);
     let engine = Engine::new(EngineParams::default().validate().expect("default params"));
     let t0 = Instant::now();
     let docs: Vec<(String, neardup::engine::Prepared)> = lines
@@ -88,14 +71,9 @@ fn main() {
     let load_s = t0.elapsed().as_secs_f64();
     let ids: Vec<&str> = docs.iter().map(|(id, _)| id.as_str()).collect();
     let draws = |thread: u64| -> Vec<&str> {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ thread.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        (0..queries)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                ids[(x % ids.len() as u64) as usize]
-            })
+        common::draws(thread, queries, ids.len())
+            .into_iter()
+            .map(|i| ids[i])
             .collect()
     };
     let q = Query::new(engine.threshold(None).expect("default threshold"), 10);
@@ -136,11 +114,7 @@ fn main() {
         });
         many.push((threads * queries) as f64 / t.elapsed().as_secs_f64());
     }
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
-    };
+    use common::median;
     println!(
         "{}",
         json!({
