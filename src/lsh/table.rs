@@ -67,17 +67,82 @@ pub struct Table {
     cells: Vec<u64>,
     /// Occupied cells (distinct keys).
     len: usize,
-    /// Buckets of two to four slots, filled from the front; free entries
-    /// (all [`EMPTY`]) are listed in `small_free`.
-    small: Vec<[Slot; SMALL]>,
-    small_free: Vec<u32>,
-    /// Buckets of five or more slots; empty entries are free (listed in `free`).
-    spill: Vec<Vec<Slot>>,
-    free: Vec<u32>,
+    /// Buckets of two to four slots, filled from the front; a free entry
+    /// is all [`EMPTY`].
+    small: Slab<[Slot; SMALL]>,
+    /// Buckets of five or more slots; a free entry is an empty `Vec`.
+    spill: Slab<Vec<Slot>>,
     /// Sum of the capacities of the `spill` vectors (memory report).
     spill_capacity: usize,
-    /// Non-empty `spill` vectors.
-    spill_buckets: usize,
+}
+
+/// Entries addressed by a `u32` index that a cell's value carries: freed
+/// entries are listed for reuse, except the last one, which is popped.
+#[derive(Debug)]
+struct Slab<T> {
+    items: Vec<T>,
+    free: Vec<u32>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Self {
+        Self {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    /// Store `item`; its index, below `limit` (the cell's tag bit).
+    fn put(&mut self, item: T, limit: u32) -> u32 {
+        match self.free.pop() {
+            Some(index) => {
+                self.items[index as usize] = item;
+                index
+            }
+            None => {
+                let index = self.items.len() as u32;
+                assert!(index < limit, "bucket space exhausted");
+                self.items.push(item);
+                index
+            }
+        }
+    }
+
+    /// Take the entry at `index` out, leaving `vacant` in its place.
+    fn take(&mut self, index: u32, vacant: T) -> T {
+        let item = std::mem::replace(&mut self.items[index as usize], vacant);
+        if index as usize + 1 == self.items.len() {
+            self.items.pop();
+        } else {
+            self.free.push(index);
+        }
+        item
+    }
+
+    /// Entries in use.
+    fn live(&self) -> usize {
+        self.items.len() - self.free.len()
+    }
+
+    /// Heap bytes of the entries (not what they point to) and the free list.
+    fn heap_bytes(&self) -> usize {
+        self.items.capacity() * std::mem::size_of::<T>() + self.free.capacity() * 4
+    }
+}
+
+impl<T> std::ops::Index<u32> for Slab<T> {
+    type Output = T;
+    fn index(&self, index: u32) -> &T {
+        &self.items[index as usize]
+    }
+}
+
+impl<T> std::ops::IndexMut<u32> for Slab<T> {
+    fn index_mut(&mut self, index: u32) -> &mut T {
+        &mut self.items[index as usize]
+    }
 }
 
 #[inline]
@@ -117,12 +182,10 @@ impl Table {
     /// overhead per vector).
     pub fn heap_bytes(&self) -> usize {
         self.cells.capacity() * 8
-            + self.small.capacity() * std::mem::size_of::<[Slot; SMALL]>()
-            + self.small_free.capacity() * 4
-            + self.spill.capacity() * std::mem::size_of::<Vec<Slot>>()
-            + self.free.capacity() * 4
+            + self.small.heap_bytes()
+            + self.spill.heap_bytes()
             + self.spill_capacity * 4
-            + self.spill_buckets * 16
+            + self.spill.live() * 16
     }
 
     /// Slots held in spilled buckets' vectors (capacity, for tests and reports).
@@ -175,12 +238,12 @@ impl Table {
         if value & (SPILL_TAG | SMALL_TAG) == 0 {
             Bucket::One(value)
         } else if value & SPILL_TAG == 0 {
-            let small = &self.small[(value & !SMALL_TAG) as usize];
+            let small = &self.small[value & !SMALL_TAG];
             // Filled from the front: two slots, then 0–2 more (no branch).
             let len = 2 + usize::from(small[2] != EMPTY) + usize::from(small[3] != EMPTY);
             Bucket::Many(&small[..len])
         } else {
-            Bucket::Many(&self.spill[(value & !SPILL_TAG) as usize])
+            Bucket::Many(&self.spill[value & !SPILL_TAG])
         }
     }
 
@@ -298,27 +361,26 @@ impl Table {
             if key_of(cell) == key {
                 let value = value_of(cell);
                 if value & (SPILL_TAG | SMALL_TAG) == 0 {
-                    let index = self.small_new([value, slot, EMPTY, EMPTY]);
+                    let index = self.small.put([value, slot, EMPTY, EMPTY], SMALL_TAG);
                     self.cells[i] = pack(key, SMALL_TAG | index);
                     return Joined::One(value);
                 }
                 if value & SPILL_TAG == 0 {
                     let index = value & !SMALL_TAG;
-                    let small = &mut self.small[index as usize];
+                    let small = &mut self.small[index];
                     if let Some(free) = small.iter_mut().find(|s| **s == EMPTY) {
                         *free = slot;
                         return Joined::Several;
                     }
                     // Full: the bucket moves to `spill`.
                     let mut v = Vec::with_capacity(2 * SMALL);
-                    v.extend_from_slice(small);
+                    v.extend_from_slice(&self.small.take(index, [EMPTY; SMALL]));
                     v.push(slot);
-                    self.small_free(index);
                     let spilled = self.spill_new(v);
                     self.cells[i] = pack(key, SPILL_TAG | spilled);
                     return Joined::Several;
                 }
-                let v = &mut self.spill[(value & !SPILL_TAG) as usize];
+                let v = &mut self.spill[value & !SPILL_TAG];
                 let before = v.capacity();
                 v.push(slot);
                 self.spill_capacity += v.capacity() - before;
@@ -328,56 +390,15 @@ impl Table {
         }
     }
 
-    fn small_new(&mut self, slots: [Slot; SMALL]) -> u32 {
-        match self.small_free.pop() {
-            Some(index) => {
-                self.small[index as usize] = slots;
-                index
-            }
-            None => {
-                let index = self.small.len() as u32;
-                assert!(index < SMALL_TAG, "small bucket space exhausted");
-                self.small.push(slots);
-                index
-            }
-        }
-    }
-
-    fn small_free(&mut self, index: u32) {
-        self.small[index as usize] = [EMPTY; SMALL];
-        if index as usize + 1 == self.small.len() {
-            self.small.pop();
-        } else {
-            self.small_free.push(index);
-        }
-    }
-
     fn spill_new(&mut self, v: Vec<Slot>) -> u32 {
         self.spill_capacity += v.capacity();
-        self.spill_buckets += 1;
-        match self.free.pop() {
-            Some(index) => {
-                self.spill[index as usize] = v;
-                index
-            }
-            None => {
-                let index = self.spill.len() as u32;
-                assert!(index < SPILL_TAG, "spill space exhausted");
-                self.spill.push(v);
-                index
-            }
-        }
+        self.spill.put(v, SPILL_TAG)
     }
 
-    fn spill_free(&mut self, index: u32) {
-        let v = std::mem::take(&mut self.spill[index as usize]);
+    fn spill_free(&mut self, index: u32) -> Vec<Slot> {
+        let v = self.spill.take(index, Vec::new());
         self.spill_capacity -= v.capacity();
-        self.spill_buckets -= 1;
-        if index as usize + 1 == self.spill.len() {
-            self.spill.pop();
-        } else {
-            self.free.push(index);
-        }
+        v
     }
 
     /// Remove one occurrence of `slot` from the bucket of `key`; false if
@@ -397,7 +418,7 @@ impl Table {
         }
         if value & SPILL_TAG == 0 {
             let index = value & !SMALL_TAG;
-            let small = &mut self.small[index as usize];
+            let small = &mut self.small[index];
             let Some(pos) = small.iter().position(|&s| s == slot) else {
                 return false;
             };
@@ -409,22 +430,20 @@ impl Table {
             small[pos] = small[last];
             small[last] = EMPTY;
             if last == 1 {
-                let only = small[0];
-                self.small_free(index);
+                let [only, ..] = self.small.take(index, [EMPTY; SMALL]);
                 self.cells[i] = pack(key, only);
             }
             return true;
         }
         let index = value & !SPILL_TAG;
-        let v = &mut self.spill[index as usize];
+        let v = &mut self.spill[index];
         let Some(pos) = v.iter().position(|&s| s == slot) else {
             return false;
         };
         v.swap_remove(pos);
         if v.len() == SMALL {
-            let small = [v[0], v[1], v[2], v[3]];
-            self.spill_free(index);
-            let index = self.small_new(small);
+            let v = self.spill_free(index);
+            let index = self.small.put([v[0], v[1], v[2], v[3]], SMALL_TAG);
             self.cells[i] = pack(key, SMALL_TAG | index);
         }
         true
@@ -457,8 +476,8 @@ impl Table {
     fn maybe_shrink(&mut self) {
         let cap = self.cells.len();
         if self.len == 0 {
-            debug_assert_eq!(self.spill_buckets, 0);
-            debug_assert_eq!(self.small.len(), self.small_free.len());
+            debug_assert_eq!(self.spill.live(), 0);
+            debug_assert_eq!(self.small.live(), 0);
             *self = Self::default();
         } else if cap > MIN_CAPACITY && (self.len as f64) < cap as f64 * MIN_LOAD {
             self.resize(((self.len as f64 / LOAD_AFTER_GROW) as usize).max(MIN_CAPACITY));
@@ -491,10 +510,10 @@ impl Table {
             let v = value_of(c);
             if v & SPILL_TAG != 0 {
                 live_spill += 1;
-                assert!(self.spill[(v & !SPILL_TAG) as usize].len() > SMALL);
+                assert!(self.spill[v & !SPILL_TAG].len() > SMALL);
             } else if v & SMALL_TAG != 0 {
                 live_small += 1;
-                let small = &self.small[(v & !SMALL_TAG) as usize];
+                let small = &self.small[v & !SMALL_TAG];
                 let filled = small.iter().take_while(|&&s| s != EMPTY).count();
                 assert!(filled >= 2, "a small bucket holds two or more");
                 assert!(
@@ -504,21 +523,18 @@ impl Table {
             }
         }
         assert_eq!(occupied, self.len);
-        assert_eq!(live_small + self.small_free.len(), self.small.len());
-        for &f in &self.small_free {
-            assert_eq!(
-                self.small[f as usize], [EMPTY; SMALL],
-                "a free small entry is empty"
-            );
+        assert_eq!(live_small, self.small.live());
+        for &f in &self.small.free {
+            assert_eq!(self.small[f], [EMPTY; SMALL], "a free small entry is empty");
         }
-        assert_eq!(live_spill, self.spill_buckets);
+        assert_eq!(live_spill, self.spill.live());
         assert_eq!(
-            self.spill.iter().map(Vec::capacity).sum::<usize>(),
+            self.spill.items.iter().map(Vec::capacity).sum::<usize>(),
             self.spill_capacity
         );
         assert_eq!(
-            self.spill.iter().filter(|v| !v.is_empty()).count(),
-            self.spill_buckets
+            self.spill.items.iter().filter(|v| !v.is_empty()).count(),
+            self.spill.live()
         );
         if !self.cells.is_empty() {
             assert!(self.len as f64 <= self.cells.len() as f64 * MAX_LOAD);
@@ -570,15 +586,15 @@ mod tests {
         }
         assert_eq!(t.get(9), Some(Bucket::Many(&[1, 2, 3, 4])));
         assert_eq!(
-            (t.small.len(), t.spill_capacity()),
+            (t.small.items.len(), t.spill_capacity()),
             (1, 0),
             "two to four: small"
         );
         assert_eq!(t.insert(9, 5), Joined::Several);
         assert_eq!(slots(&t, 9), vec![1, 2, 3, 4, 5]);
         assert_eq!(
-            t.small_free.len(),
-            t.small.len(),
+            t.small.free.len(),
+            t.small.items.len(),
             "five: spilled, small entry free"
         );
         assert!(t.spill_capacity() >= 5);
@@ -592,7 +608,7 @@ mod tests {
             t.validate();
         }
         assert_eq!(t.get(9), Some(Bucket::One(4)));
-        assert!(t.small.is_empty() && t.small_free.is_empty());
+        assert!(t.small.items.is_empty() && t.small.free.is_empty());
         // The largest slot is stored as itself, never read as a tag.
         assert_eq!(t.insert(9, MAX_SLOT), Joined::One(4));
         assert_eq!(slots(&t, 9), vec![4, MAX_SLOT]);
