@@ -329,7 +329,7 @@ for round in $(seq 1 "$ROUNDS"); do
     taskset -c 0 target/release/examples/sign_bench --no-peer "$peer_corpus" | tee "$LOGS/sign_bench-$round.txt"
     grep '"docs_per_s"' "$LOGS/sign_bench-$round.txt" | tail -1 >>"$RAW/sign_neardup.jsonl" ||
         die "sign_bench printed no JSON line with \"docs_per_s\" (see $LOGS/sign_bench-$round.txt)"
-    RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" taskset -c 0 "$PY" scripts/bench/peers.py rensa-sign "$peer_corpus" |
+    RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" taskset -c 0 "$PY" scripts/bench/peers.py rensa-sign --reps 5 "$peer_corpus" |
         tee -a "$RAW/sign_rensa.jsonl"
 done
 for round in $(seq 1 "$ROUNDS"); do
@@ -337,7 +337,7 @@ for round in $(seq 1 "$ROUNDS"); do
     taskset -c 0 target/release/examples/sign_bench --no-peer "$real_corpus" | tee "$LOGS/sign_bench_real-$round.txt"
     grep '"docs_per_s"' "$LOGS/sign_bench_real-$round.txt" | tail -1 >>"$RAW/sign_real_neardup.jsonl" ||
         die "sign_bench printed no JSON line with \"docs_per_s\" (see $LOGS/sign_bench_real-$round.txt)"
-    RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" taskset -c 0 "$PY" scripts/bench/peers.py rensa-sign "$real_corpus" |
+    RAYON_NUM_THREADS=1 SHARED_BENCH="$KIT" taskset -c 0 "$PY" scripts/bench/peers.py rensa-sign --reps 5 "$real_corpus" |
         tee -a "$RAW/sign_real_rensa.jsonl"
 done
 
