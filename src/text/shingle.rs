@@ -358,17 +358,17 @@ impl Shingler {
 
 /// Sort shingle hashes ascending. A document's hashes are uniform 32-bit
 /// values, so a bucket pass on the top bits (one to two buckets per value)
-/// followed by insertion sort, which only has to fix the few values sharing
-/// a bucket, is ~1.6× faster than `sort_unstable` (measured on 124 values).
-/// Two to four buckets per value, the choice before, cost 30% more on the
-/// ~122 hashes of an article (`sign_bench`'s sort + dedup: 364 → 281 ns):
-/// clearing and summing the counts is most of the pass, and shifting the
-/// few extra values sharing a bucket costs less. Insertion sort is
-/// quadratic if many values share a bucket (a crafted document: the hash
-/// seed is no secret), so it counts its moves and hands the rest to
-/// `sort_unstable` past [`MOVES_PER_VALUE`] a value: at worst linear work
-/// more than `sort_unstable` alone. Up to [`BUCKET_SORT_MAX`] values (256
-/// KiB of counts); `spare` holds the bucket counts and the scattered copy.
+/// leaves them in order but for the few values sharing a bucket, which a
+/// second pass puts right ([`settle`]). Two to four buckets per value, the
+/// choice before, cost 30% more on the ~122 hashes of an article
+/// (`sign_bench`'s sort + dedup: 364 → 281 ns): clearing and summing the
+/// counts is most of the bucket pass, and the second pass handles values
+/// sharing a bucket cheaply. A crafted document (the hash seed is no secret)
+/// can put many values in one bucket: the second pass counts the moves of
+/// its slow path and hands the rest to `sort_unstable` past
+/// [`MOVES_PER_VALUE`] a value, so it costs at worst linear work more than
+/// `sort_unstable` alone. Up to [`BUCKET_SORT_MAX`] values (256 KiB of
+/// counts); `spare` holds the bucket counts and the scattered copy.
 pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
     if (32..=BUCKET_SORT_MAX).contains(&v.len()) {
         bucket_sort(v, spare);
@@ -377,8 +377,8 @@ pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
     }
 }
 
-/// The bucket path of [`sort_hashes`]; true if the insertion sort ran out
-/// of budget and `sort_unstable` finished the job.
+/// The bucket path of [`sort_hashes`]; true if [`settle`] ran out of
+/// budget and `sort_unstable` finished the job.
 fn bucket_sort(v: &mut [u32], spare: &mut Vec<u32>) -> bool {
     let n = v.len();
     let bits = usize::BITS - n.leading_zeros();
@@ -399,24 +399,68 @@ fn bucket_sort(v: &mut [u32], spare: &mut Vec<u32>) -> bool {
         out[*slot as usize] = x;
         *slot += 1;
     }
-    let budget = MOVES_PER_VALUE * n;
-    let mut moves = 0;
-    for i in 1..n {
-        let x = out[i];
-        let mut j = i;
-        while j > 0 && out[j - 1] > x {
-            out[j] = out[j - 1];
-            j -= 1;
-        }
-        out[j] = x;
-        moves += i - j;
-        if moves > budget {
-            out.sort_unstable();
-            v.copy_from_slice(out);
-            return true;
-        }
+    if settle(out, v, MOVES_PER_VALUE * n) {
+        v.copy_from_slice(out);
+        v.sort_unstable();
+        return true;
     }
-    v.copy_from_slice(out);
+    false
+}
+
+/// Copy `src`, in bucket order (each value below every value of a later
+/// bucket), sorted into `dst` (of the same length); false if it did, true
+/// if its slow path made more than `budget` moves first (then `dst` holds
+/// no useful order and the caller sorts `src` another way).
+///
+/// A window of the three largest values seen so far stays in registers;
+/// each next value goes in and the window's smallest comes out, final,
+/// with min/max steps and no branch. That is right as long as a value is
+/// at most three places out of order, i.e. shares its bucket with at most
+/// three earlier ones (at one to two buckets per value, all but a few
+/// documents in a thousand). A value below the last one written, further
+/// out, takes the slow path: insertion into what is written, its moves
+/// counted. The insertion sort this replaces mispredicted a branch for
+/// most values that shared a bucket: `sign_bench`'s sort + dedup, each
+/// document seen once, 587–601 → 455–460 ns an article and 3.0–3.1 →
+/// 2.35–2.39 µs a man page (3 alternating runs; BENCHMARKS.md, round 9).
+#[inline]
+fn settle(src: &[u32], dst: &mut [u32], budget: usize) -> bool {
+    debug_assert_eq!(src.len(), dst.len());
+    let [a, b, c, rest @ ..] = src else {
+        dst.copy_from_slice(src);
+        dst.sort_unstable();
+        return false;
+    };
+    let (a, b) = (*a.min(b), *a.max(b));
+    let (b, c) = (b.min(*c), b.max(*c));
+    let (mut w0, mut w1, mut w2) = (a.min(b), a.max(b), c);
+    // dst[..done] is final but for slow-path insertions; `last` = dst[done - 1].
+    let mut done = 0;
+    let mut last = 0;
+    let mut moves = 0;
+    for &x in rest {
+        if x < last {
+            let mut j = done;
+            while j > 0 && dst[j - 1] > x {
+                dst[j] = dst[j - 1];
+                j -= 1;
+            }
+            dst[j] = x;
+            moves += done - j;
+            done += 1;
+            last = dst[done - 1];
+            if moves > budget {
+                return true;
+            }
+            continue;
+        }
+        last = w0.min(x);
+        dst[done] = last;
+        done += 1;
+        let t = w0.max(x);
+        (w0, w1, w2) = (t.min(w1), t.max(w1).min(w2), t.max(w1).max(w2));
+    }
+    dst[done..].copy_from_slice(&[w0, w1, w2]);
     false
 }
 
@@ -637,6 +681,28 @@ mod tests {
                 }
                 proptest::prop_assert_eq!(got, want);
             }
+        }
+
+        #[test]
+        fn settle_sorts_any_order_within_its_budget(
+            v in proptest::collection::vec(proptest::prelude::any::<u32>(), 0..400),
+            near in proptest::prelude::any::<bool>(),
+        ) {
+            // Any order, not only bucket order: the window keeps what it
+            // writes sorted and the slow path takes everything else. `near`
+            // gives the bucket-like case, every value a few places off.
+            let mut src = v.clone();
+            if near {
+                src.sort_unstable();
+                for (i, w) in src.chunks_mut(5).enumerate() {
+                    w.rotate_left(i % w.len().max(1));
+                }
+            }
+            let mut dst = vec![0; src.len()];
+            proptest::prop_assert!(!settle(&src, &mut dst, usize::MAX));
+            let mut want = v;
+            want.sort_unstable();
+            proptest::prop_assert_eq!(dst, want);
         }
 
         #[test]
