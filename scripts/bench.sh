@@ -281,6 +281,11 @@ phase "cargo build --release (neardup, loadgen, sign_bench, text_bench)"
 cargo build --release --quiet --bin neardup --example loadgen --example sign_bench --example text_bench
 
 cpu_model=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+# A VM's model name can stay "AMD EPYC" across CPU generations whose SIMD
+# differs (round 9 in docs/benchmarks.md); family and model tell them apart.
+cpu_family=$(awk -F': ' '/^cpu family/ { print $2; exit }' /proc/cpuinfo)
+cpu_model_no=$(awk -F': ' '/^model\t/ { print $2; exit }' /proc/cpuinfo)
+cpu_model="$cpu_model (family ${cpu_family:-?} model ${cpu_model_no:-?})"
 mem_gib=$(awk '/MemTotal/ { printf "%.0f", $2 / 1048576 }' /proc/meminfo)
 git_rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git_dirty=false
