@@ -465,11 +465,12 @@ fn settle(src: &[u32], dst: &mut [u32], budget: usize) -> bool {
 }
 
 /// Most values [`sort_hashes`] sorts by buckets (beyond, `sort_unstable`).
-/// The cap was 1,024 while the insertion sort had no bound: a quarter of
-/// the man pages are longer, and they hold half the corpus's words.
+/// The cap was 1,024 while the insertion sort before [`settle`] had no
+/// bound: a quarter of the man pages are longer, and they hold half the
+/// corpus's words.
 const BUCKET_SORT_MAX: usize = 1 << 16;
-/// Insertion-sort moves allowed per value before [`sort_hashes`] gives up
-/// on its buckets (uniform hashes take about one).
+/// Moves of [`settle`]'s slow path allowed per value before [`sort_hashes`]
+/// gives up on its buckets (uniform hashes take almost none).
 const MOVES_PER_VALUE: usize = 8;
 
 /// The word 3-shingle hashes of `words` into `dst` (`words.len() - 2` of
@@ -711,7 +712,7 @@ mod tests {
             narrow: bool,
         ) {
             if narrow {
-                // Many values per bucket: the insertion sort's worst side
+                // Many values per bucket: the slow path's worst side
                 // (past its budget: the fallback).
                 v.iter_mut().for_each(|x| *x %= 4096);
             }
