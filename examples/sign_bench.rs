@@ -35,16 +35,19 @@
 //! `target/bench-venv/bin/python` if it exists (see `../shared/bench/README.md`
 //! for the venv); `--no-peer` skips it.
 
+#[path = "common/passes.rs"]
+mod passes;
+
 use clap::Parser;
 use neardup::engine::{Engine, EngineParams};
 use neardup::minhash::MinHasher;
 use neardup::text::{normalize_into, Scratch, Tokenizer};
+use passes::{best_of, median};
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 /// rensa's fastest signing path, timed alone: token sets (word 3-shingles
 /// with the service's recipe, as `shared/bench/exact_pairs.py` builds them)
@@ -127,18 +130,6 @@ fn load(path: &Path) -> Vec<String> {
                 .to_owned()
         })
         .collect()
-}
-
-/// The fastest of `repeat` passes of `f` over `0..n`, in seconds: each
-/// item once a pass (module docs: why not the fastest run of each chunk).
-fn best_of(n: usize, repeat: usize, mut f: impl FnMut(std::ops::Range<usize>)) -> f64 {
-    (0..repeat)
-        .map(|_| {
-            let t = Instant::now();
-            f(0..n);
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
 }
 
 fn main() {
@@ -310,12 +301,6 @@ fn main() {
         report["rensa_error"] = json!(e);
     }
     println!("{report}");
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).expect("timings are numbers"));
-    v[v.len() / 2]
 }
 
 /// The rensa process: builds its token sets once, then times one round per

@@ -26,35 +26,21 @@
 //! Only `neardup::text` is used, with its default options (NFKC, lowercase,
 //! strip punctuation; word 3-shingles), the engine's recipe.
 
+#[path = "common/passes.rs"]
+mod passes;
+
 use clap::Parser;
 use neardup::text::{
     normalize_into, NormalizeOptions, Scratch, ShingleKind, ShingleOptions, Tokenizer,
 };
+use passes::{best_of, median};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use std::time::Instant;
 
 const SEED: u64 = 1;
-
-/// The fastest of `repeat` passes of `f` over `0..n`, in seconds.
-fn best_of(n: usize, repeat: usize, mut f: impl FnMut(std::ops::Range<usize>)) -> f64 {
-    (0..repeat)
-        .map(|_| {
-            let t = Instant::now();
-            f(0..n);
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).expect("timings are numbers"));
-    v[v.len() / 2]
-}
 
 struct Group {
     name: String,
