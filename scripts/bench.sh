@@ -396,16 +396,27 @@ phase "3. query: wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d$WRK_DURATION, GET /sim
 ids="$CORPUS_DIR/$(basename "$index_corpus" .jsonl).ids"
 [[ -s "$ids" ]] || "$PY" scripts/bench/ids.py "$index_corpus" "$ids"
 lua=scripts/bench/similar.lua
+clk_tck=$(getconf CLK_TCK)
+# The server's user + system CPU so far, in clock ticks (/proc/PID/stat
+# fields 14 and 15; the command name in field 2 has no spaces here).
+server_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
+# Also writes the server's CPU seconds during the run to $LOGS/wrk-NAME.cpu:
+# wrk formats its requests before its clock starts, while the server idles,
+# so that CPU is the server's for the run's requests.
 run_wrk() { # NAME DURATION ARGS... (after --)
-    local name=$1 duration=$2
+    local name=$1 duration=$2 t0
     shift 2
+    t0=$(server_ticks)
     wrk -t"$WRK_THREADS" -c"$WRK_CONNECTIONS" -d"$duration" --timeout 10s --latency \
         -s "$lua" "$URL" -- "$@" >"$LOGS/wrk-$name.txt" 2>&1 || {
         cat "$LOGS/wrk-$name.txt" >&2
         die "wrk failed ($name)"
     }
+    awk -v a="$t0" -v b="$(server_ticks)" -v hz="$clk_tck" 'BEGIN { printf "%.2f\n", (b - a) / hz }' \
+        >"$LOGS/wrk-$name.cpu"
 }
-# One summary line of run NAME appended to $RAW/wrk_ROUTE.jsonl (its log echoed).
+# One summary line of run NAME appended to $RAW/wrk_ROUTE.jsonl (its log
+# echoed), with the server's CPU seconds during the run added.
 keep_wrk() { # NAME ROUTE
     local name=$1 route=$2 line
     sed '/^WRK_JSON /d' "$LOGS/wrk-$name.txt"
@@ -414,7 +425,7 @@ keep_wrk() { # NAME ROUTE
     if grep -q 'Non-2xx' "$LOGS/wrk-$name.txt"; then
         die "wrk saw non-2xx answers for $name: see $LOGS/wrk-$name.txt"
     fi
-    echo "$line" >>"$RAW/wrk_$route.jsonl"
+    echo "{\"server_cpu_s\":$(cat "$LOGS/wrk-$name.cpu"),${line#\{}" >>"$RAW/wrk_$route.jsonl"
 }
 run_wrk similar-warmup "$WRK_WARMUP" "$ids" "$SEED"
 run_wrk healthz-warmup "$WRK_WARMUP" --path /healthz

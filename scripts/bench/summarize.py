@@ -96,6 +96,26 @@ def wrk_rounds() -> tuple[dict, dict, list[float], dict]:
 wrk_sim, wrk_hz, wrk_ratios, wrk_runs = wrk_rounds()
 
 
+def cpu_us(w: dict) -> float:
+    """The server's CPU (user + system) per request of one wrk run, in µs."""
+    return w["server_cpu_s"] * 1e6 / w["requests"]
+
+
+# Runs recorded before bench.sh measured the server's CPU lack it.
+cpu_lines = []
+if all("server_cpu_s" in w for ws in wrk_runs.values() for w in ws):
+    cpu_ratios = [cpu_us(h) / cpu_us(s) for s, h in zip(wrk_runs["similar"], wrk_runs["healthz"])]
+    cpu_lines = [
+        "",
+        "The server's CPU a request (user + system, µs), every round in order: /similar "
+        + ", ".join(f"{cpu_us(w):.1f}" for w in wrk_runs["similar"])
+        + "; /healthz " + ", ".join(f"{cpu_us(w):.1f}" for w in wrk_runs["healthz"])
+        + "; /healthz ÷ /similar " + ", ".join(f"{r:.3f}" for r in cpu_ratios)
+        + f" (median {sorted(cpu_ratios)[(len(cpu_ratios) - 1) // 2]:.3f}). wrk takes CPU from the same two"
+        " cores, so this is the server's own cost of the route; the target is the req/s ratio above.",
+    ]
+
+
 rec = stats_r["storage"]["recovery"]
 rec_docs = rec.get("documents", 0)
 rec_rate = rec.get("docs_per_s") or (rec_docs / rec["seconds"] if rec.get("seconds") else 0.0)
@@ -189,6 +209,7 @@ lines += [
     + "; /similar req/s " + ", ".join(f"{rate(w):,.0f}" for w in wrk_runs["similar"])
     + ", p99.9 " + ", ".join(f"{ms(w['latency_us']['p99_9'])}" for w in wrk_runs["similar"])
     + " ms; /healthz req/s " + ", ".join(f"{rate(w):,.0f}" for w in wrk_runs["healthz"]) + ".",
+    *cpu_lines,
     "",
     f"The /similar queries (a sample of {qprof['queries']:,}): {qprof['results_per_query']:.2f} results and "
     f"{qprof['candidates_per_query']:.2f} LSH candidates per query, {qprof['share_with_results']:.0%} with any "
