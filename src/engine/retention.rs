@@ -84,9 +84,17 @@ impl Engine {
 
     /// When `record` expires (ms since the epoch), if it does.
     pub fn expiry_ms(&self, record: &Record) -> Option<u64> {
-        record.stamp().expires_ms.or_else(|| {
+        self.expiry_of(record.created_ms(), record.stamp().expires_ms)
+    }
+
+    /// When a document created at `created_ms` with an expiry of its own
+    /// `own` (if any) expires: `own`, else the retention TTL after
+    /// `created_ms`, else never. [`Self::expiry_ms`] of a record, from its
+    /// stamp alone (the redis backend's sweep reads only records' heads).
+    pub fn expiry_of(&self, created_ms: u64, own: Option<u64>) -> Option<u64> {
+        own.or_else(|| {
             let ttl = self.ttl_ms.load(Ordering::Acquire);
-            (ttl != 0).then(|| record.created_ms().saturating_add(ttl))
+            (ttl != 0).then(|| created_ms.saturating_add(ttl))
         })
     }
 

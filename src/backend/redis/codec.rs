@@ -141,6 +141,44 @@ pub fn members(value: &[u8]) -> impl Iterator<Item = (u64, u32)> + '_ {
     })
 }
 
+/// Bytes from a record's start that hold its header and any id: what the
+/// retention sweep reads of each record (`GETRANGE 0 HEAD_AND_ID - 1`).
+pub const HEAD_AND_ID: usize = HEADER + crate::engine::MAX_ID_BYTES;
+
+/// What the retention sweep needs of a record: its version, times and id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordHead {
+    pub gen: u32,
+    pub created_ms: u64,
+    /// 0: none of its own.
+    pub expires_ms: u64,
+    pub id: String,
+}
+
+/// Decode the head of a record from its first bytes (at least the header
+/// and the id; the rest, if given, is not read).
+pub fn decode_head(bytes: &[u8]) -> Result<RecordHead, CorruptRecord> {
+    if bytes.len() < HEADER {
+        return Err(CorruptRecord("shorter than its header"));
+    }
+    if bytes[0] != RECORD_VERSION {
+        return Err(CorruptRecord("unknown record version"));
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let id_len = usize::from(u16::from_le_bytes([bytes[21], bytes[22]]));
+    let id = bytes
+        .get(HEADER..HEADER + id_len)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .ok_or(CorruptRecord("bad id"))?
+        .to_owned();
+    Ok(RecordHead {
+        gen: u32::from_le_bytes(bytes[1..5].try_into().expect("4 bytes")),
+        created_ms: u64_at(5),
+        expires_ms: u64_at(13),
+        id,
+    })
+}
+
 /// A record's fields, decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredRecord {
@@ -305,6 +343,45 @@ mod tests {
                 (0xdead_beef, 1_700_000_000_123, 0)
             );
         }
+    }
+
+    #[test]
+    fn a_head_read_from_the_first_bytes_agrees_with_the_whole_record() {
+        let shingles: Vec<u32> = (0..150).map(|i| i * 28_000_000).collect();
+        let longest = "é".repeat(crate::engine::MAX_ID_BYTES / 2);
+        for (id, meta, expires) in [
+            (
+                "café-№1 “quoted” 東京",
+                Some(r#"{"t":"Ёж"}"#),
+                1_800_000_000_000,
+            ),
+            ("a", None, 0),
+            (longest.as_str(), Some("{}"), 7),
+        ] {
+            let bytes = encode_record(42, 1_700_000_000_123, expires, id, meta, &shingles);
+            let whole = decode_record(&bytes).unwrap();
+            // What GETRANGE 0 HEAD_AND_ID-1 returns: the record, cut there.
+            let head = decode_head(&bytes[..bytes.len().min(HEAD_AND_ID)]).unwrap();
+            assert_eq!(
+                (head.gen, head.created_ms, head.expires_ms, head.id.as_str()),
+                (
+                    whole.gen,
+                    whole.created_ms,
+                    whole.expires_ms,
+                    whole.id.as_str()
+                )
+            );
+        }
+        let bytes = encode_record(42, 1, 0, "abc", None, &shingles);
+        assert!(
+            decode_head(&bytes[..HEADER + 2]).is_err(),
+            "an id cut short"
+        );
+        assert!(
+            decode_head(&bytes[..HEADER - 1]).is_err(),
+            "a header cut short"
+        );
+        assert!(decode_head(&[]).is_err(), "GETRANGE of a missing key");
     }
 
     #[test]

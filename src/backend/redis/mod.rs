@@ -25,7 +25,10 @@ use crate::engine::{
     Comparison, DocId, Engine, EngineError, NewDoc, Prepared, Query, QueryOutcome, Record,
     ScanStats, Stamp, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
-use codec::{decode_record, encode_record, iid, member, members, Keys, StoredRecord};
+use codec::{
+    decode_head, decode_record, encode_record, iid, member, members, Keys, StoredRecord,
+    HEAD_AND_ID,
+};
 pub use conn::{call, script_call, Call, Conn, Redis, RedisCounters, Script};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
@@ -1186,7 +1189,6 @@ impl RedisIndex {
         self.remove_entries(&[(doc.iid, doc.value.clone())]).await
     }
 
-    /// Ids with an expired record (a `SCAN` of every primary), for the purge.
     /// Every pair of live stored documents whose exact Jaccard is at least
     /// `threshold`, each once, without holding the collection in memory
     /// (ARCHITECTURE.md, "`/duplicates` without the corpus in one node").
@@ -1343,7 +1345,12 @@ impl RedisIndex {
         Ok(purged)
     }
 
-    /// The (id, gen) of every expired record, read 500 at a time.
+    /// The (id, gen) of every expired record, read 500 at a time. Only each
+    /// record's head is read (`GETRANGE`: the header and the id, at most
+    /// [`HEAD_AND_ID`] bytes instead of the whole record with its shingles),
+    /// and its expiry is computed from the head: no shingles are decoded and
+    /// no signature recomputed. (The sweep still reads every record; see
+    /// docs/operations.md, Retention.)
     async fn expired(&self, now: u64) -> Result<Vec<(String, u32)>, BackendError> {
         let mut out = Vec::new();
         let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
@@ -1353,20 +1360,26 @@ impl RedisIndex {
                 .map(|key| {
                     let key = key.clone();
                     move |mut c: Conn| async move {
-                        let mut get = redis::cmd("GET");
-                        get.arg(key);
-                        get.query_async::<Option<Vec<u8>>>(&mut c).await
+                        let mut get = redis::cmd("GETRANGE");
+                        get.arg(key).arg(0).arg(HEAD_AND_ID - 1);
+                        get.query_async::<Vec<u8>>(&mut c).await
                     }
                 })
                 .collect();
-            let values = self.redis.trip("reading records", commands).await?;
+            let values = self.redis.trip("reading record heads", commands).await?;
             for (key, bytes) in chunk.iter().zip(values) {
-                let Some(bytes) = bytes else { continue };
-                let stored = decode_record(&bytes).map_err(|e| corrupt(key, e))?;
-                let (id, gen) = (stored.id.clone(), stored.gen);
-                let record = self.to_record(stored)?;
-                if !self.engine.is_live(&record, now) {
-                    out.push((id, gen));
+                // A key deleted since the scan reads as "".
+                if bytes.is_empty() {
+                    continue;
+                }
+                let head = decode_head(&bytes).map_err(|e| corrupt(key, e))?;
+                let own = (head.expires_ms != 0).then_some(head.expires_ms);
+                if self
+                    .engine
+                    .expiry_of(head.created_ms, own)
+                    .is_some_and(|at| now >= at)
+                {
+                    out.push((head.id, head.gen));
                 }
             }
         }
