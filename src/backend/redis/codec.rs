@@ -259,22 +259,14 @@ pub fn record_gen(bytes: &[u8]) -> Option<u32> {
 }
 
 pub fn decode_record(bytes: &[u8]) -> Result<StoredRecord, CorruptRecord> {
-    if bytes.len() < HEADER {
-        return Err(CorruptRecord("shorter than its header"));
-    }
-    if bytes[0] != RECORD_VERSION {
-        return Err(CorruptRecord("unknown record version"));
-    }
-    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-    let gen = u32::from_le_bytes(bytes[1..5].try_into().expect("4 bytes"));
-    let (created_ms, expires_ms) = (u64_at(5), u64_at(13));
-    let id_len = usize::from(u16::from_le_bytes([bytes[21], bytes[22]]));
-    let mut at = HEADER + id_len;
-    let id = bytes
-        .get(HEADER..at)
-        .and_then(|b| std::str::from_utf8(b).ok())
-        .ok_or(CorruptRecord("bad id"))?
-        .to_owned();
+    let RecordHead {
+        gen,
+        created_ms,
+        expires_ms,
+        id,
+    } = decode_head(bytes)?;
+    // The id's bytes are the header's `id_len` of them (decode_head checked).
+    let mut at = HEADER + id.len();
     let meta_len = get_varint(bytes, &mut at).ok_or(CorruptRecord("bad metadata length"))?;
     let metadata = if meta_len == 0 {
         None
