@@ -101,7 +101,14 @@ impl Engine {
     /// False once `record` has expired (at `now`).
     #[inline]
     pub fn is_live(&self, record: &Record, now: u64) -> bool {
-        self.expiry_ms(record).is_none_or(|at| now < at)
+        self.is_live_at(record.created_ms(), record.stamp().expires_ms, now)
+    }
+
+    /// [`Self::is_live`] of a document known by its stamp alone (see
+    /// [`Self::expiry_of`]).
+    #[inline]
+    pub fn is_live_at(&self, created_ms: u64, own: Option<u64>, now: u64) -> bool {
+        self.expiry_of(created_ms, own).is_none_or(|at| now < at)
     }
 
     /// The ids of stored documents expired at `now` (a scan of every slot;

@@ -1374,11 +1374,7 @@ impl RedisIndex {
                 }
                 let head = decode_head(&bytes).map_err(|e| corrupt(key, e))?;
                 let own = (head.expires_ms != 0).then_some(head.expires_ms);
-                if self
-                    .engine
-                    .expiry_of(head.created_ms, own)
-                    .is_some_and(|at| now >= at)
-                {
+                if !self.engine.is_live_at(head.created_ms, own, now) {
                     out.push((head.id, head.gen));
                 }
             }
