@@ -326,6 +326,18 @@ impl RedisCluster {
         Ok(keys)
     }
 
+    /// `redis-cli -c args…` on a running primary (redirections followed),
+    /// its stdout.
+    pub fn command(&self, args: &[&str]) -> Result<String, HarnessError> {
+        let i = *self
+            .primaries()?
+            .first()
+            .ok_or_else(|| fail("no primary is running"))?;
+        let mut all = vec!["-c"];
+        all.extend_from_slice(args);
+        cli(self.nodes[i].port, &all)
+    }
+
     /// Sum of `used_memory` over the running primaries (bytes).
     pub fn used_memory(&self) -> Result<u64, HarnessError> {
         let mut total = 0;

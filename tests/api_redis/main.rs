@@ -42,6 +42,7 @@ mod similar;
 // texts.rs below), and the suites of the memory backend's own machinery
 // (crash, disk_full, upgrade, reindex: refused on this backend).
 
+mod due_index;
 mod failover;
 mod reindex;
 mod texts;

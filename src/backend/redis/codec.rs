@@ -18,6 +18,16 @@
 //! (`Engine::prepared_from_shingles`), which keeps a record at ~400 bytes.
 //!
 //! **Member** of a bucket: 12 bytes, `iid` (u64) then `gen` (u32).
+//!
+//! **Due index** (what the retention sweep reads instead of every record):
+//! each record's member is also appended to one *due bucket*, a string of
+//! members named by the minute its expiry is counted from: its own expiry
+//! (`x:e:<minute>`) or, without one, its creation (`x:c:<minute>`, due once
+//! the collection's retention has passed, whatever the retention is then).
+//! A sorted set per kind (`x:e`, `x:c`) names the buckets, scored by their
+//! minute's first millisecond, so a sweep asks it for the buckets whose
+//! minute can hold something expired. All of a collection's due keys share
+//! its metadata's slot, so one script appends a member and names its bucket.
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
@@ -49,6 +59,11 @@ impl Keys {
             base: format!("{key_prefix}:{collection}"),
             group_bits,
         }
+    }
+
+    /// `key_prefix:collection`, every key's start (or hash tag).
+    pub fn base(&self) -> &str {
+        &self.base
     }
 
     pub fn group_bits(&self) -> u32 {
@@ -109,6 +124,49 @@ impl Keys {
     /// The collection's document counter (same slot as its metadata).
     pub fn counter(&self) -> String {
         format!("{{{}}}:n", self.base)
+    }
+}
+
+/// The two kinds of due bucket (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Due {
+    /// By creation: due when the collection's retention has passed.
+    Created,
+    /// By the record's own expiry.
+    Own,
+}
+
+/// A due bucket spans this many milliseconds.
+pub const DUE_MINUTE_MS: u64 = 60_000;
+
+/// The due bucket of a record created at `created_ms` with its own expiry
+/// `expires_ms` (0: none): its kind and minute.
+pub fn due_of(created_ms: u64, expires_ms: u64) -> (Due, u64) {
+    if expires_ms != 0 {
+        (Due::Own, expires_ms / DUE_MINUTE_MS)
+    } else {
+        (Due::Created, created_ms / DUE_MINUTE_MS)
+    }
+}
+
+impl Due {
+    fn letter(self) -> char {
+        match self {
+            Due::Created => 'c',
+            Due::Own => 'e',
+        }
+    }
+}
+
+impl Keys {
+    /// The sorted set naming the due buckets of `due` (members: minutes).
+    pub fn due_set(&self, due: Due) -> String {
+        format!("{{{}}}:x:{}", self.base, due.letter())
+    }
+
+    /// The due bucket of `due` for `minute` (a string of members).
+    pub fn due_bucket(&self, due: Due, minute: u64) -> String {
+        format!("{{{}}}:x:{}:{minute}", self.base, due.letter())
     }
 }
 
@@ -430,5 +488,31 @@ mod tests {
         assert_eq!(k.record(255), "nd1:default:r:{00000000000000ff}");
         assert_eq!(k.group(3, u64::MAX), "nd1:default:g:{3.fff}");
         assert_eq!(k.meta(), "{nd1:default}:meta");
+    }
+
+    #[test]
+    fn due_buckets_share_the_metadata_slot_and_count_from_the_right_time() {
+        // 2026-11-24 03:59:59.999 and 04:00:00.000 UTC: adjacent minutes.
+        let (a, b) = (1_795_492_799_999u64, 1_795_492_800_000u64);
+        assert_eq!(a / 60_000 + 1, b / 60_000);
+        assert_eq!(due_of(a, 0), (Due::Created, a / 60_000));
+        assert_eq!(
+            due_of(a, b),
+            (Due::Own, b / 60_000),
+            "its own expiry counts"
+        );
+        assert_eq!(due_of(0, 0), (Due::Created, 0));
+        let k = Keys::new("nd1", "actualités", 12);
+        assert_eq!(k.due_set(Due::Own), "{nd1:actualités}:x:e");
+        assert_eq!(k.due_bucket(Due::Created, 7), "{nd1:actualités}:x:c:7");
+        // One hash tag for all of them: a script may touch them together.
+        let tag = |key: &str| key[1..key.find('}').unwrap()].to_owned();
+        for key in [
+            k.due_set(Due::Created),
+            k.due_bucket(Due::Own, b / 60_000),
+            k.counter(),
+        ] {
+            assert_eq!(tag(&key), tag(&k.meta()), "{key}");
+        }
     }
 }

@@ -26,8 +26,8 @@ use crate::engine::{
     ScanStats, Stamp, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use codec::{
-    decode_head, decode_record, encode_record, iid, member, members, Keys, StoredRecord,
-    HEAD_AND_ID,
+    decode_head, decode_record, due_of, encode_record, iid, member, members, Due, Keys, RecordHead,
+    StoredRecord, DUE_MINUTE_MS, HEAD_AND_ID, MEMBER,
 };
 pub use conn::{call, script_call, Call, Conn, Redis, RedisCounters, Script};
 use std::collections::{BTreeMap, HashMap};
@@ -150,6 +150,66 @@ return 0
     )
 });
 
+/// Append members to a due bucket and name the bucket in its sorted set.
+/// `KEYS[1]` the bucket, `KEYS[2]` the set; `ARGV[1]` the bucket's minute,
+/// `ARGV[2]` its score (the minute's first ms), `ARGV[3]` the members.
+static DUE_ADD: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+redis.call('APPEND', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
+",
+    )
+});
+
+/// Drop members from a due bucket (every copy of each); an emptied or
+/// missing bucket leaves its sorted set. `KEYS[1]` the bucket, `KEYS[2]`
+/// the set; `ARGV[1]` the bucket's minute, `ARGV[2..]` the members.
+static DUE_DROP: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return 0
+end
+local drop = {}
+for i = 2, #ARGV do drop[ARGV[i]] = true end
+local keep = {}
+for j = 1, #cur, 12 do
+  local m = string.sub(cur, j, j + 11)
+  if not drop[m] then keep[#keep + 1] = m end
+end
+if #keep == 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+elseif #keep * 12 < #cur then
+  redis.call('SET', KEYS[1], table.concat(keep))
+end
+return 1
+",
+    )
+});
+
+/// A member whose record is gone or is another version ("stale": left by a
+/// replace, a delete, a refused or interrupted write) is dropped from its
+/// due bucket only once the bucket's minute is this far behind now. A write
+/// appends its member before it commits its record, and its bucket's minute
+/// is its creation or its own expiry, so a member of a write still under
+/// way is not dropped (a write whose own expiry is already this far in the
+/// past, or an import of documents created that long ago, could lose its
+/// member to a sweep in the milliseconds before its commit: the record is
+/// then found by the next full walk, and is hidden once expired anyway).
+const STALE_GRACE_MINUTES: u64 = 10;
+
+/// Every node walks all of a collection's records (their heads) at its first
+/// sweep and then once a day: it adds the due-bucket members of records
+/// written without one (by a version of neardup before the due index, during
+/// a rolling upgrade) and drops stale members the sweeps never reach (those
+/// in buckets of creation while the collection has no retention).
+const WALK_EVERY: Duration = Duration::from_secs(24 * 3600);
+
 /// Documents written per pair of trips by a batch.
 const WRITE_PART: usize = 250;
 
@@ -198,6 +258,9 @@ pub struct RedisIndex {
     store_text: std::sync::atomic::AtomicBool,
     /// A reindex runs: writes wait (503) until it ends.
     paused: std::sync::atomic::AtomicBool,
+    /// When this node next walks every record instead of reading the due
+    /// index (`None`: at its next sweep); see [`WALK_EVERY`].
+    next_walk: std::sync::Mutex<Option<Instant>>,
 }
 
 /// A written document's parts, ready to send.
@@ -207,8 +270,19 @@ struct Staged {
     id: DocId,
     value: Vec<u8>,
     band_keys: Vec<u64>,
+    /// Its due bucket (kind, minute).
+    due: (Due, u64),
     /// The text to keep (zstd), when the collection stores texts.
     text: Option<Vec<u8>>,
+}
+
+/// What a retention sweep found: the expired records to delete, and the
+/// members to drop from due buckets (those of the deleted records are added
+/// as they are deleted).
+#[derive(Default)]
+struct Sweep {
+    expired: Vec<(RecordHead, (Due, u64))>,
+    drop: BTreeMap<(Due, u64), Vec<[u8; MEMBER]>>,
 }
 
 /// What a commit script said.
@@ -286,6 +360,7 @@ impl RedisIndex {
             documents: AtomicU64::new(0),
             store_text: std::sync::atomic::AtomicBool::new(false),
             paused: std::sync::atomic::AtomicBool::new(false),
+            next_walk: std::sync::Mutex::new(None),
         };
         this.refresh_count().await?;
         Ok(this)
@@ -353,10 +428,14 @@ impl RedisIndex {
 
     fn stage(&self, new: &NewDoc, created_ms: u64) -> Staged {
         let gen = new_gen();
-        let value = encode_record(
-            gen,
+        let (created_ms, expires_ms) = (
             new.created_ms.unwrap_or(created_ms),
             new.expires_ms.unwrap_or(0),
+        );
+        let value = encode_record(
+            gen,
+            created_ms,
+            expires_ms,
             new.id.as_str(),
             new.metadata.as_deref(),
             new.doc.shingles(),
@@ -367,6 +446,7 @@ impl RedisIndex {
             id: new.id.clone(),
             value,
             band_keys: self.engine.band_keys(new.doc.signature()),
+            due: due_of(created_ms, expires_ms),
             text: new
                 .text
                 .as_deref()
@@ -403,16 +483,40 @@ impl RedisIndex {
             .collect()
     }
 
-    async fn run_buckets(
+    /// `DUE_ADD` calls for `members` (one per due bucket).
+    fn due_add_calls(
         &self,
-        what: &str,
-        script: &'static Script,
-        calls: BTreeMap<String, Vec<Vec<u8>>>,
-    ) -> Result<(), BackendError> {
-        self.redis
-            .calls(what, Self::bucket_script_calls(script, calls))
-            .await
-            .map(drop)
+        members: impl IntoIterator<Item = ((Due, u64), [u8; MEMBER])>,
+    ) -> Vec<Call> {
+        let mut by_bucket: BTreeMap<(Due, u64), Vec<[u8; MEMBER]>> = BTreeMap::new();
+        for (bucket, m) in members {
+            by_bucket.entry(bucket).or_default().push(m);
+        }
+        by_bucket
+            .into_iter()
+            .map(|((due, minute), ms)| {
+                let keys = vec![self.keys.due_bucket(due, minute), self.keys.due_set(due)];
+                let args = vec![
+                    minute.to_string().into_bytes(),
+                    (minute * DUE_MINUTE_MS).to_string().into_bytes(),
+                    ms.concat(),
+                ];
+                script_call(&DUE_ADD, keys, args)
+            })
+            .collect()
+    }
+
+    /// `DUE_DROP` calls for the members of each due bucket in `drop`.
+    fn due_drop_calls(&self, drop: BTreeMap<(Due, u64), Vec<[u8; MEMBER]>>) -> Vec<Call> {
+        drop.into_iter()
+            .filter(|(_, ms)| !ms.is_empty())
+            .map(|((due, minute), ms)| {
+                let keys = vec![self.keys.due_bucket(due, minute), self.keys.due_set(due)];
+                let mut args = vec![minute.to_string().into_bytes()];
+                args.extend(ms.iter().map(|m| m.to_vec()));
+                script_call(&DUE_DROP, keys, args)
+            })
+            .collect()
     }
 
     /// `INCR` of the write counter, as a call.
@@ -552,6 +656,9 @@ impl RedisIndex {
             // created a document (corrected with the cleanup below), so the
             // count is exact once a write is answered, in 2 trips.
             let mut trip = Self::bucket_script_calls(&APPEND, calls);
+            trip.extend(
+                self.due_add_calls(staged.iter().map(|(_, s)| (s.due, member(s.iid, s.gen)))),
+            );
             trip.push(self.counter_call(staged.len() as i64));
             self.redis.calls("appending bucket entries", trip).await?;
             let commits: Vec<_> = staged
@@ -1047,8 +1154,9 @@ impl RedisIndex {
         };
         self.redis.trip("claiming an id", vec![claim]).await?;
         let calls = self.bucket_calls([(doc.iid, doc.gen, doc.band_keys.as_slice())]);
-        self.run_buckets("appending bucket entries", &APPEND, calls)
-            .await?;
+        let mut trip = Self::bucket_script_calls(&APPEND, calls);
+        trip.extend(self.due_add_calls([(doc.due, member(doc.iid, doc.gen))]));
+        self.redis.calls("appending bucket entries", trip).await?;
         // Trip 2: the buckets, after our own entries are in.
         let mut found = self.bucket_members(&doc.band_keys).await?;
         found.remove(&doc.iid);
@@ -1327,58 +1435,252 @@ impl RedisIndex {
         Ok((pairs, stats))
     }
 
+    /// Delete the expired records, each only if it is still the version
+    /// found expired (a replace since made it live again). A sweep reads
+    /// the due index: only the buckets whose minute can hold an expired
+    /// record, and the heads of their members' records; this node's first
+    /// sweep, and then one a day, walks every record instead (see
+    /// [`WALK_EVERY`]).
     pub async fn purge_expired(&self) -> Result<usize, BackendError> {
         if self.paused.load(Ordering::Relaxed) {
             return Ok(0);
         }
         let now = self.engine.now_ms();
+        let walk = self
+            .next_walk
+            .lock()
+            .expect("walk lock")
+            .is_none_or(|at| Instant::now() >= at);
+        let Sweep { expired, mut drop } = if walk {
+            let sweep = self.walk(now).await?;
+            *self.next_walk.lock().expect("walk lock") = Some(Instant::now() + WALK_EVERY);
+            sweep
+        } else {
+            self.due(now).await?
+        };
         let mut purged = 0;
-        for (id, gen) in self.expired(now).await? {
-            if let Some(old) = self.delete_record(&id, Some(gen)).await? {
-                let mut trip = self.removal_calls(&[(iid(&id), old)])?;
+        for (head, bucket) in expired {
+            let iid = iid(&head.id);
+            if let Some(old) = self.delete_record(&head.id, Some(head.gen)).await? {
+                let mut trip = self.removal_calls(&[(iid, old)])?;
                 trip.push(self.counter_call(-1));
                 trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
                 purged += 1;
             }
+            // Deleted here, by another node, or replaced since: its member
+            // is stale either way.
+            drop.entry(bucket).or_default().push(member(iid, head.gen));
+        }
+        let calls = self.due_drop_calls(drop);
+        if !calls.is_empty() {
+            self.redis
+                .calls("dropping due-index members", calls)
+                .await?;
         }
         Ok(purged)
     }
 
-    /// The (id, gen) of every expired record, read 500 at a time. Only each
-    /// record's head is read (`GETRANGE`: the header and the id, at most
-    /// [`HEAD_AND_ID`] bytes instead of the whole record with its shingles),
-    /// and its expiry is computed from the head: no shingles are decoded and
-    /// no signature recomputed. (The sweep still reads every record; see
-    /// docs/operations.md, Retention.)
-    async fn expired(&self, now: u64) -> Result<Vec<(String, u32)>, BackendError> {
-        let mut out = Vec::new();
-        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
-        for chunk in keys.chunks(500) {
-            let commands: Vec<_> = chunk
-                .iter()
-                .map(|key| {
-                    let key = key.clone();
-                    move |mut c: Conn| async move {
-                        let mut get = redis::cmd("GETRANGE");
-                        get.arg(key).arg(0).arg(HEAD_AND_ID - 1);
-                        get.query_async::<Vec<u8>>(&mut c).await
-                    }
-                })
-                .collect();
-            let values = self.redis.trip("reading record heads", commands).await?;
-            for (key, bytes) in chunk.iter().zip(values) {
-                // A key deleted since the scan reads as "".
-                if bytes.is_empty() {
-                    continue;
-                }
-                let head = decode_head(&bytes).map_err(|e| corrupt(key, e))?;
-                let own = (head.expires_ms != 0).then_some(head.expires_ms);
-                if !self.engine.is_live_at(head.created_ms, own, now) {
-                    out.push((head.id, head.gen));
+    /// What the due index says may have expired: the buckets of own
+    /// expiries up to now and, under a retention, the buckets of creation
+    /// up to now minus the retention; of their members, those whose record
+    /// is that version and has expired. Stale members of buckets past
+    /// [`STALE_GRACE_MINUTES`] are dropped; live ones stay.
+    async fn due(&self, now: u64) -> Result<Sweep, BackendError> {
+        let mut kinds = vec![(Due::Own, now)];
+        let ttl = self.ttl_ms();
+        if ttl != 0 {
+            kinds.push((Due::Created, now.saturating_sub(ttl)));
+        }
+        let mut buckets = Vec::new();
+        for (due, upto) in kinds {
+            let mut range = redis::cmd("ZRANGEBYSCORE");
+            range.arg(self.keys.due_set(due)).arg("-inf").arg(upto);
+            buckets.extend(self.due_minutes(due, range).await?);
+        }
+        let contents = self.read_due_buckets(&buckets).await?;
+        let mut iids: Vec<u64> = contents
+            .iter()
+            .flat_map(|ms| ms.iter().map(|&(i, _)| i))
+            .collect();
+        iids.sort_unstable();
+        iids.dedup();
+        let mut heads: HashMap<u64, RecordHead> = HashMap::with_capacity(iids.len());
+        for chunk in iids.chunks(500) {
+            let keys: Vec<String> = chunk.iter().map(|&i| self.keys.record(i)).collect();
+            for (&i, head) in chunk.iter().zip(self.read_heads(&keys).await?) {
+                if let Some(head) = head {
+                    heads.insert(i, head);
                 }
             }
         }
+        let now_minute = now / DUE_MINUTE_MS;
+        let bucket_count = buckets.len();
+        let mut sweep = Sweep::default();
+        let mut seen = std::collections::HashSet::new();
+        for (bucket, ms) in buckets.into_iter().zip(contents) {
+            for (i, gen) in ms {
+                if !seen.insert((i, gen)) {
+                    continue;
+                }
+                match heads.get(&i) {
+                    Some(head) if head.gen == gen => {
+                        let own = (head.expires_ms != 0).then_some(head.expires_ms);
+                        if !self.engine.is_live_at(head.created_ms, own, now) {
+                            sweep.expired.push((head.clone(), bucket));
+                        }
+                    }
+                    _ if bucket.1 + STALE_GRACE_MINUTES < now_minute => {
+                        sweep.drop.entry(bucket).or_default().push(member(i, gen));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        tracing::debug!(
+            keys = self.keys.base(),
+            buckets = bucket_count,
+            members = seen.len(),
+            records = heads.len(),
+            expired = sweep.expired.len(),
+            "due index read"
+        );
+        Ok(sweep)
+    }
+
+    /// Every record's head (what the sweep read before the due index, and
+    /// still reads at each node's first sweep and once a day): the expired
+    /// ones, the members live records lack (added here, so records written
+    /// by an older neardup are swept from now on) and the stale members of
+    /// every bucket past [`STALE_GRACE_MINUTES`].
+    async fn walk(&self, now: u64) -> Result<Sweep, BackendError> {
+        let mut sweep = Sweep::default();
+        // iid -> (gen, due bucket) of every live record.
+        let mut live: HashMap<u64, (u32, (Due, u64))> = HashMap::new();
+        let mut gens: HashMap<u64, u32> = HashMap::new();
+        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
+        for chunk in keys.chunks(500) {
+            for head in self.read_heads(chunk).await?.into_iter().flatten() {
+                let i = iid(&head.id);
+                let bucket = due_of(head.created_ms, head.expires_ms);
+                let own = (head.expires_ms != 0).then_some(head.expires_ms);
+                gens.insert(i, head.gen);
+                if self.engine.is_live_at(head.created_ms, own, now) {
+                    live.insert(i, (head.gen, bucket));
+                } else {
+                    sweep.expired.push((head, bucket));
+                }
+            }
+        }
+        let mut buckets = Vec::new();
+        for due in [Due::Own, Due::Created] {
+            let mut range = redis::cmd("ZRANGE");
+            range.arg(self.keys.due_set(due)).arg(0).arg(-1);
+            buckets.extend(self.due_minutes(due, range).await?);
+        }
+        let contents = self.read_due_buckets(&buckets).await?;
+        let now_minute = now / DUE_MINUTE_MS;
+        let mut indexed = std::collections::HashSet::new();
+        for (&bucket, ms) in buckets.iter().zip(&contents) {
+            for &(i, gen) in ms {
+                indexed.insert((i, gen));
+                let current = gens.get(&i) == Some(&gen);
+                if !current && bucket.1 + STALE_GRACE_MINUTES < now_minute {
+                    sweep.drop.entry(bucket).or_default().push(member(i, gen));
+                }
+            }
+        }
+        let missing: Vec<((Due, u64), [u8; MEMBER])> = live
+            .iter()
+            .filter(|(i, (gen, _))| !indexed.contains(&(**i, *gen)))
+            .map(|(&i, &(gen, bucket))| (bucket, member(i, gen)))
+            .collect();
+        for part in missing.chunks(SCAN_READ) {
+            self.redis
+                .calls(
+                    "indexing records by due time",
+                    self.due_add_calls(part.iter().copied()),
+                )
+                .await?;
+        }
+        tracing::info!(
+            keys = self.keys.base(),
+            records = keys.len(),
+            expired = sweep.expired.len(),
+            indexed = missing.len(),
+            stale = sweep.drop.values().map(Vec::len).sum::<usize>(),
+            "walked every record: expired ones go, members missing from the due index were added"
+        );
+        Ok(sweep)
+    }
+
+    /// The due buckets a `ZRANGE`/`ZRANGEBYSCORE` of `due`'s set names.
+    async fn due_minutes(
+        &self,
+        due: Due,
+        range: redis::Cmd,
+    ) -> Result<Vec<(Due, u64)>, BackendError> {
+        let minutes: Vec<String> = self.redis.one("reading the due index", range).await?;
+        minutes
+            .into_iter()
+            .map(|m| {
+                m.parse::<u64>()
+                    .map(|minute| (due, minute))
+                    .map_err(|e| corrupt(&self.keys.due_set(due), e))
+            })
+            .collect()
+    }
+
+    /// The members of each of `buckets` (empty for one gone meanwhile),
+    /// read 500 buckets a trip.
+    async fn read_due_buckets(
+        &self,
+        buckets: &[(Due, u64)],
+    ) -> Result<Vec<Vec<(u64, u32)>>, BackendError> {
+        let mut out = Vec::with_capacity(buckets.len());
+        for chunk in buckets.chunks(500) {
+            let commands: Vec<_> = chunk
+                .iter()
+                .map(|&(due, minute)| {
+                    let key = self.keys.due_bucket(due, minute);
+                    move |mut c: Conn| async move {
+                        let mut get = redis::cmd("GET");
+                        get.arg(key);
+                        get.query_async::<Option<Vec<u8>>>(&mut c).await
+                    }
+                })
+                .collect();
+            for value in self.redis.trip("reading due buckets", commands).await? {
+                out.push(members(&value.unwrap_or_default()).collect());
+            }
+        }
         Ok(out)
+    }
+
+    /// The heads of the records at `keys` (one trip: `GETRANGE` of the
+    /// header and the id, at most [`HEAD_AND_ID`] bytes, not the shingles);
+    /// `None` for a record gone meanwhile.
+    async fn read_heads(&self, keys: &[String]) -> Result<Vec<Option<RecordHead>>, BackendError> {
+        let commands: Vec<_> = keys
+            .iter()
+            .map(|key| {
+                let key = key.clone();
+                move |mut c: Conn| async move {
+                    let mut get = redis::cmd("GETRANGE");
+                    get.arg(key).arg(0).arg(HEAD_AND_ID - 1);
+                    get.query_async::<Vec<u8>>(&mut c).await
+                }
+            })
+            .collect();
+        let values = self.redis.trip("reading record heads", commands).await?;
+        keys.iter()
+            .zip(values)
+            // A missing key reads as "".
+            .map(|(key, bytes)| {
+                (!bytes.is_empty())
+                    .then(|| decode_head(&bytes).map_err(|e| corrupt(key, e)))
+                    .transpose()
+            })
+            .collect()
     }
 }

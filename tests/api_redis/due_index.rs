@@ -1,0 +1,218 @@
+//! The retention sweep on the redis backend reads the due index (records
+//! by the minute they are due), not every record: its work follows what can
+//! have expired, not the size of the collection. Records written without a
+//! due entry (by a neardup from before the index) are found by each node's
+//! first sweep, which walks every record once.
+
+use crate::helpers::*;
+use neardup::engine::ManualClock;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A distinct non-ASCII text per `i` (news typography, accented names).
+fn text(i: usize) -> String {
+    format!(
+        "Le conseil d’Élodie Müller № {i} a voté “oui” à {} contre {} pour la rénovation du quai — coût £{}",
+        i * 7 % 101,
+        i * 13 % 97,
+        i * 31 % 1009
+    )
+}
+
+async fn post_batch(app: &TestApp, docs: Vec<Value>) {
+    for part in docs.chunks(500) {
+        let resp = app
+            .post_json("/documents/batch", &json!({ "documents": part }))
+            .await;
+        assert_eq!(resp.status(), 200, "{}", resp.text().await.unwrap());
+    }
+}
+
+/// `neardup_redis_commands_total` of one node.
+async fn commands(app: &TestApp, base: &str) -> u64 {
+    let body = app
+        .client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    body.lines()
+        .find_map(|l| l.strip_prefix("neardup_redis_commands_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no neardup_redis_commands_total in /metrics"))
+}
+
+async fn both_nodes_commands(app: &TestApp) -> u64 {
+    commands(app, &app.base).await + commands(app, &app.read_base).await
+}
+
+async fn prefix(app: &TestApp) -> String {
+    app.stats().await["storage"]["key_prefix"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// Poll `/stats` (through the reading node) until it counts `n` documents.
+async fn wait_for_documents(app: &TestApp, n: u64, what: &str) {
+    for _ in 0..200 {
+        if app.stats().await["documents"] == n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!(
+        "{what}: {} documents, not {n}",
+        app.stats().await["documents"]
+    );
+}
+
+/// Each node's first sweep (one purge interval, 1 s, after it starts) walks
+/// every record; wait until both have, so the tests see the due index at work.
+async fn let_the_first_walks_pass() {
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+}
+
+fn due_keys(prefix: &str, kind: &str) -> Vec<String> {
+    shared_cluster()
+        .keys(&format!("{{{prefix}:default}}:x:{kind}*"))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_sweep_reads_the_records_that_can_have_expired_not_every_record() {
+    let clock = Arc::new(ManualClock::default());
+    let mut settings = test_settings();
+    settings.retention.ttl_secs = Some(3600);
+    settings.storage.purge_interval_secs = 1;
+    let app = spawn_app_with_clock(settings, clock.clone()).await;
+    let prefix = prefix(&app).await;
+    let_the_first_walks_pass().await;
+    // 2,000 documents due an hour after their creation, 20 due in 5 minutes
+    // by their own expiry.
+    let mut docs: Vec<Value> = (0..2000)
+        .map(|i| json!({"id": format!("d{i}"), "text": text(i)}))
+        .collect();
+    docs.extend(
+        (0..20)
+            .map(|i| json!({"id": format!("soon-{i}"), "text": text(5000 + i), "ttl_secs": 300})),
+    );
+    post_batch(&app, docs).await;
+    assert_eq!(app.stats().await["documents"], 2020);
+    assert_eq!(
+        due_keys(&prefix, "e:").len(),
+        1,
+        "one minute of own expiries"
+    );
+    assert!(!due_keys(&prefix, "c:").is_empty());
+    // Idle sweeps, both nodes, one a second each. The other commands in
+    // these 3 s (the catalog watch, the document count) are ~140; one sweep
+    // that read every record would send 2,020 reads on its own.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let before = both_nodes_commands(&app).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle = both_nodes_commands(&app).await - before;
+    assert!(
+        idle < 2020,
+        "{idle} commands in 3 s of sweeps with nothing due"
+    );
+    // Own expiries due: those 20 go, and their bucket with them.
+    clock.advance(Duration::from_secs(6 * 60));
+    wait_for_documents(&app, 2000, "after the own expiries").await;
+    for _ in 0..100 {
+        if due_keys(&prefix, "e").is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(due_keys(&prefix, "e"), Vec::<String>::new());
+    assert_problem(app.get("/documents/soon-3").await, 404).await;
+    assert_eq!(app.get("/documents/d3").await.status(), 200);
+    // A replaced document is due from its new creation, not its old one.
+    clock.advance(Duration::from_secs(30 * 60));
+    let resp = app
+        .put_json("/documents/d7", &json!({"text": text(7000)}))
+        .await;
+    assert_eq!(resp.status(), 200);
+    // The retention passes for the first 2,000: all go but the replaced
+    // one, and every due key with them except the replaced one's minute.
+    clock.advance(Duration::from_secs(40 * 60));
+    wait_for_documents(&app, 1, "after the retention").await;
+    assert_eq!(app.get("/documents/d7").await.status(), 200);
+    assert_problem(app.get("/documents/d8").await, 404).await;
+    let records = shared_cluster()
+        .keys(&format!("{prefix}:default:r:*"))
+        .unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    // The old version of d7 is a stale member of the first minute's bucket,
+    // dropped with the others: only the new version's bucket is left.
+    for _ in 0..100 {
+        if due_keys(&prefix, "c:").len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = due_keys(&prefix, "c:");
+    assert_eq!(left.len(), 1, "{left:?}");
+    let len = shared_cluster().command(&["STRLEN", &left[0]]).unwrap();
+    assert_eq!(len.trim(), "12", "one member: d7's new version");
+    // Past its own retention, d7 goes too, and the index is empty.
+    clock.advance(Duration::from_secs(3600));
+    wait_for_documents(&app, 0, "after d7's retention").await;
+    for _ in 0..100 {
+        if due_keys(&prefix, "").is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(due_keys(&prefix, ""), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn records_without_a_due_entry_are_found_by_a_new_nodes_first_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::default());
+    let mut settings = test_settings();
+    settings.storage.data_dir = dir.path().to_owned();
+    settings.storage.purge_interval_secs = 1;
+    let app = spawn_app_with_clock(settings.clone(), clock.clone()).await;
+    let prefix = prefix(&app).await;
+    let_the_first_walks_pass().await;
+    let docs: Vec<Value> = (0..60)
+        .map(|i| {
+            let mut d = json!({"id": format!("n{i}"), "text": text(i)});
+            if i % 2 == 0 {
+                d["ttl_secs"] = json!(120);
+            }
+            d
+        })
+        .collect();
+    post_batch(&app, docs).await;
+    // As a neardup from before the due index would have left them.
+    let mut del = vec!["DEL"];
+    let keys = due_keys(&prefix, "");
+    assert_eq!(keys.len(), 4, "a set and a bucket of each kind: {keys:?}");
+    del.extend(keys.iter().map(String::as_str));
+    assert_eq!(shared_cluster().command(&del).unwrap().trim(), "4");
+    // Due, but the running nodes read the (empty) index: nothing goes.
+    clock.advance(Duration::from_secs(300));
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(app.stats().await["documents"], 60);
+    // A node that starts walks every record at its first sweep: the 30
+    // expired ones go and the 30 others are indexed.
+    // (Its own data directory; the same key prefix, so the same data.)
+    let mut third = on_redis(settings);
+    let other_dir = tempfile::tempdir().unwrap();
+    third.storage.data_dir = other_dir.path().to_owned();
+    let node = spawn_app_with_clock(third, clock.clone()).await;
+    wait_for_documents(&node, 30, "after the new node's walk").await;
+    let buckets = due_keys(&prefix, "c:");
+    assert_eq!(buckets.len(), 1, "{buckets:?}");
+    let len = shared_cluster().command(&["STRLEN", &buckets[0]]).unwrap();
+    assert_eq!(len.trim(), (30 * 12).to_string());
+    assert_eq!(due_keys(&prefix, "e"), Vec::<String>::new());
+}
