@@ -16,30 +16,13 @@ QUERIES="${QUERIES:-20000}"
 OUT="${OUT:-target/redis-bench}"
 mkdir -p "$OUT"
 cargo build --release --quiet --bin neardup --example loadgen --example redis_cluster
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    exec 3>&- 2>/dev/null || true
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-fifo="$OUT/cluster.in"
-rm -f "$fifo" && mkfifo "$fifo"
-target/release/examples/redis_cluster 3 0 <"$fifo" >"$OUT/cluster.out" 2>&1 &
-pids+=($!)
-exec 3>"$fifo"
-for _ in $(seq 1 300); do grep -q '^nodes ' "$OUT/cluster.out" 2>/dev/null && break; sleep 0.1; done
-read -r -a urls <<<"$(sed -n 's/^nodes //p' "$OUT/cluster.out")"
-ports=(); for u in "${urls[@]}"; do ports+=("${u##*:}"); done
-nodes_json=$(printf '"%s",' "${urls[@]}"); nodes_json="[${nodes_json%,}]"
-used() { local t=0; for p in "${ports[@]}"; do
-    t=$((t + $(redis-cli -p "$p" INFO memory | tr -d '\r' | sed -n 's/^used_memory://p'))); done; echo "$t"; }
+# shellcheck source=scripts/redis-cluster.sh
+source scripts/redis-cluster.sh
 
 start() { # NAME PORT ENV... -> sets pid
     local name=$1 port=$2; shift 2
     local dir; dir=$(mktemp -d "${TMPDIR:-/tmp}/neardup-rb.XXXXXX")
+    dirs+=("$dir")
     env NEARDUP_SERVER__BIND="127.0.0.1:$port" NEARDUP_STORAGE__DATA_DIR="$dir" \
         NEARDUP_STORAGE__SNAPSHOT_INTERVAL_SECS=0 NEARDUP_STORAGE__WAL_FSYNC=never \
         NEARDUP_LOG__LEVEL=warn "$@" target/release/neardup >"$OUT/$name.log" 2>&1 &

@@ -83,6 +83,19 @@ fn due_keys(prefix: &str, kind: &str) -> Vec<String> {
         .unwrap()
 }
 
+/// The due keys of `kind` once there are `n` of them (a sweep drops them
+/// just after it deleted their records), or as they are after 5 s.
+async fn due_keys_when(prefix: &str, kind: &str, n: usize) -> Vec<String> {
+    for _ in 0..100 {
+        let keys = due_keys(prefix, kind);
+        if keys.len() == n {
+            return keys;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    due_keys(prefix, kind)
+}
+
 #[tokio::test]
 async fn a_sweep_reads_the_records_that_can_have_expired_not_every_record() {
     let clock = Arc::new(ManualClock::default());
@@ -123,13 +136,7 @@ async fn a_sweep_reads_the_records_that_can_have_expired_not_every_record() {
     // Own expiries due: those 20 go, and their bucket with them.
     clock.advance(Duration::from_secs(6 * 60));
     wait_for_documents(&app, 2000, "after the own expiries").await;
-    for _ in 0..100 {
-        if due_keys(&prefix, "e").is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(due_keys(&prefix, "e"), Vec::<String>::new());
+    assert_eq!(due_keys_when(&prefix, "e", 0).await, Vec::<String>::new());
     assert_problem(app.get("/documents/soon-3").await, 404).await;
     assert_eq!(app.get("/documents/d3").await.status(), 200);
     // A replaced document is due from its new creation, not its old one.
@@ -150,26 +157,14 @@ async fn a_sweep_reads_the_records_that_can_have_expired_not_every_record() {
     assert_eq!(records.len(), 1, "{records:?}");
     // The old version of d7 is a stale member of the first minute's bucket,
     // dropped with the others: only the new version's bucket is left.
-    for _ in 0..100 {
-        if due_keys(&prefix, "c:").len() == 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let left = due_keys(&prefix, "c:");
+    let left = due_keys_when(&prefix, "c:", 1).await;
     assert_eq!(left.len(), 1, "{left:?}");
     let len = shared_cluster().command(&["STRLEN", &left[0]]).unwrap();
     assert_eq!(len.trim(), "12", "one member: d7's new version");
     // Past its own retention, d7 goes too, and the index is empty.
     clock.advance(Duration::from_secs(3600));
     wait_for_documents(&app, 0, "after d7's retention").await;
-    for _ in 0..100 {
-        if due_keys(&prefix, "").is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(due_keys(&prefix, ""), Vec::<String>::new());
+    assert_eq!(due_keys_when(&prefix, "", 0).await, Vec::<String>::new());
 }
 
 #[tokio::test]
