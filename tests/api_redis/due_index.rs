@@ -211,3 +211,53 @@ async fn records_without_a_due_entry_are_found_by_a_new_nodes_first_sweep() {
     assert_eq!(len.trim(), (30 * 12).to_string());
     assert_eq!(due_keys(&prefix, "e"), Vec::<String>::new());
 }
+
+#[tokio::test]
+async fn a_due_bucket_keeps_its_live_members_while_the_others_expire() {
+    use neardup::engine::Clock;
+    let clock = Arc::new(ManualClock::default());
+    let mut settings = test_settings();
+    settings.storage.purge_interval_secs = 1;
+    let app = spawn_app_with_clock(settings, clock.clone()).await;
+    let prefix = prefix(&app).await;
+    let_the_first_walks_pass().await;
+    // One minute, ten minutes ahead: 10 documents expire at its 10th
+    // second, 10 at its 40th; one due bucket holds all 20.
+    let minute_ms = (clock.now_ms() / 60_000 + 10) * 60_000;
+    let at = |secs: u64| neardup::http::dto::format_time(minute_ms + secs * 1000);
+    let docs: Vec<Value> = (0..20)
+        .map(|i| {
+            let (name, secs) = if i < 10 { ("early", 10) } else { ("late", 40) };
+            json!({"id": format!("{name}-{i}"), "text": text(i), "expires_at": at(secs)})
+        })
+        .collect();
+    post_batch(&app, docs).await;
+    let bucket = due_keys(&prefix, "e:");
+    assert_eq!(bucket.len(), 1, "{bucket:?}");
+    let strlen = || {
+        shared_cluster()
+            .command(&["STRLEN", &bucket[0]])
+            .unwrap()
+            .trim()
+            .parse::<usize>()
+            .unwrap()
+    };
+    assert_eq!(strlen(), 20 * 12);
+    // Between the two: the early ones go; the late ones stay, and so do
+    // their members (the bucket is rewritten, not dropped).
+    clock.advance(Duration::from_millis(minute_ms + 20_000 - clock.now_ms()));
+    wait_for_documents(&app, 10, "between the two expiries").await;
+    for _ in 0..100 {
+        if strlen() == 10 * 12 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(strlen(), 10 * 12);
+    assert_eq!(app.get("/documents/late-15").await.status(), 200);
+    assert_problem(app.get("/documents/early-5").await, 404).await;
+    // After the second: the bucket and its set go.
+    clock.advance(Duration::from_secs(30));
+    wait_for_documents(&app, 0, "after both expiries").await;
+    assert_eq!(due_keys_when(&prefix, "", 0).await, Vec::<String>::new());
+}

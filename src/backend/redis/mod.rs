@@ -165,27 +165,38 @@ return 1
 
 /// Drop members from a due bucket (every copy of each); an emptied or
 /// missing bucket leaves its sorted set. `KEYS[1]` the bucket, `KEYS[2]`
-/// the set; `ARGV[1]` the bucket's minute, `ARGV[2..]` the members.
+/// the set; `ARGV[1]` the bucket's minute, `ARGV[2]` the bucket as the
+/// caller read it ('' if it did not), `ARGV[3]` what the caller keeps of
+/// that (its members less the dropped ones, in order), `ARGV[4]` the
+/// members to drop, concatenated. A bucket only grows at its end (`APPEND`)
+/// between rewrites, so while it still starts with what was read that part
+/// is replaced by what is kept: string operations, however large the bucket.
+/// Otherwise (another sweep rewrote it meanwhile) it is rebuilt member by
+/// member without the dropped ones.
 static DUE_DROP: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local cur = redis.call('GET', KEYS[1])
+local out
 if not cur then
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  return 0
+  out = ''
+elseif #ARGV[2] > 0 and string.sub(cur, 1, #ARGV[2]) == ARGV[2] then
+  out = ARGV[3] .. string.sub(cur, #ARGV[2] + 1)
+else
+  local drop = {}
+  for j = 1, #ARGV[4], 12 do drop[string.sub(ARGV[4], j, j + 11)] = true end
+  local keep = {}
+  for j = 1, #cur, 12 do
+    local m = string.sub(cur, j, j + 11)
+    if not drop[m] then keep[#keep + 1] = m end
+  end
+  out = table.concat(keep)
 end
-local drop = {}
-for i = 2, #ARGV do drop[ARGV[i]] = true end
-local keep = {}
-for j = 1, #cur, 12 do
-  local m = string.sub(cur, j, j + 11)
-  if not drop[m] then keep[#keep + 1] = m end
-end
-if #keep == 0 then
+if #out == 0 then
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[2], ARGV[1])
-elseif #keep * 12 < #cur then
-  redis.call('SET', KEYS[1], table.concat(keep))
+elseif #out < #cur then
+  redis.call('SET', KEYS[1], out)
 end
 return 1
 ",
@@ -278,11 +289,12 @@ struct Staged {
 
 /// What a retention sweep found: the expired records to delete, and the
 /// members to drop from due buckets (those of the deleted records are added
-/// as they are deleted).
+/// as they are deleted), with each bucket as it read it.
 #[derive(Default)]
 struct Sweep {
     expired: Vec<(RecordHead, (Due, u64))>,
     drop: BTreeMap<(Due, u64), Vec<[u8; MEMBER]>>,
+    read: HashMap<(Due, u64), Vec<u8>>,
 }
 
 /// What a commit script said.
@@ -506,14 +518,28 @@ impl RedisIndex {
             .collect()
     }
 
-    /// `DUE_DROP` calls for the members of each due bucket in `drop`.
-    fn due_drop_calls(&self, drop: BTreeMap<(Due, u64), Vec<[u8; MEMBER]>>) -> Vec<Call> {
+    /// `DUE_DROP` calls for the members of each due bucket in `drop`, with
+    /// the bucket as the sweep `read` it and what it keeps of that.
+    fn due_drop_calls(
+        &self,
+        drop: BTreeMap<(Due, u64), Vec<[u8; MEMBER]>>,
+        read: &HashMap<(Due, u64), Vec<u8>>,
+    ) -> Vec<Call> {
         drop.into_iter()
             .filter(|(_, ms)| !ms.is_empty())
             .map(|((due, minute), ms)| {
                 let keys = vec![self.keys.due_bucket(due, minute), self.keys.due_set(due)];
-                let mut args = vec![minute.to_string().into_bytes()];
-                args.extend(ms.iter().map(|m| m.to_vec()));
+                let read = read.get(&(due, minute)).cloned().unwrap_or_default();
+                let dropped: std::collections::HashSet<&[u8; MEMBER]> = ms.iter().collect();
+                let kept: Vec<u8> = read
+                    .chunks_exact(MEMBER)
+                    .filter(|m| {
+                        !dropped.contains(&<&[u8; MEMBER]>::try_from(*m).expect("a member"))
+                    })
+                    .flatten()
+                    .copied()
+                    .collect();
+                let args = vec![minute.to_string().into_bytes(), read, kept, ms.concat()];
                 script_call(&DUE_DROP, keys, args)
             })
             .collect()
@@ -1440,7 +1466,7 @@ impl RedisIndex {
     /// the due index: only the buckets whose minute can hold an expired
     /// record, and the heads of their members' records; this node's first
     /// sweep, and then one a day, walks every record instead (see
-    /// [`WALK_EVERY`]).
+    /// `WALK_EVERY`).
     pub async fn purge_expired(&self) -> Result<usize, BackendError> {
         if self.paused.load(Ordering::Relaxed) {
             return Ok(0);
@@ -1451,7 +1477,11 @@ impl RedisIndex {
             .lock()
             .expect("walk lock")
             .is_none_or(|at| Instant::now() >= at);
-        let Sweep { expired, mut drop } = if walk {
+        let Sweep {
+            expired,
+            mut drop,
+            read,
+        } = if walk {
             let sweep = self.walk(now).await?;
             *self.next_walk.lock().expect("walk lock") = Some(Instant::now() + WALK_EVERY);
             sweep
@@ -1472,7 +1502,7 @@ impl RedisIndex {
             // is stale either way.
             drop.entry(bucket).or_default().push(member(iid, head.gen));
         }
-        let calls = self.due_drop_calls(drop);
+        let calls = self.due_drop_calls(drop, &read);
         if !calls.is_empty() {
             self.redis
                 .calls("dropping due-index members", calls)
@@ -1501,7 +1531,7 @@ impl RedisIndex {
         let contents = self.read_due_buckets(&buckets).await?;
         let mut iids: Vec<u64> = contents
             .iter()
-            .flat_map(|ms| ms.iter().map(|&(i, _)| i))
+            .flat_map(|bytes| members(bytes).map(|(i, _)| i))
             .collect();
         iids.sort_unstable();
         iids.dedup();
@@ -1518,8 +1548,8 @@ impl RedisIndex {
         let bucket_count = buckets.len();
         let mut sweep = Sweep::default();
         let mut seen = std::collections::HashSet::new();
-        for (bucket, ms) in buckets.into_iter().zip(contents) {
-            for (i, gen) in ms {
+        for (bucket, bytes) in buckets.into_iter().zip(contents) {
+            for (i, gen) in members(&bytes) {
                 if !seen.insert((i, gen)) {
                     continue;
                 }
@@ -1536,6 +1566,7 @@ impl RedisIndex {
                     _ => {}
                 }
             }
+            sweep.read.insert(bucket, bytes);
         }
         tracing::debug!(
             keys = self.keys.base(),
@@ -1581,14 +1612,15 @@ impl RedisIndex {
         let contents = self.read_due_buckets(&buckets).await?;
         let now_minute = now / DUE_MINUTE_MS;
         let mut indexed = std::collections::HashSet::new();
-        for (&bucket, ms) in buckets.iter().zip(&contents) {
-            for &(i, gen) in ms {
+        for (bucket, bytes) in buckets.into_iter().zip(contents) {
+            for (i, gen) in members(&bytes) {
                 indexed.insert((i, gen));
                 let current = gens.get(&i) == Some(&gen);
                 if !current && bucket.1 + STALE_GRACE_MINUTES < now_minute {
                     sweep.drop.entry(bucket).or_default().push(member(i, gen));
                 }
             }
+            sweep.read.insert(bucket, bytes);
         }
         let missing: Vec<((Due, u64), [u8; MEMBER])> = live
             .iter()
@@ -1631,12 +1663,9 @@ impl RedisIndex {
             .collect()
     }
 
-    /// The members of each of `buckets` (empty for one gone meanwhile),
-    /// read 500 buckets a trip.
-    async fn read_due_buckets(
-        &self,
-        buckets: &[(Due, u64)],
-    ) -> Result<Vec<Vec<(u64, u32)>>, BackendError> {
+    /// Each of `buckets` as stored (its members, concatenated; empty for
+    /// one gone meanwhile), read 500 buckets a trip.
+    async fn read_due_buckets(&self, buckets: &[(Due, u64)]) -> Result<Vec<Vec<u8>>, BackendError> {
         let mut out = Vec::with_capacity(buckets.len());
         for chunk in buckets.chunks(500) {
             let commands: Vec<_> = chunk
@@ -1651,7 +1680,7 @@ impl RedisIndex {
                 })
                 .collect();
             for value in self.redis.trip("reading due buckets", commands).await? {
-                out.push(members(&value.unwrap_or_default()).collect());
+                out.push(value.unwrap_or_default());
             }
         }
         Ok(out)
@@ -1682,5 +1711,101 @@ impl RedisIndex {
                     .transpose()
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EngineParams;
+    use crate::testkit::redis_cluster::RedisCluster;
+
+    async fn bucket(index: &RedisIndex, b: (Due, u64)) -> Option<Vec<u8>> {
+        let mut get = redis::cmd("GET");
+        get.arg(index.keys.due_bucket(b.0, b.1));
+        index.redis.one("test", get).await.unwrap()
+    }
+
+    async fn minutes(index: &RedisIndex, due: Due) -> Vec<String> {
+        let mut range = redis::cmd("ZRANGE");
+        range.arg(index.keys.due_set(due)).arg(0).arg(-1);
+        index.redis.one("test", range).await.unwrap()
+    }
+
+    async fn add(index: &RedisIndex, b: (Due, u64), ms: &[[u8; MEMBER]]) {
+        let calls = index.due_add_calls(ms.iter().map(|m| (b, *m)));
+        index.redis.calls("test", calls).await.unwrap();
+    }
+
+    async fn drop_members(
+        index: &RedisIndex,
+        b: (Due, u64),
+        read: Option<Vec<u8>>,
+        ms: &[[u8; MEMBER]],
+    ) {
+        let read: HashMap<(Due, u64), Vec<u8>> = read.map(|r| (b, r)).into_iter().collect();
+        let calls = index.due_drop_calls(BTreeMap::from([(b, ms.to_vec())]), &read);
+        index.redis.calls("test", calls).await.unwrap();
+    }
+
+    /// The due-bucket scripts on a real Redis: a rewrite of what the sweep
+    /// read keeps what was appended since; a bucket another sweep rewrote
+    /// meanwhile is rebuilt member by member; every copy of a member goes;
+    /// an emptied or missing bucket leaves its sorted set.
+    #[tokio::test]
+    async fn due_buckets_drop_exactly_the_members_they_are_told_to() {
+        if !RedisCluster::available() {
+            eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+            return;
+        }
+        let server = RedisCluster::start_single().expect("redis starts");
+        let settings = crate::config::RedisSettings {
+            nodes: server.urls(),
+            key_prefix: "unit".into(),
+            ..Default::default()
+        };
+        let engine = Arc::new(Engine::new(EngineParams::default().validate().unwrap()));
+        let index = RedisIndex::open(engine, Arc::new(Redis::new(settings)), "actualités")
+            .await
+            .unwrap();
+        let [a, b, c, d] = [1u64, 2, 3, 4].map(|i| member(i << 40 | 0xabc, 7));
+        let one = (Due::Own, 28_000_000);
+        let other = (Due::Own, 28_000_001);
+        add(&index, one, &[a, b, c]).await;
+        add(&index, other, &[a]).await;
+        assert_eq!(minutes(&index, Due::Own).await, ["28000000", "28000001"]);
+        assert_eq!(bucket(&index, one).await, Some([a, b, c].concat()));
+
+        // Read a b c; d appended since; a dropped: b c d.
+        let read = bucket(&index, one).await;
+        add(&index, one, &[d]).await;
+        drop_members(&index, one, read, &[a]).await;
+        assert_eq!(bucket(&index, one).await, Some([b, c, d].concat()));
+
+        // Read b c d; another sweep drops b meanwhile; c dropped: d.
+        let read = bucket(&index, one).await;
+        drop_members(&index, one, None, &[b]).await;
+        assert_eq!(bucket(&index, one).await, Some([c, d].concat()));
+        drop_members(&index, one, read, &[c]).await;
+        assert_eq!(bucket(&index, one).await, Some(d.to_vec()));
+
+        // Every copy of a member goes (a write and a walk may both add it).
+        add(&index, one, &[d, a, d]).await;
+        let read = bucket(&index, one).await;
+        drop_members(&index, one, read, &[d]).await;
+        assert_eq!(bucket(&index, one).await, Some(a.to_vec()));
+
+        // Emptied: the bucket and its minute go, the other minute stays.
+        let read = bucket(&index, one).await;
+        drop_members(&index, one, read, &[a]).await;
+        assert_eq!(bucket(&index, one).await, None);
+        assert_eq!(minutes(&index, Due::Own).await, ["28000001"]);
+
+        // Missing (deleted meanwhile): its minute goes all the same.
+        let mut del = redis::cmd("DEL");
+        del.arg(index.keys.due_bucket(other.0, other.1));
+        let _: i64 = index.redis.one("test", del).await.unwrap();
+        drop_members(&index, other, None, &[a]).await;
+        assert!(minutes(&index, Due::Own).await.is_empty());
     }
 }
