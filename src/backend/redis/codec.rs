@@ -142,11 +142,15 @@ pub const DUE_MINUTE_MS: u64 = 60_000;
 /// The due bucket of a record created at `created_ms` with its own expiry
 /// `expires_ms` (0: none): its kind and minute.
 pub fn due_of(created_ms: u64, expires_ms: u64) -> (Due, u64) {
-    if expires_ms != 0 {
-        (Due::Own, expires_ms / DUE_MINUTE_MS)
-    } else {
-        (Due::Created, created_ms / DUE_MINUTE_MS)
+    match own_expiry(expires_ms) {
+        Some(at) => (Due::Own, at / DUE_MINUTE_MS),
+        None => (Due::Created, created_ms / DUE_MINUTE_MS),
     }
+}
+
+/// A record's `expires_ms` as the engine's own expiry (0 in the record: none).
+pub fn own_expiry(expires_ms: u64) -> Option<u64> {
+    (expires_ms != 0).then_some(expires_ms)
 }
 
 impl Due {

@@ -26,8 +26,8 @@ use crate::engine::{
     ScanStats, Stamp, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use codec::{
-    decode_head, decode_record, due_of, encode_record, iid, member, members, Due, Keys, RecordHead,
-    StoredRecord, DUE_MINUTE_MS, HEAD_AND_ID, MEMBER,
+    decode_head, decode_record, due_of, encode_record, iid, member, members, own_expiry, Due, Keys,
+    RecordHead, StoredRecord, DUE_MINUTE_MS, HEAD_AND_ID, MEMBER,
 };
 pub use conn::{call, script_call, Call, Conn, Redis, RedisCounters, Script};
 use std::collections::{BTreeMap, HashMap};
@@ -797,7 +797,7 @@ impl RedisIndex {
             .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
         let stamp = Stamp {
             created_ms: s.created_ms,
-            expires_ms: (s.expires_ms != 0).then_some(s.expires_ms),
+            expires_ms: own_expiry(s.expires_ms),
         };
         Ok(Arc::new(self.engine.record_of(
             id,
@@ -1555,7 +1555,7 @@ impl RedisIndex {
                 }
                 match heads.get(&i) {
                     Some(head) if head.gen == gen => {
-                        let own = (head.expires_ms != 0).then_some(head.expires_ms);
+                        let own = own_expiry(head.expires_ms);
                         if !self.engine.is_live_at(head.created_ms, own, now) {
                             sweep.expired.push((head.clone(), bucket));
                         }
@@ -1594,7 +1594,7 @@ impl RedisIndex {
             for head in self.read_heads(chunk).await?.into_iter().flatten() {
                 let i = iid(&head.id);
                 let bucket = due_of(head.created_ms, head.expires_ms);
-                let own = (head.expires_ms != 0).then_some(head.expires_ms);
+                let own = own_expiry(head.expires_ms);
                 gens.insert(i, head.gen);
                 if self.engine.is_live_at(head.created_ms, own, now) {
                     live.insert(i, (head.gen, bucket));
