@@ -19,6 +19,11 @@ def load(name: str) -> dict:
     return json.loads(p.read_text())
 
 
+def lower_median(items, key=lambda x: x):
+    """The median of `items` by `key`: the lower middle of an even count."""
+    return sorted(items, key=key)[(len(items) - 1) // 2]
+
+
 def rounds(name: str, rate=lambda r: r["docs_per_s"]) -> dict:
     """Every round of a repeated measurement (one JSON object a line); the
     median one (the lower middle of an even count), with every round's rate
@@ -27,8 +32,7 @@ def rounds(name: str, rate=lambda r: r["docs_per_s"]) -> dict:
     if not p.exists():
         sys.exit(f"summarize: {p} is missing (a phase of scripts/bench.sh did not finish)")
     runs = [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
-    ordered = sorted(runs, key=rate)
-    median = dict(ordered[(len(ordered) - 1) // 2])
+    median = dict(lower_median(runs, key=rate))
     median["rounds_docs_per_s"] = [rate(r) for r in runs]
     return median
 
@@ -89,7 +93,7 @@ def wrk_rounds() -> tuple[dict, dict, list[float], dict]:
     if not runs["similar"] or len(runs["similar"]) != len(runs["healthz"]):
         sys.exit("summarize: the query rounds of /similar and /healthz do not pair up")
     ratios = [rate(s) / rate(h) for s, h in zip(runs["similar"], runs["healthz"])]
-    mid = sorted(range(len(ratios)), key=lambda i: ratios[i])[(len(ratios) - 1) // 2]
+    mid = lower_median(range(len(ratios)), key=lambda i: ratios[i])
     return runs["similar"][mid], runs["healthz"][mid], ratios, runs
 
 
@@ -111,7 +115,7 @@ if all("server_cpu_s" in w for ws in wrk_runs.values() for w in ws):
         + ", ".join(f"{cpu_us(w):.1f}" for w in wrk_runs["similar"])
         + "; /healthz " + ", ".join(f"{cpu_us(w):.1f}" for w in wrk_runs["healthz"])
         + "; /healthz ÷ /similar " + ", ".join(f"{r:.3f}" for r in cpu_ratios)
-        + f" (median {sorted(cpu_ratios)[(len(cpu_ratios) - 1) // 2]:.3f}). wrk takes CPU from the same two"
+        + f" (median {lower_median(cpu_ratios):.3f}). wrk takes CPU from the same two"
         " cores, so this is the server's own cost of the route; the target is the req/s ratio above.",
     ]
 
