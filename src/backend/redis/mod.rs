@@ -214,6 +214,12 @@ return 1
 /// then found by the next full walk, and is hidden once expired anyway).
 const STALE_GRACE_MINUTES: u64 = 10;
 
+/// Whether a stale member of the due bucket of `minute` may be dropped at
+/// `now` (see [`STALE_GRACE_MINUTES`]).
+fn past_grace(minute: u64, now: u64) -> bool {
+    minute + STALE_GRACE_MINUTES < now / DUE_MINUTE_MS
+}
+
 /// Every node walks all of a collection's records (their heads) at its first
 /// sweep and then once a day: it adds the due-bucket members of records
 /// written without one (by a version of neardup before the due index, during
@@ -1544,7 +1550,6 @@ impl RedisIndex {
                 }
             }
         }
-        let now_minute = now / DUE_MINUTE_MS;
         let bucket_count = buckets.len();
         let mut sweep = Sweep::default();
         let mut seen = std::collections::HashSet::new();
@@ -1553,17 +1558,16 @@ impl RedisIndex {
                 if !seen.insert((i, gen)) {
                     continue;
                 }
-                match heads.get(&i) {
-                    Some(head) if head.gen == gen => {
-                        let own = own_expiry(head.expires_ms);
-                        if !self.engine.is_live_at(head.created_ms, own, now) {
-                            sweep.expired.push((head.clone(), bucket));
-                        }
+                // The member's own version, if its record still is it.
+                match heads.get(&i).filter(|head| head.gen == gen) {
+                    Some(head) if !self.head_is_live(head, now) => {
+                        sweep.expired.push((head.clone(), bucket));
                     }
-                    _ if bucket.1 + STALE_GRACE_MINUTES < now_minute => {
+                    Some(_) => {} // live: it stays
+                    None if past_grace(bucket.1, now) => {
                         sweep.drop.entry(bucket).or_default().push(member(i, gen));
                     }
-                    _ => {}
+                    None => {}
                 }
             }
             sweep.read.insert(bucket, bytes);
@@ -1586,19 +1590,16 @@ impl RedisIndex {
     /// every bucket past [`STALE_GRACE_MINUTES`].
     async fn walk(&self, now: u64) -> Result<Sweep, BackendError> {
         let mut sweep = Sweep::default();
-        // iid -> (gen, due bucket) of every live record.
-        let mut live: HashMap<u64, (u32, (Due, u64))> = HashMap::new();
-        let mut gens: HashMap<u64, u32> = HashMap::new();
+        // iid -> (gen, due bucket) of every record; the bucket only for live
+        // ones (the expired go to `sweep.expired`).
+        let mut current: HashMap<u64, (u32, Option<(Due, u64)>)> = HashMap::new();
         let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
         for chunk in keys.chunks(500) {
             for head in self.read_heads(chunk).await?.into_iter().flatten() {
-                let i = iid(&head.id);
                 let bucket = due_of(head.created_ms, head.expires_ms);
-                let own = own_expiry(head.expires_ms);
-                gens.insert(i, head.gen);
-                if self.engine.is_live_at(head.created_ms, own, now) {
-                    live.insert(i, (head.gen, bucket));
-                } else {
+                let live = self.head_is_live(&head, now);
+                current.insert(iid(&head.id), (head.gen, live.then_some(bucket)));
+                if !live {
                     sweep.expired.push((head, bucket));
                 }
             }
@@ -1610,22 +1611,21 @@ impl RedisIndex {
             buckets.extend(self.due_minutes(due, range).await?);
         }
         let contents = self.read_due_buckets(&buckets).await?;
-        let now_minute = now / DUE_MINUTE_MS;
         let mut indexed = std::collections::HashSet::new();
         for (bucket, bytes) in buckets.into_iter().zip(contents) {
             for (i, gen) in members(&bytes) {
-                indexed.insert((i, gen));
-                let current = gens.get(&i) == Some(&gen);
-                if !current && bucket.1 + STALE_GRACE_MINUTES < now_minute {
+                indexed.insert(member(i, gen));
+                let is_current = current.get(&i).is_some_and(|&(g, _)| g == gen);
+                if !is_current && past_grace(bucket.1, now) {
                     sweep.drop.entry(bucket).or_default().push(member(i, gen));
                 }
             }
             sweep.read.insert(bucket, bytes);
         }
-        let missing: Vec<((Due, u64), [u8; MEMBER])> = live
+        let missing: Vec<((Due, u64), [u8; MEMBER])> = current
             .iter()
-            .filter(|(i, (gen, _))| !indexed.contains(&(**i, *gen)))
-            .map(|(&i, &(gen, bucket))| (bucket, member(i, gen)))
+            .filter_map(|(&i, &(gen, bucket))| Some((bucket?, member(i, gen))))
+            .filter(|(_, m)| !indexed.contains(m))
             .collect();
         for part in missing.chunks(SCAN_READ) {
             self.redis
@@ -1644,6 +1644,12 @@ impl RedisIndex {
             "walked every record: expired ones go, members missing from the due index were added"
         );
         Ok(sweep)
+    }
+
+    /// [`Engine::is_live_at`] of a record known by its head.
+    fn head_is_live(&self, head: &RecordHead, now: u64) -> bool {
+        self.engine
+            .is_live_at(head.created_ms, own_expiry(head.expires_ms), now)
     }
 
     /// The due buckets a `ZRANGE`/`ZRANGEBYSCORE` of `due`'s set names.
