@@ -14,8 +14,6 @@ cd "$(dirname "$0")/.."
 DOCS="${DOCS:-100000}"
 QUERIES="${QUERIES:-20000}"
 OUT="${OUT:-target/redis-bench}"
-mkdir -p "$OUT"
-cargo build --release --quiet --bin neardup --example loadgen --example redis_cluster
 # shellcheck source=scripts/redis-cluster.sh
 source scripts/redis-cluster.sh
 

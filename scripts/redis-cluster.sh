@@ -1,10 +1,12 @@
-# Sourced by the redis bench scripts (after they build the release binaries
-# and set OUT): starts a local Redis Cluster of 3 primaries without replicas
-# (examples/redis_cluster, kept up while fd 3 holds its stdin open) and stops
-# it, and any pid added to `pids`, when the script exits (and removes any
-# directory added to `dirs`). Sets `ports` (the
-# primaries'), `nodes_json` (for NEARDUP_STORAGE__REDIS__NODES); defines
-# `free_port` and `used` (the primaries' used_memory, summed).
+# Sourced by the redis bench scripts (after they set OUT): builds the release
+# binaries they run (neardup, loadgen, redis_cluster), starts a local Redis
+# Cluster of 3 primaries without replicas (examples/redis_cluster, kept up
+# while fd 3 holds its stdin open) and stops it, and any pid added to `pids`,
+# when the script exits (and removes any directory added to `dirs`). Sets
+# `ports` (the primaries'), `nodes_json` (for NEARDUP_STORAGE__REDIS__NODES);
+# defines `free_port` and `used` (the primaries' used_memory, summed).
+mkdir -p "$OUT"
+cargo build --release --quiet --bin neardup --example loadgen --example redis_cluster
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 pids=()
 dirs=()

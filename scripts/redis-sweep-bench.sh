@@ -16,15 +16,14 @@ cd "$(dirname "$0")/.."
 DOCS="${DOCS:-100000}"
 WIN="${WIN:-40}"
 OUT="${OUT:-target/redis-sweep-bench}"
-mkdir -p "$OUT"
-cargo build --release --quiet --bin neardup --example loadgen --example redis_cluster
 bins=("$@")
 [ ${#bins[@]} -gt 0 ] || bins=(target/release/neardup target/release/neardup)
 # shellcheck source=scripts/redis-cluster.sh
 source scripts/redis-cluster.sh
 redis_cpu() { for p in "${ports[@]}"; do redis-cli -p "$p" INFO cpu | tr -d '\r'; done |
     awk -F: '/^used_cpu_(sys|user):/ { s += $2 } END { printf "%.3f", s }'; }
-node_cpu() { awk '{ printf "%.3f", ($14 + $15) / 100 }' "/proc/$1/stat"; }
+clk_tck=$(getconf CLK_TCK)
+node_cpu() { awk -v hz="$clk_tck" '{ printf "%.3f", ($14 + $15) / hz }' "/proc/$1/stat"; }
 
 : >"$OUT/rounds"
 round=0
