@@ -21,22 +21,21 @@
 //! (no tombstones), so lookups stay short after many deletes.
 //!
 //! **Load.** The table grows to [`LOAD_AFTER_GROW`] when an insert would
-//! pass [`MAX_LOAD`], so it holds between 55% and 75% keys (40–75% below
-//! 4,096 cells, see *Growth*; about 12 bytes per key on average; a restore presizes to [`PRESIZE_LOAD`], ~11.5); an
+//! pass [`MAX_LOAD`], so it holds between 55% and 75% keys (about 12 bytes
+//! per key on average; a restore presizes to [`PRESIZE_LOAD`], ~11.5); an
 //! unsuccessful lookup then probes ~2–8 cells, mostly within one cache line.
 //! It shrinks below [`MIN_LOAD`] and frees everything when empty.
 //!
-//! **Growth.** Growing by load steps a table through sizes ≈ 1.36× apart
-//! (0.75 / 0.55), and every step moves all its keys: ~2.8 moves a key
-//! (1 / 0.36) on its way to its size. A fresh server's 1,024 shards all
-//! start small, so below [`TWO_STEPS_BELOW`] cells (32 KiB) a table takes two
-//! steps at once (≈ 1.86×), the size the next step would have given it when
-//! full: half the rehashes of a young index, and the sizes stay those of the
-//! one-step sequence (within a batch's keys), so a table is at most one step
-//! larger than it would have been below 4,096 cells and the same size above
-//! (at a million articles the index measured 277.2 MB against 275.8 MB
-//! growing one step at a time). New cell arrays are written, not handed
-//! over as untouched zero pages (see [`Table::presize`]).
+//! **Growth.** New cell arrays, grown or shrunk, are written zeros, not
+//! handed over as untouched zero pages (see [`Table::presize`]): a rehash
+//! reads a cell before it writes it, and a fresh page read first costs a
+//! copy-on-write fault and a TLB flush on every core (1.6% of a fresh
+//! server's ingest). Growing by load alone, a table moves each key ~2.8
+//! times (1 / 0.36) on its way to its size; growing small tables two sizes
+//! at once halves that for a young index but makes a collection below
+//! ~130,000 documents hold up to a size step (1.36×) more cells: measured,
+//! it added ~2% to a fresh server's ingest on top of the written zeros'
+//! ~8%, and was left out (docs/benchmarks.md, round 12).
 
 /// Internal document handle stored in buckets. Slots are below [`SMALL_TAG`].
 pub type Slot = u32;
@@ -62,8 +61,6 @@ pub const PRESIZE_LOAD: f64 = 0.7;
 /// Below this load (and above `MIN_CAPACITY`) a removal shrinks the table.
 pub const MIN_LOAD: f64 = 0.2;
 const MIN_CAPACITY: usize = 16;
-/// A table of fewer cells than this grows two steps at once (module docs).
-pub const TWO_STEPS_BELOW: usize = 4096;
 
 /// Whom a slot found in the bucket it was added to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,15 +313,9 @@ impl Table {
         }
     }
 
-    /// Grow to hold `need` keys at [`LOAD_AFTER_GROW`]; a table below
-    /// [`TWO_STEPS_BELOW`] cells goes on to the size it would grow to next,
-    /// when that size is full (module docs).
+    /// Grow to hold `need` keys at [`LOAD_AFTER_GROW`].
     fn grow(&mut self, need: usize) {
-        let mut capacity = capacity_for(need);
-        if !self.cells.is_empty() && self.cells.len() < TWO_STEPS_BELOW {
-            capacity = capacity_for((capacity as f64 * MAX_LOAD) as usize + 1);
-        }
-        self.resize(capacity);
+        self.resize(capacity_for(need));
     }
 
     /// Rehash into `capacity` cells, written zeros (as [`presize`](Self::presize)
@@ -686,12 +677,11 @@ mod tests {
         assert!((0.5..=MAX_LOAD).contains(&load), "load {load}");
     }
 
-    /// Growth keeps to one sequence of sizes: each the size a full table of
-    /// the one before grows to by load, from 16. Small tables skip every
-    /// other size; from 4,096 cells on they take every one (so a large
-    /// table has the size it would have had without the skipping).
+    /// Growth by single inserts keeps to one sequence of sizes, each the
+    /// size a full table of the one before grows to, from 16: the sizes
+    /// that the memory figures in docs/benchmarks.md were measured with.
     #[test]
-    fn growth_skips_sizes_while_small_and_keeps_to_the_one_step_sequence() {
+    fn growth_keeps_to_the_one_step_sequence_of_sizes() {
         let mut one_step = vec![MIN_CAPACITY];
         while *one_step.last().unwrap() < 100_000 {
             let full = (*one_step.last().unwrap() as f64 * MAX_LOAD) as usize + 1;
@@ -706,20 +696,8 @@ mod tests {
             }
         }
         t.validate();
-        let at = |c: usize| one_step.iter().position(|&s| s == c);
-        let positions: Vec<usize> = sizes
-            .iter()
-            .map(|&c| at(c).unwrap_or_else(|| panic!("{c} cells is off the sequence {one_step:?}")))
-            .collect();
-        for (w, pair) in positions.windows(2).enumerate() {
-            let small = sizes[w] < TWO_STEPS_BELOW;
-            assert_eq!(
-                pair[1] - pair[0],
-                if small { 2 } else { 1 },
-                "sizes {sizes:?}"
-            );
-        }
-        assert!(sizes.iter().any(|&c| c < TWO_STEPS_BELOW) && *sizes.last().unwrap() > 50_000);
+        assert_eq!(sizes, one_step[..sizes.len()], "sizes grown to");
+        assert!(*sizes.last().unwrap() > 50_000);
     }
 
     #[test]
