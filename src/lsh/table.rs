@@ -292,7 +292,7 @@ impl Table {
     pub fn reserve(&mut self, additional: usize) {
         let need = self.len + additional;
         if need as f64 > self.cells.len() as f64 * MAX_LOAD {
-            self.grow(need);
+            self.resize(capacity_for(need));
         }
     }
 
@@ -311,11 +311,6 @@ impl Table {
         if capacity > self.cells.len() {
             self.resize(capacity.max(MIN_CAPACITY));
         }
-    }
-
-    /// Grow to hold `need` keys at [`LOAD_AFTER_GROW`].
-    fn grow(&mut self, need: usize) {
-        self.resize(capacity_for(need));
     }
 
     /// Rehash into `capacity` cells, written zeros (as [`presize`](Self::presize)
@@ -371,7 +366,7 @@ impl Table {
     pub fn insert(&mut self, key: u32, slot: Slot) -> Joined {
         debug_assert!(key != 0 && slot <= MAX_SLOT);
         if (self.len + 1) as f64 > self.cells.len() as f64 * MAX_LOAD {
-            self.grow(self.len + 1);
+            self.resize(capacity_for(self.len + 1));
         }
         let mut i = self.home(key);
         loop {
