@@ -25,17 +25,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "common/median.rs"]
+mod median;
+use median::median;
+
 /// Document `i` of the test kit's article stream.
 fn text(i: u64) -> String {
     static ARTICLES: std::sync::OnceLock<Articles> = std::sync::OnceLock::new();
     ARTICLES
         .get_or_init(|| Articles::new(1, 20_000, 0))
         .text(i as usize)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Query times (µs) of a reader running until `stop`, querying stored texts.
@@ -95,7 +94,7 @@ fn main() {
             t.elapsed().as_secs_f64()
         })
         .collect();
-    let idle = median(idle);
+    let idle = median(&idle);
     println!(
         "sweep, nothing expired: {:.1} ms median of {rounds} = {:.1} ns per stored document",
         idle * 1e3,
@@ -130,8 +129,8 @@ fn main() {
     );
     println!(
         "  a concurrent reader: median query {:.1} µs during the sweep, {:.1} µs without ({} and {} queries)",
-        median(during.clone()),
-        median(alone.clone()),
+        median(&during),
+        median(&alone),
         during.len(),
         alone.len()
     );

@@ -35,14 +35,17 @@
 //! `target/bench-venv/bin/python` if it exists (see `../shared/bench/README.md`
 //! for the venv); `--no-peer` skips it.
 
+#[path = "common/median.rs"]
+mod median;
 #[path = "common/passes.rs"]
 mod passes;
 
 use clap::Parser;
+use median::median;
 use neardup::engine::{Engine, EngineParams};
 use neardup::minhash::MinHasher;
 use neardup::text::{normalize_into, Scratch, Tokenizer};
-use passes::{best_of, median};
+use passes::best_of;
 use serde_json::{json, Value};
 use std::hint::black_box;
 use std::num::NonZeroUsize;

@@ -26,14 +26,17 @@
 //! Only `neardup::text` is used, with its default options (NFKC, lowercase,
 //! strip punctuation; word 3-shingles), the engine's recipe.
 
+#[path = "common/median.rs"]
+mod median;
 #[path = "common/passes.rs"]
 mod passes;
 
 use clap::Parser;
+use median::median;
 use neardup::text::{
     normalize_into, NormalizeOptions, Scratch, ShingleKind, ShingleOptions, Tokenizer,
 };
-use passes::{best_of, median};
+use passes::best_of;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::hint::black_box;

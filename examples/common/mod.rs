@@ -6,6 +6,9 @@
 use clap::Args;
 use std::num::NonZeroUsize;
 
+mod median;
+pub use median::median;
+
 /// The flags both benches take.
 #[derive(Args)]
 pub struct QueryArgs {
@@ -53,11 +56,4 @@ pub fn draws(stream: u64, count: usize, len: usize) -> Vec<usize> {
             (x % len as u64) as usize
         })
         .collect()
-}
-
-/// The median of the rounds (the upper middle of an even count).
-pub fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }

@@ -1,5 +1,6 @@
 //! The estimator of the two single-thread text benches (`sign_bench`,
-//! `text_bench`): the fastest of whole passes, and the median of rounds.
+//! `text_bench`): the fastest of whole passes (their rounds' median is
+//! `common/median.rs`).
 //! (`sign_bench`'s module docs say why whole passes and not the fastest
 //! run of each chunk of documents.)
 
@@ -15,11 +16,4 @@ pub fn best_of(n: usize, repeat: usize, mut f: impl FnMut(std::ops::Range<usize>
             t.elapsed().as_secs_f64()
         })
         .fold(f64::INFINITY, f64::min)
-}
-
-/// The median of `v` (the upper one of an even count).
-pub fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).expect("timings are numbers"));
-    v[v.len() / 2]
 }
