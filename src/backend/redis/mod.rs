@@ -525,23 +525,23 @@ impl RedisIndex {
     }
 
     /// `DUE_DROP` calls for the members of each due bucket in `drop`, with
-    /// the bucket as the sweep `read` it and what it keeps of that.
+    /// the bucket as the sweep `read` it (moved into the call, not copied:
+    /// a bucket can be megabytes) and what it keeps of that.
     fn due_drop_calls(
         &self,
         drop: BTreeMap<(Due, u64), Vec<[u8; MEMBER]>>,
-        read: &HashMap<(Due, u64), Vec<u8>>,
+        mut read: HashMap<(Due, u64), Vec<u8>>,
     ) -> Vec<Call> {
         drop.into_iter()
             .filter(|(_, ms)| !ms.is_empty())
             .map(|((due, minute), ms)| {
                 let keys = vec![self.keys.due_bucket(due, minute), self.keys.due_set(due)];
-                let read = read.get(&(due, minute)).cloned().unwrap_or_default();
-                let dropped: std::collections::HashSet<&[u8; MEMBER]> = ms.iter().collect();
+                let read = read.remove(&(due, minute)).unwrap_or_default();
+                let dropped: std::collections::HashSet<&[u8]> =
+                    ms.iter().map(|m| m.as_slice()).collect();
                 let kept: Vec<u8> = read
                     .chunks_exact(MEMBER)
-                    .filter(|m| {
-                        !dropped.contains(&<&[u8; MEMBER]>::try_from(*m).expect("a member"))
-                    })
+                    .filter(|m| !dropped.contains(m))
                     .flatten()
                     .copied()
                     .collect();
@@ -1508,7 +1508,7 @@ impl RedisIndex {
             // is stale either way.
             drop.entry(bucket).or_default().push(member(iid, head.gen));
         }
-        let calls = self.due_drop_calls(drop, &read);
+        let calls = self.due_drop_calls(drop, read);
         if !calls.is_empty() {
             self.redis
                 .calls("dropping due-index members", calls)
@@ -1750,7 +1750,7 @@ mod tests {
         ms: &[[u8; MEMBER]],
     ) {
         let read: HashMap<(Due, u64), Vec<u8>> = read.map(|r| (b, r)).into_iter().collect();
-        let calls = index.due_drop_calls(BTreeMap::from([(b, ms.to_vec())]), &read);
+        let calls = index.due_drop_calls(BTreeMap::from([(b, ms.to_vec())]), read);
         index.redis.calls("test", calls).await.unwrap();
     }
 
