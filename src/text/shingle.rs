@@ -356,7 +356,11 @@ impl Shingler {
     }
 }
 
-/// Sort shingle hashes ascending. A document's hashes are uniform 32-bit
+/// Sort shingle hashes ascending. Up to 256 of them (most articles and
+/// every short document), on a CPU with AVX-512 F, a sorting network in
+/// registers does it ([`super::kernel::sort_network`]; `sign_bench`'s
+/// sort and dedup 435 → 297 ns an article, 3 alternating runs, docs/s +5%).
+/// Otherwise, and for longer documents: a document's hashes are uniform 32-bit
 /// values, so a bucket pass on the top bits (one to two buckets per value)
 /// leaves them in order but for the few values sharing a bucket, which a
 /// second pass puts right ([`settle`]). Two to four buckets per value, the
@@ -370,6 +374,9 @@ impl Shingler {
 /// `sort_unstable` alone. Up to [`BUCKET_SORT_MAX`] values (256 KiB of
 /// counts); `spare` holds the bucket counts and the scattered copy.
 pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
+    if super::kernel::sort_network(v) {
+        return;
+    }
     if (32..=BUCKET_SORT_MAX).contains(&v.len()) {
         bucket_sort(v, spare);
     } else {
