@@ -1,5 +1,6 @@
 //! The text stage's SIMD, the one place in `text` allowed `unsafe` (for
-//! calling `#[target_feature]` functions):
+//! calling `#[target_feature]` functions and, in the sorting network,
+//! AVX-512 intrinsics and masked loads and stores):
 //!
 //! - the byte classifier of the word scanners, with SSE2 on x86-64.
 //!   [`classify_utf8`] turns 64 bytes of UTF-8 into four bit masks (kept and
@@ -349,12 +350,12 @@ unsafe fn exchange<const I: usize, const J: usize, const R: usize>(r: &mut [__m5
     }
 }
 
-/// Merge the sorted runs `r[..R/2]` and `r[R/2..]` of registers `R` in 2,
-/// 4, 8 into one: the second run reversed (register order and lanes),
+/// Merge the sorted runs `r[..R/2]` and `r[R/2..]` of `R` registers (2,
+/// 4, 8 or 16) into one: the second run reversed (register order and lanes),
 /// then the half-cleaners across registers and inside each. Written out
 /// stage by stage with constant indices, so that the registers stay
 /// registers (loops over them were left rolled, the array in memory, and
-/// the network took 3× as long). Safety: as `lane_stage`.
+/// the network took twice as long). Safety: as `lane_stage`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn merge_halves<const R: usize>(r: &mut [__m512i; R]) {
