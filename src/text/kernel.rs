@@ -430,50 +430,38 @@ unsafe fn merge_halves<const R: usize>(r: &mut [__m512i; R]) {
     }
 }
 
-/// `R` registers, each sorted, into one sorted run (`R` in 1, 2, 4, 8).
-/// Safety: as `lane_stage`.
+/// `R` registers, each sorted, into one sorted run (`R` in 1, 2, 4, 8,
+/// 16): neighbouring runs of 1, then 2, 4 and 8 registers merged, as many
+/// levels as `R` has (the conditions fold for each `R`). Safety: as
+/// `lane_stage`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 unsafe fn merge_all<const R: usize>(r: &mut [__m512i; R]) {
     // SAFETY (the whole body): as the caller's.
     unsafe {
-        match R {
-            1 => {}
-            2 => merge_halves::<2>(r.as_mut_slice().try_into().expect("2")),
-            4 => {
-                let (a, b) = r.split_at_mut(2);
-                merge_halves::<2>(a.try_into().expect("2"));
-                merge_halves::<2>(b.try_into().expect("2"));
-                merge_halves::<4>(r.as_mut_slice().try_into().expect("4"));
+        if R >= 2 {
+            for q in r.chunks_exact_mut(2) {
+                merge_halves::<2>(q.try_into().expect("2"));
             }
-            8 => {
-                for q in r.chunks_exact_mut(2) {
-                    merge_halves::<2>(q.try_into().expect("2"));
-                }
-                let (a, b) = r.split_at_mut(4);
-                merge_halves::<4>(a.try_into().expect("4"));
-                merge_halves::<4>(b.try_into().expect("4"));
-                merge_halves::<8>(r.as_mut_slice().try_into().expect("8"));
+        }
+        if R >= 4 {
+            for q in r.chunks_exact_mut(4) {
+                merge_halves::<4>(q.try_into().expect("4"));
             }
-            16 => {
-                for q in r.chunks_exact_mut(2) {
-                    merge_halves::<2>(q.try_into().expect("2"));
-                }
-                for q in r.chunks_exact_mut(4) {
-                    merge_halves::<4>(q.try_into().expect("4"));
-                }
-                let (a, b) = r.split_at_mut(8);
-                merge_halves::<8>(a.try_into().expect("8"));
-                merge_halves::<8>(b.try_into().expect("8"));
-                merge_halves::<16>(r.as_mut_slice().try_into().expect("16"));
+        }
+        if R >= 8 {
+            for q in r.chunks_exact_mut(8) {
+                merge_halves::<8>(q.try_into().expect("8"));
             }
-            _ => unreachable!("R is 1, 2, 4, 8 or 16"),
+        }
+        if R >= 16 {
+            merge_halves::<16>(r.as_mut_slice().try_into().expect("16"));
         }
     }
 }
 
 /// The bitonic sort of [`sort_network`] on `R` registers (`R` in 1, 2, 4,
-/// 8; `v.len() <= 16·R`).
+/// 8, 16; `v.len() <= 16·R`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn bitonic_avx512<const R: usize>(v: &mut [u32]) {
