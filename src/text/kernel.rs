@@ -14,23 +14,28 @@
 //! - two loops over 64-bit lanes, [`combine3`] (word 3-shingle hashes) and
 //!   [`finish_words`] (MurmurHash3's finalizer over a text's word states),
 //!   written as plain Rust in `shingle.rs` and `words.rs` and compiled here
-//!   a second time for AVX-512 F + DQ, picked when the running CPU has both:
-//!   the x86-64 baseline has no 64-bit vector multiply, so LLVM leaves them
-//!   scalar otherwise.
-//! - [`sort_network`], the sort of a document's shingle hashes (up to 256 of
-//!   them) as a bitonic sorting network in AVX-512 registers, with
-//!   intrinsics.
+//!   twice more, for AVX-512 F + DQ and for AVX2, the widest the running
+//!   CPU has picked: the x86-64 baseline has no 64-bit vector multiply, so
+//!   LLVM leaves them scalar otherwise (with AVX2 it builds the multiply
+//!   from 32-bit ones).
+//! - [`sort_network`], the sort of a document's shingle hashes as a bitonic
+//!   sorting network in vector registers, with intrinsics: up to 256 of them
+//!   in AVX-512 registers, or up to 128 in AVX2 registers on CPUs without
+//!   AVX-512 (AMD Zen 2 and 3, Intel's client CPUs).
 //!
 //! **Safety.** SSE2 is part of the x86-64 baseline (every x86_64 CPU has it,
 //! and Rust's x86_64 targets enable it), so calling the `sse2` function on
 //! x86-64 never reaches an unsupported instruction. The function reads the
 //! block through value moves, not raw pointers. Tests hold it equal to the
 //! portable version on every byte value in every lane and on random blocks.
-//! The AVX-512 functions are called only after `is_x86_feature_detected!`
-//! found both features; they compute the same wrapping integer arithmetic
-//! as the plain build, which property tests check against the definitions
-//! (`shingle.rs`: every window; `words.rs`: the reference normalizer). The
-//! sorting network's argument is at [`sort_network`].
+//! The AVX-512 and AVX2 functions are called only after
+//! `is_x86_feature_detected!` found their features; they compute the same
+//! wrapping integer arithmetic as the plain build, which property tests
+//! check against the definitions (`shingle.rs`: every window; `words.rs`:
+//! the reference normalizer) and, for the AVX2 builds, this module's tests
+//! against the plain loops (the machine CI runs on has AVX-512, so the
+//! dispatch picks that one there). The sorting networks' argument is at
+//! [`sort_network`].
 #![allow(unsafe_code)]
 
 /// `x` with every byte set to `b`.
@@ -158,20 +163,30 @@ fn has_avx512dq() -> bool {
 /// The word 3-shingle hashes of `words` into `dst`
 /// ([`combine3_lanes`](super::shingle::combine3_lanes)), compiled for
 /// AVX-512 F + DQ (eight 64-bit lanes with a 64-bit multiply: 290 → 31 ns
-/// per article in `examples/sign_bench`) when the running CPU has both, else as built (the
-/// x86-64 baseline has no 64-bit vector multiply, so LLVM leaves the loop
-/// scalar). The loop is the same source inlined into both; wrapping integer
-/// arithmetic gives the same integers either way, which the tests check.
+/// per article in `examples/sign_bench`) when the running CPU has both,
+/// else for AVX2 (four lanes, each 64-bit multiply built from three 32-bit
+/// ones: 298 → 179 ns) when it has that, else as built (the x86-64
+/// baseline has no 64-bit vector multiply, so LLVM leaves the loop
+/// scalar). The loop is the same source inlined into each; wrapping
+/// integer arithmetic gives the same integers either way, which the tests
+/// check.
 ///
-/// **Safety.** The `#[target_feature]` function is called only after
-/// [`has_avx512dq`] found both features on the running CPU.
+/// **Safety.** Each `#[target_feature]` function is called only after
+/// [`has_avx512dq`] or [`has_avx2`] found its features on the running CPU.
 #[inline]
 pub(crate) fn combine3(words: &[u64], c: u64, k: [u64; 3], dst: &mut [u32]) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512dq() {
-        // SAFETY: `has_avx512dq` found both features on the running CPU.
-        unsafe { combine3_avx512(words, c, k, dst) };
-        return;
+    {
+        if has_avx512dq() {
+            // SAFETY: `has_avx512dq` found both features on the running CPU.
+            unsafe { combine3_avx512(words, c, k, dst) };
+            return;
+        }
+        if has_avx2() {
+            // SAFETY: `has_avx2` found the feature on the running CPU.
+            unsafe { combine3_avx2(words, c, k, dst) };
+            return;
+        }
     }
     super::shingle::combine3_lanes(words, c, k, dst)
 }
@@ -182,18 +197,32 @@ fn combine3_avx512(words: &[u64], c: u64, k: [u64; 3], dst: &mut [u32]) {
     super::shingle::combine3_lanes(words, c, k, dst)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn combine3_avx2(words: &[u64], c: u64, k: [u64; 3], dst: &mut [u32]) {
+    super::shingle::combine3_lanes(words, c, k, dst)
+}
+
 /// Finalize word states into word hashes
 /// ([`finish_lanes`](super::words::finish_lanes): `fmix64` of each), with
-/// AVX-512 F + DQ when the running CPU has both, as [`combine3`] does.
+/// AVX-512 F + DQ or AVX2 when the running CPU has them, as [`combine3`]
+/// does.
 ///
 /// **Safety.** As [`combine3`]: called only after detection.
 #[inline]
 pub(crate) fn finish_words(states: &mut [u64]) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx512dq() {
-        // SAFETY: `has_avx512dq` found both features on the running CPU.
-        unsafe { finish_words_avx512(states) };
-        return;
+    {
+        if has_avx512dq() {
+            // SAFETY: `has_avx512dq` found both features on the running CPU.
+            unsafe { finish_words_avx512(states) };
+            return;
+        }
+        if has_avx2() {
+            // SAFETY: `has_avx2` found the feature on the running CPU.
+            unsafe { finish_words_avx2(states) };
+            return;
+        }
     }
     super::words::finish_lanes(states)
 }
@@ -204,6 +233,19 @@ fn finish_words_avx512(states: &mut [u64]) {
     super::words::finish_lanes(states)
 }
 
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn finish_words_avx2(states: &mut [u64]) {
+    super::words::finish_lanes(states)
+}
+
+/// Whether the running CPU has AVX2 (cached by the standard library).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
 /// Whether the running CPU has AVX-512 F (cached by the standard library).
 #[cfg(target_arch = "x86_64")]
 #[inline]
@@ -211,35 +253,51 @@ fn has_avx512f() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
 }
 
-/// Longest slice [`sort_network`] sorts: 16 registers of 16 lanes.
+/// Longest slice [`sort_network`] sorts with AVX-512: 16 registers of 16
+/// lanes.
 pub(crate) const NETWORK_MAX: usize = 256;
 
-/// Sort `v` (at most [`NETWORK_MAX`] values) with a bitonic sorting network
-/// in AVX-512 registers and return true, if the running CPU has AVX-512 F;
-/// else leave it and return false (the caller sorts another way).
+/// Longest slice [`sort_network`] sorts with AVX2: 16 registers of 8 lanes
+/// (all 16 of AVX2's registers).
+pub(crate) const NETWORK_MAX_AVX2: usize = 128;
+
+/// Sort `v` with a bitonic sorting network in vector registers and return
+/// true: up to [`NETWORK_MAX`] values if the running CPU has AVX-512 F,
+/// else up to [`NETWORK_MAX_AVX2`] if it has AVX2; otherwise leave `v` and
+/// return false (the caller sorts another way).
 ///
 /// **Why.** A document's shingle hashes are sorted before they are
 /// deduplicated and stored. On 122 uniform hashes, each vector sorted once,
 /// the bucket sort of `shingle.rs` takes ~370 ns (clearing and summing
-/// bucket counts, a branch per value) and this network ~170 ns; on 25
-/// (a short document), `sort_unstable` ~90 ns and the network ~35; on 200,
-/// ~610 against ~385 (one thread, this Zen 4 machine). A network has no
-/// data-dependent branch, so no input is slower than another: the values are padded
-/// with `u32::MAX` to the next power of two ≥ 16 (so the padding sorts
-/// last and is cut off), loaded into 1–16 registers, and every
-/// compare-exchange of the bitonic sort is a lane permute, an unsigned
-/// min, an unsigned max and a blend (within a register) or a min and a max
-/// (between two registers).
+/// bucket counts, a branch per value) and this network ~170 ns with
+/// AVX-512; on 25 (a short document), `sort_unstable` ~90 ns and the
+/// network ~35; on 200, ~610 against ~385 (one thread, this Zen 4 machine).
+/// A network has no data-dependent branch, so no input is slower than
+/// another: the values are padded with `u32::MAX` to the next power of two
+/// ≥ one register (so the padding sorts last and is cut off), loaded into
+/// 1–16 registers, and every compare-exchange of the bitonic sort is a lane
+/// permute, an unsigned min, an unsigned max and a blend (within a
+/// register) or a min and a max (between two registers). The AVX2 network
+/// is the same with 8 lanes a register (for CPUs without AVX-512, such as
+/// AMD's Zen 2 and 3).
 ///
-/// **Safety.** The `#[target_feature]` function is called only after
-/// [`has_avx512f`] found the feature on the running CPU, and only with
-/// `v.len() <= NETWORK_MAX`; its memory accesses are masked loads and
-/// stores of `v`'s own elements (lanes past the end are masked off, and
-/// LLVM's masked loads and stores do not touch masked-off lanes). Tests
-/// hold it equal to `sort_unstable` for every length from 0 to
-/// [`NETWORK_MAX`] and on random slices with repeats and `u32::MAX`.
+/// **Safety.** Each `#[target_feature]` function is called only after
+/// `is_x86_feature_detected!` found its feature on the running CPU, and
+/// only with as many values as its registers hold; its memory accesses
+/// are loads and stores of `v`'s own elements (AVX-512: masked, and LLVM's
+/// masked loads and stores do not touch masked-off lanes; AVX2: whole
+/// registers inside `v`, the last partial one through a local copy).
+/// Tests hold each network equal to `sort_unstable` for every length it
+/// takes and on random slices with repeats and `u32::MAX`.
 #[inline]
 pub(crate) fn sort_network(v: &mut [u32]) -> bool {
+    sort_avx512(v) || sort_avx2(v)
+}
+
+/// [`sort_network`]'s AVX-512 network, if the CPU has AVX-512 F and `v`
+/// fits; false (and `v` untouched) otherwise.
+#[inline]
+fn sort_avx512(v: &mut [u32]) -> bool {
     #[cfg(target_arch = "x86_64")]
     if v.len() <= NETWORK_MAX && has_avx512f() {
         // SAFETY: `has_avx512f` found the feature; `v.len() <= NETWORK_MAX`,
@@ -251,6 +309,29 @@ pub(crate) fn sort_network(v: &mut [u32]) -> bool {
                 33..=64 => bitonic_avx512::<4>(v),
                 65..=128 => bitonic_avx512::<8>(v),
                 _ => bitonic_avx512::<16>(v),
+            }
+        }
+        return true;
+    }
+    let _ = v;
+    false
+}
+
+/// [`sort_network`]'s AVX2 network, if the CPU has AVX2 and `v` fits;
+/// false (and `v` untouched) otherwise.
+#[inline]
+fn sort_avx2(v: &mut [u32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if v.len() <= NETWORK_MAX_AVX2 && has_avx2() {
+        // SAFETY: `has_avx2` found the feature; `v.len() <= NETWORK_MAX_AVX2`,
+        // and each arm's 8·R lanes cover `v`.
+        unsafe {
+            match v.len() {
+                0..=8 => bitonic_avx2::<1>(v),
+                9..=16 => bitonic_avx2::<2>(v),
+                17..=32 => bitonic_avx2::<4>(v),
+                33..=64 => bitonic_avx2::<8>(v),
+                _ => bitonic_avx2::<16>(v),
             }
         }
         return true;
@@ -336,18 +417,49 @@ unsafe fn reverse16(x: __m512i) -> __m512i {
     }
 }
 
+/// A vector register of `u32` lanes that the network sorts in: `__m512i`
+/// (16 lanes, AVX-512 F) or `__m256i` (8 lanes, AVX2). The cross-register
+/// part of the network ([`merge_halves`], [`merge_all`]) is written once
+/// over it. Safety of every method: call only where the register's
+/// instruction set is enabled.
+#[cfg(target_arch = "x86_64")]
+trait Lanes: Copy {
+    /// Lane-wise unsigned minimum and maximum.
+    unsafe fn min_max(self, other: Self) -> (Self, Self);
+    /// The lanes in reverse order.
+    unsafe fn reversed(self) -> Self;
+    /// A bitonic register (an ascending run then a descending one, as
+    /// [`merge_halves`] leaves them) sorted ascending.
+    unsafe fn merged(self) -> Self;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for __m512i {
+    #[inline(always)]
+    unsafe fn min_max(self, other: Self) -> (Self, Self) {
+        use std::arch::x86_64::{_mm512_max_epu32, _mm512_min_epu32};
+        // SAFETY: as the caller's.
+        unsafe { (_mm512_min_epu32(self, other), _mm512_max_epu32(self, other)) }
+    }
+    #[inline(always)]
+    unsafe fn reversed(self) -> Self {
+        // SAFETY: as the caller's.
+        unsafe { reverse16(self) }
+    }
+    #[inline(always)]
+    unsafe fn merged(self) -> Self {
+        // SAFETY: as the caller's.
+        unsafe { merge16_from::<8>(self) }
+    }
+}
+
 /// Lane-wise compare-exchange of registers `I` and `J` of `r`: `I` keeps
-/// the smaller. Safety: as `lane_stage`.
+/// the smaller. Safety: as [`Lanes`]'s.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn exchange<const I: usize, const J: usize, const R: usize>(r: &mut [__m512i; R]) {
-    use std::arch::x86_64::{_mm512_max_epu32, _mm512_min_epu32};
-    let (a, b) = (r[I], r[J]);
+unsafe fn exchange<V: Lanes, const I: usize, const J: usize, const R: usize>(r: &mut [V; R]) {
     // SAFETY: as the caller's.
-    unsafe {
-        r[I] = _mm512_min_epu32(a, b);
-        r[J] = _mm512_max_epu32(a, b);
-    }
+    (r[I], r[J]) = unsafe { r[I].min_max(r[J]) };
 }
 
 /// Merge the sorted runs `r[..R/2]` and `r[R/2..]` of `R` registers (2,
@@ -355,77 +467,77 @@ unsafe fn exchange<const I: usize, const J: usize, const R: usize>(r: &mut [__m5
 /// then the half-cleaners across registers and inside each. Written out
 /// stage by stage with constant indices, so that the registers stay
 /// registers (loops over them were left rolled, the array in memory, and
-/// the network took twice as long). Safety: as `lane_stage`.
+/// the network took twice as long). Safety: as [`Lanes`]'s.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn merge_halves<const R: usize>(r: &mut [__m512i; R]) {
+unsafe fn merge_halves<V: Lanes, const R: usize>(r: &mut [V; R]) {
     // SAFETY (the whole body): as the caller's.
     unsafe {
         let h = R / 2;
         r[h..].reverse();
         for x in &mut r[h..] {
-            *x = reverse16(*x);
+            *x = x.reversed();
         }
         match R {
-            2 => exchange::<0, 1, R>(r),
+            2 => exchange::<V, 0, 1, R>(r),
             4 => {
-                exchange::<0, 2, R>(r);
-                exchange::<1, 3, R>(r);
-                exchange::<0, 1, R>(r);
-                exchange::<2, 3, R>(r);
+                exchange::<V, 0, 2, R>(r);
+                exchange::<V, 1, 3, R>(r);
+                exchange::<V, 0, 1, R>(r);
+                exchange::<V, 2, 3, R>(r);
             }
             8 => {
-                exchange::<0, 4, R>(r);
-                exchange::<1, 5, R>(r);
-                exchange::<2, 6, R>(r);
-                exchange::<3, 7, R>(r);
-                exchange::<0, 2, R>(r);
-                exchange::<1, 3, R>(r);
-                exchange::<4, 6, R>(r);
-                exchange::<5, 7, R>(r);
-                exchange::<0, 1, R>(r);
-                exchange::<2, 3, R>(r);
-                exchange::<4, 5, R>(r);
-                exchange::<6, 7, R>(r);
+                exchange::<V, 0, 4, R>(r);
+                exchange::<V, 1, 5, R>(r);
+                exchange::<V, 2, 6, R>(r);
+                exchange::<V, 3, 7, R>(r);
+                exchange::<V, 0, 2, R>(r);
+                exchange::<V, 1, 3, R>(r);
+                exchange::<V, 4, 6, R>(r);
+                exchange::<V, 5, 7, R>(r);
+                exchange::<V, 0, 1, R>(r);
+                exchange::<V, 2, 3, R>(r);
+                exchange::<V, 4, 5, R>(r);
+                exchange::<V, 6, 7, R>(r);
             }
             16 => {
-                exchange::<0, 8, R>(r);
-                exchange::<1, 9, R>(r);
-                exchange::<2, 10, R>(r);
-                exchange::<3, 11, R>(r);
-                exchange::<4, 12, R>(r);
-                exchange::<5, 13, R>(r);
-                exchange::<6, 14, R>(r);
-                exchange::<7, 15, R>(r);
-                exchange::<0, 4, R>(r);
-                exchange::<1, 5, R>(r);
-                exchange::<2, 6, R>(r);
-                exchange::<3, 7, R>(r);
-                exchange::<8, 12, R>(r);
-                exchange::<9, 13, R>(r);
-                exchange::<10, 14, R>(r);
-                exchange::<11, 15, R>(r);
-                exchange::<0, 2, R>(r);
-                exchange::<1, 3, R>(r);
-                exchange::<4, 6, R>(r);
-                exchange::<5, 7, R>(r);
-                exchange::<8, 10, R>(r);
-                exchange::<9, 11, R>(r);
-                exchange::<12, 14, R>(r);
-                exchange::<13, 15, R>(r);
-                exchange::<0, 1, R>(r);
-                exchange::<2, 3, R>(r);
-                exchange::<4, 5, R>(r);
-                exchange::<6, 7, R>(r);
-                exchange::<8, 9, R>(r);
-                exchange::<10, 11, R>(r);
-                exchange::<12, 13, R>(r);
-                exchange::<14, 15, R>(r);
+                exchange::<V, 0, 8, R>(r);
+                exchange::<V, 1, 9, R>(r);
+                exchange::<V, 2, 10, R>(r);
+                exchange::<V, 3, 11, R>(r);
+                exchange::<V, 4, 12, R>(r);
+                exchange::<V, 5, 13, R>(r);
+                exchange::<V, 6, 14, R>(r);
+                exchange::<V, 7, 15, R>(r);
+                exchange::<V, 0, 4, R>(r);
+                exchange::<V, 1, 5, R>(r);
+                exchange::<V, 2, 6, R>(r);
+                exchange::<V, 3, 7, R>(r);
+                exchange::<V, 8, 12, R>(r);
+                exchange::<V, 9, 13, R>(r);
+                exchange::<V, 10, 14, R>(r);
+                exchange::<V, 11, 15, R>(r);
+                exchange::<V, 0, 2, R>(r);
+                exchange::<V, 1, 3, R>(r);
+                exchange::<V, 4, 6, R>(r);
+                exchange::<V, 5, 7, R>(r);
+                exchange::<V, 8, 10, R>(r);
+                exchange::<V, 9, 11, R>(r);
+                exchange::<V, 12, 14, R>(r);
+                exchange::<V, 13, 15, R>(r);
+                exchange::<V, 0, 1, R>(r);
+                exchange::<V, 2, 3, R>(r);
+                exchange::<V, 4, 5, R>(r);
+                exchange::<V, 6, 7, R>(r);
+                exchange::<V, 8, 9, R>(r);
+                exchange::<V, 10, 11, R>(r);
+                exchange::<V, 12, 13, R>(r);
+                exchange::<V, 14, 15, R>(r);
             }
             _ => unreachable!("R is 2, 4, 8 or 16"),
         }
         for x in r.iter_mut() {
-            *x = merge16_from::<8>(*x);
+            *x = x.merged();
         }
     }
 }
@@ -433,29 +545,29 @@ unsafe fn merge_halves<const R: usize>(r: &mut [__m512i; R]) {
 /// `R` registers, each sorted, into one sorted run (`R` in 1, 2, 4, 8,
 /// 16): neighbouring runs of 1, then 2, 4 and 8 registers merged, as many
 /// levels as `R` has (the conditions fold for each `R`). Safety: as
-/// `lane_stage`.
+/// [`Lanes`]'s.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn merge_all<const R: usize>(r: &mut [__m512i; R]) {
+unsafe fn merge_all<V: Lanes, const R: usize>(r: &mut [V; R]) {
     // SAFETY (the whole body): as the caller's.
     unsafe {
         if R >= 2 {
             for q in r.chunks_exact_mut(2) {
-                merge_halves::<2>(q.try_into().expect("2"));
+                merge_halves::<V, 2>(q.try_into().expect("2"));
             }
         }
         if R >= 4 {
             for q in r.chunks_exact_mut(4) {
-                merge_halves::<4>(q.try_into().expect("4"));
+                merge_halves::<V, 4>(q.try_into().expect("4"));
             }
         }
         if R >= 8 {
             for q in r.chunks_exact_mut(8) {
-                merge_halves::<8>(q.try_into().expect("8"));
+                merge_halves::<V, 8>(q.try_into().expect("8"));
             }
         }
         if R >= 16 {
-            merge_halves::<16>(r.as_mut_slice().try_into().expect("16"));
+            merge_halves::<V, 16>(r.as_mut_slice().try_into().expect("16"));
         }
     }
 }
@@ -492,6 +604,119 @@ unsafe fn bitonic_avx512<const R: usize>(v: &mut [u32]) {
             // SAFETY: as the loads: only lanes inside `v` are written.
             unsafe { _mm512_mask_storeu_epi32(v.as_mut_ptr().add(16 * i).cast(), m, *reg) };
         }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::__m256i;
+
+/// [`lane_stage`] for 8 lanes (AVX2): lane `l` meets lane `l ^ M`; the
+/// lanes in `UPPER` keep the larger value. Safety: call only where AVX2 is
+/// enabled.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn lane_stage8<const M: i32, const UPPER: i32>(x: __m256i) -> __m256i {
+    use std::arch::x86_64::{
+        _mm256_blend_epi32, _mm256_max_epu32, _mm256_min_epu32, _mm256_permutevar8x32_epi32,
+        _mm256_set1_epi32, _mm256_setr_epi32, _mm256_xor_si256,
+    };
+    // SAFETY: the caller runs with AVX2 enabled.
+    unsafe {
+        let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let p = _mm256_permutevar8x32_epi32(x, _mm256_xor_si256(iota, _mm256_set1_epi32(M)));
+        _mm256_blend_epi32::<UPPER>(_mm256_min_epu32(x, p), _mm256_max_epu32(x, p))
+    }
+}
+
+/// Lanes with bit 0, 1 or 2 of their index set, of 8.
+const C1: i32 = 0xaa;
+const C2: i32 = 0xcc;
+const C4: i32 = 0xf0;
+
+/// The 8 lanes of `x` sorted ascending ([`sort16`]'s first six stages).
+/// Safety: as `lane_stage8`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn sort8(x: __m256i) -> __m256i {
+    // SAFETY: as the caller's.
+    unsafe {
+        let x = lane_stage8::<1, C1>(x);
+        let x = lane_stage8::<3, C2>(x);
+        let x = lane_stage8::<1, C1>(x);
+        merge8_from::<7>(x)
+    }
+}
+
+/// The last merge of 8 lanes, as [`merge16_from`]. Safety: as
+/// `lane_stage8`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn merge8_from<const FIRST: i32>(x: __m256i) -> __m256i {
+    // SAFETY: as the caller's.
+    unsafe {
+        let x = lane_stage8::<FIRST, C4>(x);
+        let x = lane_stage8::<2, C2>(x);
+        lane_stage8::<1, C1>(x)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for __m256i {
+    #[inline(always)]
+    unsafe fn min_max(self, other: Self) -> (Self, Self) {
+        use std::arch::x86_64::{_mm256_max_epu32, _mm256_min_epu32};
+        // SAFETY: as the caller's.
+        unsafe { (_mm256_min_epu32(self, other), _mm256_max_epu32(self, other)) }
+    }
+    #[inline(always)]
+    unsafe fn reversed(self) -> Self {
+        use std::arch::x86_64::{_mm256_permutevar8x32_epi32, _mm256_setr_epi32};
+        // SAFETY: as the caller's.
+        unsafe { _mm256_permutevar8x32_epi32(self, _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0)) }
+    }
+    #[inline(always)]
+    unsafe fn merged(self) -> Self {
+        // SAFETY: as the caller's.
+        unsafe { merge8_from::<4>(self) }
+    }
+}
+
+/// The bitonic sort of [`sort_network`] on `R` AVX2 registers (`R` in 1,
+/// 2, 4, 8, 16; `v.len() <= 8·R`). Whole registers are loaded from and
+/// stored to `v`; the last partial one goes through an 8-lane copy padded
+/// with `u32::MAX`, and registers past `v` are all padding.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn bitonic_avx2<const R: usize>(v: &mut [u32]) {
+    use std::arch::x86_64::{_mm256_loadu_si256, _mm256_set1_epi32, _mm256_storeu_si256};
+    let n = v.len();
+    debug_assert!(n <= 8 * R);
+    let whole = n / 8;
+    let rest = n % 8;
+    let mut tail = [u32::MAX; 8];
+    tail[..rest].copy_from_slice(&v[8 * whole..]);
+    let mut r = [_mm256_set1_epi32(-1); R];
+    for (i, reg) in r.iter_mut().enumerate() {
+        if i < whole {
+            // SAFETY: lanes 8·i..8·i + 8 are inside `v` (i < n / 8).
+            *reg = unsafe { _mm256_loadu_si256(v.as_ptr().add(8 * i).cast()) };
+        } else if i == whole && rest > 0 {
+            // SAFETY: `tail` has 8 lanes.
+            *reg = unsafe { _mm256_loadu_si256(tail.as_ptr().cast()) };
+        }
+        // SAFETY: AVX2 is enabled here.
+        *reg = unsafe { sort8(*reg) };
+    }
+    // SAFETY: AVX2 is enabled here.
+    unsafe { merge_all(&mut r) };
+    for (i, reg) in r.iter().enumerate().take(whole) {
+        // SAFETY: as the loads: lanes 8·i..8·i + 8 are inside `v`.
+        unsafe { _mm256_storeu_si256(v.as_mut_ptr().add(8 * i).cast(), *reg) };
+    }
+    if rest > 0 {
+        // SAFETY: `tail` has 8 lanes; `whole < R` when `rest > 0`.
+        unsafe { _mm256_storeu_si256(tail.as_mut_ptr().cast(), r[whole]) };
+        v[8 * whole..].copy_from_slice(&tail[..rest]);
     }
 }
 
@@ -547,34 +772,90 @@ mod tests {
         }
     }
 
+    /// The AVX2 builds of the lane loops compute what the portable ones do
+    /// (the AVX-512 ones are checked through `combine3` and `finish_words`
+    /// by `shingle.rs`'s and `words.rs`'s tests on CPUs that have it).
+    #[cfg(target_arch = "x86_64")]
     #[test]
-    fn the_network_sorts_every_length_it_takes() {
+    fn the_avx2_lane_loops_equal_the_portable_ones() {
+        if !has_avx2() {
+            return;
+        }
+        let mut state = 5u64;
+        for n in 0..=70usize {
+            let words: Vec<u64> = (0..n + 2)
+                .map(|_| crate::minhash::splitmix64(&mut state))
+                .collect();
+            let c = crate::minhash::splitmix64(&mut state);
+            let k = [1, 2, 3].map(|_| crate::minhash::splitmix64(&mut state) | 1);
+            let (mut got, mut want) = (vec![0u32; n], vec![0u32; n]);
+            // SAFETY: `has_avx2` found the feature.
+            unsafe { combine3_avx2(&words, c, k, &mut got) };
+            super::super::shingle::combine3_lanes(&words, c, k, &mut want);
+            assert_eq!(got, want, "combine3, n = {n}");
+
+            let (mut got, mut want) = (words.clone(), words);
+            // SAFETY: as above.
+            unsafe { finish_words_avx2(&mut got) };
+            super::super::words::finish_lanes(&mut want);
+            assert_eq!(got, want, "finish_words, n = {n}");
+        }
+    }
+
+    /// Each network with the longest slice it takes; a network the CPU
+    /// lacks returns false and leaves its input (checked below).
+    type Sorter = fn(&mut [u32]) -> bool;
+    const NETWORKS: [(&str, Sorter, usize); 3] = [
+        ("avx512", sort_avx512, NETWORK_MAX),
+        ("avx2", sort_avx2, NETWORK_MAX_AVX2),
+        ("dispatch", sort_network, NETWORK_MAX),
+    ];
+
+    #[test]
+    fn the_networks_sort_every_length_they_take() {
         let mut state = 11u64;
-        for n in 0..=NETWORK_MAX {
-            for spread in [u32::MAX, 7] {
-                let v: Vec<u32> = (0..n)
-                    .map(|_| {
-                        let x = crate::minhash::splitmix64(&mut state) as u32;
-                        if spread == u32::MAX {
-                            x
-                        } else {
-                            x % spread
-                        }
-                    })
-                    .collect();
-                let mut got = v.clone();
-                let mut want = v;
-                want.sort_unstable();
-                if sort_network(&mut got) {
-                    assert_eq!(got, want, "n = {n}");
+        for (name, sort, max) in NETWORKS {
+            for n in 0..=max + 1 {
+                for spread in [u32::MAX, 7] {
+                    let v: Vec<u32> = (0..n)
+                        .map(|_| {
+                            let x = crate::minhash::splitmix64(&mut state) as u32;
+                            if spread == u32::MAX {
+                                x
+                            } else {
+                                x % spread
+                            }
+                        })
+                        .collect();
+                    let mut got = v.clone();
+                    let mut want = v.clone();
+                    want.sort_unstable();
+                    if sort(&mut got) {
+                        assert!(n <= max, "{name} took {n} values");
+                        assert_eq!(got, want, "{name}, n = {n}");
+                    } else {
+                        assert_eq!(got, v, "{name} declined n = {n} but changed it");
+                    }
                 }
             }
         }
     }
 
+    /// On x86-64 CPUs with AVX2 (every x86-64 CI machine so far), the
+    /// AVX2 network runs: the tests above are not vacuous there even
+    /// without AVX-512.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_avx2_network_runs_where_the_cpu_has_avx2() {
+        let mut v = vec![3u32, 1, 2];
+        assert_eq!(sort_avx2(&mut v), has_avx2());
+        let mut long = vec![0u32; NETWORK_MAX_AVX2 + 1];
+        assert!(!sort_avx2(&mut long));
+    }
+
     proptest! {
         #[test]
-        fn the_network_equals_sort_unstable(
+        fn the_networks_equal_sort_unstable(
             mut v in proptest::collection::vec(
                 prop_oneof![any::<u32>(), Just(u32::MAX), Just(0u32), 0u32..4],
                 0..=NETWORK_MAX,
@@ -583,10 +864,13 @@ mod tests {
             let mut want = v.clone();
             want.sort_unstable();
             let before = v.clone();
-            if sort_network(&mut v) {
-                prop_assert_eq!(v, want);
-            } else {
-                prop_assert_eq!(v, before);
+            for (name, sort, _) in NETWORKS {
+                v.clone_from(&before);
+                if sort(&mut v) {
+                    prop_assert_eq!(&v, &want, "{}", name);
+                } else {
+                    prop_assert_eq!(&v, &before, "{}", name);
+                }
             }
         }
     }

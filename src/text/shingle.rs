@@ -357,10 +357,12 @@ impl Shingler {
 }
 
 /// Sort shingle hashes ascending. Up to 256 of them (most articles and
-/// every short document), on a CPU with AVX-512 F, a sorting network in
-/// registers does it ([`super::kernel::sort_network`]; `sign_bench`'s
-/// sort and dedup 435 → 297 ns an article, 3 alternating runs, docs/s +5%).
-/// Otherwise, and for longer documents: a document's hashes are uniform 32-bit
+/// every short document) on a CPU with AVX-512 F, or up to 128 on one with
+/// AVX2 only, a sorting network in registers does it
+/// ([`super::kernel::sort_network`]; `sign_bench`'s sort and dedup an
+/// article 435 → 297 ns with AVX-512, 3 alternating runs, docs/s +5%; 457
+/// → 339 ns with AVX2, the same machine with AVX-512 turned off in a
+/// measurement build). Otherwise, and for longer documents: a document's hashes are uniform 32-bit
 /// values, so a bucket pass on the top bits (one to two buckets per value)
 /// leaves them in order but for the few values sharing a bucket, which a
 /// second pass puts right ([`settle`]). Two to four buckets per value, the
