@@ -17,7 +17,7 @@
 //! **The fused ASCII scanner.** For ASCII text (most text; the ASCII
 //! stretches of other text, see `utf8_word_hashes`) `ascii_word_states` applies the normalization recipe
 //! and hashes words without building the normalized string: it finds runs
-//! of kept bytes 64 at a time with bit masks (SSE2 compares, see `kernel`) and hashes each word
+//! of kept bytes 64 at a time with bit masks (SSE2, AVX2 or AVX-512 compares, see `kernel`) and hashes each word
 //! straight from the text (lowercasing 8 bytes at once). The
 //! recipe guarantees that this is the same thing: in the normalized text, a
 //! word is the kept bytes between two whitespace runs (stripped bytes join,
@@ -289,6 +289,7 @@ const JOINED: u32 = 1 << 31;
 /// bytes: "don't"). Branches are per run, not per byte. The second pass
 /// hashes each word straight from the text, lowercasing 8 bytes at once; a
 /// word made of several runs (rare) is gathered into a buffer first.
+#[inline(always)]
 pub(crate) fn ascii_word_states(
     text: &[u8],
     table: &AsciiTable,
@@ -511,6 +512,7 @@ fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
 /// is a normalization boundary on both sides (it is NFKC-stable and
 /// composes with nothing) and no word crosses it, so the zones' words and
 /// the scanned words, in text order, are the words of the normalized text.
+#[inline(always)]
 pub(crate) fn unicode_word_states(
     text: &str,
     chars: &CharTable,
@@ -766,12 +768,13 @@ pub(crate) fn utf8_word_hashes(
     out: &mut Vec<u64>,
 ) {
     let first = out.len();
-    utf8_word_states(text, chars, key, scratch, out);
+    super::kernel::word_states(text, chars, key, scratch, out);
     super::kernel::finish_words(&mut out[first..]);
 }
 
 /// [`utf8_word_hashes`] before the finalizer: the words' states.
-fn utf8_word_states(
+#[inline(always)]
+pub(super) fn utf8_word_states(
     text: &str,
     chars: &CharTable,
     key: u64,
