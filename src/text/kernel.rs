@@ -175,14 +175,16 @@ fn classify_utf8_avx512(block: &[u8; 64], strip: bool) -> (u64, u64, u64, u64) {
 
 /// The word scanners ([`utf8_word_states`](super::words::utf8_word_states)
 /// with the ASCII and UTF-8 scanners inlined into it) compiled for AVX-512
-/// BW, else for AVX2, when the running CPU has it, else as built. The
+/// BW + DQ, else for AVX2, when the running CPU has it, else as built. The
 /// scanners classify 64 bytes at a time through [`classify_utf8`]; compiled
 /// for the instruction set the classifier uses, the classifier inlines into
 /// them (a `#[target_feature]` function does not inline into a caller
 /// without the feature) and LLVM may use the wider registers elsewhere in
-/// them too. Articles, `sign_bench`: the word stage 1,372–1,390 →
-/// 1,277–1,306 ns and docs/s +2.5–3.6% over the AVX-512 classifier called
-/// from the baseline build (2 alternating runs, medians of 5 rounds).
+/// them too: the loop over lanes that hashes short words
+/// (`words::short_states`) becomes 64-bit vector multiplies (AVX-512 DQ).
+/// Articles, `sign_bench`: the word stage 1,372–1,390 → 1,277–1,306 ns and
+/// docs/s +2.5–3.6% over the AVX-512 classifier called from the baseline
+/// build (2 alternating runs, medians of 5 rounds), before the lanes.
 ///
 /// **Safety.** Each `#[target_feature]` function is called only after
 /// detection found its feature on the running CPU.
@@ -196,8 +198,8 @@ pub(crate) fn word_states(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if has_avx512bw() {
-            // SAFETY: `has_avx512bw` found the feature on the running CPU.
+        if has_avx512bw() && has_avx512dq() {
+            // SAFETY: the two found the features on the running CPU.
             unsafe { word_states_avx512(text, chars, key, scratch, out) };
             return;
         }
@@ -211,7 +213,7 @@ pub(crate) fn word_states(
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512bw")]
+#[target_feature(enable = "avx512bw,avx512dq")]
 fn word_states_avx512(
     text: &str,
     chars: &super::unicode::CharTable,

@@ -141,6 +141,10 @@ pub(crate) struct AsciiScratch {
     ends: Vec<u32>,
     /// A word gathered from several runs or transcoded character by character.
     word: Vec<u8>,
+    /// Word scanner: each short word's two 8-byte chunks and length, and
+    /// the states of the other words by their index.
+    lanes: Vec<[u64; 3]>,
+    patches: Vec<(usize, u64)>,
     /// Unicode scanner: where each kept character that needs transcoding
     /// ([`Kind::Map`], [`Kind::Multi`]) starts.
     gathers: Vec<u32>,
@@ -287,8 +291,14 @@ const JOINED: u32 = 1 << 31;
 /// into the start and end of every run of kept bytes, flagging the runs that
 /// continue the previous run's word (the gap between them is all stripped
 /// bytes: "don't"). Branches are per run, not per byte. The second pass
-/// hashes each word straight from the text, lowercasing 8 bytes at once; a
-/// word made of several runs (rare) is gathered into a buffer first.
+/// hashes each word from the text, lowercasing 8 bytes at once: from
+/// [`LANES_MIN`] runs on, the words of one run and at most 16 bytes (nearly
+/// all) are read as two 8-byte chunks into lanes and hashed in a loop over
+/// lanes ([`short_states`]; compiled for AVX-512 by
+/// [`super::kernel::word_states`], articles' word stage 1,256 → 1,133–1,154 ns
+/// in `sign_bench`, docs/s +7%), the others one by one; a word made of
+/// several runs (rare) is gathered into a buffer first. Inlined, so that
+/// `kernel::word_states` compiles it for each instruction set.
 #[inline(always)]
 pub(crate) fn ascii_word_states(
     text: &[u8],
@@ -308,6 +318,8 @@ pub(crate) fn ascii_word_states(
         starts,
         ends,
         word,
+        lanes,
+        patches,
         ..
     } = scratch;
     starts.clear();
@@ -377,30 +389,97 @@ pub(crate) fn ascii_word_states(
     let first = out.len();
     out.resize(first + n, 0);
     let dest = &mut out[first..];
+    // The word that runs `i..` make: its state and the next word's first run.
+    let mut joined = |i: usize| {
+        let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
+        word.clear();
+        word.extend_from_slice(&text[start..end]);
+        let mut i = i + 1;
+        while i < n && starts[i] & JOINED != 0 {
+            word.extend_from_slice(&text[(starts[i] & !JOINED) as usize..ends[i] as usize]);
+            i += 1;
+        }
+        if lowercase {
+            word.make_ascii_lowercase();
+        }
+        (word_state(word, key), i)
+    };
+    let joins_next = |i: usize| starts.get(i + 1).is_some_and(|&s| s & JOINED != 0);
     let mut w = 0;
     let mut i = 0;
-    while i < n {
-        let start = (starts[i] & !JOINED) as usize;
-        let end = ends[i] as usize;
-        if starts.get(i + 1).is_some_and(|&s| s & JOINED != 0) {
-            word.clear();
-            word.extend_from_slice(&text[start..end]);
-            i += 1;
-            while i < n && starts[i] & JOINED != 0 {
-                word.extend_from_slice(&text[(starts[i] & !JOINED) as usize..ends[i] as usize]);
+    if n < LANES_MIN {
+        while i < n {
+            if joins_next(i) {
+                (dest[w], i) = joined(i);
+            } else {
+                let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
+                dest[w] = hash_run(bytes, start, end, key, case);
                 i += 1;
             }
-            if lowercase {
-                word.make_ascii_lowercase();
-            }
-            dest[w] = word_state(word, key);
+            w += 1;
+        }
+        out.truncate(first + w);
+        return;
+    }
+    // Each word of one run and at most 16 bytes (nearly all) is gathered as
+    // its two 8-byte chunks and its length into lanes, hashed below in a loop
+    // over lanes that LLVM vectorizes; the others (joined runs, long words)
+    // are hashed here and patched in after.
+    let load = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    lanes.clear();
+    lanes.resize(n, [0; 3]);
+    patches.clear();
+    let lanes = &mut lanes[..n];
+    while i < n {
+        if joins_next(i) {
+            let state;
+            (state, i) = joined(i);
+            patches.push((w, state));
         } else {
-            dest[w] = hash_run(bytes, start, end, key, case);
+            let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
+            if end - start > 16 {
+                patches.push((w, hash_run(bytes, start, end, key, case)));
+            } else {
+                lanes[w] = [load(start), load(start + 8), (end - start) as u64];
+            }
             i += 1;
         }
         w += 1;
     }
+    short_states(&lanes[..w], key, case, &mut dest[..w]);
+    for &(at, state) in patches.iter() {
+        dest[at] = state;
+    }
     out.truncate(first + w);
+}
+
+/// Fewest runs for which [`ascii_word_states`] hashes short words in lanes
+/// (below it, gathering them costs more than the lanes save: the short
+/// ASCII stretches of non-English text).
+const LANES_MIN: usize = 16;
+
+/// The states of words of at most 16 bytes, each given as its two 8-byte
+/// chunks (read past its end) and its length: [`hash_run`]'s arithmetic
+/// with the byte masks computed instead of looked up, in a loop over lanes
+/// without a branch, so that LLVM vectorizes it ([`super::kernel::word_states`]
+/// compiles it for AVX-512 or AVX2).
+#[inline(always)]
+fn short_states(lanes: &[[u64; 3]], key: u64, case: u64, dest: &mut [u64]) {
+    // The low `l` bytes (l ≤ 8) of a chunk.
+    let keep = |l: u64| {
+        if l >= 8 {
+            u64::MAX
+        } else {
+            !(u64::MAX << (8 * l))
+        }
+    };
+    let lower = |x: u64| x | ((in_range(x, b'A', b'Z') >> 2) & case);
+    for (d, &[c0, c1, len]) in dest.iter_mut().zip(lanes) {
+        let one = step(key, lower(c0) & keep(len.min(8)));
+        let two = step(one, lower(c1) & keep(len.saturating_sub(8)));
+        let h = if len > 8 { two } else { one };
+        *d = h.wrapping_add(len.wrapping_mul(L));
+    }
 }
 
 /// Longest word [`joined_state`] gathers on the stack.
@@ -539,6 +618,7 @@ pub(crate) fn unicode_word_states(
         dirty,
         zones,
         norm,
+        ..
     } = scratch;
     starts.clear();
     ends.clear();
