@@ -245,7 +245,7 @@ impl Shingler {
             self.number_occurrences(hashes);
             hashes.sort_unstable();
         }
-        hashes.dedup();
+        super::kernel::dedup_sorted(hashes);
         Ok(hashes)
     }
 
