@@ -158,7 +158,12 @@ pub(crate) struct AsciiScratch {
 
 impl AsciiScratch {
     pub(crate) fn trim(&mut self) {
-        if self.bytes.capacity() > 1 << 20 || self.norm.capacity() > 1 << 20 {
+        // `lanes` holds 24 bytes a word: a text of one-letter words under
+        // the 1 MiB of `bytes` can grow it to 12 MiB.
+        if self.bytes.capacity() > 1 << 20
+            || self.norm.capacity() > 1 << 20
+            || self.lanes.capacity() > 1 << 16
+        {
             *self = Self::default();
         }
     }
@@ -1024,6 +1029,27 @@ mod tests {
         );
         finish_lanes(&mut out);
         out
+    }
+
+    #[test]
+    fn trim_drops_a_large_lane_buffer() {
+        // 100,000 one-letter words: 200 kB of text, under the 1 MiB that
+        // trims `bytes`, but 2.4 MB of lanes.
+        let text = "a ".repeat(100_000);
+        let mut scratch = AsciiScratch::default();
+        let mut out = Vec::new();
+        let opts = NormalizeOptions::default();
+        ascii_word_states(
+            text.as_bytes(),
+            AsciiTable::new(&opts),
+            1,
+            &mut scratch,
+            &mut out,
+        );
+        assert_eq!(out.len(), 100_000);
+        assert!(scratch.lanes.capacity() >= 100_000);
+        scratch.trim();
+        assert_eq!(scratch.lanes.capacity(), 0);
     }
 
     fn scalar(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
