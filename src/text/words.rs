@@ -277,10 +277,11 @@ fn movemask(x: u64) -> u64 {
     (x >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
-/// ASCII lowercase of 8 ASCII bytes (as [`hash_run`] does it).
-#[cfg(test)]
-fn lower(x: u64) -> u64 {
-    x | (in_range(x, b'A', b'Z') >> 2)
+/// 8 ASCII bytes lowercased where `case` is all ones (as they are
+/// hashed: [`hash_run`], [`short_states`]), unchanged where it is 0.
+#[inline(always)]
+fn lower(x: u64, case: u64) -> u64 {
+    x | ((in_range(x, b'A', b'Z') >> 2) & case)
 }
 
 /// Flag of a run start in [`AsciiScratch::starts`]: the run continues the
@@ -478,12 +479,11 @@ fn short_states(lanes: &[[u64; 3]], key: u64, case: u64, dest: &mut [u64]) {
             !(u64::MAX << (8 * l))
         }
     };
-    let lower = |x: u64| x | ((in_range(x, b'A', b'Z') >> 2) & case);
     for (d, &[c0, c1, len]) in dest.iter_mut().zip(lanes) {
-        let one = step(key, lower(c0) & keep(len.min(8)));
-        let two = step(one, lower(c1) & keep(len.saturating_sub(8)));
+        let one = step(key, lower(c0, case) & keep(len.min(8)));
+        let two = step(one, lower(c1, case) & keep(len.saturating_sub(8)));
         let h = if len > 8 { two } else { one };
-        *d = h.wrapping_add(len.wrapping_mul(L));
+        *d = unfinished(h, len as usize);
     }
 }
 
@@ -549,8 +549,10 @@ fn append_runs(v: &mut Vec<u32>, buf: &[u32; 32], m: usize) {
 fn hash_run(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 {
     let len = end - start;
     let load = |at: usize| {
-        let x = u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-        x | ((in_range(x, b'A', b'Z') >> 2) & case)
+        lower(
+            u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes")),
+            case,
+        )
     };
     let c0 = load(start);
     let c1 = load(start + 8);
@@ -1076,7 +1078,7 @@ mod tests {
             });
             assert_eq!(m, want, "{b}");
             let low = u64::from_le_bytes(x.to_le_bytes().map(|c| c.to_ascii_lowercase()));
-            assert_eq!(lower(x), low);
+            assert_eq!(lower(x, u64::MAX), low);
         }
     }
 
