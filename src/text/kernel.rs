@@ -1070,6 +1070,83 @@ mod tests {
         }
     }
 
+    /// Each compiled build of the word scanners (AVX2 and AVX-512, where
+    /// the CPU has them) writes the states the portable build writes, on
+    /// texts of every kind of word the scanners tell apart: short and long
+    /// ASCII, accented and capital accented (transcoded), joined across
+    /// stripped characters, non-Latin, compatibility (`ﬁ`) and combining
+    /// (zones), non-ASCII whitespace; in long runs (lanes) and short ones.
+    /// The dispatch picks only the widest, so without this the AVX2 build
+    /// ran only on CPUs without AVX-512.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn every_build_of_the_word_scanners_equals_the_portable_one() {
+        use super::super::unicode::CharTable;
+        use super::super::words::{utf8_word_states, AsciiScratch};
+        use super::super::NormalizeOptions;
+        const PIECES: [&str; 24] = [
+            "word",
+            "a",
+            "Mixed",
+            "internationalization",
+            "ÉCOLE",
+            "año",
+            "Málaga",
+            "l’homme",
+            "don't",
+            "naïve",
+            "Straße",
+            "日本語の文",
+            "Добрый",
+            "ДЕНЬ",
+            "ﬁn",
+            "e\u{301}t\u{e9}",
+            "\u{a0}",
+            "\u{3000}",
+            "£5",
+            "“quoted”",
+            "x--y",
+            "Ωmega",
+            "7",
+            "ünd-so-weiter",
+        ];
+        let mut state = 11u64;
+        let mut next = |n: u64| crate::minhash::splitmix64(&mut state) % n;
+        for case in 0..600 {
+            let mut text = String::new();
+            for _ in 0..next(if case % 3 == 0 { 12 } else { 300 }) {
+                text.push_str(PIECES[next(PIECES.len() as u64) as usize]);
+                text.push_str([" ", " ", " ", "\n", ", ", ""][next(6) as usize]);
+            }
+            for o in [0, 3, 4] {
+                let opts = NormalizeOptions {
+                    nfkc: o & 4 == 0,
+                    lowercase: o & 2 == 0,
+                    strip_punctuation: o & 1 == 0,
+                };
+                let chars = CharTable::get(&opts);
+                let mut want = Vec::new();
+                utf8_word_states(&text, chars, 9, &mut AsciiScratch::default(), &mut want);
+                if has_avx2() {
+                    let mut got = Vec::new();
+                    // SAFETY: `has_avx2` found the feature.
+                    unsafe {
+                        word_states_avx2(&text, chars, 9, &mut AsciiScratch::default(), &mut got)
+                    };
+                    assert_eq!(got, want, "AVX2, options {o}, {text:?}");
+                }
+                if has_avx512bw() && has_avx512dq() {
+                    let mut got = Vec::new();
+                    // SAFETY: the two found the features.
+                    unsafe {
+                        word_states_avx512(&text, chars, 9, &mut AsciiScratch::default(), &mut got)
+                    };
+                    assert_eq!(got, want, "AVX-512, options {o}, {text:?}");
+                }
+            }
+        }
+    }
+
     /// `dedup_sorted` keeps what `Vec::dedup` keeps, for every length up
     /// to five registers, with runs of repeats across register boundaries,
     /// leading zeros and `u32::MAX`.
