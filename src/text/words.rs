@@ -386,20 +386,18 @@ pub(crate) fn ascii_word_states(
     let first = out.len();
     out.resize(first + n, 0);
     let dest = &mut out[first..];
-    // The word that runs `i..` make: its state and the next word's first run.
+    // The word that runs `i..` make, gathered in `word`: its state and the
+    // next word's first run (the loop over lanes takes `joined_word`; here
+    // its larger code cost more than it saved).
     let mut joined = |i: usize| {
-        let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
-        word.clear();
-        word.extend_from_slice(&text[start..end]);
-        let mut i = i + 1;
-        while i < n && starts[i] & JOINED != 0 {
-            word.extend_from_slice(&text[(starts[i] & !JOINED) as usize..ends[i] as usize]);
-            i += 1;
+        let mut j = i + 1;
+        while j < n && starts[j] & JOINED != 0 {
+            j += 1;
         }
-        if lowercase {
-            word.make_ascii_lowercase();
-        }
-        (word_state(word, key), i)
+        (
+            gathered_state(bytes, &starts[i..j], &ends[i..j], key, case, word),
+            j,
+        )
     };
     let joins_next = |i: usize| starts.get(i + 1).is_some_and(|&s| s & JOINED != 0);
     let mut w = 0;
@@ -430,7 +428,7 @@ pub(crate) fn ascii_word_states(
     while i < n {
         if joins_next(i) {
             let state;
-            (state, i) = joined(i);
+            (state, i) = joined_word(bytes, starts, ends, i, key, case, word);
             patches.push((w, state));
         } else {
             let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
@@ -486,6 +484,54 @@ fn short_states<const UTF8: bool>(lanes: &[[u64; 3]], key: u64, case: u64, dest:
     }
 }
 
+/// The state of the word whose first run is `starts[i]` and which the
+/// runs after it flagged [`JOINED`] continue, and the index of the next
+/// word's first run. [`joined_state`] gathers it on the stack; a word too
+/// long for it, in `word`. In `sign_bench`, the articles' word stage went
+/// 1,096–1,148 → 1,037–1,074 ns (3 alternating runs) against a closure
+/// that gathered every joined word in `word` and that LLVM did not inline
+/// (3.5% of the samples, for the 2% of the words that are joined).
+#[inline(always)]
+fn joined_word(
+    bytes: &[u8],
+    starts: &[u32],
+    ends: &[u32],
+    i: usize,
+    key: u64,
+    case: u64,
+    word: &mut Vec<u8>,
+) -> (u64, usize) {
+    let mut j = i + 1;
+    while j < starts.len() && starts[j] & JOINED != 0 {
+        j += 1;
+    }
+    let (starts, ends) = (&starts[i..j], &ends[i..j]);
+    let state = joined_state(bytes, starts, ends, key, case)
+        .unwrap_or_else(|| gathered_state(bytes, starts, ends, key, case, word));
+    (state, j)
+}
+
+/// [`joined_state`] of a word longer than it gathers on the stack, gathered
+/// in `word` (ASCII runs only).
+#[cold]
+fn gathered_state(
+    bytes: &[u8],
+    starts: &[u32],
+    ends: &[u32],
+    key: u64,
+    case: u64,
+    word: &mut Vec<u8>,
+) -> u64 {
+    word.clear();
+    for (&s, &e) in starts.iter().zip(ends) {
+        word.extend_from_slice(&bytes[(s & !JOINED) as usize..e as usize]);
+    }
+    if case != 0 {
+        word.make_ascii_lowercase();
+    }
+    word_state(word, key)
+}
+
 /// Longest word [`joined_state`] gathers on the stack.
 const JOINED_MAX: usize = 48;
 
@@ -500,9 +546,9 @@ const JOINED_MAX: usize = 48;
 /// state as copying the runs into a `Vec`, lowercasing and calling
 /// `word_state` (a `memmove` per run was 5% of the French man pages' text
 /// stage, where 9% of the words are joined runs; the text stage 13–15%
-/// faster on French and German). The ASCII scanner keeps its `Vec`: the
-/// same change there made the ASCII articles (2% joined words) ~6% slower
-/// in `text_bench`, for a cause not found.
+/// faster on French and German). In the ASCII scanner ([`joined_word`])
+/// the same change once measured ~6% slower in `text_bench`, for a cause
+/// not found; since the lanes it measures 7% faster.
 #[inline(always)]
 fn joined_state(bytes: &[u8], starts: &[u32], ends: &[u32], key: u64, case: u64) -> Option<u64> {
     let len: usize = starts
