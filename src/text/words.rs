@@ -419,28 +419,32 @@ pub(crate) fn ascii_word_states(
     // Each word of one run and at most 16 bytes (nearly all) is gathered as
     // its two 8-byte chunks and its length into lanes, hashed below in a loop
     // over lanes that LLVM vectorizes; the others (joined runs, long words)
-    // are hashed here and patched in after.
+    // are hashed here, given an empty lane (a lane's index is its word's)
+    // and patched in after. Lanes are pushed, not written into a buffer
+    // zeroed first: the word stage 1,028–1,048 → 1,007–1,019 ns an article
+    // (`sign_bench`, 3 alternating runs).
     let load = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
     lanes.clear();
-    lanes.resize(n, [0; 3]);
+    lanes.reserve(n);
     patches.clear();
-    let lanes = &mut lanes[..n];
     while i < n {
         if joins_next(i) {
             let state;
             (state, i) = joined_word(bytes, starts, ends, i, key, case, word);
-            patches.push((w, state));
+            patches.push((lanes.len(), state));
+            lanes.push([0; 3]);
         } else {
             let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
             if end - start > 16 {
-                patches.push((w, hash_run(bytes, start, end, key, case)));
+                patches.push((lanes.len(), hash_run(bytes, start, end, key, case)));
+                lanes.push([0; 3]);
             } else {
-                lanes[w] = [load(start), load(start + 8), (end - start) as u64];
+                lanes.push([load(start), load(start + 8), (end - start) as u64]);
             }
             i += 1;
         }
-        w += 1;
     }
+    let w = lanes.len();
     short_states::<false>(&lanes[..w], key, case, &mut dest[..w]);
     for &(at, state) in patches.iter() {
         dest[at] = state;
