@@ -1015,6 +1015,13 @@ fn transcode(
     chars: &CharTable,
     word: &mut Vec<u8>,
 ) {
+    // A character's 1–4 bytes are appended as a fixed 4-byte copy and a
+    // cut: a copy of a variable length calls `memmove`, which was 4.7% of
+    // the Russian man pages' text stage (8% of their words have a capital).
+    let push = |word: &mut Vec<u8>, utf8: [u8; 4], len: usize| {
+        word.extend_from_slice(&utf8);
+        word.truncate(word.len() - 4 + len);
+    };
     let mut at = start;
     while at < end {
         let b = bytes[at];
@@ -1025,17 +1032,23 @@ fn transcode(
         }
         let (cp, len) = decode(bytes, at);
         let entry = chars.entry_of(cp);
-        let mut utf8 = [0u8; 4];
         match unicode::kind(entry) {
             Kind::Map => {
-                word.extend_from_slice(unicode::mapped(entry).encode_utf8(&mut utf8).as_bytes())
+                let c = unicode::mapped(entry);
+                let mut utf8 = [0u8; 4];
+                c.encode_utf8(&mut utf8);
+                push(word, utf8, c.len_utf8());
             }
             Kind::Multi => unicode::emit(
                 char::from_u32(cp).expect("decoded from valid UTF-8"),
                 chars.options(),
-                |l| word.extend_from_slice(l.encode_utf8(&mut utf8).as_bytes()),
+                |l| {
+                    let mut utf8 = [0u8; 4];
+                    l.encode_utf8(&mut utf8);
+                    push(word, utf8, l.len_utf8());
+                },
             ),
-            _ => word.extend_from_slice(&bytes[at..at + len]),
+            _ => push(word, bytes[at..at + 4].try_into().expect("4 bytes"), len),
         }
         at += len;
     }
