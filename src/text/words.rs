@@ -390,10 +390,7 @@ pub(crate) fn ascii_word_states(
     // next word's first run (the loop over lanes takes `joined_word`; here
     // its larger code cost more than it saved).
     let mut joined = |i: usize| {
-        let mut j = i + 1;
-        while j < n && starts[j] & JOINED != 0 {
-            j += 1;
-        }
+        let j = word_runs_end(starts, i);
         (
             gathered_state(bytes, &starts[i..j], &ends[i..j], key, case, word),
             j,
@@ -505,14 +502,22 @@ fn joined_word(
     case: u64,
     word: &mut Vec<u8>,
 ) -> (u64, usize) {
-    let mut j = i + 1;
-    while j < starts.len() && starts[j] & JOINED != 0 {
-        j += 1;
-    }
+    let j = word_runs_end(starts, i);
     let (starts, ends) = (&starts[i..j], &ends[i..j]);
     let state = joined_state(bytes, starts, ends, key, case)
         .unwrap_or_else(|| gathered_state(bytes, starts, ends, key, case, word));
     (state, j)
+}
+
+/// One past the last run of the word whose first run is `starts[i]`
+/// (the runs after it flagged [`JOINED`] continue it).
+#[inline(always)]
+fn word_runs_end(starts: &[u32], i: usize) -> usize {
+    let mut j = i + 1;
+    while j < starts.len() && starts[j] & JOINED != 0 {
+        j += 1;
+    }
+    j
 }
 
 /// [`joined_state`] of a word longer than it gathers on the stack, gathered
@@ -817,10 +822,7 @@ pub(crate) fn unicode_word_states(
     while i < n {
         let start = (starts[i] & !JOINED) as usize;
         // The runs of this word: i..j.
-        let mut j = i + 1;
-        while j < n && starts[j] & JOINED != 0 {
-            j += 1;
-        }
+        let mut j = word_runs_end(starts, i);
         let end = ends[j - 1] as usize;
         while zi < zones.len() && zones[zi].1 as usize <= start {
             zi += 1;
