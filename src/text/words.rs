@@ -285,11 +285,21 @@ fn lower(x: u64, case: u64) -> u64 {
 }
 
 /// 8 bytes of UTF-8 with their ASCII letters lowercased where `case` is
-/// all ones ([`hash_run_utf8`], [`short_states`]): [`lower`] of the
+/// all ones ([`hash_run`], [`short_states`]): [`lower`] of the
 /// bytes below 0x80, the others unchanged.
 #[inline(always)]
 fn lower_utf8(x: u64, case: u64) -> u64 {
     x | (((in_range(x & rep(0x7f), b'A', b'Z') & !x) >> 2) & case)
+}
+
+/// [`lower_utf8`] with `UTF8`, else [`lower`].
+#[inline(always)]
+fn lowered<const UTF8: bool>(x: u64, case: u64) -> u64 {
+    if UTF8 {
+        lower_utf8(x, case)
+    } else {
+        lower(x, case)
+    }
 }
 
 /// Flag of a run start in [`AsciiScratch::starts`]: the run continues the
@@ -405,7 +415,7 @@ pub(crate) fn ascii_word_states(
                 (dest[w], i) = joined(i);
             } else {
                 let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
-                dest[w] = hash_run(bytes, start, end, key, case);
+                dest[w] = hash_run::<false>(bytes, start, end, key, case);
                 i += 1;
             }
             w += 1;
@@ -433,7 +443,7 @@ pub(crate) fn ascii_word_states(
         } else {
             let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
             if end - start > 16 {
-                patches.push((lanes.len(), hash_run(bytes, start, end, key, case)));
+                patches.push((lanes.len(), hash_run::<false>(bytes, start, end, key, case)));
                 lanes.push([0; 3]);
             } else {
                 lanes.push([load(start), load(start + 8), (end - start) as u64]);
@@ -456,19 +466,12 @@ const LANES_MIN: usize = 16;
 
 /// The states of words of at most 16 bytes, each given as its two 8-byte
 /// chunks (read past its end) and its length: [`hash_run`]'s arithmetic
-/// (with `UTF8`, [`hash_run_utf8`]'s, which lowercases only the ASCII
-/// bytes) with the byte masks computed instead of looked up, in a loop over
-/// lanes without a branch, so that LLVM vectorizes it
+/// (with `UTF8`, lowercasing only the ASCII bytes) with the byte masks
+/// computed instead of looked up, in a loop over lanes without a branch,
+/// so that LLVM vectorizes it
 /// ([`super::kernel::word_states`] compiles it for AVX-512 or AVX2).
 #[inline(always)]
 fn short_states<const UTF8: bool>(lanes: &[[u64; 3]], key: u64, case: u64, dest: &mut [u64]) {
-    let lower = |x: u64| {
-        if UTF8 {
-            lower_utf8(x, case)
-        } else {
-            lower(x, case)
-        }
-    };
     // The low `l` bytes (l ≤ 8) of a chunk.
     let keep = |l: u64| {
         if l >= 8 {
@@ -478,8 +481,8 @@ fn short_states<const UTF8: bool>(lanes: &[[u64; 3]], key: u64, case: u64, dest:
         }
     };
     for (d, &[c0, c1, len]) in dest.iter_mut().zip(lanes) {
-        let one = step(key, lower(c0) & keep(len.min(8)));
-        let two = step(one, lower(c1) & keep(len.saturating_sub(8)));
+        let one = step(key, lowered::<UTF8>(c0, case) & keep(len.min(8)));
+        let two = step(one, lowered::<UTF8>(c1, case) & keep(len.saturating_sub(8)));
         let h = if len > 8 { two } else { one };
         *d = unfinished(h, len as usize);
     }
@@ -550,7 +553,7 @@ const JOINED_MAX: usize = 48;
 /// `None` if it is longer than [`JOINED_MAX`] bytes. `bytes` extends at
 /// least 16 bytes past every run. The runs are copied 16 bytes at a time
 /// (fixed-size moves, no `memcpy` call) into a stack buffer, each copy
-/// overwriting the previous one's excess; [`hash_run_utf8`] reads the word
+/// overwriting the previous one's excess; [`hash_run`] reads the word
 /// masked to its length, so what lies past it does not count. The same
 /// state as copying the runs into a `Vec`, lowercasing and calling
 /// `word_state` (a `memmove` per run was 5% of the French man pages' text
@@ -581,7 +584,7 @@ fn joined_state(bytes: &[u8], starts: &[u32], ends: &[u32], key: u64, case: u64)
         }
         at += e - s;
     }
-    Some(hash_run_utf8(&buf, 0, len, key, case))
+    Some(hash_run::<true>(&buf, 0, len, key, case))
 }
 
 /// Append to `v` the position `base + i` of each set bit `i` of `bits`,
@@ -613,13 +616,14 @@ fn push_runs(v: &mut Vec<u32>, mut bits: u64, base: u32, joins: u64) {
     v.truncate(len + m.min(32));
 }
 
-/// [`word_hash`] of `bytes[start..end]`, lowercased where `case` is all
-/// ones, where `bytes` extends at least 16 bytes past `end`.
+/// [`word_hash`] of `bytes[start..end]` lowercased where `case` is all
+/// ones (ASCII; with `UTF8`, any UTF-8, of which only the ASCII letters are
+/// lowercased), where `bytes` extends at least 16 bytes past `end`.
 #[inline(always)]
-fn hash_run(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 {
+fn hash_run<const UTF8: bool>(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 {
     let len = end - start;
     let load = |at: usize| {
-        lower(
+        lowered::<UTF8>(
             u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes")),
             case,
         )
@@ -857,7 +861,7 @@ pub(crate) fn unicode_word_states(
             continue;
         }
         let state = if j == i + 1 && !gathered {
-            hash_run_utf8(bytes, start, end, key, case)
+            hash_run::<true>(bytes, start, end, key, case)
         } else if let Some(state) = (!gathered)
             .then(|| joined_state(bytes, &starts[i..j], &ends[i..j], key, case))
             .flatten()
@@ -1054,31 +1058,6 @@ fn transcode(
         }
         at += len;
     }
-}
-
-/// [`word_hash`] of `bytes[start..end]` (UTF-8 whose ASCII letters are
-/// lowercased where `case` is all ones), where `bytes` extends at least 16
-/// bytes past `end`.
-#[inline(always)]
-fn hash_run_utf8(bytes: &[u8], start: usize, end: usize, key: u64, case: u64) -> u64 {
-    let len = end - start;
-    let load = |at: usize| {
-        lower_utf8(
-            u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes")),
-            case,
-        )
-    };
-    let c0 = load(start);
-    let c1 = load(start + 8);
-    let one = step(key, c0 & MASKS[len.min(8)]);
-    let two = step(one, c1 & MASKS[len.saturating_sub(8).min(8)]);
-    let mut h = if len > 8 { two } else { one };
-    let mut at = start + 16;
-    while at < end {
-        h = step(h, load(at) & MASKS[(end - at).min(8)]);
-        at += 8;
-    }
-    unfinished(h, len)
 }
 
 /// Texts this long or longer take the plain path (positions must fit in
