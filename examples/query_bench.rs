@@ -1,7 +1,7 @@
 //! The engine's side of `GET /similar?id=` alone: no HTTP, no JSON.
 //!
 //! ```text
-//! cargo run --release --example query_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads T]
+//! cargo run --release --example query_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads T] [--huge-pages]
 //! ```
 //!
 //! Loads the first `N` documents of FILE (all by default; `{"id", "text"}`
@@ -16,7 +16,9 @@
 //! candidates (`lone_ns_per_query`: answered from the shared-bucket bit)
 //! and those with some (`sharing_ns_per_query`, `sharing_share`). With the
 //! server's CPU per request (`perf stat` under wrk) this splits a query's
-//! cost into the engine's part and the HTTP stack's.
+//! cost into the engine's part and the HTTP stack's. `--huge-pages` first
+//! collapses the loaded index into huge pages, as the server does after a
+//! restore (`neardup::hugepages`); run with and without, alternating.
 
 use clap::Parser;
 use neardup::engine::{
@@ -34,10 +36,16 @@ mod common;
 struct Args {
     #[command(flatten)]
     query: common::QueryArgs,
+    /// Collapse the index into transparent huge pages before timing.
+    #[arg(long)]
+    huge_pages: bool,
 }
 
 fn main() {
-    let args = Args::parse().query;
+    let Args {
+        query: args,
+        huge_pages,
+    } = Args::parse();
     let (queries, threads, rounds) = (args.queries.get(), args.threads.get(), args.rounds.get());
     let raw = args.read();
     let lines = args.lines(&raw);
@@ -69,6 +77,12 @@ fn main() {
         }
     }
     let load_s = t0.elapsed().as_secs_f64();
+    let huge = huge_pages.then(|| {
+        let t = Instant::now();
+        let pass = neardup::hugepages::collapse_resident().expect("huge pages supported");
+        json!({"seconds": t.elapsed().as_secs_f64(), "bytes": pass.collapsed_bytes(), "failed": pass.failed,
+               "anon_huge_bytes": neardup::hugepages::huge_page_bytes()})
+    });
     let ids: Vec<&str> = docs.iter().map(|(id, _)| id.as_str()).collect();
     let draws = |thread: u64| -> Vec<&str> {
         common::draws(thread, queries, ids.len())
@@ -120,6 +134,7 @@ fn main() {
         json!({
             "docs": docs.len(),
             "load_s": load_s,
+            "huge_pages": huge,
             "queries": queries,
             "ns_per_query": median(&one),
             "rounds_ns": one,

@@ -191,7 +191,8 @@ async fn restore_then_maintain(state: AppState) {
         snapshot_timer(&state),
         purge_timer(&state),
         fsync_timer(&state),
-        redis_watch(&state)
+        redis_watch(&state),
+        huge_pages_timer(&state)
     );
 }
 
@@ -324,6 +325,47 @@ pub async fn purge_expired(state: &AppState) {
             }
             Err(e) => {
                 tracing::error!(collection = %c.name, error = %e, "purging expired documents failed; they stay hidden and are retried")
+            }
+        }
+    }
+}
+
+/// Right after the restore, then every `storage.huge_pages_interval_secs`
+/// (0: never), collapse the index's resident memory into huge pages, off
+/// the async workers. Stops for good where the kernel cannot.
+async fn huge_pages_timer(state: &AppState) {
+    let secs = state.config.storage.huge_pages_interval_secs;
+    if secs == 0 {
+        return;
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(secs));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    for first in std::iter::once(true).chain(std::iter::repeat(false)) {
+        tick.tick().await;
+        let started = std::time::Instant::now();
+        match tokio::task::spawn_blocking(crate::hugepages::collapse_resident).await {
+            Ok(Ok(pass)) => {
+                let seconds = started.elapsed().as_secs_f64();
+                let bytes = pass.collapsed_bytes();
+                if first || pass.failed > 0 {
+                    tracing::info!(
+                        bytes,
+                        ranges = pass.ranges,
+                        failed = pass.failed,
+                        seconds,
+                        "memory in huge pages"
+                    );
+                } else {
+                    tracing::debug!(bytes, ranges = pass.ranges, seconds, "memory in huge pages");
+                }
+            }
+            Ok(Err(why)) => {
+                tracing::info!(reason = %why, "the index stays in 4 KiB pages");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "the huge-page task failed");
+                return;
             }
         }
     }

@@ -201,6 +201,10 @@ pub struct StorageSettings {
     /// log each); they are absent from every answer from the instant they
     /// expire either way.
     pub purge_interval_secs: u64,
+    /// After the restore and then this often, collapse the index's resident
+    /// memory into transparent huge pages (`src/hugepages.rs`; Linux 6.1+);
+    /// 0 never does.
+    pub huge_pages_interval_secs: u64,
     /// Keep the default collection's texts as posted, on disk (named
     /// collections have their own `store_text` setting).
     pub store_text: bool,
@@ -359,6 +363,7 @@ impl Default for StorageSettings {
             snapshot_interval_secs: 300,
             snapshots_keep: 2,
             purge_interval_secs: 60,
+            huge_pages_interval_secs: 10,
             store_text: false,
             backend: StorageBackend::Memory,
             redis: RedisSettings::default(),

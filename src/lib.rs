@@ -18,8 +18,8 @@
 //!   documents live: in memory, or in Redis), [`collections`] (named indexes,
 //!   each an engine and a store with its own recipe and retention), [`wire`] (JSON shapes shared by
 //!   the API and the CLI), [`telemetry`] (logs), [`allocator`] (the binary's
-//!   global allocator), [`http`] (router, layers,
-//!   problem+json, metrics), [`app`] (build and run the server), [`cli`]
+//!   global allocator), [`hugepages`] (the index's memory in 2 MiB pages),
+//!   [`http`] (router, layers, problem+json, metrics), [`app`] (build and run the server), [`cli`]
 //!   (offline `neardup dedup` and `neardup analyze`);
 //! - for tests, benches and examples only: `testkit` (feature `testkit`).
 
@@ -32,6 +32,7 @@ pub mod collections;
 pub mod config;
 pub mod engine;
 pub mod http;
+pub mod hugepages;
 pub mod jaccard;
 pub mod lsh;
 pub mod minhash;

@@ -124,6 +124,7 @@ pub struct Metrics {
     analyses: Family<KindLabels, Counter>,
     analysis_seconds: Family<KindLabels, Histogram>,
     process_rss: Gauge,
+    huge_pages: Gauge,
     process_cpu: Counter<f64, AtomicU64>,
     /// CPU seconds already exported.
     cpu_seen: Mutex<f64>,
@@ -425,6 +426,11 @@ impl Default for Metrics {
             "Resident memory of the process",
             process_rss.clone(),
         );
+        let huge_pages = reg!(
+            "memory_huge_page_bytes",
+            "The process's anonymous memory in transparent huge pages (AnonHugePages; see storage.huge_pages_interval_secs)",
+            Gauge::default()
+        );
         let process_cpu = Counter::<f64, AtomicU64>::default();
         p.register(
             "process_cpu_seconds",
@@ -478,6 +484,7 @@ impl Default for Metrics {
             analyses,
             analysis_seconds,
             process_rss,
+            huge_pages,
             process_cpu,
             process_fds,
             process_start,
@@ -722,6 +729,8 @@ impl Metrics {
         self.export_series_of(&all);
         let p = process_stats();
         self.process_rss.set(p.rss_bytes as i64);
+        self.huge_pages
+            .set(crate::hugepages::huge_page_bytes().unwrap_or(0) as i64);
         self.process_fds.set(p.open_fds as i64);
         self.process_start.set(p.start_unix_secs as i64);
         let mut seen = self.cpu_seen.lock().expect("metrics lock");

@@ -643,3 +643,76 @@ fn logs_piped_to_a_file_have_no_colours_and_no_rust_debug_values() {
     }
     assert!(json.contains("\"index restored; ready\""), "{json}");
 }
+
+/// `storage.huge_pages_interval_secs`: the server collapses its resident
+/// memory into huge pages (this test process's, as the server runs in it),
+/// and `/metrics` says how much is in them. The test touches a 40 MiB block
+/// (above glibc's largest mmap threshold, so a mapping of its own, made
+/// after the support check) and waits for that mapping's `AnonHugePages`
+/// in `/proc/self/smaps`. Skipped where the kernel has THP off (`never`)
+/// or no `MADV_COLLAPSE`, as the server then keeps 4 KiB pages.
+#[tokio::test]
+async fn resident_memory_goes_into_huge_pages_and_the_metric_says_so() {
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.is_empty() || thp.contains("[never]") {
+        eprintln!("transparent huge pages are off here ({thp:?}): skipped");
+        return;
+    }
+    if let Err(why) = neardup::hugepages::collapse_resident() {
+        eprintln!("the kernel does not collapse here ({why}): skipped");
+        return;
+    }
+    let block: Vec<u64> = (0..(40 << 20) / 8).map(|i| i ^ 0x5a5a).collect();
+    let at = block.as_ptr() as usize;
+    assert_eq!(huge_bytes_of_mapping(at), Some(0), "not collapsed yet");
+    let mut settings = test_settings();
+    settings.storage.huge_pages_interval_secs = 1;
+    let app = spawn_app_with(settings).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let huge = loop {
+        let huge = huge_bytes_of_mapping(at).expect("the block's mapping");
+        if huge >= 8 << 20 || Instant::now() > deadline {
+            break huge;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(huge >= 8 << 20, "{huge} bytes of the block in huge pages");
+    let text = app.metrics().await;
+    let gauge = metric_value(&text, "neardup_memory_huge_page_bytes", &[]).expect("the gauge");
+    assert!(gauge >= huge as f64, "gauge {gauge}, block {huge}");
+    // The block reads back as written.
+    assert!(block
+        .iter()
+        .enumerate()
+        .all(|(i, &x)| x == i as u64 ^ 0x5a5a));
+}
+
+/// `AnonHugePages` of the mapping of this process that holds `addr`.
+fn huge_bytes_of_mapping(addr: usize) -> Option<u64> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+    let mut inside = false;
+    for line in smaps.lines() {
+        if let Some((range, _)) = line.split_once(' ') {
+            if let Some((a, b)) = range.split_once('-') {
+                if let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
+                {
+                    inside = (a..b).contains(&addr);
+                    continue;
+                }
+            }
+        }
+        if inside {
+            if let Some(kb) = line.strip_prefix("AnonHugePages:") {
+                return kb
+                    .trim()
+                    .trim_end_matches(" kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .map(|k| k * 1024);
+            }
+        }
+    }
+    None
+}
