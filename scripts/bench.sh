@@ -392,6 +392,24 @@ printf '{"docs":%s,"rss_kb_before":%s,"rss_kb_after":%s,"hwm_kb":%s}\n' \
 indexed=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["documents"])' "$RAW/stats_index.json")
 [[ "$indexed" -eq "$N" ]] || die "/stats counts $indexed documents after ingesting $N"
 
+# The server collapses its resident memory into huge pages after the
+# restore and every storage.huge_pages_interval_secs (src/hugepages.rs): let
+# the pass after the ingest finish before the query rounds, as it has on a
+# server that has been up a while. AnonHugePages is polled each second
+# until it covers 80% of RSS, the log says the kernel cannot collapse, or
+# 40 s have passed; what it reached is recorded.
+huge_t0=$(date +%s)
+while :; do
+    huge_kb=$(awk '$1 == "AnonHugePages:" { print $2 }' "/proc/$server_pid/smaps_rollup")
+    rss_kb=$(status_kb VmRSS)
+    ((huge_kb * 10 >= rss_kb * 8)) && break
+    grep -q "stays in 4 KiB pages" "$LOGS/server-index.log" && break
+    (($(date +%s) - huge_t0 >= 40)) && break
+    sleep 1
+done
+printf '{"anon_huge_kb":%s,"rss_kb":%s,"waited_s":%s}\n' \
+    "$huge_kb" "$rss_kb" "$(($(date +%s) - huge_t0))" | tee "$RAW/huge_pages.json"
+
 phase "3. query: wrk -t$WRK_THREADS -c$WRK_CONNECTIONS -d$WRK_DURATION, GET /similar?id=<random> vs GET /healthz, $ROUNDS alternating rounds"
 ids="$CORPUS_DIR/$(basename "$index_corpus" .jsonl).ids"
 [[ -s "$ids" ]] || "$PY" scripts/bench/ids.py "$index_corpus" "$ids"

@@ -53,6 +53,7 @@ def text_stage() -> dict:
 
 
 env = load("env")
+huge = load("huge_pages")
 sign_n, sign_r = rounds("sign_neardup"), rounds("sign_rensa")
 sign_rn, sign_rr = rounds("sign_real_neardup"), rounds("sign_real_rensa")
 ds, rp = load("peer_datasketch"), load("peer_rensa")
@@ -208,6 +209,9 @@ lines += [
     f"{ms(ws['max'])} | {wrk_sim['requests']:,} | {sum(wrk_sim['errors'].values())} |",
     f"| GET /healthz | {rate(wrk_hz):,.0f} | {ms(wh['p50'])} | {ms(wh['p99'])} | {ms(wh['p99_9'])} | "
     f"{ms(wh['max'])} | {wrk_hz['requests']:,} | {sum(wrk_hz['errors'].values())} |",
+    "",
+    f"The index in huge pages before the rounds: {huge['anon_huge_kb'] / 1024:,.0f} MiB of RSS "
+    f"{huge['rss_kb'] / 1024:,.0f} MiB (AnonHugePages, after {huge['waited_s']} s; src/hugepages.rs).",
     "",
     "Every query round, in order: ratio " + ", ".join(f"{r:.3f}" for r in wrk_ratios)
     + "; /similar req/s " + ", ".join(f"{rate(w):,.0f}" for w in wrk_runs["similar"])
