@@ -347,7 +347,9 @@ async fn huge_pages_timer(state: &AppState) {
             Ok(Ok(pass)) => {
                 let seconds = started.elapsed().as_secs_f64();
                 let bytes = pass.collapsed_bytes();
-                if first || pass.failed > 0 {
+                // The first pass at info; later ones (every few seconds)
+                // at debug: `neardup_memory_huge_page_bytes` follows them.
+                if first {
                     tracing::info!(
                         bytes,
                         ranges = pass.ranges,
@@ -356,7 +358,13 @@ async fn huge_pages_timer(state: &AppState) {
                         "memory in huge pages"
                     );
                 } else {
-                    tracing::debug!(bytes, ranges = pass.ranges, seconds, "memory in huge pages");
+                    tracing::debug!(
+                        bytes,
+                        ranges = pass.ranges,
+                        failed = pass.failed,
+                        seconds,
+                        "memory in huge pages"
+                    );
                 }
             }
             Ok(Err(why)) => {

@@ -33,8 +33,8 @@
 //! off the async workers; later passes only collapse what grew since.
 //!
 //! Linux only; elsewhere, and where the kernel refuses (`EINVAL`: too old,
-//! or THP set to `never`), a pass reports [`Unsupported`] and the server
-//! stops asking.
+//! or THP set to `never`; `EPERM` / `ENOSYS`: a seccomp filter), a pass
+//! reports [`Unsupported`] and the server stops asking.
 #![allow(unsafe_code)]
 
 use std::fmt;
@@ -210,8 +210,10 @@ mod linux {
         }
         let e = io::Error::last_os_error();
         match e.raw_os_error() {
-            Some(libc::EINVAL) => Err(Refused::Always(format!(
-                "the kernel does not collapse memory into huge pages (MADV_COLLAPSE needs Linux 6.1 or later, and transparent huge pages not set to never): {e}"
+            // EINVAL: no MADV_COLLAPSE (before Linux 6.1) or THP `never`;
+            // EPERM / ENOSYS: a seccomp filter (a container's) refuses it.
+            Some(libc::EINVAL | libc::EPERM | libc::ENOSYS) => Err(Refused::Always(format!(
+                "the kernel does not collapse memory into huge pages here (MADV_COLLAPSE needs Linux 6.1 or later, transparent huge pages not set to never, and no seccomp filter refusing it): {e}"
             ))),
             _ => Err(Refused::Now),
         }
