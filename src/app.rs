@@ -332,7 +332,8 @@ pub async fn purge_expired(state: &AppState) {
 
 /// Right after the restore, then every `storage.huge_pages_interval_secs`
 /// (0: never), collapse the index's resident memory into huge pages, off
-/// the async workers. Stops for good where the kernel cannot.
+/// the async workers; a pass waits while memory grows fast (a bulk load;
+/// `hugepages::Schedule`). Stops for good where the kernel cannot.
 async fn huge_pages_timer(state: &AppState) {
     let secs = state.config.storage.huge_pages_interval_secs;
     if secs == 0 {
@@ -340,8 +341,14 @@ async fn huge_pages_timer(state: &AppState) {
     }
     let mut tick = tokio::time::interval(Duration::from_secs(secs));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut schedule = crate::hugepages::Schedule::default();
     for first in std::iter::once(true).chain(std::iter::repeat(false)) {
         tick.tick().await;
+        let rss = crate::hugepages::resident_bytes().unwrap_or(0);
+        if !schedule.due(rss) {
+            tracing::debug!(rss, "memory still growing; the huge-page pass waits");
+            continue;
+        }
         let started = std::time::Instant::now();
         match tokio::task::spawn_blocking(crate::hugepages::collapse_resident).await {
             Ok(Ok(pass)) => {
