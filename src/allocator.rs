@@ -20,7 +20,9 @@
 //! a `realloc` across the line moves the block. mimalloc is built without
 //! transparent huge pages (the crate's `no_thp` feature): with them, fresh
 //! ingests alternated between two speeds, the slow one spending a third of
-//! its time zeroing 2 MiB pages in the kernel.
+//! its time zeroing 2 MiB pages in the kernel. The server collapses its
+//! resident memory, mimalloc's and glibc's, into huge pages later, once it
+//! is filled (`hugepages.rs`).
 //!
 //! Only the `neardup` binary installs it (`src/main.rs`); tests, benches and
 //! examples run on Rust's default allocator.

@@ -27,10 +27,11 @@
 //! page with the contents unchanged (the kernel keeps concurrent readers
 //! and writers correct); a range already collapsed costs a system call.
 //!
-//! **Cost.** On this 2-core VM a pass over the 1M index collapsed ~1.4 GB
-//! in 0.4–3 s of one thread's time in the kernel (less when free huge
-//! pages are at hand, more when the kernel must compact memory first),
-//! off the async workers; later passes only collapse what grew since.
+//! **Cost.** On this 2-core VM the first pass over the restored 1M index
+//! collapsed 1.44 GB in 3.1 s of one thread's time in the kernel, off the
+//! async workers (a C program collapsing 512 MiB took 0.13–1.27 s, in one
+//! call or a call per range alike); an idle pass takes ~2 ms, and later
+//! passes only collapse what grew since.
 //!
 //! A pass waits while resident memory grows fast (a bulk load), for at
 //! most a few ticks: see [`Schedule`].
