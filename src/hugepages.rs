@@ -109,7 +109,8 @@ pub fn anonymous_mappings(maps: &str) -> Vec<Mapping> {
 }
 
 impl Mapping {
-    /// The aligned 2 MiB ranges inside the mapping, as their start addresses.
+    /// The aligned 2 MiB ranges inside the mapping, as range numbers
+    /// (start address ÷ [`HUGE_PAGE`]).
     pub fn huge_ranges(&self) -> std::ops::Range<usize> {
         let first = self.start.div_ceil(HUGE_PAGE);
         let last = self.end / HUGE_PAGE;
@@ -165,8 +166,9 @@ pub fn resident_bytes() -> Option<u64> {
 /// A pass over memory that is still being filled (a bulk load) pays to
 /// collapse ranges that the next pass would collapse anyway, and takes
 /// kernel time from the load itself: measured in `scripts/bench.sh`, a
-/// 1M-document ingest with a pass every 10 s ran at 97k–135k docs/s
-/// against 124k–151k without (docs/benchmarks.md, round 16). So a pass
+/// 1M-document ingest with a pass every 10 s ran at 97k–135k docs/s,
+/// against 124k–151k in the runs before the pass existed
+/// (docs/benchmarks.md, round 16). So a pass
 /// waits while resident memory grows by more than [`GROWING`] a tick, for
 /// at most [`MAX_DEFERRED`] ticks in a row (a steady heavy ingest still
 /// gets its pages collapsed once in a while).

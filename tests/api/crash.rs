@@ -12,17 +12,17 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// A running `neardup` process.
-struct Server {
-    child: Child,
-    base: String,
-    client: reqwest::Client,
+/// A running `neardup` process (also used by `hugepages.rs`).
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) base: String,
+    pub(crate) client: reqwest::Client,
     /// Every log line so far (JSON, from stderr).
-    logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    pub(crate) logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 /// Start the binary on a random port with `data_dir`; returns once ready.
-async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Server {
+pub(crate) async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
     cmd.env("NEARDUP_SERVER__BIND", "127.0.0.1:0")
         .env("NEARDUP_STORAGE__DATA_DIR", data_dir)
@@ -77,7 +77,7 @@ async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Server {
 }
 
 impl Server {
-    fn kill9(mut self) {
+    pub(crate) fn kill9(mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reaped");
     }

@@ -20,6 +20,7 @@ mod duplicates;
 mod errors;
 mod explain;
 mod hostile;
+mod hugepages;
 mod openapi;
 mod ops;
 mod reindex;
