@@ -91,7 +91,7 @@ impl Server {
         self.child.wait().expect("reaped")
     }
 
-    async fn stats(&self) -> Value {
+    pub(crate) async fn stats(&self) -> Value {
         self.client
             .get(format!("{}/stats", self.base))
             .send()

@@ -87,16 +87,7 @@ async fn a_server_collapses_its_resident_memory_and_says_so() {
     let logs = server.logs.lock().unwrap().join("\n");
     assert!(logs.contains("memory in huge pages"), "{logs}");
     // It still answers, from the same documents.
-    let stats: Value = server
-        .client
-        .get(format!("{}/stats", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(stats["documents"], 6000);
+    assert_eq!(server.stats().await["documents"], 6000);
     server.kill9();
 }
 
