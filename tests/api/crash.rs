@@ -76,6 +76,16 @@ pub(crate) async fn start(data_dir: &Path, extra_env: &[(&str, &str)]) -> Server
     panic!("server never became ready");
 }
 
+/// A test that panics before it stops its server must not leave the
+/// process running (a failed assertion skipped `kill9` once, and the
+/// server stayed up for half an hour).
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Server {
     pub(crate) fn kill9(mut self) {
         self.child.kill().expect("SIGKILL");
