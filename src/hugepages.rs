@@ -151,7 +151,8 @@ pub fn collapse_resident() -> Result<Pass, Unsupported> {
     Err(Unsupported("huge page collapse is Linux-only".into()))
 }
 
-/// The process's resident memory now (`/proc/self/statm`), if the kernel says.
+/// The process's resident memory now (`/proc/self/statm`), if the kernel
+/// says (also the `process_resident_memory_bytes` metric).
 pub fn resident_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_ascii_whitespace().nth(1)?.parse().ok()?;
@@ -207,8 +208,9 @@ pub fn huge_page_bytes() -> Option<u64> {
     anon_huge_pages(&rollup)
 }
 
-/// `AnonHugePages` of a `smaps_rollup` text, in bytes.
-fn anon_huge_pages(rollup: &str) -> Option<u64> {
+/// `AnonHugePages` of a `smaps_rollup` text (this process's or another's),
+/// in bytes.
+pub fn anon_huge_pages(rollup: &str) -> Option<u64> {
     let line = rollup.lines().find(|l| l.starts_with("AnonHugePages:"))?;
     let kb: u64 = line.split_ascii_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)

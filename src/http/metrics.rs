@@ -870,18 +870,11 @@ struct ProcessStats {
 
 /// Read from `/proc/self` (Linux); zeros elsewhere.
 fn process_stats() -> ProcessStats {
-    let mut p = ProcessStats::default();
-    let page = 4096u64;
+    let mut p = ProcessStats {
+        rss_bytes: crate::hugepages::resident_bytes().unwrap_or(0),
+        ..ProcessStats::default()
+    };
     let ticks = 100.0; // USER_HZ on every Linux the service targets
-    if let Ok(statm) = std::fs::read_to_string("/proc/self/statm") {
-        if let Some(rss) = statm
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            p.rss_bytes = rss * page;
-        }
-    }
     if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
         // Fields after the parenthesized command name, which may hold spaces.
         if let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) {

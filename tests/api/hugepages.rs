@@ -13,11 +13,7 @@ use std::time::{Duration, Instant};
 /// `AnonHugePages` of process `pid`, in bytes.
 fn anon_huge_bytes(pid: u32) -> u64 {
     let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
-    rollup
-        .lines()
-        .find_map(|l| l.strip_prefix("AnonHugePages:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+    neardup::hugepages::anon_huge_pages(&rollup).unwrap_or(0)
 }
 
 /// Store 6,000 documents of 120 words in batches (~10 MB resident: the
