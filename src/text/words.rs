@@ -1028,6 +1028,11 @@ fn transcode(
         word.extend_from_slice(&utf8);
         word.truncate(word.len() - 4 + len);
     };
+    let push_char = |word: &mut Vec<u8>, c: char| {
+        let mut utf8 = [0u8; 4];
+        c.encode_utf8(&mut utf8);
+        push(word, utf8, c.len_utf8());
+    };
     let mut at = start;
     while at < end {
         let b = bytes[at];
@@ -1039,20 +1044,11 @@ fn transcode(
         let (cp, len) = decode(bytes, at);
         let entry = chars.entry_of(cp);
         match unicode::kind(entry) {
-            Kind::Map => {
-                let c = unicode::mapped(entry);
-                let mut utf8 = [0u8; 4];
-                c.encode_utf8(&mut utf8);
-                push(word, utf8, c.len_utf8());
-            }
+            Kind::Map => push_char(word, unicode::mapped(entry)),
             Kind::Multi => unicode::emit(
                 char::from_u32(cp).expect("decoded from valid UTF-8"),
                 chars.options(),
-                |l| {
-                    let mut utf8 = [0u8; 4];
-                    l.encode_utf8(&mut utf8);
-                    push(word, utf8, l.len_utf8());
-                },
+                |l| push_char(word, l),
             ),
             _ => push(word, bytes[at..at + 4].try_into().expect("4 bytes"), len),
         }
