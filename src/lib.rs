@@ -12,7 +12,8 @@
 //! - core: [`text`] (normalize, shingle), [`minhash`], [`jaccard`], [`lsh`]
 //!   (banding parameters and index), [`engine`] (the owner of all state),
 //!   and beside it [`analysis`] (histograms, threshold advice, estimate
-//!   accuracy over a sample of texts);
+//!   accuracy over a sample of texts) and [`prefetch`] (the cache hint the
+//!   query path uses to overlap its misses);
 //! - around it: [`config`] (layered settings, validated once), [`persist`]
 //!   (write-ahead log, snapshots, recovery), [`backend`] (where a collection's
 //!   documents live: in memory, or in Redis), [`collections`] (named indexes,
@@ -37,6 +38,7 @@ pub mod jaccard;
 pub mod lsh;
 pub mod minhash;
 pub mod persist;
+pub mod prefetch;
 pub mod telemetry;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

@@ -12,6 +12,7 @@ use super::{DocId, Engine, EngineError, Prepared, Record};
 use crate::jaccard::{self, Overlap};
 use crate::lsh::index::Slot;
 use crate::minhash;
+use crate::prefetch::prefetch_slice;
 use std::sync::Arc;
 
 /// A query threshold checked against what the index is tuned for.
@@ -194,6 +195,10 @@ impl Engine {
         own_slot: Option<Slot>,
         q: &Query,
     ) -> QueryOutcome {
+        // The band keys read the whole signature, and verification the
+        // whole shingle set: start their cache misses together.
+        prefetch_slice(signature);
+        prefetch_slice(shingles);
         let cap = self.params().index.max_candidates;
         // The queried document never counts against the cap.
         let mut slots = Vec::with_capacity(self.bands().bands * 2);
@@ -209,6 +214,7 @@ impl Engine {
         }
         let truncated = !complete || slots.len() > cap;
         slots.truncate(cap);
+        self.docs.prefetch(&slots);
 
         let t = q.threshold.value();
         let now = self.now_ms();

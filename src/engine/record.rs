@@ -4,6 +4,7 @@
 
 use super::DocId;
 use crate::lsh::index::Slot;
+use crate::prefetch::{prefetch, prefetch_slice};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -206,6 +207,35 @@ impl RecordTable {
     pub(crate) fn get(&self, slot: &Slot) -> Option<Arc<Record>> {
         let (shard, i) = place(*slot);
         self.shards[shard].read().get(i)?.clone()
+    }
+
+    /// Start loading the records of `slots`, and then their shingles, so
+    /// that a loop reading them one by one finds them in cache: each stage
+    /// over all slots is one round of cache misses in flight together,
+    /// where reading each record in turn would wait for its table entry,
+    /// its record and its shingles one after another. A hint only: no
+    /// record is cloned and no result depends on it (one shard lock at a
+    /// time, as every call here).
+    pub(crate) fn prefetch(&self, slots: &[Slot]) {
+        for &slot in slots {
+            let (shard, i) = place(slot);
+            if let Some(entry) = self.shards[shard].read().get(i) {
+                prefetch(entry);
+            }
+        }
+        for &slot in slots {
+            let (shard, i) = place(slot);
+            if let Some(Some(record)) = self.shards[shard].read().get(i) {
+                // `&**record` is address arithmetic: the record is not read.
+                prefetch::<Record>(record);
+            }
+        }
+        for &slot in slots {
+            let (shard, i) = place(slot);
+            if let Some(Some(record)) = self.shards[shard].read().get(i) {
+                prefetch_slice(record.shingles());
+            }
+        }
     }
 
     /// Whether `slot` holds `record` itself (no `Arc` clone).

@@ -40,6 +40,7 @@
 
 use super::shared::SharedBits;
 use super::table::{Bucket, Joined, Table, MAX_SLOT};
+use crate::prefetch::prefetch;
 use rayon::prelude::*;
 use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -351,7 +352,11 @@ impl LshIndex {
     /// earlier load), so the lookup is done in three steps: read-lock every
     /// shard the bands fall in, load every band's home cell (independent
     /// loads with no locked instruction between them, so the misses are in
-    /// flight together), then resolve each bucket and unlock.
+    /// flight together), then resolve each bucket and unlock. Two
+    /// prefetches widen the overlap: the bands' shard lines before the
+    /// locks (a lock is an atomic write that waits for its line), and each
+    /// found bucket's side entry (buckets of two or more) before any bucket
+    /// is resolved (`query_bench`, round 17 in docs/benchmarks.md).
     ///
     /// **No deadlock.** The shards are locked in increasing shard order,
     /// each once (a second read lock on one shard could wait behind a
@@ -376,6 +381,12 @@ impl LshIndex {
             *slot = k;
         }
         let keys = &keys[..n];
+        // The shards' lock words: each lock below is an atomic write, which
+        // waits for its cache line, so lines not yet in cache would be
+        // fetched one after another.
+        for &(shard, _) in keys {
+            prefetch(&shards[shard]);
+        }
         // Bands by shard: `shard << 6 | band` sorted as plain integers (the
         // insertion sort through `keys` it replaces, with its data-dependent
         // branches, was ~15% of this call: `lsh_bench`).
@@ -406,6 +417,10 @@ impl LshIndex {
         let mut homes = [0u64; BATCH];
         for (b, home) in homes.iter_mut().enumerate().take(n) {
             *home = table(b).home_cell(keys[b].1);
+        }
+        // Then every bucket's side entry (buckets of two or more slots).
+        for b in 0..n {
+            table(b).prefetch_bucket(keys[b].1, homes[b]);
         }
         for b in 0..n {
             match table(b).get_from(keys[b].1, homes[b]) {

@@ -37,6 +37,8 @@
 //! it added ~2% to a fresh server's ingest on top of the written zeros'
 //! ~8%, and was left out (docs/benchmarks.md, round 12).
 
+use crate::prefetch::prefetch;
+
 /// Internal document handle stored in buckets. Slots are below [`SMALL_TAG`].
 pub type Slot = u32;
 
@@ -286,6 +288,23 @@ impl Table {
             value_of(self.cells[self.find(key)?])
         };
         Some(self.bucket(value))
+    }
+
+    /// Start loading the side entry of `key`'s bucket, if the home cell
+    /// (read by [`home_cell`](Self::home_cell)) holds the key and names one:
+    /// a hint, so that [`get_from`](Self::get_from) of many keys waits for
+    /// these misses together rather than one after another.
+    #[inline]
+    pub fn prefetch_bucket(&self, key: u32, home: u64) {
+        if key_of(home) != key {
+            return;
+        }
+        let value = value_of(home);
+        if value & SPILL_TAG != 0 {
+            prefetch(&self.spill[value & !SPILL_TAG]);
+        } else if value & SMALL_TAG != 0 {
+            prefetch(&self.small[value & !SMALL_TAG]);
+        }
     }
 
     /// Make room for `additional` more keys without growing on the way.
