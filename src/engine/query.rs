@@ -15,6 +15,13 @@ use crate::minhash;
 use crate::prefetch::prefetch_slice;
 use std::sync::Arc;
 
+/// Candidates whose records are prefetched together before they are
+/// verified: enough to overlap the misses of a typical query (2.2
+/// candidates at 1M articles, docs/benchmarks.md round 17), few enough that
+/// a window's records and first shingle lines (~1.2 KiB each) stay in L1
+/// and L2 until used.
+const PREFETCH_WINDOW: usize = 16;
+
 /// A query threshold checked against what the index is tuned for.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Threshold(f64);
@@ -214,7 +221,6 @@ impl Engine {
         }
         let truncated = !complete || slots.len() > cap;
         slots.truncate(cap);
-        self.docs.prefetch(&slots);
 
         let t = q.threshold.value();
         let now = self.now_ms();
@@ -222,23 +228,29 @@ impl Engine {
             truncated,
             ..Default::default()
         };
-        for slot in slots {
-            match self.verify(shingles, slot, t, now, q.since) {
-                Verdict::Missing | Verdict::Stale => {} // removed or replaced meanwhile
-                Verdict::Below(record) | Verdict::Match(record, _)
-                    if exclude == Some(record.id().as_str()) => {}
-                Verdict::Below(_) => {
-                    out.candidates += 1;
-                    out.rejected += 1;
-                }
-                Verdict::Match(record, jaccard) => {
-                    out.candidates += 1;
-                    out.matches.push(Match {
-                        id: record.id().clone(),
-                        created_ms: record.created_ms(),
-                        jaccard,
-                        estimate: minhash::estimate(signature, record.signature()),
-                    });
+        // Candidates are loaded a window at a time (`RecordTable::prefetch`):
+        // a window's misses overlap, and its records and shingles stay in
+        // cache until they are verified, however many candidates there are.
+        for window in slots.chunks(PREFETCH_WINDOW) {
+            self.docs.prefetch(window);
+            for &slot in window {
+                match self.verify(shingles, slot, t, now, q.since) {
+                    Verdict::Missing | Verdict::Stale => {} // removed or replaced meanwhile
+                    Verdict::Below(record) | Verdict::Match(record, _)
+                        if exclude == Some(record.id().as_str()) => {}
+                    Verdict::Below(_) => {
+                        out.candidates += 1;
+                        out.rejected += 1;
+                    }
+                    Verdict::Match(record, jaccard) => {
+                        out.candidates += 1;
+                        out.matches.push(Match {
+                            id: record.id().clone(),
+                            created_ms: record.created_ms(),
+                            jaccard,
+                            estimate: minhash::estimate(signature, record.signature()),
+                        });
+                    }
                 }
             }
         }
