@@ -492,28 +492,53 @@ mod tests {
     #[test]
     fn the_ids_map_and_the_record_share_one_id_string() {
         use crate::engine::BatchWrite;
-        let e = Engine::new(ValidParams::default());
-        let a = e.prepare(A).unwrap();
-        e.insert(DocId::parse("one").unwrap(), &a, None, WriteMode::Create)
+        // A short id is held inline in both (no block at all); a long one
+        // is one block, whichever path stored it.
+        for suffix in ["", "-long-enough-to-have-its-own-block"] {
+            let id = |name: &str| format!("{name}{suffix}");
+            let e = Engine::new(ValidParams::default());
+            let a = e.prepare(A).unwrap();
+            e.insert(
+                DocId::parse(&id("one")).unwrap(),
+                &a,
+                None,
+                WriteMode::Create,
+            )
             .unwrap();
-        // Replaced: the new record shares the key the map already holds.
-        e.insert(DocId::parse("one").unwrap(), &a, None, WriteMode::Upsert)
+            // Replaced: the new record shares the key the map already holds.
+            e.insert(
+                DocId::parse(&id("one")).unwrap(),
+                &a,
+                None,
+                WriteMode::Upsert,
+            )
             .unwrap();
-        let writes = vec![BatchWrite {
-            id: DocId::parse("two").unwrap(),
-            doc: &a,
-            metadata: None,
-            stamp: Default::default(),
-        }];
-        e.insert_many_journaled(writes, WriteMode::Create, &crate::engine::NoJournal);
-        e.restore_batch(vec![record(&e, "three", B)]);
-        for id in ["one", "two", "three"] {
-            let key = e.ids.get(id).unwrap();
-            let record = e.get(id).unwrap();
-            assert!(
-                std::ptr::eq(key.key().as_str().as_ptr(), record.id().as_str().as_ptr()),
-                "{id}: one allocation"
-            );
+            let writes = vec![BatchWrite {
+                id: DocId::parse(&id("two")).unwrap(),
+                doc: &a,
+                metadata: None,
+                stamp: Default::default(),
+            }];
+            e.insert_many_journaled(writes, WriteMode::Create, &crate::engine::NoJournal);
+            e.restore_batch(vec![record(&e, &id("three"), B)]);
+            for name in ["one", "two", "three"] {
+                let id = id(name);
+                let key = e.ids.get(id.as_str()).unwrap();
+                let record = e.get(&id).unwrap();
+                let heap = !suffix.is_empty();
+                assert_eq!(key.key().is_heap_allocated(), heap, "{id}");
+                assert_eq!(record.id().is_heap_allocated(), heap, "{id}");
+                if heap {
+                    assert!(
+                        std::ptr::eq(key.key().as_str().as_ptr(), record.id().as_str().as_ptr()),
+                        "{id}: one allocation"
+                    );
+                }
+            }
+            // The memory report counts only the ids with a block of their own.
+            let long: usize = ["one", "two", "three"].map(|n| id(n).len()).iter().sum();
+            let expected = if suffix.is_empty() { 0 } else { long };
+            assert_eq!(e.memory().ids_bytes, expected);
         }
     }
 

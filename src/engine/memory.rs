@@ -7,6 +7,17 @@ use super::{DocId, Engine, Record};
 use crate::lsh::index::Slot;
 use std::sync::atomic::Ordering;
 
+/// Bytes a small block (≤ 512 bytes) of `n` bytes takes in the server's
+/// allocator (`src/allocator.rs`: mimalloc): 8-byte steps up to 64, then
+/// four size classes per doubling.
+pub(crate) fn small_block(n: usize) -> usize {
+    if n <= 64 {
+        return n.div_ceil(8).max(1) * 8;
+    }
+    let step = 1 << (usize::BITS - 1 - (n - 1).leading_zeros() - 2);
+    n.div_ceil(step) * step
+}
+
 /// Approximate heap use by component, for `/stats`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct MemoryStats {
@@ -37,20 +48,24 @@ impl Engine {
         let shingle_values = self.shingle_values.load(Ordering::Relaxed);
         let shingles_bytes = shingle_values * 4;
         let signatures_bytes = docs * self.params().index.num_perm * 4;
-        // The id is held once: the `ids` key and the record share one
-        // `Arc<str>` (its two counters are in the rounding below).
+        // An id of up to 23 bytes is inside the record and the `ids` entry
+        // (their sizes below); a longer one is one `Arc<str>` block both
+        // share (its two counters are in the rounding below).
         let id_bytes = self.id_bytes.load(Ordering::Relaxed);
+        let heap_ids = self.heap_ids.load(Ordering::Relaxed);
         let ids_bytes = id_bytes;
         let metadata_bytes = self.metadata_bytes.load(Ordering::Relaxed);
-        // Per document: the `Arc<Record>` block, and the allocator's header
-        // and rounding on the data block and the id's block (estimated
-        // from the average sizes).
+        // Per document: the `Arc<Record>` block (a small block: mimalloc's
+        // size classes), and the allocator's header and rounding on the
+        // data block (glibc's) and on a long id's block (estimated from
+        // the average sizes).
         let per_doc = |total: usize| total.checked_div(docs).unwrap_or(0);
         let data = per_doc(signatures_bytes + shingles_bytes);
-        let id = per_doc(id_bytes);
-        let arc_record = malloc_block(2 * size_of::<usize>() + size_of::<Record>());
-        let rounding = malloc_block(data) - data + malloc_block(2 * size_of::<usize>() + id) - id;
-        let records_overhead_bytes = docs * (arc_record + rounding);
+        let id = id_bytes.checked_div(heap_ids).unwrap_or(0);
+        let arc_record = small_block(2 * size_of::<usize>() + size_of::<Record>());
+        let rounding = malloc_block(data) - data;
+        let id_rounding = small_block(2 * size_of::<usize>() + id) - id;
+        let records_overhead_bytes = docs * (arc_record + rounding) + heap_ids * id_rounding;
         // hashbrown: capacity is 7/8 of the buckets; one control byte each.
         let id_map_bytes = self.ids.capacity() * 8 / 7 * (size_of::<(DocId, Slot)>() + 1);
         let doc_map_bytes = self.docs.heap_bytes();
@@ -86,5 +101,21 @@ impl Engine {
     /// Non-empty LSH buckets across all bands.
     pub fn lsh_bucket_count(&self) -> usize {
         self.lsh.bucket_count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::small_block;
+
+    #[test]
+    fn small_blocks_round_to_mimalloc_size_classes() {
+        let classes = [
+            8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512,
+        ];
+        for n in 1..=512 {
+            let class = *classes.iter().find(|&&c| c >= n).unwrap();
+            assert_eq!(small_block(n), class, "{n} bytes");
+        }
     }
 }

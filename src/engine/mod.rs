@@ -183,7 +183,9 @@ pub struct Engine {
     next_slot: AtomicU32,
     /// Sum of shingle-set sizes of stored records (memory report).
     shingle_values: AtomicUsize,
+    /// Bytes and count of ids in blocks of their own (`DocId`; memory report).
     id_bytes: AtomicUsize,
+    heap_ids: AtomicUsize,
     metadata_bytes: AtomicUsize,
     /// Bumped by every applied write: lets callers cache whole-index answers.
     generation: AtomicU64,
@@ -235,6 +237,7 @@ impl Engine {
             next_slot: AtomicU32::new(0),
             shingle_values: AtomicUsize::new(0),
             id_bytes: AtomicUsize::new(0),
+            heap_ids: AtomicUsize::new(0),
             metadata_bytes: AtomicUsize::new(0),
             generation: AtomicU64::new(0),
             unique_locks: unique::Stripes::new(),
@@ -443,7 +446,12 @@ impl Engine {
             self.own_expiries
                 .fetch_sub(own_expiry as u64, Ordering::Relaxed);
         }
-        op(&self.id_bytes, record.id().as_str().len());
+        // Inline ids are inside the record and the `ids` entry (counted with
+        // them); a longer one has a block of its own.
+        if record.id().is_heap_allocated() {
+            op(&self.id_bytes, record.id().as_str().len());
+            op(&self.heap_ids, 1);
+        }
         op(&self.metadata_bytes, record.metadata().map_or(0, str::len));
     }
 

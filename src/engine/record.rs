@@ -22,8 +22,10 @@ pub struct Stamp {
 const PERM_BITS: u32 = 16;
 /// The latest creation time a record can hold (ms since the epoch).
 const MAX_CREATED_MS: u64 = u64::MAX >> PERM_BITS;
-// A record is 72 bytes; the memory per document depends on it (see above).
-const _: () = assert!(std::mem::size_of::<Record>() == 72);
+// A record is 80 bytes (24 of them the id, inline up to 23 bytes) and its
+// `Arc` block 96, one of the small-block allocator's size classes
+// (`memory::small_block`); the memory per document depends on it.
+const _: () = assert!(std::mem::size_of::<Record>() == 80);
 
 /// One document as the engine holds it. Immutable once built; a replace
 /// builds a new record. Signature and shingles share one allocation.
@@ -34,9 +36,9 @@ pub struct Record {
     metadata: Option<Box<str>>,
     /// When this version was stored (ms since the epoch) in the high 48
     /// bits (good until the year 10889), the signature's length in the low
-    /// 16: one word, so a record is 72 bytes and its `Arc` block 96 (with
-    /// a word of its own for `num_perm` it was 80 and 112; see
-    /// [`malloc_block`]).
+    /// 16: one word, so a record is 80 bytes and its `Arc` block 96 (with
+    /// a word of its own for `num_perm` it would be 88 and 112; see
+    /// `memory::small_block`).
     created_and_perm: u64,
     /// Its own expiry (ms since the epoch), 0 for none.
     expires_ms: u64,
@@ -326,8 +328,8 @@ mod tests {
 
     #[test]
     fn the_text_locator_costs_at_most_one_word() {
-        // 72 bytes before stored texts; the locator is 8 more, which the
-        // allocator rounds to 16 in the `Arc<Record>` block (96 → 112).
+        // The locator is one word: with it a record is 80 bytes, and its
+        // `Arc` block (96) still one of the small allocator's size classes.
         assert!(std::mem::size_of::<Record>() <= 80);
         let r = rec("a");
         assert_eq!(r.text_locator(), 0, "no text until the store sets one");
