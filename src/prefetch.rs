@@ -30,7 +30,7 @@ pub fn prefetch<T: ?Sized>(value: &T) {
 const SLICE_LINES: usize = 16;
 
 /// Prefetch the first cache lines of `values` (one element every 64 bytes,
-/// at most [`SLICE_LINES`] of them: 1 KiB).
+/// at most `SLICE_LINES` of them: 1 KiB).
 #[inline]
 pub fn prefetch_slice<T>(values: &[T]) {
     let step = (64 / std::mem::size_of::<T>().max(1)).max(1);

@@ -13,7 +13,7 @@ pub(crate) const INLINE_ID_BYTES: usize = 23;
 const _: () = assert!(std::mem::size_of::<SmolStr>() == INLINE_ID_BYTES + 1);
 
 /// A non-empty id of at most [`MAX_ID_BYTES`] bytes without control characters.
-/// An id of up to [`INLINE_ID_BYTES`] bytes is held inline, in the engine's
+/// An id of up to 23 bytes (`INLINE_ID_BYTES`) is held inline, in the engine's
 /// `ids` key and in the record alike: looking an id up compares it without
 /// a read elsewhere in memory (a cache miss at a million documents), and
 /// costs no allocation. A longer id is one `Arc<str>` that both share.
