@@ -16,6 +16,12 @@ fn anon_huge_bytes(pid: u32) -> u64 {
     neardup::hugepages::anon_huge_pages(&rollup).unwrap_or(0)
 }
 
+/// The machine's transparent huge page setting ("always [madvise] never"
+/// marks the mode in force); empty where there is none.
+fn thp_mode() -> String {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default()
+}
+
 /// Store 6,000 documents of 120 words in batches (~10 MB resident: the
 /// records, their shingles and the tables).
 async fn fill(server: &Server) {
@@ -55,8 +61,7 @@ async fn gauge(server: &Server) -> f64 {
 
 #[tokio::test]
 async fn a_server_collapses_its_resident_memory_and_says_so() {
-    let thp =
-        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let thp = thp_mode();
     if thp.is_empty() || thp.contains("[never]") {
         eprintln!("transparent huge pages are off here ({thp:?}): skipped");
         return;
@@ -91,8 +96,7 @@ async fn a_server_collapses_its_resident_memory_and_says_so() {
 #[tokio::test]
 async fn with_the_interval_at_zero_nothing_is_collapsed() {
     // With THP `always` the kernel gives huge pages at fault time anyway.
-    let thp =
-        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let thp = thp_mode();
     if !thp.contains("[madvise]") {
         eprintln!("transparent huge pages are not in madvise mode ({thp:?}): skipped");
         return;
