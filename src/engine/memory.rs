@@ -2,10 +2,15 @@
 //! the `neardup_memory_bytes` gauges, meant to add up to the process's RSS
 //! growth (allocator overhead and table slack included).
 
-use super::record::malloc_block;
 use super::{DocId, Engine, Record};
 use crate::lsh::index::Slot;
 use std::sync::atomic::Ordering;
+
+/// Bytes glibc's malloc takes for a block of `n` bytes: an 8-byte header,
+/// rounded up to 16, at least 32 (the server's blocks over 512 bytes).
+fn malloc_block(n: usize) -> usize {
+    (n + 8).div_ceil(16).max(2) * 16
+}
 
 /// Bytes a small block (≤ 512 bytes) of `n` bytes takes in the server's
 /// allocator (`src/allocator.rs`: mimalloc): 8-byte steps up to 64, then

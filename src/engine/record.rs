@@ -137,12 +137,6 @@ impl Record {
     }
 }
 
-/// Bytes glibc's malloc takes for a block of `n` bytes: an 8-byte header,
-/// rounded up to 16, at least 32 (the memory report's overhead estimate).
-pub(crate) fn malloc_block(n: usize) -> usize {
-    (n + 8).div_ceil(16).max(2) * 16
-}
-
 /// log2 of the number of [`RecordTable`] shards.
 const RECORD_SHARD_BITS: u32 = 6;
 const RECORD_SHARDS: usize = 1 << RECORD_SHARD_BITS;
