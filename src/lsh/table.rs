@@ -293,7 +293,9 @@ impl Table {
     /// Start loading the side entry of `key`'s bucket, if the home cell
     /// (read by [`home_cell`](Self::home_cell)) holds the key and names one:
     /// a hint, so that [`get_from`](Self::get_from) of many keys waits for
-    /// these misses together rather than one after another.
+    /// these misses together rather than one after another. It decodes the
+    /// cell's tags itself: `bucket` would read the entry, the very miss
+    /// this starts.
     #[inline]
     pub fn prefetch_bucket(&self, key: u32, home: u64) {
         if key_of(home) != key {
