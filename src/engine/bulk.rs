@@ -17,10 +17,10 @@
 //! k − 1 on one pool thread while the other threads index batch k: the
 //! publish runs one batch behind, never ahead of its batch's buckets.
 
+use super::{Current, DocId};
 use super::{
     Engine, EngineError, Journal, JournalEntry, Prepared, Record, Stamp, WriteMode, WriteOutcome,
 };
-use crate::engine::DocId;
 use crate::lsh::index::Slot;
 use std::sync::Arc;
 
@@ -62,7 +62,7 @@ impl Engine {
         for shard in shards {
             shard
                 .write()
-                .reserve(surely as usize, |(id, _)| self.ids.hash_usize(id) as u64);
+                .reserve(surely as usize, |(key, _)| self.ids.hash_usize(key) as u64);
         }
     }
 
@@ -155,7 +155,8 @@ impl Engine {
         starts.rotate_right(1);
         starts[0] = 0;
         // 3. Each shard's run under one write lock.
-        let rehash = |(id, _): &(DocId, dashmap::SharedValue<Slot>)| self.ids.hash_usize(id) as u64;
+        let rehash =
+            |(key, _): &(Current, dashmap::SharedValue<Slot>)| self.ids.hash_usize(key) as u64;
         for (s, lock) in shards.iter().enumerate() {
             let run = &order[starts[s]..starts[s + 1]];
             if run.is_empty() {
@@ -166,21 +167,26 @@ impl Engine {
                 let mut found = 0usize;
                 for &i in group {
                     let id = staged[i].1.id();
-                    found += usize::from(table.get(placed[i].0, |(k, _)| k == id).is_some());
+                    found += usize::from(table.get(placed[i].0, |(k, _)| k.id() == id).is_some());
                 }
                 std::hint::black_box(found);
                 for &i in group {
                     let (slot, record) = &staged[i];
                     let (hash, id) = (placed[i].0, record.id());
-                    match table.get_mut(hash, |(k, _)| k == id) {
-                        Some((_, current)) => {
+                    match table.get_mut(hash, |(k, _)| k.id() == id) {
+                        Some((key, current)) => {
+                            // Record and slot together, as `publish` does.
+                            *key = Current(Arc::clone(record));
                             let old = std::mem::replace(current.get_mut(), *slot);
                             self.release(old);
                         }
                         None => {
                             table.insert(
                                 hash,
-                                (id.clone(), dashmap::SharedValue::new(*slot)),
+                                (
+                                    Current(Arc::clone(record)),
+                                    dashmap::SharedValue::new(*slot),
+                                ),
                                 rehash,
                             );
                         }
@@ -299,10 +305,10 @@ impl Engine {
         staged
             .into_iter()
             .map(|(slot, record, doc)| {
-                let entry = self.ids.entry(record.id().clone());
+                let entry = self.ids.entry(Current(Arc::clone(&record)));
                 let live_before = self.live_under(&entry);
                 if mode == WriteMode::Create && live_before {
-                    let id = entry.key().clone();
+                    let id = entry.key().id().clone();
                     drop(entry);
                     self.release(slot);
                     return Err(EngineError::AlreadyExists(id));
@@ -324,7 +330,9 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use super::Current;
     use crate::engine::{DocId, Engine, Query, Record, ValidParams, WriteMode};
+    use std::sync::Arc;
 
     fn record(e: &Engine, id: &str, text: &str) -> Record {
         let p = e.prepare(text).unwrap();
@@ -490,10 +498,11 @@ mod tests {
     }
 
     #[test]
-    fn the_ids_map_and_the_record_share_one_id_string() {
+    fn the_ids_map_holds_the_current_record_itself() {
         use crate::engine::BatchWrite;
-        // A short id is held inline in both (no block at all); a long one
-        // is one block, whichever path stored it.
+        // The map's key is the current record (no id of its own), and its
+        // value the record's slot, whichever path stored it. A short id is
+        // inline in the record; a long one is a block of its own.
         for suffix in ["", "-long-enough-to-have-its-own-block"] {
             let id = |name: &str| format!("{name}{suffix}");
             let e = Engine::new(ValidParams::default());
@@ -505,7 +514,7 @@ mod tests {
                 WriteMode::Create,
             )
             .unwrap();
-            // Replaced: the new record shares the key the map already holds.
+            // Replaced: the entry's key becomes the new record.
             e.insert(
                 DocId::parse(&id("one")).unwrap(),
                 &a,
@@ -523,17 +532,15 @@ mod tests {
             e.restore_batch(vec![record(&e, &id("three"), B)]);
             for name in ["one", "two", "three"] {
                 let id = id(name);
-                let key = e.ids.get(id.as_str()).unwrap();
-                let record = e.get(&id).unwrap();
+                let entry = e.ids.get(id.as_str()).unwrap();
+                let in_slot = e.docs.get(entry.value()).unwrap();
+                assert!(
+                    Arc::ptr_eq(&entry.key().0, &in_slot),
+                    "{id}: the slot's record"
+                );
+                assert_eq!(in_slot.id().as_str(), id);
                 let heap = !suffix.is_empty();
-                assert_eq!(key.key().is_heap_allocated(), heap, "{id}");
-                assert_eq!(record.id().is_heap_allocated(), heap, "{id}");
-                if heap {
-                    assert!(
-                        std::ptr::eq(key.key().as_str().as_ptr(), record.id().as_str().as_ptr()),
-                        "{id}: one allocation"
-                    );
-                }
+                assert_eq!(in_slot.id().is_heap_allocated(), heap, "{id}");
             }
             // The memory report counts only the ids with a block of their own.
             let long: usize = ["one", "two", "three"].map(|n| id(n).len()).iter().sum();
@@ -685,9 +692,17 @@ mod tests {
         for n in [1usize, 100, 5_000, 40_000, 200_000] {
             let e = Engine::new(ValidParams::default());
             e.reserve_ids(n);
+            let doc = e.prepare(A).unwrap();
             for i in 0..n {
-                e.ids
-                    .insert(DocId::parse(&format!("user/{i}")).unwrap(), i as u32);
+                let id = DocId::parse(&format!("user/{i}")).unwrap();
+                let record = Record::new(
+                    id,
+                    None,
+                    Default::default(),
+                    &doc.signature,
+                    doc.shingles.as_slice(),
+                );
+                e.ids.insert(Current(Arc::new(record)), i as u32);
             }
             for (k, shard) in e.ids.shards().iter().enumerate() {
                 let t = shard.read();

@@ -180,7 +180,7 @@ impl Engine {
     /// has not expired at `now`.
     fn current(&self, slot: Slot, now: u64) -> Option<Arc<Record>> {
         let record = self.docs.get(&slot)?;
-        (self.is_current(&record, slot) && self.is_live(&record, now)).then_some(record)
+        (self.is_current(&record) && self.is_live(&record, now)).then_some(record)
     }
 
     /// Verified edges from the slots in `lo..hi` to higher slots below `span`;
@@ -202,12 +202,13 @@ impl Engine {
                 continue;
             };
             documents += 1;
-            if self.is_alone(slot, &record) {
+            let bands = self.shared_bands(slot, &record);
+            if bands == 0 {
                 continue;
             }
             slots.clear();
             self.lsh
-                .candidates(record.signature(), &mut slots, usize::MAX);
+                .candidates_in(record.signature(), bands, &mut slots, usize::MAX);
             slots.retain(|&s| s > slot && (s as usize) < span);
             slots.sort_unstable();
             slots.dedup();

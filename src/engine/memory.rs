@@ -2,7 +2,7 @@
 //! the `neardup_memory_bytes` gauges, meant to add up to the process's RSS
 //! growth (allocator overhead and table slack included).
 
-use super::{DocId, Engine, Record};
+use super::{Current, Engine, Record};
 use crate::lsh::index::Slot;
 use std::sync::atomic::Ordering;
 
@@ -72,7 +72,7 @@ impl Engine {
         let id_rounding = small_block(2 * size_of::<usize>() + id) - id;
         let records_overhead_bytes = docs * (arc_record + rounding) + heap_ids * id_rounding;
         // hashbrown: capacity is 7/8 of the buckets; one control byte each.
-        let id_map_bytes = self.ids.capacity() * 8 / 7 * (size_of::<(DocId, Slot)>() + 1);
+        let id_map_bytes = self.ids.capacity() * 8 / 7 * (size_of::<(Current, Slot)>() + 1);
         let doc_map_bytes = self.docs.heap_bytes();
         let lsh_bytes = self.lsh.heap_bytes();
         let total_bytes = shingles_bytes

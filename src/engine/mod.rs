@@ -7,10 +7,13 @@
 //!
 //! **State and locks.** Three concurrent maps, each sharded behind many
 //! `RwLock`s, so there is no global lock on the hot path:
-//! - `ids`: id → slot, a `DashMap`. The entry of an id is the serialization
-//!   point for writes to that id: an insert or replace holds it while
-//!   indexing the new record and swapping the slot, so a reader sees the old
-//!   or the new version, never a half-indexed one.
+//! - `ids`: id → (current record, slot), a `DashMap` keyed by the record
+//!   itself (`record::Current`: it hashes and compares as its
+//!   id), so a lookup by id reads the record from the entry. The entry of an
+//!   id is the serialization point for writes to that id: an insert or
+//!   replace holds it while indexing the new record and swapping record and
+//!   slot together, so a reader sees the old or the new version, never a
+//!   half-indexed one.
 //! - `docs`: slot → `Arc<Record>`, a `RecordTable` (a vector indexed by
 //!   slot in 64 locked shards). Readers clone the `Arc` out; no guard leaves
 //!   the call.
@@ -54,7 +57,7 @@ pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;
 pub use params::{EngineParams, EngineParamsError, IndexParams, ValidParams, MAX_SHINGLE_K};
 pub use query::{Comparison, Match, Query, QueryOutcome, Threshold};
-use record::RecordTable;
+use record::{Current, RecordTable};
 pub use record::{Record, Stamp};
 pub use retention::{Clock, ManualClock, SystemClock};
 pub use unique::UniqueOutcome;
@@ -64,7 +67,7 @@ use crate::lsh::{BandParams, LshIndex};
 use crate::minhash::MinHasher;
 use crate::text::{ShingleSet, TextError, Tokenizer};
 use crossbeam_queue::SegQueue;
-use dashmap::mapref::entry::Entry;
+use dashmap::mapref::entry::{Entry, OccupiedEntry};
 use dashmap::DashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -170,9 +173,15 @@ pub struct Engine {
     tokenizer: Tokenizer,
     /// Signs shingle sets: `num_perm` seeded permutations.
     minhasher: MinHasher,
-    /// id → slot; the per-id write serialization point (see module docs).
-    /// Default SipHash: ids come from clients, so the hasher must resist flooding.
-    ids: DashMap<DocId, Slot>,
+    /// id → its current record (the key) and slot; the per-id write
+    /// serialization point (see module docs). Default SipHash: ids come
+    /// from clients, so the hasher must resist flooding. An entry is 16
+    /// bytes (an id inline in the entry made it 32, and a lookup then read
+    /// `docs` for the record). The cost: a shard that grows rehashes its
+    /// ids through their records, a cache miss each (~16,000 per shard at
+    /// a million ids, a few ms under that shard's lock, once per doubling;
+    /// a restore sizes the shards first, `bulk.rs`).
+    ids: DashMap<Current, Slot>,
     /// slot → record. Slots are dense small integers (freed ones are
     /// reused), so a sharded vector indexed by slot: 8 bytes a document.
     docs: RecordTable,
@@ -321,18 +330,19 @@ impl Engine {
         stamp: Stamp,
         journal: &dyn Journal,
     ) -> Result<(WriteOutcome, u64), EngineError> {
-        let entry = self.ids.entry(id);
-        let live_before = self.live_under(&entry);
-        if mode == WriteMode::Create && live_before {
-            return Err(EngineError::AlreadyExists(entry.key().clone()));
-        }
+        // Built before the id's entry is taken: the entry's key is the record.
         let record = Arc::new(Record::new(
-            entry.key().clone(),
+            id,
             metadata,
             stamp,
             &doc.signature,
             doc.shingles.as_slice(),
         ));
+        let entry = self.ids.entry(Current(Arc::clone(&record)));
+        let live_before = self.live_under(&entry);
+        if mode == WriteMode::Create && live_before {
+            return Err(EngineError::AlreadyExists(entry.key().id().clone()));
+        }
         let seq = journal
             .append(JournalEntry::Upsert(&record, doc.journal_payload()))
             .map_err(EngineError::Journal)?;
@@ -344,26 +354,26 @@ impl Engine {
     }
 
     /// Whether `entry` (held: its id's lock) points at a live version.
-    fn live_under(&self, entry: &Entry<'_, DocId, Slot>) -> bool {
+    fn live_under(&self, entry: &Entry<'_, Current, Slot>) -> bool {
         match entry {
-            Entry::Occupied(e) => self
-                .docs
-                .get(e.get())
-                .is_some_and(|r| self.is_live(&r, self.now_ms())),
+            // An occupied entry's key is the stored one: the current record.
+            Entry::Occupied(e) => self.is_live(&e.key().0, self.now_ms()),
             Entry::Vacant(_) => false,
         }
     }
 
-    /// Point `entry` at `slot`, a fully indexed record: the instant readers
-    /// switch to the new version. The old version, if any, is released.
+    /// Point `entry` at its key's record, fully indexed at `slot`: the
+    /// instant readers switch to the new version. The old version, if any,
+    /// is released.
     fn publish(
         &self,
-        entry: Entry<'_, DocId, Slot>,
+        entry: Entry<'_, Current, Slot>,
         slot: Slot,
         live_before: bool,
     ) -> WriteOutcome {
         let old = match entry {
-            Entry::Occupied(mut e) => Some(e.insert(slot)),
+            // Key and slot together: the new record replaces the old one.
+            Entry::Occupied(e) => Some(e.replace_entry(slot).1),
             Entry::Vacant(e) => {
                 e.insert(slot);
                 None
@@ -392,17 +402,10 @@ impl Engine {
         id: &str,
         journal: &dyn Journal,
     ) -> Result<Option<(u64, bool)>, EngineError> {
-        // `entry` needs an owned key; an id that does not parse cannot be stored.
-        let Ok(key) = DocId::parse(id) else {
+        let Some(entry) = self.occupied(id) else {
             return Ok(None);
         };
-        let Entry::Occupied(entry) = self.ids.entry(key) else {
-            return Ok(None);
-        };
-        let live = self
-            .docs
-            .get(entry.get())
-            .is_some_and(|r| self.is_live(&r, self.now_ms()));
+        let live = self.is_live(&entry.key().0, self.now_ms());
         let seq = journal
             .append(JournalEntry::Delete(id))
             .map_err(EngineError::Journal)?;
@@ -411,9 +414,21 @@ impl Engine {
         Ok(Some((seq, live)))
     }
 
+    /// The held entry of `id`, if it is stored. `entry` needs an owned key:
+    /// any record with the id will do (the entry keeps the stored one), so
+    /// the current one is read first. If the id is removed in between, it
+    /// is not stored; if replaced, the entry is the new version's.
+    fn occupied(&self, id: &str) -> Option<OccupiedEntry<'_, Current, Slot>> {
+        let key = self.ids.get(id).map(|e| e.key().clone())?;
+        match self.ids.entry(key) {
+            Entry::Occupied(e) => Some(e),
+            Entry::Vacant(_) => None,
+        }
+    }
+
     /// Remove every document (recovery discards a damaged snapshot's part).
     pub fn clear(&self) {
-        let ids: Vec<DocId> = self.ids.iter().map(|e| e.key().clone()).collect();
+        let ids: Vec<DocId> = self.ids.iter().map(|e| e.key().id().clone()).collect();
         for id in ids {
             let _ = self.remove_journaled(id.as_str(), &NoJournal);
         }
@@ -455,10 +470,14 @@ impl Engine {
         op(&self.metadata_bytes, record.metadata().map_or(0, str::len));
     }
 
-    /// True if `record`, read from `slot`, is the version `ids` points at
-    /// now (the check that makes stale candidates harmless; module docs).
-    fn is_current(&self, record: &Record, slot: Slot) -> bool {
-        self.ids.get(record.id().as_str()).map(|s| *s) == Some(slot)
+    /// True if `record` is the version `ids` points at now (the check that
+    /// makes stale candidates harmless; module docs). The entry's key is the
+    /// current record, so this compares the records themselves: a later
+    /// version of the id in the same (reused) slot is not `record`.
+    fn is_current(&self, record: &Record) -> bool {
+        self.ids
+            .get(record.id().as_str())
+            .is_some_and(|e| std::ptr::eq(Arc::as_ptr(&e.key().0), record))
     }
 
     /// The current record of `id`, unless it has expired.
@@ -466,35 +485,21 @@ impl Engine {
         self.get_with_slot(id).map(|(_, record)| record)
     }
 
-    /// [`Self::get`] and the record's slot, from one lookup of the id.
-    ///
-    /// `ids` is read, then the slot: between the two a write of this id
-    /// can move it to a new slot and release the old one, which another
-    /// document may take at once. So the record must carry the id; if it
-    /// does not (or the slot is empty), `ids` has moved on: read it again.
-    /// (While `ids` points at a slot, the slot holds a record: writes fill
-    /// the slot before they publish it and publish before they release.)
+    /// [`Self::get`] and the record's slot, from one lookup of the id:
+    /// both are in its `ids` entry, read together under the entry's shard
+    /// lock (a write swaps them together).
     pub(crate) fn get_with_slot(&self, id: &str) -> Option<(Slot, Arc<Record>)> {
-        loop {
-            let slot = *self.ids.get(id)?;
-            match self.docs.get(&slot) {
-                Some(record) if record.id().as_str() == id => {
-                    return self
-                        .is_live(&record, self.now_ms())
-                        .then_some((slot, record));
-                }
-                _ => continue,
-            }
-        }
+        let (slot, record) = {
+            let e = self.ids.get(id)?;
+            (*e.value(), Arc::clone(&e.key().0))
+        };
+        self.is_live(&record, self.now_ms())
+            .then_some((slot, record))
     }
 
     /// Every stored record, current versions only (for snapshots and scans).
     pub fn records(&self) -> Vec<Arc<Record>> {
-        let slots: Vec<Slot> = self.ids.iter().map(|e| *e.value()).collect();
-        slots
-            .into_iter()
-            .filter_map(|s| self.docs.get(&s).map(|r| Arc::clone(&r)))
-            .collect()
+        self.ids.iter().map(|e| Arc::clone(&e.key().0)).collect()
     }
 
     /// The LSH band keys of `signature`, band by band (the keys the index

@@ -137,6 +137,40 @@ impl Record {
     }
 }
 
+/// The key of the engine's id map: the id's current record itself, which
+/// hashes and compares as its id (and is looked up by `&str`). A lookup by
+/// id so finds the record in the map's entry, with no second table to read;
+/// and the map stores no id of its own (the record holds it).
+#[derive(Clone, Debug)]
+pub(crate) struct Current(pub(crate) Arc<Record>);
+
+impl Current {
+    pub(crate) fn id(&self) -> &DocId {
+        self.0.id()
+    }
+}
+
+impl std::hash::Hash for Current {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        // As `str` hashes: the map is probed with `&str` (`Borrow`).
+        self.0.id().as_str().hash(state);
+    }
+}
+
+impl PartialEq for Current {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id() == other.0.id()
+    }
+}
+
+impl Eq for Current {}
+
+impl std::borrow::Borrow<str> for Current {
+    fn borrow(&self) -> &str {
+        self.0.id().as_str()
+    }
+}
+
 /// log2 of the number of [`RecordTable`] shards.
 const RECORD_SHARD_BITS: u32 = 6;
 const RECORD_SHARDS: usize = 1 << RECORD_SHARD_BITS;

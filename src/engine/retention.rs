@@ -16,7 +16,6 @@
 //! it by hand ([`ManualClock`]); the engine does no I/O for it.
 
 use super::{DocId, Engine, EngineError, Journal, JournalEntry, Record};
-use dashmap::mapref::entry::Entry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -135,13 +134,10 @@ impl Engine {
         now: u64,
         journal: &dyn Journal,
     ) -> Result<Option<u64>, EngineError> {
-        let Entry::Occupied(entry) = self.ids.entry(id.clone()) else {
+        let Some(entry) = self.occupied(id.as_str()) else {
             return Ok(None);
         };
-        let expired = self
-            .docs
-            .get(entry.get())
-            .is_some_and(|record| !self.is_live(&record, now));
+        let expired = !self.is_live(&entry.key().0, now);
         if !expired {
             return Ok(None);
         }

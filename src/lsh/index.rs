@@ -4,12 +4,17 @@
 //! Keys mix the band number with its r rows through a fixed 64-bit mixer
 //! seeded by `index.seed`, so a table rebuilt from stored signatures after a
 //! restart is identical. The top [`SHARD_BITS`] bits of the 64-bit key pick
-//! the shard and its low 32 bits are what the shard stores, so two band
-//! keys are confused only if 42 of their bits agree: a query probes 21
-//! shards holding ~n·21/1024 keys each, so it meets a false bucket with
-//! probability ~21·(n·21/1024)/2³² (≈ 1e-4 per query at a million
-//! documents). Such a collision only adds a false candidate, which exact
-//! verification removes.
+//! the shard and its low 32 bits are what the shard stores, with the low 4
+//! of those replaced by the band's class (its number mod 16, see
+//! [`BandMask`]). So two band keys are confused only if their bands are of
+//! one class and 38 more of their bits agree: a query probes 21 shards
+//! holding ~n·21/1024 keys each, of which the 1/21 or 2/21 of its band's
+//! class can collide, so it meets a false bucket with probability
+//! ~21·(n·21/1024)·(2/21)/2²⁸ (≈ 1.5e-4 per query at a million documents).
+//! Such a collision only adds a false candidate, which exact verification
+//! removes. (Keeping the class in the key is what makes the shared-band
+//! masks exact: a bucket shared by mistake is shared by two bands of one
+//! class, so both slots have that class's bit set.)
 //!
 //! **Memory.** A key costs one 8-byte cell (32-bit key, 32-bit slot) at a
 //! load of 55–75%, about 12 bytes; buckets holding two or more documents
@@ -25,11 +30,14 @@
 //! rehashing under its write lock; at a million documents a shard holds
 //! ~20,000 keys, so that pause is well under a millisecond.
 //!
-//! **Who shares.** Every insert path reports whom a slot met in each
-//! bucket ([`Joined`]) and keeps `SharedBits` (`shared.rs`) up to date: a slot's bit is
-//! cleared before its keys go in and set when it meets another slot (both
-//! bits, the first time a bucket holds two). [`LshIndex::shares_bucket`]
-//! reads it; a clear bit means the document has no candidates.
+//! **Who shares, in which bands.** Every insert path reports whom a slot
+//! met in each band's bucket ([`Joined`]) and keeps `SharedBands`
+//! (`shared.rs`) up to date: a slot's mask is cleared before its keys go in,
+//! and the bit of a band's class is set when the slot meets another there
+//! (for both, the first time a bucket holds two).
+//! [`LshIndex::shared_bands`] reads it: a clear mask means the document has
+//! no candidates, and [`LshIndex::candidates_in`] looks up only the bands of
+//! the classes set.
 //!
 //! **Bulk load.** [`LshIndex::insert_bulk`] computes the keys of a whole
 //! batch, groups them by shard and takes each shard's lock once, spread
@@ -38,12 +46,13 @@
 //! Inside a shard the keys go in with [`Table::insert_all`], which loads a
 //! group's home cells before inserting any, so their cache misses overlap.
 
-use super::shared::SharedBits;
+use super::shared::{SharedBands, CLASSES};
 use super::table::{Bucket, Joined, Table, MAX_SLOT};
 use crate::prefetch::prefetch;
 use rayon::prelude::*;
 use std::sync::{Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+pub use super::shared::{class_of, BandMask, ALL_BANDS};
 pub use super::table::Slot;
 
 /// log2 of the number of shards.
@@ -74,8 +83,8 @@ pub struct LshIndex {
     /// the first insert, so an empty index (a new collection) costs next
     /// to nothing.
     shards: OnceLock<Box<[Shard]>>,
-    /// Which slots share a bucket with another (see [`SharedBits`]).
-    shared: SharedBits,
+    /// In which bands each slot shares a bucket (see [`SharedBands`]).
+    shared: SharedBands,
     /// Buffers of [`insert_bulk`](Self::insert_bulk), kept between calls
     /// until [`release_bulk_buffers`](Self::release_bulk_buffers). The lock
     /// serializes bulk inserts (only the restore path makes them).
@@ -95,9 +104,11 @@ impl std::fmt::Debug for LshIndex {
 /// One part of a bulk insert: `(key, slot)` pairs grouped by shard.
 #[derive(Default)]
 struct ByShard {
-    /// `(shard, key, slot)` in document order (scratch).
-    keys: Vec<(u32, u32, Slot)>,
+    /// `(shard, band, key, slot)` in document order (scratch).
+    keys: Vec<(u16, u16, u32, Slot)>,
     entries: Vec<(u32, Slot)>,
+    /// The band of each entry (for [`SharedBands`]).
+    bands: Vec<u16>,
     /// Shard `s` owns `entries[starts[s]..starts[s + 1]]`.
     starts: Vec<u32>,
     next: Vec<u32>,
@@ -112,9 +123,10 @@ impl ByShard {
             assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
             // Before any of the batch goes into a bucket.
             index.shared.clear(slot);
-            for (shard, key) in index.keys(signature) {
+            for (band, (shard, key)) in index.keys(signature).enumerate() {
                 self.starts[shard + 1] += 1;
-                self.keys.push((shard as u32, key, slot));
+                // Shards < 2^10; bands ≤ num_perm < 2^16 (`Record`).
+                self.keys.push((shard as u16, band as u16, key, slot));
             }
         }
         for i in 0..SHARDS {
@@ -123,9 +135,12 @@ impl ByShard {
         self.next.clone_from(&self.starts);
         self.entries.clear();
         self.entries.resize(self.keys.len(), (0, 0));
-        for &(shard, key, slot) in &self.keys {
+        self.bands.clear();
+        self.bands.resize(self.keys.len(), 0);
+        for &(shard, band, key, slot) in &self.keys {
             let at = &mut self.next[shard as usize];
             self.entries[*at as usize] = (key, slot);
+            self.bands[*at as usize] = band;
             *at += 1;
         }
     }
@@ -133,11 +148,14 @@ impl ByShard {
     fn heap_bytes(&self) -> usize {
         self.keys.capacity() * 12
             + self.entries.capacity() * 8
+            + self.bands.capacity() * 2
             + (self.starts.capacity() + self.next.capacity()) * 4
     }
 
-    fn of(&self, shard: usize) -> &[(u32, Slot)] {
-        &self.entries[self.starts[shard] as usize..self.starts[shard + 1] as usize]
+    /// Shard `shard`'s entries, and their bands.
+    fn of(&self, shard: usize) -> (&[(u32, Slot)], &[u16]) {
+        let range = self.starts[shard] as usize..self.starts[shard + 1] as usize;
+        (&self.entries[range.clone()], &self.bands[range])
     }
 }
 
@@ -149,11 +167,21 @@ const BATCH: usize = 64;
 // `candidates` sorts bands as `shard << 6 | band` in a u16.
 const _: () = assert!(BATCH <= 64 && SHARD_BITS + 6 <= 16);
 
-/// Where a 64-bit band key lives: its shard and the 32-bit key stored there
-/// (never 0, which marks an empty cell).
+/// Bits of a stored key that hold the band's class.
+const CLASS_BITS: u32 = CLASSES.trailing_zeros();
+// The stored key's low bits are the class, whose mask fits in them.
+const _: () = assert!(1 << CLASS_BITS == CLASSES);
+
+/// Where the 64-bit key of band `band` lives: its shard, and the 32-bit
+/// key stored there, whose low [`CLASS_BITS`] are the band's class (see
+/// the module docs; never 0, which marks an empty cell). Tables place a
+/// key by its high bits (`Table::home`).
 #[inline]
-fn split(key: u64) -> (usize, u32) {
-    ((key >> (64 - SHARD_BITS)) as usize, (key as u32).max(1))
+fn split(key: u64, band: usize) -> (usize, u32) {
+    let class = (band % CLASSES) as u32;
+    let stored = ((key as u32) & !(CLASSES as u32 - 1)) | class;
+    let stored = if stored == 0 { CLASSES as u32 } else { stored };
+    ((key >> (64 - SHARD_BITS)) as usize, stored)
 }
 
 impl LshIndex {
@@ -164,7 +192,7 @@ impl LshIndex {
             rows,
             seed: seed ^ BAND_SALT,
             shards: OnceLock::new(),
-            shared: SharedBits::default(),
+            shared: SharedBands::default(),
             bulk_scratch: Mutex::new(Vec::new()),
         }
     }
@@ -204,39 +232,45 @@ impl LshIndex {
 
     fn keys<'a>(&'a self, signature: &'a [u32]) -> impl Iterator<Item = (usize, u32)> + 'a {
         debug_assert!(signature.len() >= self.bands * self.rows);
-        (0..self.bands).map(move |band| split(self.band_key(signature, band)))
+        (0..self.bands).map(move |band| split(self.band_key(signature, band), band))
     }
 
     pub fn insert(&self, slot: Slot, signature: &[u32]) {
         assert!(slot <= MAX_SLOT, "slot {slot} is beyond the index's range");
         let shards = self.shards_for_write();
         self.shared.clear(slot);
-        for (shard, key) in self.keys(signature) {
+        for (band, (shard, key)) in self.keys(signature).enumerate() {
             let joined = shards[shard].write().insert(key, slot);
-            self.note(slot, joined);
+            self.note(slot, band, joined);
         }
     }
 
-    /// Record whom `slot` joined in a bucket.
+    /// Record whom `slot` joined in a bucket of band `band`.
     #[inline]
-    fn note(&self, slot: Slot, joined: Joined) {
+    fn note(&self, slot: Slot, band: usize, joined: Joined) {
         match joined {
             Joined::Nobody => {}
             Joined::One(other) => {
-                self.shared.set(slot);
-                self.shared.set(other);
+                self.shared.set(slot, band);
+                self.shared.set(other, band);
             }
             // The others were marked when their bucket first held two.
-            Joined::Several => self.shared.set(slot),
+            Joined::Several => self.shared.set(slot, band),
         }
     }
 
-    /// Whether `slot` may share a bucket with another slot. False means
-    /// it has been alone in every bucket since it was inserted: it has no
+    /// The classes of bands (see [`BandMask`]) in which `slot` may share a
+    /// bucket with another slot. A clear bit means it has been alone in
+    /// the buckets of those bands since it was inserted; 0 means it has no
     /// candidates but itself (see `shared.rs`).
     #[inline]
-    pub fn shares_bucket(&self, slot: Slot) -> bool {
+    pub fn shared_bands(&self, slot: Slot) -> BandMask {
         self.shared.get(slot)
+    }
+
+    /// Whether `slot` may share a bucket with another slot in any band.
+    pub fn shares_bucket(&self, slot: Slot) -> bool {
+        self.shared_bands(slot) != 0
     }
 
     /// Insert many documents at once: the same result as calling
@@ -270,14 +304,17 @@ impl LshIndex {
             .into_par_iter()
             .with_min_len(SHARDS / 64)
             .for_each(|shard| {
-                let n: usize = parts.iter().map(|p| p.of(shard).len()).sum();
+                let n: usize = parts.iter().map(|p| p.of(shard).0.len()).sum();
                 if n == 0 {
                     return;
                 }
                 let mut table = shards[shard].write();
                 table.reserve(n);
                 for p in parts {
-                    table.insert_all(p.of(shard), |slot, joined| self.note(slot, joined));
+                    let (entries, bands) = p.of(shard);
+                    table.insert_all(entries, |i, slot, joined| {
+                        self.note(slot, usize::from(bands[i]), joined);
+                    });
                 }
             });
     }
@@ -300,12 +337,13 @@ impl LshIndex {
         by_shard.fill(self, docs);
         let shards = self.shards_for_write();
         for (shard, lock) in shards.iter().enumerate() {
-            let keys = by_shard.of(shard);
-            if keys.is_empty() {
+            let (entries, bands) = by_shard.of(shard);
+            if entries.is_empty() {
                 continue;
             }
-            lock.write()
-                .insert_all(keys, |slot, joined| self.note(slot, joined));
+            lock.write().insert_all(entries, |i, slot, joined| {
+                self.note(slot, usize::from(bands[i]), joined);
+            });
         }
     }
 
@@ -345,6 +383,14 @@ impl LshIndex {
     /// repeats, in band order; the caller sorts and dedups). Returns false
     /// if more than `cap` slots were found, in which case `out` keeps the
     /// first `cap`.
+    pub fn candidates(&self, signature: &[u32], out: &mut Vec<Slot>, cap: usize) -> bool {
+        self.candidates_in(signature, ALL_BANDS, out, cap)
+    }
+
+    /// [`candidates`](Self::candidates) in the bands of the classes in
+    /// `bands` only. A stored document's [`shared_bands`](Self::shared_bands)
+    /// skips the bands where it has been alone (whose buckets hold only
+    /// itself), with the same result but for its own slot.
     ///
     /// **Overlapped misses.** At a million documents each band lookup is a
     /// cache and TLB miss. Taking and releasing a shard lock around each
@@ -367,18 +413,27 @@ impl LshIndex {
     /// queued for s (which waits only for the current holders of s) or a
     /// reader holding s, which can itself only be waiting for a shard above
     /// s: every chain of waits climbs in shard number and ends.
-    pub fn candidates(&self, signature: &[u32], out: &mut Vec<Slot>, cap: usize) -> bool {
+    pub fn candidates_in(
+        &self,
+        signature: &[u32],
+        bands: BandMask,
+        out: &mut Vec<Slot>,
+        cap: usize,
+    ) -> bool {
         let shards = self.shards();
         if shards.is_empty() {
             return true;
         }
         if self.bands > BATCH {
-            return self.candidates_sequential(signature, out, cap);
+            return self.sequential_in(signature, bands, out, cap);
         }
-        let n = self.bands;
+        debug_assert!(signature.len() >= self.bands * self.rows);
+        // The keys of the bands looked up, in band order.
         let mut keys = [(0usize, 0u32); BATCH];
-        for (slot, k) in keys.iter_mut().zip(self.keys(signature)) {
-            *slot = k;
+        let mut n = 0;
+        for band in (0..self.bands).filter(|&b| class_of(b) & bands != 0) {
+            keys[n] = split(self.band_key(signature, band), band);
+            n += 1;
         }
         let keys = &keys[..n];
         // The shards' lock words: each lock below is an atomic write, which
@@ -446,11 +501,24 @@ impl LshIndex {
         out: &mut Vec<Slot>,
         cap: usize,
     ) -> bool {
+        self.sequential_in(signature, ALL_BANDS, out, cap)
+    }
+
+    fn sequential_in(
+        &self,
+        signature: &[u32],
+        bands: BandMask,
+        out: &mut Vec<Slot>,
+        cap: usize,
+    ) -> bool {
         let shards = self.shards();
         if shards.is_empty() {
             return true;
         }
-        for (shard, key) in self.keys(signature) {
+        for (band, (shard, key)) in self.keys(signature).enumerate() {
+            if class_of(band) & bands == 0 {
+                continue;
+            }
             match shards[shard].read().get(key) {
                 None => {}
                 Some(Bucket::One(s)) => out.push(s),
@@ -530,11 +598,12 @@ mod tests {
         idx.remove(1, &[1, 2, 3, 4]);
         idx.remove(2, &[9, 9, 3, 4]);
         assert_eq!(idx.bucket_count(), 0);
-        // The shared bits stay: one segment of 4,096 slots, 512 bytes.
+        // The shared-band masks stay: one segment of 4,096 slots, 8 KiB
+        // of masks and 512 bytes of bits.
         assert!(idx.shares_bucket(1) && idx.shares_bucket(2));
         assert_eq!(
             idx.heap_bytes(),
-            SHARDS * std::mem::size_of::<Shard>() + 512,
+            SHARDS * std::mem::size_of::<Shard>() + 8192 + 512,
             "every table released"
         );
     }
@@ -668,6 +737,45 @@ mod tests {
         idx.insert(1, &[14, 24, 34]);
         assert!(!idx.shares_bucket(1), "the new document's own bit");
         assert!(idx.shares_bucket(2), "a set bit is only ever a hint");
+    }
+
+    /// A stored key carries its band's class in its low bits and is never
+    /// the empty cell's 0; the shard is the key's top bits.
+    #[test]
+    fn stored_keys_carry_the_band_class() {
+        for band in 0..70 {
+            for key in [0u64, 1, 0xf, 0x10, u64::MAX, 0x9e37_79b9_7f4a_7c15] {
+                let (shard, stored) = split(key, band);
+                assert_eq!(shard, (key >> (64 - SHARD_BITS)) as usize);
+                assert_ne!(stored, 0);
+                assert_eq!(class_of(stored as usize), class_of(band), "band {band}");
+                if key as u32 >> 4 != 0 {
+                    assert_eq!(stored >> 4, key as u32 >> 4, "the rest is the key's");
+                }
+            }
+        }
+    }
+
+    /// Bands are looked up only in the classes asked for: two documents
+    /// sharing band 1 alone find each other through class 1 only, and the
+    /// mask of each names class 1 only.
+    #[test]
+    fn the_shared_bands_name_the_classes_in_common() {
+        let idx = LshIndex::new(3, 1, 4);
+        idx.insert(1, &[10, 20, 30]);
+        idx.insert(2, &[11, 20, 31]);
+        assert_eq!(idx.shared_bands(1), 0b010);
+        assert_eq!(idx.shared_bands(2), 0b010);
+        let found = |bands| {
+            let mut out = Vec::new();
+            assert!(idx.candidates_in(&[10, 20, 30], bands, &mut out, usize::MAX));
+            out.sort_unstable();
+            out
+        };
+        assert_eq!(found(0b010), vec![1, 2]);
+        assert_eq!(found(0b101), vec![1, 1], "its own slot, in bands 0 and 2");
+        assert_eq!(found(0), Vec::<Slot>::new());
+        assert_eq!(found(ALL_BANDS), vec![1, 1, 1, 2]);
     }
 
     #[test]
@@ -828,6 +936,18 @@ mod tests {
                         prop_assert!(idx.shares_bucket(a), "slot {} shares with {}", a, b);
                     }
                 }
+            }
+            // A stored slot's own mask finds what the full lookup finds
+            // (its own slot aside).
+            for (&a, sa) in &model {
+                let without = |mut v: Vec<Slot>| {
+                    v.retain(|&s| s != a);
+                    v
+                };
+                let mut masked = Vec::new();
+                prop_assert!(idx.candidates_in(sa, idx.shared_bands(a), &mut masked, usize::MAX));
+                masked.sort_unstable();
+                prop_assert_eq!(without(masked), without(sorted_candidates(&idx, sa)), "slot {}", a);
             }
         }
     }

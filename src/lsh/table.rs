@@ -365,18 +365,23 @@ impl Table {
     /// instead of one after another (the table is reserved first, so no
     /// insert of the group moves a cell the loads fetched).
     /// `joined` is told what each slot joined, as [`insert`](Self::insert)
-    /// returns it.
-    pub fn insert_all(&mut self, entries: &[(u32, Slot)], mut joined: impl FnMut(Slot, Joined)) {
+    /// returns it, with the entry's index in `entries`.
+    pub fn insert_all(
+        &mut self,
+        entries: &[(u32, Slot)],
+        mut joined: impl FnMut(usize, Slot, Joined),
+    ) {
         const GROUP: usize = 16;
         self.reserve(entries.len());
-        for group in entries.chunks(GROUP) {
+        for (g, group) in entries.chunks(GROUP).enumerate() {
+            let start = g * GROUP;
             let mut touched = 0u64;
             for &(key, _) in group {
                 touched ^= self.cells[self.home(key)];
             }
             std::hint::black_box(touched);
-            for &(key, slot) in group {
-                joined(slot, self.insert(key, slot));
+            for (j, &(key, slot)) in group.iter().enumerate() {
+                joined(start + j, slot, self.insert(key, slot));
             }
         }
     }
@@ -778,10 +783,10 @@ mod tests {
             }
             let mut told_one = Vec::new();
             for &(k, s) in &entries {
-                told_one.push((s, one.insert(k, s)));
+                told_one.push((s, s, one.insert(k, s)));
             }
             let mut told_all = Vec::new();
-            all.insert_all(&entries, |s, j| told_all.push((s, j)));
+            all.insert_all(&entries, |i, s, j| told_all.push((entries[i].1, s, j)));
             prop_assert_eq!(told_all, told_one);
             all.validate();
             prop_assert_eq!(all.len(), one.len());
