@@ -200,9 +200,10 @@ pub(crate) fn word_states(
     #[cfg(target_arch = "x86_64")]
     {
         if has_avx512bw() && has_avx512dq() {
-            if has_avx512vbmi2() {
-                // SAFETY: the three found the features on the running CPU.
-                unsafe { word_states_vbmi2(text, chars, key, scratch, out) };
+            if let Some(k) = Vbmi2::detect() {
+                // SAFETY: the token exists only where the CPU has its
+                // features, a superset of this build's.
+                unsafe { word_states_vbmi2(text, chars, key, scratch, out, k) };
             } else {
                 // SAFETY: the two found the features on the running CPU.
                 unsafe { word_states_avx512(text, chars, key, scratch, out) };
@@ -230,18 +231,19 @@ fn word_states_avx512(
     super::words::utf8_word_states(text, chars, key, scratch, out)
 }
 
-/// [`word_states_avx512`] with VBMI2 as well, so that [`run_positions`]'s
-/// compress inlines into the scanners.
+/// [`word_states_avx512`] with VBMI, VBMI2 and BMI2 as well, and the
+/// scanners instantiated with the [`Vbmi2`] kernels.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512bw,avx512dq,avx512vbmi2")]
+#[target_feature(enable = "avx512bw,avx512dq,avx512vbmi,avx512vbmi2,bmi2")]
 fn word_states_vbmi2(
     text: &str,
     chars: &super::unicode::CharTable,
     key: u64,
     scratch: &mut super::words::AsciiScratch,
     out: &mut Vec<u64>,
+    kernels: Vbmi2,
 ) {
-    super::words::utf8_word_states(text, chars, key, scratch, out)
+    super::words::utf8_word_states_in(kernels, text, chars, key, scratch, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -422,45 +424,253 @@ fn finish_words_avx2(states: &mut [u64]) {
     super::words::finish_lanes(states)
 }
 
-/// Write to `dst` the position `base + i` of each set bit `i` of `bits`,
-/// in order, with bit 31 set where bit `i` of `joins` is, and return true;
-/// or return false, `dst` untouched, if the running CPU lacks AVX-512
-/// VBMI2 (the caller then loops over the bits). At most 32 bits of `bits`
-/// may be set (only the first 32 positions are written); `base` is below
-/// 2³¹ − 64.
-///
-/// **Why.** The word scanners call this twice a 64-byte block, for the
-/// starts and the ends of its runs of kept bytes. The loop over set bits
-/// (`tzcnt`, store, clear the bit) runs a data-dependent number of times,
-/// and its exit mispredicts about once a call. Here it is one compress of
-/// the lane indices by the mask (`vpcompressb`, register form), widened to
-/// 32-bit lanes: no branch.
-///
-/// **Safety.** The `#[target_feature]` function is called only after
-/// [`has_avx512vbmi2`] found the features; it stores two whole registers
-/// (32 lanes of `u32`), exactly `dst`.
-#[inline(always)]
-pub(crate) fn run_positions(bits: u64, base: u32, joins: u64, dst: &mut [u32; 32]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx512vbmi2() {
-        // SAFETY: `has_avx512vbmi2` found AVX-512 F, BW and VBMI2.
-        unsafe { run_positions_vbmi2(bits, base, joins, dst) };
-        return true;
-    }
-    let _ = (bits, base, joins, dst);
-    false
+/// The two kernels of the word scanners that need AVX-512 VBMI/VBMI2 (and
+/// BMI2): the scanners are generic over this, instantiated with [`Scalar`]
+/// (the kernels decline; the scanners loop) in the portable, AVX2 and
+/// AVX-512 builds, and with [`Vbmi2`] in `word_states_vbmi2`. A generic
+/// parameter rather than a run-time check in the scanners: the check
+/// costs in a loop that runs twice a 64-byte block.
+pub(crate) trait ScanKernels: Copy {
+    /// Write to `dst` the position `base + i` of each set bit `i` of `bits`,
+    /// in order, with bit 31 set where bit `i` of `joins` is, and return true;
+    /// or return false, `dst` untouched ([`Scalar`]: the caller then loops
+    /// over the bits). At most 32 bits of `bits`
+    /// may be set (only the first 32 positions are written); `base` is below
+    /// 2³¹ − 64.
+    ///
+    /// **Why.** The word scanners call this twice a 64-byte block, for the
+    /// starts and the ends of its runs of kept bytes. The loop over set bits
+    /// (`tzcnt`, store, clear the bit) runs a data-dependent number of times,
+    /// and its exit mispredicts about once a call. Here it is one compress of
+    /// the lane indices by the mask (`vpcompressb`, register form), widened to
+    /// 32-bit lanes: no branch.
+    fn run_positions(self, bits: u64, base: u32, joins: u64, dst: &mut [u32; 32]) -> bool;
+
+    /// The classes of the two-byte characters (code points 0x80–0x7FF) among
+    /// the characters whose lead bytes are the set bits of `leads` in the 64
+    /// bytes of `bytes[base..]`, from `low` (indexed by code point), as
+    /// masks of their lead positions ([`TwoByte`]): which it classified,
+    /// which are kept ([`KEPT`](super::unicode::KEPT)), whitespace, or
+    /// [`GATHER`](super::unicode::GATHER) or [`SLOW`](super::unicode::SLOW)
+    /// (the caller handles those, and the leads not classified, one by
+    /// one). `None` ([`Scalar`], or a block it declines): the caller looks
+    /// each character up itself.
+    /// `bytes` must extend 128 bytes past `base` (the continuation byte of a
+    /// lead at 63 is in the next block); a block holds at most 32 two-byte
+    /// characters.
+    ///
+    /// **Why.** Russian, Greek or Hebrew text is mostly two-byte characters:
+    /// ~30 lead bytes a block, each looked up one at a time in a loop whose
+    /// exit mispredicts. Here all of them at once: the lead positions
+    /// compressed out of the lane indices, both bytes of each character
+    /// gathered with byte permutes (`vpermb`, `vpermi2b`), the code points
+    /// computed in 32-bit lanes and their entries gathered from `low`
+    /// (`vpgatherdd`), the class bits tested into masks and deposited back at
+    /// the lead positions (`pdep`). It declines a block with fewer than
+    /// [`TWO_BYTE_MIN`] of them, where the loop is cheaper (Latin text has
+    /// one or two a block; Chinese none).
+    fn two_byte_entries(
+        self,
+        bytes: &[u8],
+        base: usize,
+        leads: u64,
+        low: &[u32; super::unicode::LOW],
+    ) -> Option<TwoByte>;
 }
 
-/// Whether the running CPU has AVX-512 F, BW and VBMI2 (cached by the
-/// standard library).
+/// [`ScanKernels`] that always decline.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scalar;
+
+impl ScanKernels for Scalar {
+    #[inline(always)]
+    fn run_positions(self, _: u64, _: u32, _: u64, _: &mut [u32; 32]) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn two_byte_entries(self, _: &[u8], _: usize, _: u64, _: &[u32; 0x800]) -> Option<TwoByte> {
+        None
+    }
+}
+
+/// [`ScanKernels`] in AVX-512 VBMI/VBMI2 and BMI2: a token that only
+/// [`Vbmi2::detect`] makes, after finding the features on the running CPU.
+///
+/// **Safety.** Its methods call `#[target_feature]` functions; that is
+/// sound because a `Vbmi2` exists only where the CPU has the features.
+/// `run_positions_vbmi2` stores two whole registers (32 lanes of `u32`),
+/// exactly `dst`; `two_byte_entries_vbmi2` reads the 128 bytes of the
+/// window (a checked slice) and gathers from `low` at code points of 11
+/// bits, below its 2,048 entries.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Vbmi2(());
+
+impl Vbmi2 {
+    /// The token, if the running CPU has the features.
+    #[inline]
+    pub(crate) fn detect() -> Option<Self> {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx512vbmi2() {
+            return Some(Vbmi2(()));
+        }
+        None
+    }
+}
+
+impl ScanKernels for Vbmi2 {
+    #[inline(always)]
+    fn run_positions(self, bits: u64, base: u32, joins: u64, dst: &mut [u32; 32]) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: `self` exists, so the CPU has the features (type docs).
+            unsafe { run_positions_vbmi2(bits, base, joins, dst) };
+            true
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (bits, base, joins, dst);
+            false
+        }
+    }
+
+    #[inline(always)]
+    fn two_byte_entries(
+        self,
+        bytes: &[u8],
+        base: usize,
+        leads: u64,
+        low: &[u32; super::unicode::LOW],
+    ) -> Option<TwoByte> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let window: &[u8; 128] = bytes.get(base..base + 128)?.try_into().ok()?;
+            // SAFETY: `self` exists, so the CPU has the features (type docs).
+            unsafe { two_byte_entries_vbmi2(window, leads, low) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (bytes, base, leads, low);
+            None
+        }
+    }
+}
+
+/// Fewest two-byte characters in a block for which
+/// [`ScanKernels::two_byte_entries`] classifies them at once.
+pub(crate) const TWO_BYTE_MIN: u32 = 4;
+
+/// What [`ScanKernels::two_byte_entries`] found: masks of lead positions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TwoByte {
+    /// The two-byte leads it classified (the others are the caller's).
+    pub handled: u64,
+    /// Of those, the kept characters.
+    pub kept: u64,
+    /// The whitespace characters.
+    pub space: u64,
+    /// The `GATHER` or `SLOW` characters (also for the caller).
+    pub flagged: u64,
+}
+
+/// [`ScanKernels::two_byte_entries`] with AVX-512 VBMI and VBMI2 and BMI2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
+#[inline]
+fn two_byte_entries_vbmi2(
+    window: &[u8; 128],
+    leads: u64,
+    low: &[u32; super::unicode::LOW],
+) -> Option<TwoByte> {
+    use super::unicode::{GATHER, KEPT, SLOW, SPACE};
+    use std::arch::x86_64::{
+        _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmplt_epu8_mask,
+        _mm512_cvtepu8_epi32, _mm512_extracti32x4_epi32, _mm512_i32gather_epi32,
+        _mm512_loadu_si512, _mm512_maskz_compress_epi8, _mm512_or_si512, _mm512_permutex2var_epi8,
+        _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_set1_epi8, _mm512_slli_epi32,
+        _mm512_test_epi32_mask, _pdep_u64,
+    };
+    const IOTA: [u8; 64] = {
+        let mut a = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            a[i] = i as u8;
+            i += 1;
+        }
+        a
+    };
+    // SAFETY: `window` is 128 readable bytes, `IOTA` 64 (unaligned loads).
+    let (lo, hi, iota) = unsafe {
+        (
+            _mm512_loadu_si512(window.as_ptr().cast()),
+            _mm512_loadu_si512(window.as_ptr().add(64).cast()),
+            _mm512_loadu_si512(IOTA.as_ptr().cast()),
+        )
+    };
+    // The leads of two-byte characters: 0xC0–0xDF. A two-byte character
+    // takes two bytes, so a block starts at most 32 of them.
+    let leads2 = leads & _mm512_cmplt_epu8_mask(lo, _mm512_set1_epi8(0xe0_u8 as i8));
+    let n = leads2.count_ones();
+    if !(TWO_BYTE_MIN..=32).contains(&n) {
+        return None;
+    }
+    // Lane j: the position of the j-th lead; its byte and the one after.
+    let at = _mm512_maskz_compress_epi8(leads2, iota);
+    let first = _mm512_permutexvar_epi8(at, lo);
+    let second = _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(1)), hi);
+    let test = |bits: u32| _mm512_set1_epi32(bits as i32);
+    let classes = |quarter: (_, _)| {
+        let (a, b) = quarter;
+        let a = _mm512_cvtepu8_epi32(a);
+        let b = _mm512_cvtepu8_epi32(b);
+        let cp = _mm512_or_si512(
+            _mm512_slli_epi32::<6>(_mm512_and_si512(a, _mm512_set1_epi32(0x1f))),
+            _mm512_and_si512(b, _mm512_set1_epi32(0x3f)),
+        );
+        // SAFETY: `cp` has 11 bits, below `low`'s 2,048 entries.
+        let e = unsafe { _mm512_i32gather_epi32::<4>(cp, low.as_ptr().cast()) };
+        (
+            u64::from(_mm512_test_epi32_mask(e, test(KEPT))),
+            u64::from(_mm512_test_epi32_mask(e, test(SPACE))),
+            u64::from(_mm512_test_epi32_mask(e, test(GATHER | SLOW))),
+        )
+    };
+    let (k0, s0, f0) = classes((
+        _mm512_castsi512_si128(first),
+        _mm512_castsi512_si128(second),
+    ));
+    let (mut kept, mut space, mut flagged) = (k0, s0, f0);
+    if n > 16 {
+        let (k1, s1, f1) = classes((
+            _mm512_extracti32x4_epi32::<1>(first),
+            _mm512_extracti32x4_epi32::<1>(second),
+        ));
+        kept |= k1 << 16;
+        space |= s1 << 16;
+        flagged |= f1 << 16;
+    }
+    // Lanes past the last lead read position 0: cut them before depositing.
+    let live = (1u64 << n) - 1;
+    Some(TwoByte {
+        handled: leads2,
+        kept: _pdep_u64(kept & live, leads2),
+        space: _pdep_u64(space & live, leads2),
+        flagged: _pdep_u64(flagged & live, leads2),
+    })
+}
+
+/// Whether the running CPU has AVX-512 F, BW, VBMI and VBMI2, and BMI2
+/// (cached by the standard library).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn has_avx512vbmi2() -> bool {
     std::arch::is_x86_feature_detected!("avx512vbmi2")
+        && std::arch::is_x86_feature_detected!("avx512vbmi")
         && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("bmi2")
 }
 
-/// [`run_positions`] with AVX-512 VBMI2: the byte lanes 0..63, bit 7 set in
+/// [`ScanKernels::run_positions`] with AVX-512 VBMI2: the byte lanes 0..63, bit 7 set in
 /// the lanes of `joins`, compressed by `bits`; the first 32 bytes widened
 /// to `u32`, bit 7 moved to bit 31 and `base` added.
 #[cfg(target_arch = "x86_64")]
@@ -1186,8 +1396,9 @@ mod tests {
         }
     }
 
-    /// Each compiled build of the word scanners (AVX2 and AVX-512, where
-    /// the CPU has them) writes the states the portable build writes, on
+    /// Each compiled build of the word scanners (AVX2, AVX-512, and
+    /// AVX-512 with the VBMI2 kernels, where the CPU has them; the portable
+    /// build uses the scalar ones) writes the states the portable build writes, on
     /// texts of every kind of word the scanners tell apart: short and long
     /// ASCII, accented and capital accented (transcoded), joined across
     /// stripped characters, non-Latin, compatibility (`ﬁ`) and combining
@@ -1259,12 +1470,11 @@ mod tests {
                     };
                     assert_eq!(got, want, "AVX-512, options {o}, {text:?}");
                 }
-                if has_avx512bw() && has_avx512dq() && has_avx512vbmi2() {
+                if let Some(k) = Vbmi2::detect().filter(|_| has_avx512bw() && has_avx512dq()) {
                     let mut got = Vec::new();
-                    // SAFETY: the three found the features.
-                    unsafe {
-                        word_states_vbmi2(&text, chars, 9, &mut AsciiScratch::default(), &mut got)
-                    };
+                    let scratch = &mut AsciiScratch::default();
+                    // SAFETY: the token and the two found the features.
+                    unsafe { word_states_vbmi2(&text, chars, 9, scratch, &mut got, k) };
                     assert_eq!(got, want, "AVX-512 VBMI2, options {o}, {text:?}");
                 }
             }
@@ -1299,13 +1509,98 @@ mod tests {
                 b &= b - 1;
             }
             let mut got = [0u32; 32];
-            if run_positions(bits, base, joins, &mut got) {
+            assert!(!Scalar.run_positions(bits, base, joins, &mut got));
+            if Vbmi2::detect().is_some_and(|k| k.run_positions(bits, base, joins, &mut got)) {
                 vector += 1;
                 assert_eq!(
                     got[..m],
                     want[..m],
                     "bits {bits:#x} joins {joins:#x} base {base}"
                 );
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            vector > 0,
+            has_avx512vbmi2(),
+            "the vector path ran where it exists"
+        );
+    }
+
+    /// `two_byte_entries`, where the CPU has its instructions, classifies
+    /// exactly the two-byte leads of a block, as the table lookups one at a
+    /// time do: on random text of ASCII, two-byte (Latin, Cyrillic, NBSP,
+    /// capitals that map), three-byte and four-byte characters, in blocks
+    /// with 0 to 32 two-byte characters, for each normalization option.
+    #[test]
+    fn two_byte_entries_equals_the_lookups_one_at_a_time() {
+        use super::super::unicode::{CharTable, GATHER, KEPT, SLOW, SPACE};
+        use super::super::NormalizeOptions;
+        const CHARS: [&str; 14] = [
+            "a", " ", ",", "é", "Д", "д", "ё", "Ω", "\u{a0}", "\u{301}", "€", "日", "😀", "«",
+        ];
+        let mut state = 17u64;
+        let mut next = |n: u64| crate::minhash::splitmix64(&mut state) % n;
+        let mut vector = 0;
+        for case in 0..3_000 {
+            let mut text = String::new();
+            let dense = case % 2 == 0;
+            while text.len() < 64 * 3 {
+                let c = if dense {
+                    3 + next(6)
+                } else {
+                    next(CHARS.len() as u64)
+                };
+                text.push_str(CHARS[c as usize]);
+            }
+            let mut bytes = text.as_bytes().to_vec();
+            bytes.extend_from_slice(&[0; 64]);
+            for o in [0, 3, 4] {
+                let opts = NormalizeOptions {
+                    nfkc: o & 4 == 0,
+                    lowercase: o & 2 == 0,
+                    strip_punctuation: o & 1 == 0,
+                };
+                let chars = CharTable::get(&opts);
+                for base in [0, 64, 128] {
+                    let block: &[u8; 64] = bytes[base..base + 64].try_into().unwrap();
+                    let (_, _, leads, _) = classify_utf8(block, opts.strip_punctuation);
+                    let low = chars.low_entries();
+                    assert_eq!(Scalar.two_byte_entries(&bytes, base, leads, low), None);
+                    let Some(t) =
+                        Vbmi2::detect().and_then(|k| k.two_byte_entries(&bytes, base, leads, low))
+                    else {
+                        continue;
+                    };
+                    vector += 1;
+                    let (mut handled, mut kept, mut space, mut flagged) = (0, 0, 0, 0);
+                    let two = (0..64).filter(|&i| {
+                        leads >> i & 1 == 1 && (0xc0..0xe0).contains(&bytes[base + i])
+                    });
+                    assert!(
+                        two.count() as u32 >= TWO_BYTE_MIN,
+                        "it declines sparse blocks"
+                    );
+                    for i in 0..64 {
+                        let b = bytes[base + i];
+                        if leads >> i & 1 == 0 || !(0xc0..0xe0).contains(&b) {
+                            continue;
+                        }
+                        let cp = (u32::from(b & 0x1f) << 6) | u32::from(bytes[base + i + 1] & 0x3f);
+                        let e = chars.entry_low(cp);
+                        handled |= 1 << i;
+                        kept |= u64::from(e & KEPT != 0) << i;
+                        space |= u64::from(e & SPACE != 0) << i;
+                        flagged |= u64::from(e & (GATHER | SLOW) != 0) << i;
+                    }
+                    let want = TwoByte {
+                        handled,
+                        kept,
+                        space,
+                        flagged,
+                    };
+                    assert_eq!(t, want, "options {o}, block {base} of {text:?}");
+                }
             }
         }
         #[cfg(target_arch = "x86_64")]

@@ -210,7 +210,7 @@ const BLOCK: usize = 1 << BLOCK_BITS;
 const BLOCKS: usize = 0x10000 / BLOCK;
 /// Code points below this (ASCII and the two-byte UTF-8 range: Latin,
 /// Greek, Cyrillic, Hebrew, Arabic...) are classified when the table is made.
-const LOW: usize = 0x800;
+pub(crate) const LOW: usize = 0x800;
 
 /// The entries of the BMP for one option combination: the two-byte range
 /// in one array, made with the table, the rest in blocks of 128 characters,
@@ -264,6 +264,14 @@ impl CharTable {
     #[inline(always)]
     pub(crate) fn entry_low(&self, cp: u32) -> u32 {
         self.low[cp as usize & (LOW - 1)]
+    }
+
+    /// The entries of every code point below 0x800 (two-byte UTF-8 and
+    /// ASCII), indexed by code point: [`Self::entry_low`] for a vector
+    /// gather.
+    #[inline(always)]
+    pub(crate) fn low_entries(&self) -> &[u32; LOW] {
+        &self.low
     }
 
     /// The entry of a code point of the BMP at or above 0x800 (three-byte UTF-8).

@@ -24,7 +24,7 @@
 //! they never split), and the words are what [`word_hashes`] reads back from
 //! the normalized string; a property test holds the two paths equal.
 
-use super::kernel::classify_utf8;
+use super::kernel::{classify_utf8, Scalar, ScanKernels};
 use super::normalize::AsciiTable;
 use super::unicode::{self, CharTable, Kind};
 
@@ -325,6 +325,7 @@ const JOINED: u32 = 1 << 31;
 /// `kernel::word_states` compiles it for each instruction set.
 #[inline(always)]
 pub(crate) fn ascii_word_states(
+    kernels: impl ScanKernels,
     text: &[u8],
     table: &AsciiTable,
     key: u64,
@@ -375,8 +376,8 @@ pub(crate) fn ascii_word_states(
         let (t, c2) = t.overflowing_add(carry_drop);
         carry_drop = u64::from(c1 | c2);
         let joins = t & !drop & kept;
-        push_runs(starts, run_starts, base, joins);
-        push_runs(ends, run_ends, base, 0);
+        push_runs(starts, run_starts, base, joins, kernels);
+        push_runs(ends, run_ends, base, 0, kernels);
     }
     if carry_kept != 0 {
         ends.push(text.len() as u32);
@@ -599,19 +600,19 @@ fn joined_state(bytes: &[u8], starts: &[u32], ends: &[u32], key: u64, case: u64)
 /// articles' word stage 1,113–1,122 → 1,099–1,112 ns in `sign_bench` (3
 /// alternating runs). Where the CPU has AVX-512 VBMI2 the positions come
 /// from one compress instead of the loop over bits
-/// ([`super::kernel::run_positions`]), whose exit mispredicted about once a
+/// ([`ScanKernels::run_positions`]), whose exit mispredicted about once a
 /// call: `sign_bench`, 3 alternating runs, articles 789k–805k → 945k–973k
 /// docs/s (word stage 816–829 → 633–753 ns), man pages 76.9k–79.1k →
 /// 86.8k–87.8k.
 #[inline(always)]
-fn push_runs(v: &mut Vec<u32>, mut bits: u64, base: u32, joins: u64) {
+fn push_runs(v: &mut Vec<u32>, mut bits: u64, base: u32, joins: u64, kernels: impl ScanKernels) {
     let len = v.len();
     v.resize(len + 32, 0);
     let slots: &mut [u32; 32] = (&mut v[len..])
         .try_into()
         .unwrap_or_else(|_| unreachable!("32 slots"));
     let mut m = 0usize;
-    if super::kernel::run_positions(bits, base, joins, slots) {
+    if kernels.run_positions(bits, base, joins, slots) {
         m = bits.count_ones() as usize;
     } else {
         while bits != 0 {
@@ -689,6 +690,7 @@ fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
 /// 1.14 / 1.18 / 1.28× (fr / de / es, `text_bench`, 3 alternating runs).
 #[inline(always)]
 pub(crate) fn unicode_word_states(
+    kernels: impl ScanKernels,
     text: &str,
     chars: &CharTable,
     key: u64,
@@ -747,6 +749,13 @@ pub(crate) fn unicode_word_states(
         // Which non-ASCII characters are kept or whitespace, by their lead byte.
         let mut kept_leads = 0u64;
         let mut leads = lead & valid;
+        // Dense two-byte text (Cyrillic, Greek...): those leads at once;
+        // the loop below takes the others and the ones flagged.
+        if let Some(t) = kernels.two_byte_entries(bytes, base, leads, chars.low_entries()) {
+            kept_leads = t.kept;
+            space |= t.space;
+            leads = (leads & !t.handled) | t.flagged;
+        }
         while leads != 0 {
             let i = leads.trailing_zeros();
             leads &= leads - 1;
@@ -788,8 +797,8 @@ pub(crate) fn unicode_word_states(
         let (t, c2) = t.overflowing_add(carry_drop);
         carry_drop = u64::from(c1 | c2);
         let joins = t & !drop & kept;
-        push_runs(starts, run_starts, base, joins);
-        push_runs(ends, run_ends, base, 0);
+        push_runs(starts, run_starts, base, joins, kernels);
+        push_runs(ends, run_ends, base, 0, kernels);
     }
     if carry_kept != 0 {
         ends.push(text.len() as u32);
@@ -968,6 +977,19 @@ pub(super) fn utf8_word_states(
     scratch: &mut AsciiScratch,
     out: &mut Vec<u64>,
 ) {
+    utf8_word_states_in(Scalar, text, chars, key, scratch, out)
+}
+
+/// [`utf8_word_states`] with `kernels` (`kernel::word_states` picks them).
+#[inline(always)]
+pub(super) fn utf8_word_states_in(
+    kernels: impl ScanKernels,
+    text: &str,
+    chars: &CharTable,
+    key: u64,
+    scratch: &mut AsciiScratch,
+    out: &mut Vec<u64>,
+) {
     let table = AsciiTable::new(chars.options());
     let bytes = text.as_bytes();
     let blocks = bytes.len().div_ceil(64);
@@ -982,7 +1004,7 @@ pub(super) fn utf8_word_states(
                 b += 1;
             }
             if b == blocks {
-                ascii_word_states(&bytes[at..], table, key, scratch, out);
+                ascii_word_states(kernels, &bytes[at..], table, key, scratch, out);
                 return;
             }
             let lo = (b * 64).max(at);
@@ -995,7 +1017,7 @@ pub(super) fn utf8_word_states(
         };
         if first - at >= MIN_ASCII {
             if let Some(ws) = bytes[at..first].iter().rposition(is_ws) {
-                ascii_word_states(&bytes[at..at + ws + 1], table, key, scratch, out);
+                ascii_word_states(kernels, &bytes[at..at + ws + 1], table, key, scratch, out);
                 at += ws + 1;
             }
         }
@@ -1015,7 +1037,7 @@ pub(super) fn utf8_word_states(
             .map_or(bytes.len(), |p| from + p);
         // Stretches start and end at ASCII bytes or the text's ends: char
         // boundaries, so slicing checks two bytes (no UTF-8 validation).
-        unicode_word_states(&text[at..end], chars, key, scratch, out);
+        unicode_word_states(kernels, &text[at..end], chars, key, scratch, out);
         at = end;
     }
 }
@@ -1108,6 +1130,7 @@ mod tests {
         let mut out = Vec::new();
         let mut scratch = AsciiScratch::default();
         ascii_word_states(
+            Scalar,
             text.as_bytes(),
             AsciiTable::new(opts),
             key,
@@ -1127,6 +1150,7 @@ mod tests {
         let mut out = Vec::new();
         let opts = NormalizeOptions::default();
         ascii_word_states(
+            Scalar,
             text.as_bytes(),
             AsciiTable::new(&opts),
             1,
@@ -1204,10 +1228,24 @@ mod tests {
     fn unicode(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
         let mut out = vec![7];
         let mut scratch = AsciiScratch::default();
-        unicode_word_states(text, CharTable::get(opts), key, &mut scratch, &mut out);
+        unicode_word_states(
+            Scalar,
+            text,
+            CharTable::get(opts),
+            key,
+            &mut scratch,
+            &mut out,
+        );
         // A second call on the same scratch gives the same words.
         let mut again = Vec::new();
-        unicode_word_states(text, CharTable::get(opts), key, &mut scratch, &mut again);
+        unicode_word_states(
+            Scalar,
+            text,
+            CharTable::get(opts),
+            key,
+            &mut scratch,
+            &mut again,
+        );
         assert_eq!(out[1..], again[..], "scratch state leaked between calls");
         out.remove(0);
         finish_lanes(&mut out);
