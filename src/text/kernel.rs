@@ -434,9 +434,8 @@ pub(crate) trait ScanKernels: Copy {
     /// Write to `dst` the position `base + i` of each set bit `i` of `bits`,
     /// in order, with bit 31 set where bit `i` of `joins` is, and return true;
     /// or return false, `dst` untouched ([`Scalar`]: the caller then loops
-    /// over the bits). At most 32 bits of `bits`
-    /// may be set (only the first 32 positions are written); `base` is below
-    /// 2³¹ − 64.
+    /// over the bits). At most 32 bits of `bits` may be set (only the first
+    /// 32 positions are written); `base` is below 2³¹ − 64.
     ///
     /// **Why.** The word scanners call this twice a 64-byte block, for the
     /// starts and the ends of its runs of kept bytes. The loop over set bits
@@ -454,10 +453,9 @@ pub(crate) trait ScanKernels: Copy {
     /// [`GATHER`](super::unicode::GATHER) or [`SLOW`](super::unicode::SLOW)
     /// (the caller handles those, and the leads not classified, one by
     /// one). `None` ([`Scalar`], or a block it declines): the caller looks
-    /// each character up itself.
-    /// `bytes` must extend 128 bytes past `base` (the continuation byte of a
-    /// lead at 63 is in the next block); a block holds at most 32 two-byte
-    /// characters.
+    /// each character up itself. It reads `bytes[base..base + 128]` (the
+    /// continuation byte of a lead at 63 is in the next block) and declines
+    /// a block with less after it.
     ///
     /// **Why.** Russian, Greek or Hebrew text is mostly two-byte characters:
     /// ~30 lead bytes a block, each looked up one at a time in a loop whose
@@ -556,6 +554,19 @@ impl ScanKernels for Vbmi2 {
     }
 }
 
+/// The byte lanes' indices, 0..63: what the VBMI2 kernels compress by a
+/// mask to get the positions of its set bits.
+#[cfg(target_arch = "x86_64")]
+const LANE_INDICES: [u8; 64] = {
+    let mut a = [0u8; 64];
+    let mut i = 0;
+    while i < 64 {
+        a[i] = i as u8;
+        i += 1;
+    }
+    a
+};
+
 /// Fewest two-byte characters in a block for which
 /// [`ScanKernels::two_byte_entries`] classifies them at once.
 pub(crate) const TWO_BYTE_MIN: u32 = 4;
@@ -590,21 +601,13 @@ fn two_byte_entries_vbmi2(
         _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_set1_epi8, _mm512_slli_epi32,
         _mm512_test_epi32_mask, _pdep_u64,
     };
-    const IOTA: [u8; 64] = {
-        let mut a = [0u8; 64];
-        let mut i = 0;
-        while i < 64 {
-            a[i] = i as u8;
-            i += 1;
-        }
-        a
-    };
-    // SAFETY: `window` is 128 readable bytes, `IOTA` 64 (unaligned loads).
+    // SAFETY: `window` is 128 readable bytes, `LANE_INDICES` 64 (unaligned
+    // loads).
     let (lo, hi, iota) = unsafe {
         (
             _mm512_loadu_si512(window.as_ptr().cast()),
             _mm512_loadu_si512(window.as_ptr().add(64).cast()),
-            _mm512_loadu_si512(IOTA.as_ptr().cast()),
+            _mm512_loadu_si512(LANE_INDICES.as_ptr().cast()),
         )
     };
     // The leads of two-byte characters: 0xC0–0xDF. A two-byte character
@@ -683,17 +686,8 @@ fn run_positions_vbmi2(bits: u64, base: u32, joins: u64, dst: &mut [u32; 32]) {
         _mm512_maskz_compress_epi8, _mm512_or_si512, _mm512_set1_epi32, _mm512_slli_epi32,
         _mm512_storeu_si512,
     };
-    const IOTA: [u8; 64] = {
-        let mut a = [0u8; 64];
-        let mut i = 0;
-        while i < 64 {
-            a[i] = i as u8;
-            i += 1;
-        }
-        a
-    };
     const IOTA_JOINED: [u8; 64] = {
-        let mut a = IOTA;
+        let mut a = LANE_INDICES;
         let mut i = 0;
         while i < 64 {
             a[i] |= 0x80;
@@ -704,7 +698,7 @@ fn run_positions_vbmi2(bits: u64, base: u32, joins: u64, dst: &mut [u32; 32]) {
     // SAFETY: the constants are 64 readable bytes each (unaligned loads).
     let (iota, joined) = unsafe {
         (
-            _mm512_loadu_si512(IOTA.as_ptr().cast()),
+            _mm512_loadu_si512(LANE_INDICES.as_ptr().cast()),
             _mm512_loadu_si512(IOTA_JOINED.as_ptr().cast()),
         )
     };
