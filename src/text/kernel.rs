@@ -216,7 +216,7 @@ pub(crate) fn word_states(
             return;
         }
     }
-    super::words::utf8_word_states(text, chars, key, scratch, out)
+    super::words::utf8_word_states(Scalar, text, chars, key, scratch, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -228,7 +228,7 @@ fn word_states_avx512(
     scratch: &mut super::words::AsciiScratch,
     out: &mut Vec<u64>,
 ) {
-    super::words::utf8_word_states(text, chars, key, scratch, out)
+    super::words::utf8_word_states(Scalar, text, chars, key, scratch, out)
 }
 
 /// [`word_states_avx512`] with VBMI, VBMI2 and BMI2 as well, and the
@@ -243,7 +243,7 @@ fn word_states_vbmi2(
     out: &mut Vec<u64>,
     kernels: Vbmi2,
 ) {
-    super::words::utf8_word_states_in(kernels, text, chars, key, scratch, out)
+    super::words::utf8_word_states(kernels, text, chars, key, scratch, out)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -255,7 +255,7 @@ fn word_states_avx2(
     scratch: &mut super::words::AsciiScratch,
     out: &mut Vec<u64>,
 ) {
-    super::words::utf8_word_states(text, chars, key, scratch, out)
+    super::words::utf8_word_states(Scalar, text, chars, key, scratch, out)
 }
 
 /// [`classify_utf8`] with AVX2, 32 bytes at a time: the SSE2 version's
@@ -1447,7 +1447,14 @@ mod tests {
                 };
                 let chars = CharTable::get(&opts);
                 let mut want = Vec::new();
-                utf8_word_states(&text, chars, 9, &mut AsciiScratch::default(), &mut want);
+                utf8_word_states(
+                    Scalar,
+                    &text,
+                    chars,
+                    9,
+                    &mut AsciiScratch::default(),
+                    &mut want,
+                );
                 if has_avx2() {
                     let mut got = Vec::new();
                     // SAFETY: `has_avx2` found the feature.

@@ -24,7 +24,7 @@
 //! they never split), and the words are what [`word_hashes`] reads back from
 //! the normalized string; a property test holds the two paths equal.
 
-use super::kernel::{classify_utf8, Scalar, ScanKernels};
+use super::kernel::{classify_utf8, ScanKernels};
 use super::normalize::AsciiTable;
 use super::unicode::{self, CharTable, Kind};
 
@@ -968,21 +968,10 @@ pub(crate) fn utf8_word_hashes(
     super::kernel::finish_words(&mut out[first..]);
 }
 
-/// [`utf8_word_hashes`] before the finalizer: the words' states.
+/// [`utf8_word_hashes`] before the finalizer: the words' states, with
+/// `kernels` (`kernel::word_states` picks them for each build).
 #[inline(always)]
 pub(super) fn utf8_word_states(
-    text: &str,
-    chars: &CharTable,
-    key: u64,
-    scratch: &mut AsciiScratch,
-    out: &mut Vec<u64>,
-) {
-    utf8_word_states_in(Scalar, text, chars, key, scratch, out)
-}
-
-/// [`utf8_word_states`] with `kernels` (`kernel::word_states` picks them).
-#[inline(always)]
-pub(super) fn utf8_word_states_in(
     kernels: impl ScanKernels,
     text: &str,
     chars: &CharTable,
@@ -1094,6 +1083,7 @@ const FLAGGED: usize = JOINED as usize;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::kernel::Scalar;
     use crate::text::{normalize, NormalizeOptions};
     use proptest::prelude::*;
 
