@@ -7,8 +7,8 @@
 //! 32-bit value, word shingles from per-word hashes ([`words`]). The
 //! [`Tokenizer`] bundles both with reusable scratch buffers, and for word
 //! shingles fuses normalization and word hashing into one pass that never
-//! writes the normalized string: ASCII stretches with bit masks alone, the
-//! stretches around non-ASCII characters with a per-character lookup table
+//! writes the normalized string: ASCII texts with bit masks alone, the
+//! others with a per-character lookup table for their non-ASCII characters
 //! as well (`unicode`), falling back
 //! to the full NFKC algorithm only around characters that combine with
 //! their neighbours. Every fast path is tested bit for bit against the
@@ -89,10 +89,9 @@ impl Tokenizer {
     }
 
     /// The 64-bit hash of every word of normalized `text`, in order, left in
-    /// `scratch` (the first stage of word shingling). Stretches of ASCII
-    /// text take the ASCII scanner, the stretches around non-ASCII
-    /// characters the UTF-8 one (cut at ASCII whitespace); neither builds
-    /// the normalized string.
+    /// `scratch` (the first stage of word shingling). An ASCII text takes
+    /// the ASCII scanner, any other the Unicode one; neither builds the
+    /// normalized string.
     pub fn word_hashes<'s>(&self, text: &str, scratch: &'s mut Scratch) -> &'s [u64] {
         scratch.words.clear();
         let key = self.shingler.word_key();

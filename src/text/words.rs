@@ -14,9 +14,9 @@
 //! coincidence. The definition is byte-exact and tested against golden values:
 //! shingle hashes are persisted.
 //!
-//! **The fused ASCII scanner.** For ASCII text (most text; the ASCII
-//! stretches of other text, see `utf8_word_hashes`) `ascii_word_states` applies the normalization recipe
-//! and hashes words without building the normalized string: it finds runs
+//! **The fused ASCII scanner.** For ASCII text (a text with no non-ASCII
+//! byte; any other text takes the Unicode scanner, see `utf8_word_hashes`)
+//! `ascii_word_states` applies the normalization recipe and hashes words without building the normalized string: it finds runs
 //! of kept bytes 64 at a time with bit masks (SSE2, AVX2 or AVX-512 compares, see `kernel`) and hashes each word
 //! straight from the text (lowercasing 8 bytes at once). The
 //! recipe guarantees that this is the same thing: in the normalized text, a
@@ -461,8 +461,8 @@ pub(crate) fn ascii_word_states(
 }
 
 /// Fewest runs for which [`ascii_word_states`] hashes short words in lanes
-/// (below it, gathering them costs more than the lanes save: the short
-/// ASCII stretches of non-English text).
+/// (below it, gathering them costs more than the lanes save: texts of a
+/// few words).
 const LANES_MIN: usize = 16;
 
 /// The states of words of at most 16 bytes, each given as its two 8-byte
@@ -934,25 +934,21 @@ fn block_has_non_ascii(bytes: &[u8], b: usize) -> bool {
     or & rep(0x80) != 0
 }
 
-/// A non-ASCII stretch ends after this many 64-byte blocks of pure ASCII.
-const CLEAN_BLOCKS: usize = 4;
-/// ASCII text shorter than this before a non-ASCII stretch goes to the
-/// UTF-8 scanner with it (a call of the ASCII scanner has a fixed cost).
-const MIN_ASCII: usize = 256;
-
 /// Normalize `text` (any UTF-8) with `chars`' options and append its word
 /// hashes to `out`; equal to normalizing and then calling [`word_hashes`].
 ///
-/// The text is cut at ASCII whitespace into stretches: those with no
-/// non-ASCII byte take [`ascii_word_states`], the others
-/// [`unicode_word_states`]. ASCII whitespace ends every word and is a
-/// normalization boundary on both sides (see [`unicode_word_states`]), so
-/// the words of the stretches, in order, are the words of the text. A
-/// non-ASCII stretch runs from the ASCII whitespace before its first
-/// non-ASCII byte to the ASCII whitespace after its last one, where a gap
-/// of [`CLEAN_BLOCKS`] whole ASCII blocks ends it: a document with one `’`
-/// costs what its ASCII twin costs, plus one short stretch; a French or
-/// Russian one is a single stretch.
+/// A text with no non-ASCII byte takes [`ascii_word_states`]; any other
+/// text, whole, takes [`unicode_word_states`] (`kernel::word_states`
+/// checks and picks, each scanner compiled as a function of its own).
+/// The Unicode scanner reads ASCII blocks nearly as fast as the ASCII
+/// one, so cutting a text into ASCII and non-ASCII stretches for the two
+/// (as this did up to round 19) cost more than it saved: finding the
+/// stretches read every block once more with a branch each, and each
+/// stretch paid a scanner call. One scan of the whole text took the
+/// English typography from 1.09 to 0.84 ns/byte, a `’` per article 0.94 →
+/// 0.79, the French, German and Spanish man pages 12% less, Russian 8%,
+/// Chinese and Japanese 5% (`text_bench`, 5 alternating runs; round 20
+/// in `docs/benchmarks.md`).
 ///
 /// The scanners append the words' states (their hashes before the
 /// finalizer); all of them are finalized at the end in one pass over lanes.
@@ -969,9 +965,11 @@ pub(crate) fn utf8_word_hashes(
 }
 
 /// [`utf8_word_hashes`] before the finalizer: the words' states, with
-/// `kernels` (`kernel::word_states` picks them for each build).
+/// `kernels` (`kernel::word_states` picks them for each build), by the
+/// ASCII scanner if `ASCII` (the caller found `text` all ASCII, see
+/// [`is_ascii`]), else by the Unicode one.
 #[inline(always)]
-pub(super) fn utf8_word_states(
+pub(super) fn utf8_word_states<const ASCII: bool>(
     kernels: impl ScanKernels,
     text: &str,
     chars: &CharTable,
@@ -979,56 +977,22 @@ pub(super) fn utf8_word_states(
     scratch: &mut AsciiScratch,
     out: &mut Vec<u64>,
 ) {
-    let table = AsciiTable::new(chars.options());
-    let bytes = text.as_bytes();
-    let blocks = bytes.len().div_ceil(64);
-    let is_ws = |b: &u8| matches!(b, b'\t'..=b'\r' | b' ');
-    // Where the text not yet hashed starts: 0 or just after ASCII whitespace.
-    let mut at = 0usize;
-    while at < bytes.len() {
-        // The first non-ASCII byte at or after `at`, and its block.
-        let mut b = at / 64;
-        let first = loop {
-            while b < blocks && !block_has_non_ascii(bytes, b) {
-                b += 1;
-            }
-            if b == blocks {
-                ascii_word_states(kernels, &bytes[at..], table, key, scratch, out);
-                return;
-            }
-            let lo = (b * 64).max(at);
-            let hi = (b * 64 + 64).min(bytes.len());
-            match bytes[lo..hi].iter().position(|&c| c >= 0x80) {
-                Some(p) => break lo + p,
-                // Only before `at` (a block the previous stretch ended in).
-                None => b += 1,
-            }
-        };
-        if first - at >= MIN_ASCII {
-            if let Some(ws) = bytes[at..first].iter().rposition(is_ws) {
-                ascii_word_states(kernels, &bytes[at..at + ws + 1], table, key, scratch, out);
-                at += ws + 1;
-            }
-        }
-        // The last block with a non-ASCII byte before CLEAN_BLOCKS clean ones.
-        let mut last = b;
-        let mut probe = b + 1;
-        while probe < blocks && probe <= last + CLEAN_BLOCKS {
-            if block_has_non_ascii(bytes, probe) {
-                last = probe;
-            }
-            probe += 1;
-        }
-        let from = (last * 64 + 64).min(bytes.len());
-        let end = bytes[from..]
-            .iter()
-            .position(is_ws)
-            .map_or(bytes.len(), |p| from + p);
-        // Stretches start and end at ASCII bytes or the text's ends: char
-        // boundaries, so slicing checks two bytes (no UTF-8 validation).
-        unicode_word_states(kernels, &text[at..end], chars, key, scratch, out);
-        at = end;
+    if ASCII {
+        let table = AsciiTable::new(chars.options());
+        ascii_word_states(kernels, text.as_bytes(), table, key, scratch, out);
+    } else {
+        unicode_word_states(kernels, text, chars, key, scratch, out);
     }
+}
+
+/// Whether `bytes` is all ASCII: a 64-byte block at a time, stopping at
+/// the first block with a non-ASCII byte. Inlined, so that each build of
+/// `kernel::word_states` compiles it with its own instruction set (one
+/// 64-byte compare a block with AVX-512; compiled for SSE2 only, a call
+/// before the scanners made the short articles' text stage ~8% slower).
+#[inline(always)]
+pub(super) fn is_ascii(bytes: &[u8]) -> bool {
+    !(0..bytes.len().div_ceil(64)).any(|b| block_has_non_ascii(bytes, b))
 }
 
 /// Append the normalized bytes of the run `bytes[start..end]` (kept
@@ -1331,7 +1295,7 @@ mod tests {
     }
 
     #[test]
-    fn the_stretch_scanner_cuts_only_at_ascii_whitespace() {
+    fn ascii_text_with_a_few_non_ascii_characters_reads_as_the_reference() {
         let opts = NormalizeOptions::default();
         let key = word_key(4);
         let filler = "plain ascii words, then MORE of them. ".repeat(12);
@@ -1356,8 +1320,8 @@ mod tests {
     }
 
     /// Texts of ASCII words with non-ASCII characters set in sparsely or in
-    /// clusters, so the cut between ASCII and UTF-8 stretches falls
-    /// everywhere: at block ends, in long words, next to combining marks.
+    /// clusters, falling everywhere: at block ends, in long words, next to
+    /// combining marks.
     fn sparse_text() -> impl Strategy<Value = String> {
         let ascii = "([a-zA-Z0-9_]{1,12}[ \t\n.,'-]{1,2}){0,40}";
         let rare = prop_oneof![
@@ -1371,7 +1335,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(300))]
         #[test]
-        fn the_stretch_scanner_equals_the_reference_on_sparse_text(
+        fn the_word_scanners_equal_the_reference_on_sparse_text(
             text in sparse_text(),
             o in 0usize..8,
         ) {
@@ -1381,7 +1345,7 @@ mod tests {
         }
 
         #[test]
-        fn the_stretch_scanner_equals_the_reference_on_random_unicode(
+        fn the_word_scanners_equal_the_reference_on_random_unicode(
             text in crate::text::unicode::random_unicode(300),
             o in 0usize..8,
         ) {
