@@ -518,35 +518,43 @@ pub(crate) trait ScanKernels: Copy {
     /// 32-bit lanes: no branch.
     fn run_positions(self, bits: u64, base: u32, joins: u64, dst: &mut [u32; 32]) -> bool;
 
-    /// The classes of the two-byte characters (code points 0x80–0x7FF) among
-    /// the characters whose lead bytes are the set bits of `leads` in the 64
-    /// bytes of `bytes[base..]`, from `low` (indexed by code point), as
-    /// masks of their lead positions ([`TwoByte`]): which it classified,
-    /// which are kept ([`KEPT`](super::unicode::KEPT)), whitespace, or
+    /// The table [`Self::bmp_entries`] reads, from `chars` (made on the
+    /// first call: [`CharTable::bmp_entries`](super::unicode::CharTable::bmp_entries)),
+    /// or `None` where the kernels decline ([`Scalar`], which so never makes it).
+    fn bmp_table(self, chars: &super::unicode::CharTable) -> Option<&[u32; BMP]>;
+
+    /// The classes of the two- and three-byte characters (code points
+    /// 0x80–0xFFFF) among the characters whose lead bytes are the set bits
+    /// of `leads` in the 64 bytes of `bytes[base..]`, from `bmp` (indexed by
+    /// code point, from [`Self::bmp_table`]), as masks of their lead
+    /// positions ([`Entries`]): which it classified, which are kept
+    /// ([`KEPT`](super::unicode::KEPT)), whitespace, or
     /// [`GATHER`](super::unicode::GATHER) or [`SLOW`](super::unicode::SLOW)
     /// (the caller handles those, and the leads not classified, one by
     /// one). `None` ([`Scalar`], or a block it declines): the caller looks
     /// each character up itself. It reads `bytes[base..base + 128]` (the
-    /// continuation byte of a lead at 63 is in the next block) and declines
-    /// a block with less after it.
+    /// continuation bytes of a lead at 62 or 63 are in the next block) and
+    /// declines a block with less after it.
     ///
-    /// **Why.** Russian, Greek or Hebrew text is mostly two-byte characters:
-    /// ~30 lead bytes a block, each looked up one at a time in a loop whose
-    /// exit mispredicts. Here all of them at once: the lead positions
-    /// compressed out of the lane indices, both bytes of each character
+    /// **Why.** Russian, Greek or Hebrew text is mostly two-byte
+    /// characters, ~30 lead bytes a block, and Chinese or Japanese three-byte
+    /// ones, ~21 a block, each looked up one at a time in a loop whose exit
+    /// mispredicts (and, for three-byte characters, through a lazily made
+    /// block of the table). Here all of them at once: the lead positions
+    /// compressed out of the lane indices, the bytes of each character
     /// gathered with byte permutes (`vpermb`, `vpermi2b`), the code points
-    /// computed in 32-bit lanes and their entries gathered from `low`
+    /// computed in 32-bit lanes and their entries gathered from `bmp`
     /// (`vpgatherdd`), the class bits tested into masks and deposited back at
     /// the lead positions (`pdep`). It declines a block with fewer than
-    /// [`TWO_BYTE_MIN`] of them, where the loop is cheaper (Latin text has
-    /// one or two a block; Chinese none).
-    fn two_byte_entries(
+    /// [`BMP_MIN`] of them, where the loop is cheaper (Latin text has one or
+    /// two a block).
+    fn bmp_entries(
         self,
         bytes: &[u8],
         base: usize,
         leads: u64,
-        low: &[u32; super::unicode::LOW],
-    ) -> Option<TwoByte>;
+        bmp: &[u32; BMP],
+    ) -> Option<Entries>;
 }
 
 /// [`ScanKernels`] that always decline.
@@ -560,7 +568,12 @@ impl ScanKernels for Scalar {
     }
 
     #[inline(always)]
-    fn two_byte_entries(self, _: &[u8], _: usize, _: u64, _: &[u32; 0x800]) -> Option<TwoByte> {
+    fn bmp_table(self, _: &super::unicode::CharTable) -> Option<&[u32; BMP]> {
+        None
+    }
+
+    #[inline(always)]
+    fn bmp_entries(self, _: &[u8], _: usize, _: u64, _: &[u32; BMP]) -> Option<Entries> {
         None
     }
 }
@@ -571,9 +584,9 @@ impl ScanKernels for Scalar {
 /// **Safety.** Its methods call `#[target_feature]` functions; that is
 /// sound because a `Vbmi2` exists only where the CPU has the features.
 /// `run_positions_vbmi2` stores two whole registers (32 lanes of `u32`),
-/// exactly `dst`; `two_byte_entries_vbmi2` reads the 128 bytes of the
-/// window (a checked slice) and gathers from `low` at code points of 11
-/// bits, below its 2,048 entries.
+/// exactly `dst`; `bmp_entries_vbmi2` reads the 128 bytes of the
+/// window (a checked slice) and gathers from `bmp` at code points of 16
+/// bits, below its 65,536 entries.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Vbmi2(());
 
@@ -606,22 +619,32 @@ impl ScanKernels for Vbmi2 {
     }
 
     #[inline(always)]
-    fn two_byte_entries(
+    fn bmp_table(self, chars: &super::unicode::CharTable) -> Option<&[u32; BMP]> {
+        Some(chars.bmp_entries())
+    }
+
+    #[inline(always)]
+    fn bmp_entries(
         self,
         bytes: &[u8],
         base: usize,
         leads: u64,
-        low: &[u32; super::unicode::LOW],
-    ) -> Option<TwoByte> {
+        bmp: &[u32; BMP],
+    ) -> Option<Entries> {
         #[cfg(target_arch = "x86_64")]
         {
+            // Fewer leads of any length than it needs: no loads (most
+            // blocks of Latin text).
+            if leads.count_ones() < BMP_MIN {
+                return None;
+            }
             let window: &[u8; 128] = bytes.get(base..base + 128)?.try_into().ok()?;
             // SAFETY: `self` exists, so the CPU has the features (type docs).
-            unsafe { two_byte_entries_vbmi2(window, leads, low) }
+            unsafe { bmp_entries_vbmi2(window, leads, bmp) }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
-            let _ = (bytes, base, leads, low);
+            let _ = (bytes, base, leads, bmp);
             None
         }
     }
@@ -640,14 +663,17 @@ const LANE_INDICES: [u8; 64] = {
     a
 };
 
-/// Fewest two-byte characters in a block for which
-/// [`ScanKernels::two_byte_entries`] classifies them at once.
-pub(crate) const TWO_BYTE_MIN: u32 = 4;
+/// Code points of the BMP: the length of the table [`ScanKernels::bmp_entries`] reads.
+pub(crate) use super::unicode::BMP;
 
-/// What [`ScanKernels::two_byte_entries`] found: masks of lead positions.
+/// Fewest two- and three-byte characters in a block for which
+/// [`ScanKernels::bmp_entries`] classifies them at once.
+pub(crate) const BMP_MIN: u32 = 4;
+
+/// What [`ScanKernels::bmp_entries`] found: masks of lead positions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TwoByte {
-    /// The two-byte leads it classified (the others are the caller's).
+pub(crate) struct Entries {
+    /// The two- and three-byte leads it classified (the others are the caller's).
     pub handled: u64,
     /// Of those, the kept characters.
     pub kept: u64,
@@ -657,20 +683,17 @@ pub(crate) struct TwoByte {
     pub flagged: u64,
 }
 
-/// [`ScanKernels::two_byte_entries`] with AVX-512 VBMI and VBMI2 and BMI2.
+/// [`ScanKernels::bmp_entries`] with AVX-512 VBMI and VBMI2 and BMI2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
 #[inline]
-fn two_byte_entries_vbmi2(
-    window: &[u8; 128],
-    leads: u64,
-    low: &[u32; super::unicode::LOW],
-) -> Option<TwoByte> {
+fn bmp_entries_vbmi2(window: &[u8; 128], leads: u64, bmp: &[u32; BMP]) -> Option<Entries> {
     use super::unicode::{GATHER, KEPT, SLOW, SPACE};
     use std::arch::x86_64::{
-        _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmplt_epu8_mask,
-        _mm512_cvtepu8_epi32, _mm512_extracti32x4_epi32, _mm512_i32gather_epi32,
-        _mm512_loadu_si512, _mm512_maskz_compress_epi8, _mm512_or_si512, _mm512_permutex2var_epi8,
+        _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmpge_epu32_mask,
+        _mm512_cmplt_epu8_mask, _mm512_cvtepu8_epi32, _mm512_extracti32x4_epi32,
+        _mm512_i32gather_epi32, _mm512_loadu_si512, _mm512_mask_blend_epi32,
+        _mm512_maskz_compress_epi8, _mm512_or_si512, _mm512_permutex2var_epi8,
         _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_set1_epi8, _mm512_slli_epi32,
         _mm512_test_epi32_mask, _pdep_u64,
     };
@@ -683,55 +706,68 @@ fn two_byte_entries_vbmi2(
             _mm512_loadu_si512(LANE_INDICES.as_ptr().cast()),
         )
     };
-    // The leads of two-byte characters: 0xC0–0xDF. A two-byte character
-    // takes two bytes, so a block starts at most 32 of them.
-    let leads2 = leads & _mm512_cmplt_epu8_mask(lo, _mm512_set1_epi8(0xe0_u8 as i8));
-    let n = leads2.count_ones();
-    if !(TWO_BYTE_MIN..=32).contains(&n) {
+    // The leads of two- and three-byte characters: 0xC0–0xEF. Each takes
+    // at least two bytes, so a block starts at most 32 of them.
+    let found = leads & _mm512_cmplt_epu8_mask(lo, _mm512_set1_epi8(0xf0_u8 as i8));
+    let n = found.count_ones();
+    if !(BMP_MIN..=32).contains(&n) {
         return None;
     }
-    // Lane j: the position of the j-th lead; its byte and the one after.
-    let at = _mm512_maskz_compress_epi8(leads2, iota);
+    // Lane j: the position of the j-th lead; its byte and the two after
+    // (positions up to 65: `vpermi2b` reads the 128-byte window).
+    let at = _mm512_maskz_compress_epi8(found, iota);
     let first = _mm512_permutexvar_epi8(at, lo);
-    let second = _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(1)), hi);
-    let test = |bits: u32| _mm512_set1_epi32(bits as i32);
-    let classes = |quarter: (_, _)| {
-        let (a, b) = quarter;
-        let a = _mm512_cvtepu8_epi32(a);
-        let b = _mm512_cvtepu8_epi32(b);
-        let cp = _mm512_or_si512(
-            _mm512_slli_epi32::<6>(_mm512_and_si512(a, _mm512_set1_epi32(0x1f))),
-            _mm512_and_si512(b, _mm512_set1_epi32(0x3f)),
+    let next = |k: i8| _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(k)), hi);
+    let (second, third) = (next(1), next(2));
+    let splat = |bits: u32| _mm512_set1_epi32(bits as i32);
+    let classes = |a, b, c| {
+        let (a, b, c) = (
+            _mm512_cvtepu8_epi32(a),
+            _mm512_cvtepu8_epi32(b),
+            _mm512_cvtepu8_epi32(c),
         );
-        // SAFETY: `cp` has 11 bits, below `low`'s 2,048 entries.
-        let e = unsafe { _mm512_i32gather_epi32::<4>(cp, low.as_ptr().cast()) };
+        let b6 = _mm512_and_si512(b, splat(0x3f));
+        // Two bytes: 5 + 6 bits. Three: 4 + 6 + 6, so below 0x10000 (and
+        // below it too in the lanes past the last lead, whatever they read).
+        let two = _mm512_or_si512(_mm512_slli_epi32::<6>(_mm512_and_si512(a, splat(0x1f))), b6);
+        let three = _mm512_or_si512(
+            _mm512_or_si512(
+                _mm512_slli_epi32::<12>(_mm512_and_si512(a, splat(0x0f))),
+                _mm512_slli_epi32::<6>(b6),
+            ),
+            _mm512_and_si512(c, splat(0x3f)),
+        );
+        let cp = _mm512_mask_blend_epi32(_mm512_cmpge_epu32_mask(a, splat(0xe0)), two, three);
+        // SAFETY: `cp` has 16 bits, below `bmp`'s 65,536 entries.
+        let e = unsafe { _mm512_i32gather_epi32::<4>(cp, bmp.as_ptr().cast()) };
         (
-            u64::from(_mm512_test_epi32_mask(e, test(KEPT))),
-            u64::from(_mm512_test_epi32_mask(e, test(SPACE))),
-            u64::from(_mm512_test_epi32_mask(e, test(GATHER | SLOW))),
+            u64::from(_mm512_test_epi32_mask(e, splat(KEPT))),
+            u64::from(_mm512_test_epi32_mask(e, splat(SPACE))),
+            u64::from(_mm512_test_epi32_mask(e, splat(GATHER | SLOW))),
         )
     };
-    let (k0, s0, f0) = classes((
+    let (mut kept, mut space, mut flagged) = classes(
         _mm512_castsi512_si128(first),
         _mm512_castsi512_si128(second),
-    ));
-    let (mut kept, mut space, mut flagged) = (k0, s0, f0);
+        _mm512_castsi512_si128(third),
+    );
     if n > 16 {
-        let (k1, s1, f1) = classes((
+        let (k1, s1, f1) = classes(
             _mm512_extracti32x4_epi32::<1>(first),
             _mm512_extracti32x4_epi32::<1>(second),
-        ));
+            _mm512_extracti32x4_epi32::<1>(third),
+        );
         kept |= k1 << 16;
         space |= s1 << 16;
         flagged |= f1 << 16;
     }
     // Lanes past the last lead read position 0: cut them before depositing.
     let live = (1u64 << n) - 1;
-    Some(TwoByte {
-        handled: leads2,
-        kept: _pdep_u64(kept & live, leads2),
-        space: _pdep_u64(space & live, leads2),
-        flagged: _pdep_u64(flagged & live, leads2),
+    Some(Entries {
+        handled: found,
+        kept: _pdep_u64(kept & live, found),
+        space: _pdep_u64(space & live, found),
+        flagged: _pdep_u64(flagged & live, found),
     })
 }
 
@@ -1594,31 +1630,30 @@ mod tests {
         );
     }
 
-    /// `two_byte_entries`, where the CPU has its instructions, classifies
-    /// exactly the two-byte leads of a block, as the table lookups one at a
-    /// time do: on random text of ASCII, two-byte (Latin, Cyrillic, NBSP,
-    /// capitals that map), three-byte and four-byte characters, in blocks
-    /// with 0 to 32 two-byte characters, for each normalization option.
+    /// `bmp_entries`, where the CPU has its instructions, classifies
+    /// exactly the two- and three-byte leads of a block, as the table
+    /// lookups one at a time do: on random text of ASCII, two-byte (Latin,
+    /// Cyrillic, NBSP, capitals that map), three-byte (CJK, `’`, the
+    /// ideographic space, the `ﬁ` ligature, full-width capitals) and
+    /// four-byte characters, in blocks with 0 to 32 of them, for each
+    /// normalization option.
     #[test]
-    fn two_byte_entries_equals_the_lookups_one_at_a_time() {
+    fn bmp_entries_equals_the_lookups_one_at_a_time() {
         use super::super::unicode::{CharTable, GATHER, KEPT, SLOW, SPACE};
         use super::super::NormalizeOptions;
-        const CHARS: [&str; 14] = [
-            "a", " ", ",", "é", "Д", "д", "ё", "Ω", "\u{a0}", "\u{301}", "€", "日", "😀", "«",
+        const CHARS: [&str; 20] = [
+            "a", " ", ",", "😀", "é", "Д", "д", "ё", "Ω", "\u{a0}", "\u{301}", "«", "€", "日", "’",
+            "\u{3000}", "ﬁ", "Ａ", "カ", "\u{ffff}",
         ];
         let mut state = 17u64;
         let mut next = |n: u64| crate::minhash::splitmix64(&mut state) % n;
         let mut vector = 0;
         for case in 0..3_000 {
             let mut text = String::new();
-            let dense = case % 2 == 0;
+            // Dense two-byte, dense three-byte, dense mixed, or anything.
+            let (from, to) = [(4, 9), (12, 20), (4, 20), (0, 20)][case % 4];
             while text.len() < 64 * 3 {
-                let c = if dense {
-                    3 + next(6)
-                } else {
-                    next(CHARS.len() as u64)
-                };
-                text.push_str(CHARS[c as usize]);
+                text.push_str(CHARS[(from + next(to - from)) as usize]);
             }
             let mut bytes = text.as_bytes().to_vec();
             bytes.extend_from_slice(&[0; 64]);
@@ -1629,38 +1664,37 @@ mod tests {
                     strip_punctuation: o & 1 == 0,
                 };
                 let chars = CharTable::get(&opts);
+                assert_eq!(Scalar.bmp_table(chars), None);
+                let Some((k, bmp)) = Vbmi2::detect().map(|k| (k, k.bmp_table(chars).unwrap()))
+                else {
+                    continue;
+                };
                 for base in [0, 64, 128] {
                     let block: &[u8; 64] = bytes[base..base + 64].try_into().unwrap();
                     let (_, _, leads, _) = classify_utf8(block, opts.strip_punctuation);
-                    let low = chars.low_entries();
-                    assert_eq!(Scalar.two_byte_entries(&bytes, base, leads, low), None);
-                    let Some(t) =
-                        Vbmi2::detect().and_then(|k| k.two_byte_entries(&bytes, base, leads, low))
-                    else {
+                    assert_eq!(Scalar.bmp_entries(&bytes, base, leads, bmp), None);
+                    let ours = |i: usize| leads >> i & 1 == 1 && bytes[base + i] < 0xf0;
+                    let Some(t) = k.bmp_entries(&bytes, base, leads, bmp) else {
+                        let n = (0..64).filter(|&i| ours(i)).count() as u32;
+                        assert!(n < BMP_MIN, "it declines only sparse blocks");
                         continue;
                     };
                     vector += 1;
                     let (mut handled, mut kept, mut space, mut flagged) = (0, 0, 0, 0);
-                    let two = (0..64).filter(|&i| {
-                        leads >> i & 1 == 1 && (0xc0..0xe0).contains(&bytes[base + i])
-                    });
-                    assert!(
-                        two.count() as u32 >= TWO_BYTE_MIN,
-                        "it declines sparse blocks"
-                    );
-                    for i in 0..64 {
-                        let b = bytes[base + i];
-                        if leads >> i & 1 == 0 || !(0xc0..0xe0).contains(&b) {
-                            continue;
-                        }
-                        let cp = (u32::from(b & 0x1f) << 6) | u32::from(bytes[base + i + 1] & 0x3f);
-                        let e = chars.entry_low(cp);
+                    for i in (0..64).filter(|&i| ours(i)) {
+                        let b = u32::from(bytes[base + i]);
+                        let c = |k: usize| u32::from(bytes[base + i + k] & 0x3f);
+                        let e = if b < 0xe0 {
+                            chars.entry_low(((b & 0x1f) << 6) | c(1))
+                        } else {
+                            chars.entry_bmp(((b & 0x0f) << 12) | (c(1) << 6) | c(2))
+                        };
                         handled |= 1 << i;
                         kept |= u64::from(e & KEPT != 0) << i;
                         space |= u64::from(e & SPACE != 0) << i;
                         flagged |= u64::from(e & (GATHER | SLOW) != 0) << i;
                     }
-                    let want = TwoByte {
+                    let want = Entries {
                         handled,
                         kept,
                         space,

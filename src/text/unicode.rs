@@ -211,6 +211,8 @@ const BLOCKS: usize = 0x10000 / BLOCK;
 /// Code points below this (ASCII and the two-byte UTF-8 range: Latin,
 /// Greek, Cyrillic, Hebrew, Arabic...) are classified when the table is made.
 pub(crate) const LOW: usize = 0x800;
+/// Code points of the BMP (up to three-byte UTF-8).
+pub(crate) const BMP: usize = 0x10000;
 
 /// The entries of the BMP for one option combination: the two-byte range
 /// in one array, made with the table, the rest in blocks of 128 characters,
@@ -221,6 +223,10 @@ pub(crate) struct CharTable {
     opts: NormalizeOptions,
     low: Box<[u32; LOW]>,
     blocks: [OnceLock<Box<[u32; BLOCK]>>; BLOCKS],
+    /// Every entry of the BMP in one array, for the vector kernels' gathers
+    /// ([`Self::bmp_entries`]): made on first use, whole (a gather cannot
+    /// build a block on the way).
+    bmp: OnceLock<Box<[u32; BMP]>>,
 }
 
 impl CharTable {
@@ -233,6 +239,7 @@ impl CharTable {
             opts,
             low,
             blocks: [const { OnceLock::new() }; BLOCKS],
+            bmp: OnceLock::new(),
         }
     }
 
@@ -266,12 +273,25 @@ impl CharTable {
         self.low[cp as usize & (LOW - 1)]
     }
 
-    /// The entries of every code point below 0x800 (two-byte UTF-8 and
-    /// ASCII), indexed by code point: [`Self::entry_low`] for a vector
-    /// gather.
-    #[inline(always)]
-    pub(crate) fn low_entries(&self) -> &[u32; LOW] {
-        &self.low
+    /// The entries of every code point of the BMP, indexed by code point
+    /// ([`Self::entry_low`] below 0x800, [`Self::entry_bmp`] above): for
+    /// the vector kernels' gathers, which only the builds that have them ask
+    /// for. Made whole on the first call (256 KiB; every block classified:
+    /// 6–7 ms in a release build, once per option set and process), apart
+    /// from the blocks [`Self::entry_bmp`] makes one at a time.
+    #[inline]
+    pub(crate) fn bmp_entries(&self) -> &[u32; BMP] {
+        self.bmp.get_or_init(|| {
+            let mut all: Box<[u32; BMP]> = vec![0u32; BMP]
+                .into_boxed_slice()
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("BMP entries"));
+            all[..LOW].copy_from_slice(&self.low[..]);
+            for b in LOW / BLOCK..BLOCKS {
+                all[b * BLOCK..(b + 1) * BLOCK].copy_from_slice(&Self::build(&self.opts, b)[..]);
+            }
+            all
+        })
     }
 
     /// The entry of a code point of the BMP at or above 0x800 (three-byte UTF-8).
@@ -303,6 +323,7 @@ impl CharTable {
     #[cfg(test)]
     pub(crate) fn heap_bytes(&self) -> usize {
         (self.blocks.iter().filter(|b| b.get().is_some()).count() * BLOCK + LOW) * 4
+            + self.bmp.get().map_or(0, |_| BMP * 4)
             + std::mem::size_of::<Self>()
     }
 }

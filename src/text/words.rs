@@ -731,6 +731,7 @@ pub(crate) fn unicode_word_states(
     bytes.extend_from_slice(&[0; 64]);
     let whole = text;
     let text = text.as_bytes();
+    let bmp = kernels.bmp_table(chars);
     let (mut carry_kept, mut carry_drop) = (0u64, 0u64);
     // Kept bits of a character that runs past its block's end.
     let mut spill = 0u64;
@@ -749,9 +750,9 @@ pub(crate) fn unicode_word_states(
         // Which non-ASCII characters are kept or whitespace, by their lead byte.
         let mut kept_leads = 0u64;
         let mut leads = lead & valid;
-        // Dense two-byte text (Cyrillic, Greek...): those leads at once;
-        // the loop below takes the others and the ones flagged.
-        if let Some(t) = kernels.two_byte_entries(bytes, base, leads, chars.low_entries()) {
+        // Dense two- or three-byte text (Cyrillic, Greek, CJK...): those
+        // leads at once; the loop below takes the others and the ones flagged.
+        if let Some(t) = bmp.and_then(|bmp| kernels.bmp_entries(bytes, base, leads, bmp)) {
             kept_leads = t.kept;
             space |= t.space;
             leads = (leads & !t.handled) | t.flagged;
