@@ -211,6 +211,11 @@ const BLOCKS: usize = 0x10000 / BLOCK;
 /// Code points below this (ASCII and the two-byte UTF-8 range: Latin,
 /// Greek, Cyrillic, Hebrew, Arabic...) are classified when the table is made.
 pub(crate) const LOW: usize = 0x800;
+/// The class bits of [`CharTable::low_classes`]: the entry has [`KEPT`],
+/// [`SPACE`], or [`GATHER`] or [`SLOW`].
+pub(crate) const CLASS_KEPT: u8 = 1;
+pub(crate) const CLASS_SPACE: u8 = 2;
+pub(crate) const CLASS_FLAGGED: u8 = 4;
 /// Code points of the BMP (up to three-byte UTF-8).
 pub(crate) const BMP: usize = 0x10000;
 
@@ -222,6 +227,8 @@ pub(crate) const BMP: usize = 0x10000;
 pub(crate) struct CharTable {
     opts: NormalizeOptions,
     low: Box<[u32; LOW]>,
+    /// The classes of `low`, a byte each ([`Self::low_classes`]).
+    low_classes: Box<[u8; LOW]>,
     blocks: [OnceLock<Box<[u32; BLOCK]>>; BLOCKS],
     /// Every entry of the BMP in one array, for the vector kernels' gathers
     /// ([`Self::bmp_entries`]): made on first use, whole (a gather cannot
@@ -235,9 +242,16 @@ impl CharTable {
         for (cp, e) in low.iter_mut().enumerate() {
             *e = classify(char::from_u32(cp as u32).expect("below 0x800"), &opts);
         }
+        let mut low_classes = Box::new([0u8; LOW]);
+        for (c, &e) in low_classes.iter_mut().zip(low.iter()) {
+            let has = |bits: u32, class: u8| if e & bits != 0 { class } else { 0 };
+            *c =
+                has(KEPT, CLASS_KEPT) | has(SPACE, CLASS_SPACE) | has(GATHER | SLOW, CLASS_FLAGGED);
+        }
         Self {
             opts,
             low,
+            low_classes,
             blocks: [const { OnceLock::new() }; BLOCKS],
             bmp: OnceLock::new(),
         }
@@ -271,6 +285,15 @@ impl CharTable {
     #[inline(always)]
     pub(crate) fn entry_low(&self, cp: u32) -> u32 {
         self.low[cp as usize & (LOW - 1)]
+    }
+
+    /// The classes of every code point below 0x800, a byte each
+    /// ([`CLASS_KEPT`], [`CLASS_SPACE`], [`CLASS_FLAGGED`]): for the vector
+    /// kernel's byte-permute lookups, 128 code points (two registers) at a
+    /// time.
+    #[inline(always)]
+    pub(crate) fn low_classes(&self) -> &[u8; LOW] {
+        &self.low_classes
     }
 
     /// The entries of every code point of the BMP, indexed by code point
