@@ -841,9 +841,28 @@ pub(crate) fn unicode_word_states(
     lanes.reserve(n);
     patches.clear();
     let (mut zi, mut gi) = (0usize, 0usize);
+    // The first zone start or transcoded character not yet passed: a word
+    // that ends before it is in no zone and has nothing to transcode.
+    let barrier = |zi: usize, gi: usize| {
+        let z = zones.get(zi).map_or(usize::MAX, |z| z.0 as usize);
+        let g = gathers.get(gi).map_or(usize::MAX, |&g| g as usize);
+        z.min(g)
+    };
+    let mut wall = barrier(0, 0);
     let mut i = 0;
     while i < n {
-        let start = (starts[i] & !JOINED) as usize;
+        // Most words: one run (the next run does not join it), at most 16
+        // bytes, before the barrier. The same test as the ASCII scanner's,
+        // and one compare for zones and transcoding (the general case below
+        // looked both up for every word: the Spanish man pages' word loop
+        // cost 0.25 ns/byte more than their ASCII twins').
+        let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
+        let joins_next = starts.get(i + 1).is_some_and(|&s| s & JOINED != 0);
+        if !joins_next && end <= wall && end - start <= 16 {
+            lanes.push([load(start), load(start + 8), (end - start) as u64]);
+            i += 1;
+            continue;
+        }
         // The runs of this word: i..j.
         let mut j = word_runs_end(starts, i);
         let end = ends[j - 1] as usize;
@@ -868,6 +887,7 @@ pub(crate) fn unicode_word_states(
                 j += 1;
             }
             i = j;
+            wall = barrier(zi, gi);
             continue;
         }
         while gi < gathers.len() && (gathers[gi] as usize) < start {
@@ -877,6 +897,7 @@ pub(crate) fn unicode_word_states(
         if j == i + 1 && !gathered && end - start <= 16 {
             lanes.push([load(start), load(start + 8), (end - start) as u64]);
             i = j;
+            wall = barrier(zi, gi);
             continue;
         }
         let state = if j == i + 1 && !gathered {
@@ -910,6 +931,7 @@ pub(crate) fn unicode_word_states(
         patches.push((lanes.len(), state));
         lanes.push([0; 3]);
         i = j;
+        wall = barrier(zi, gi);
     }
     let first = out.len();
     out.resize(first + lanes.len(), 0);
