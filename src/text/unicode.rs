@@ -112,6 +112,14 @@ pub(crate) fn mapped(entry: u32) -> char {
     char::from_u32(entry >> CHAR_SHIFT).expect("table entries hold valid chars")
 }
 
+/// The code point a [`Kind::Map`] entry maps to if it is a two-byte
+/// character (0x80–0x7FF), else `None` (another kind, or another length).
+#[inline(always)]
+pub(crate) fn mapped_low(entry: u32) -> Option<u32> {
+    let to = entry >> CHAR_SHIFT;
+    (kind(entry) == Kind::Map && (0x80..0x800).contains(&to)).then_some(to)
+}
+
 /// The recipe's class of one character of NFKC output, after lowercasing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Class {

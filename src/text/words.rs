@@ -894,11 +894,18 @@ pub(crate) fn unicode_word_states(
             gi += 1;
         }
         let gathered = gi < gathers.len() && (gathers[gi] as usize) < end;
-        if j == i + 1 && !gathered && end - start <= 16 {
-            lanes.push([load(start), load(start + 8), (end - start) as u64]);
-            i = j;
-            wall = barrier(zi, gi);
-            continue;
+        if j == i + 1 && end - start <= 16 {
+            let lane = if gathered {
+                mapped_lane(bytes, start, end, &gathers[gi..], chars)
+            } else {
+                Some([load(start), load(start + 8), (end - start) as u64])
+            };
+            if let Some(lane) = lane {
+                lanes.push(lane);
+                i = j;
+                wall = barrier(zi, gi);
+                continue;
+            }
         }
         let state = if j == i + 1 && !gathered {
             hash_run::<true>(bytes, start, end, key, case)
@@ -1016,6 +1023,48 @@ pub(super) fn utf8_word_states<const ASCII: bool>(
 #[inline(always)]
 pub(super) fn is_ascii(bytes: &[u8]) -> bool {
     !(0..bytes.len().div_ceil(64)).any(|b| block_has_non_ascii(bytes, b))
+}
+
+/// The lane of the word `bytes[start..end]` (one run, at most 16 bytes)
+/// whose transcoded characters, the positions in `gathers` before `end`,
+/// are all two-byte ones that map to one other two-byte character (a
+/// Cyrillic, Greek or accented Latin capital to its small letter): its 16
+/// bytes with those characters overwritten in place, for
+/// [`short_states`] (which lowercases the ASCII letters); `None` if any
+/// other character is transcoded, for [`transcode`]. The Russian man pages
+/// spent 11% of their text stage in `transcode`, for words whose only
+/// change is a capital (~8% of their words).
+#[inline(always)]
+fn mapped_lane(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    gathers: &[u32],
+    chars: &CharTable,
+) -> Option<[u64; 3]> {
+    let mut word: [u8; 16] = bytes[start..start + 16].try_into().expect("16 bytes");
+    for &g in gathers {
+        let g = g as usize;
+        if g >= end {
+            break;
+        }
+        let (lead, cont) = (bytes[g], bytes[g + 1]);
+        if lead & 0xe0 != 0xc0 {
+            return None;
+        }
+        let entry = chars.entry_low((u32::from(lead & 0x1f) << 6) | u32::from(cont & 0x3f));
+        let to = unicode::mapped_low(entry)?;
+        // `g + 1 < end <= start + 16`: both bytes are in the word.
+        let at = g - start;
+        word[at] = 0xc0 | (to >> 6) as u8;
+        word[at + 1] = 0x80 | (to & 0x3f) as u8;
+    }
+    let (lo, hi) = word.split_at(8);
+    Some([
+        u64::from_le_bytes(lo.try_into().expect("8 bytes")),
+        u64::from_le_bytes(hi.try_into().expect("8 bytes")),
+        (end - start) as u64,
+    ])
 }
 
 /// Append the normalized bytes of the run `bytes[start..end]` (kept
