@@ -518,9 +518,11 @@ pub(crate) trait ScanKernels: Copy {
     /// 32-bit lanes: no branch.
     fn run_positions(self, bits: u64, base: u32, joins: u64, dst: &mut [u32; 32]) -> bool;
 
-    /// The table [`Self::bmp_entries`] reads, from `chars` (made on the
-    /// first call: [`CharTable::bmp_entries`](super::unicode::CharTable::bmp_entries)),
-    /// or `None` where the kernels decline ([`Scalar`], which so never makes it).
+    /// The tables [`Self::bmp_entries`] reads, from `chars` (the whole-BMP
+    /// one made on the first call:
+    /// [`CharTable::bmp_entries`](super::unicode::CharTable::bmp_entries)),
+    /// or `None` where the kernels decline ([`Scalar`], which so never makes
+    /// it).
     fn bmp_table(self, chars: &super::unicode::CharTable) -> Option<BmpTables<'_>>;
 
     /// The classes of the two- and three-byte characters (code points
@@ -588,8 +590,9 @@ impl ScanKernels for Scalar {
 /// sound because a `Vbmi2` exists only where the CPU has the features.
 /// `run_positions_vbmi2` stores two whole registers (32 lanes of `u32`),
 /// exactly `dst`; `bmp_entries_vbmi2` reads the 128 bytes of the
-/// window (a checked slice) and gathers from `bmp` at code points of 16
-/// bits, below its 65,536 entries.
+/// window (a checked slice), gathers from `bmp.entries` at code points of
+/// 16 bits, below its 65,536 entries, and reads the 128 class bytes of one
+/// block of `bmp.low_classes` (a checked slice).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Vbmi2(());
 

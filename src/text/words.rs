@@ -16,7 +16,8 @@
 //!
 //! **The fused ASCII scanner.** For ASCII text (a text with no non-ASCII
 //! byte; any other text takes the Unicode scanner, see `utf8_word_hashes`)
-//! `ascii_word_states` applies the normalization recipe and hashes words without building the normalized string: it finds runs
+//! `ascii_word_states` applies the normalization recipe and hashes words
+//! without building the normalized string: it finds runs
 //! of kept bytes 64 at a time with bit masks (SSE2, AVX2 or AVX-512 compares, see `kernel`) and hashes each word
 //! straight from the text (lowercasing 8 bytes at once). The
 //! recipe guarantees that this is the same thing: in the normalized text, a
@@ -1019,7 +1020,8 @@ pub(super) fn utf8_word_states<const ASCII: bool>(
 /// the first block with a non-ASCII byte. Inlined, so that each build of
 /// `kernel::word_states` compiles it with its own instruction set (one
 /// 64-byte compare a block with AVX-512; compiled for SSE2 only, a call
-/// before the scanners made the short articles' text stage ~8% slower).
+/// before the scanners made the short articles' text stage 0.70 against
+/// 0.63 ns/byte, 3 alternating runs).
 #[inline(always)]
 pub(super) fn is_ascii(bytes: &[u8]) -> bool {
     !(0..bytes.len().div_ceil(64)).any(|b| block_has_non_ascii(bytes, b))
