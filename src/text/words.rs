@@ -404,7 +404,7 @@ pub(crate) fn ascii_word_states(
     let mut joined = |i: usize| {
         let j = word_runs_end(starts, i);
         (
-            gathered_state(bytes, &starts[i..j], &ends[i..j], key, case, word),
+            long_joined_state(bytes, &starts[i..j], &ends[i..j], key, case, word),
             j,
         )
     };
@@ -510,7 +510,7 @@ fn joined_word(
     let j = word_runs_end(starts, i);
     let (starts, ends) = (&starts[i..j], &ends[i..j]);
     let state = joined_state(bytes, starts, ends, key, case)
-        .unwrap_or_else(|| gathered_state(bytes, starts, ends, key, case, word));
+        .unwrap_or_else(|| long_joined_state(bytes, starts, ends, key, case, word));
     (state, j)
 }
 
@@ -523,27 +523,6 @@ fn word_runs_end(starts: &[u32], i: usize) -> usize {
         j += 1;
     }
     j
-}
-
-/// [`joined_state`] of a word longer than it gathers on the stack, gathered
-/// in `word` (ASCII runs only).
-#[cold]
-fn gathered_state(
-    bytes: &[u8],
-    starts: &[u32],
-    ends: &[u32],
-    key: u64,
-    case: u64,
-    word: &mut Vec<u8>,
-) -> u64 {
-    word.clear();
-    for (&s, &e) in starts.iter().zip(ends) {
-        word.extend_from_slice(&bytes[(s & !JOINED) as usize..e as usize]);
-    }
-    if case != 0 {
-        word.make_ascii_lowercase();
-    }
-    word_state(word, key)
 }
 
 /// Longest word [`joined_state`] gathers on the stack.
@@ -603,16 +582,18 @@ fn copy_runs(buf: &mut [u8], bytes: &[u8], starts: &[u32], ends: &[u32]) {
     }
 }
 
-/// [`joined_state`] of a word longer than [`JOINED_MAX`] bytes, copied
-/// the same way (16 bytes at a time, each copy overwriting the previous
-/// one's excess) into `word`, which keeps its length from call to call: it
-/// is neither cleared nor zeroed per word, and [`hash_run`] reads the word
-/// masked to its length. Chinese and Japanese clauses are such words (the
-/// stripped punctuation joins their runs: 38% of the Chinese man pages'
-/// bytes are in words of more than 48 bytes, ~3 runs each), which were
-/// copied a run at a time with `extend_from_slice`, a `memmove` call each:
-/// Chinese 1.33 → 1.20 and 1.27 → 1.14 ns/byte, Japanese 1.29 → 1.21 and
-/// 1.20 → 1.15 (`text_bench`, two sets of 3 alternating runs).
+/// [`joined_state`] of a word of any length (in both scanners, those
+/// longer than [`JOINED_MAX`] bytes; in the ASCII scanner's texts of few
+/// words, all), copied the same way (16 bytes at a time, each copy
+/// overwriting the previous one's excess) into `word`, which keeps its
+/// length from call to call: it is neither cleared nor zeroed per word, and
+/// [`hash_run`] reads the word masked to its length. It replaced copies a
+/// run at a time with `extend_from_slice`, a `memmove` call each (the ASCII
+/// scanner's `gathered_state` did the same). Chinese and Japanese clauses
+/// are such words (the stripped punctuation joins their runs: 38% of the
+/// Chinese man pages' bytes are in words of more than 48 bytes, ~3 runs
+/// each): Chinese 1.33 → 1.20 and 1.27 → 1.14 ns/byte, Japanese 1.29 → 1.21
+/// and 1.20 → 1.15 (`text_bench`, two sets of 3 alternating runs).
 fn long_joined_state(
     bytes: &[u8],
     starts: &[u32],
