@@ -1322,26 +1322,15 @@ mod tests {
     }
 
     fn unicode(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
-        let mut out = vec![7];
         let mut scratch = AsciiScratch::default();
-        unicode_word_states(
-            Scalar,
-            text,
-            CharTable::get(opts),
-            key,
-            &mut scratch,
-            &mut out,
-        );
+        let mut scan = |out: &mut Vec<u64>| {
+            unicode_word_states(Scalar, text, CharTable::get(opts), key, &mut scratch, out)
+        };
+        let mut out = vec![7];
+        scan(&mut out);
         // A second call on the same scratch gives the same words.
         let mut again = Vec::new();
-        unicode_word_states(
-            Scalar,
-            text,
-            CharTable::get(opts),
-            key,
-            &mut scratch,
-            &mut again,
-        );
+        scan(&mut again);
         assert_eq!(out[1..], again[..], "scratch state leaked between calls");
         out.remove(0);
         finish_lanes(&mut out);
