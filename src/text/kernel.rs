@@ -910,6 +910,22 @@ pub(crate) const NETWORK_MAX: usize = 256;
 /// (all 16 of AVX2's registers).
 pub(crate) const NETWORK_MAX_AVX2: usize = 128;
 
+/// The longest slice [`sort_network`] sorts on the running CPU:
+/// [`NETWORK_MAX`] with AVX-512 F, [`NETWORK_MAX_AVX2`] with AVX2, else 0.
+#[inline]
+pub(crate) fn network_max() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512f() {
+            return NETWORK_MAX;
+        }
+        if has_avx2() {
+            return NETWORK_MAX_AVX2;
+        }
+    }
+    0
+}
+
 /// Sort `v` with a bitonic sorting network in vector registers and return
 /// true: up to [`NETWORK_MAX`] values if the running CPU has AVX-512 F,
 /// else up to [`NETWORK_MAX_AVX2`] if it has AVX2; otherwise leave `v` and
