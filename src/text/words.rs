@@ -146,6 +146,9 @@ pub(crate) struct AsciiScratch {
     /// the states of the other words by their index.
     lanes: Vec<[u64; 3]>,
     patches: Vec<(usize, u64)>,
+    /// Unicode scanner, texts of long words: each word's three 8-byte
+    /// chunks and its length.
+    wide: Vec<[u64; 4]>,
     /// Unicode scanner: where each kept character that needs transcoding
     /// ([`Kind::Map`], [`Kind::Multi`]) starts.
     gathers: Vec<u32>,
@@ -164,6 +167,7 @@ impl AsciiScratch {
         if self.bytes.capacity() > 1 << 20
             || self.norm.capacity() > 1 << 20
             || self.lanes.capacity() > 1 << 16
+            || self.wide.capacity() > 1 << 16
         {
             *self = Self::default();
         }
@@ -490,6 +494,89 @@ fn short_states<const UTF8: bool>(lanes: &[[u64; 3]], key: u64, case: u64, dest:
     }
 }
 
+/// A lane of [`word_loop`]: a word's first chunks and its length.
+trait Lane: Copy {
+    /// The longest word a lane holds.
+    const MAX: usize;
+    /// The lane of a word patched in later.
+    const ZERO: Self;
+    /// The lane of `bytes[start..end]` (at most `MAX` bytes; `bytes`
+    /// extends `MAX` bytes past `start`).
+    fn load(bytes: &[u8], start: usize, end: usize) -> Self;
+    /// A lane of [`mapped_lane`] (a word of at most 16 bytes).
+    fn from_short(lane: [u64; 3]) -> Self;
+    /// The states of the words of `lanes` into `dest`.
+    fn states(lanes: &[Self], key: u64, case: u64, dest: &mut [u64]);
+}
+
+#[inline(always)]
+fn chunk(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
+}
+
+impl Lane for [u64; 3] {
+    const MAX: usize = 16;
+    const ZERO: Self = [0; 3];
+    #[inline(always)]
+    fn load(bytes: &[u8], start: usize, end: usize) -> Self {
+        [
+            chunk(bytes, start),
+            chunk(bytes, start + 8),
+            (end - start) as u64,
+        ]
+    }
+    #[inline(always)]
+    fn from_short(lane: [u64; 3]) -> Self {
+        lane
+    }
+    #[inline(always)]
+    fn states(lanes: &[Self], key: u64, case: u64, dest: &mut [u64]) {
+        short_states::<true>(lanes, key, case, dest);
+    }
+}
+
+impl Lane for [u64; 4] {
+    const MAX: usize = 24;
+    const ZERO: Self = [0; 4];
+    #[inline(always)]
+    fn load(bytes: &[u8], start: usize, end: usize) -> Self {
+        [
+            chunk(bytes, start),
+            chunk(bytes, start + 8),
+            chunk(bytes, start + 16),
+            (end - start) as u64,
+        ]
+    }
+    #[inline(always)]
+    fn from_short([c0, c1, len]: [u64; 3]) -> Self {
+        [c0, c1, 0, len]
+    }
+    #[inline(always)]
+    fn states(lanes: &[Self], key: u64, case: u64, dest: &mut [u64]) {
+        // The low `l` bytes (l ≤ 8) of a chunk.
+        let keep = |l: u64| {
+            if l >= 8 {
+                u64::MAX
+            } else {
+                !(u64::MAX << (8 * l))
+            }
+        };
+        for (d, &[c0, c1, c2, len]) in dest.iter_mut().zip(lanes) {
+            let one = step(key, lower_utf8(c0, case) & keep(len));
+            let two = step(one, lower_utf8(c1, case) & keep(len.saturating_sub(8)));
+            let three = step(two, lower_utf8(c2, case) & keep(len.saturating_sub(16)));
+            let h = if len > 16 {
+                three
+            } else if len > 8 {
+                two
+            } else {
+                one
+            };
+            *d = unfinished(h, len as usize);
+        }
+    }
+}
+
 /// The state of the word whose first run is `starts[i]` and which the
 /// runs after it flagged [`JOINED`] continue, and the index of the next
 /// word's first run. [`joined_state`] gathers it on the stack; a word too
@@ -710,6 +797,14 @@ fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
 /// [`short_states`], as in [`ascii_word_states`]: the text stage of the
 /// man pages against their ASCII-folded twins went 1.32 / 1.33 / 1.49× →
 /// 1.14 / 1.18 / 1.28× (fr / de / es, `text_bench`, 3 alternating runs).
+/// In a text whose runs average [`WIDE_RUN`] bytes or more (Russian,
+/// Chinese, Japanese) the lanes take words of up to 24 bytes, three chunks
+/// ([`word_loop`] over `[u64; 4]` lanes): a fifth of the Russian words are
+/// 17 to 24 bytes long. Russian 1.02 → 0.91, Chinese 1.07 → 1.05,
+/// Japanese 1.08 → 1.03 ns/byte (`text_bench`, 3 alternating runs), the
+/// man pages' word stage 5.18–5.24 → 5.01–5.09 µs in `sign_bench`. Such
+/// lanes for every text cost French, German and Spanish 3–6%; lanes of 32
+/// bytes cost Russian 3%.
 #[inline(always)]
 pub(crate) fn unicode_word_states(
     kernels: impl ScanKernels,
@@ -735,6 +830,7 @@ pub(crate) fn unicode_word_states(
         ends,
         word,
         lanes,
+        wide,
         patches,
         gathers,
         dirty,
@@ -864,6 +960,46 @@ pub(crate) fn unicode_word_states(
         zones.push((start as u32, end as u32));
     }
 
+    if text.len() >= WIDE_RUN * starts.len() {
+        word_loop(
+            &opts, table, chars, whole, bytes, starts, ends, zones, gathers, key, wide, patches,
+            norm, word, out,
+        );
+    } else {
+        word_loop(
+            &opts, table, chars, whole, bytes, starts, ends, zones, gathers, key, lanes, patches,
+            norm, word, out,
+        );
+    }
+}
+
+/// Bytes a run of kept bytes takes on average in a text from which
+/// [`unicode_word_states`] hashes words of up to 24 bytes in lanes
+/// (Russian, Chinese, Japanese), not 16 (French, German, Spanish: wider
+/// lanes cost their short words more than their few long ones gain).
+const WIDE_RUN: usize = 9;
+
+/// The word loop of [`unicode_word_states`], over lanes of type `L`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn word_loop<L: Lane>(
+    opts: &super::NormalizeOptions,
+    table: &AsciiTable,
+    chars: &CharTable,
+    whole: &str,
+    bytes: &[u8],
+    starts: &[u32],
+    ends: &[u32],
+    zones: &[(u32, u32)],
+    gathers: &[u32],
+    key: u64,
+    lanes: &mut Vec<L>,
+    patches: &mut Vec<(usize, u64)>,
+    norm: &mut String,
+    word: &mut Vec<u8>,
+    out: &mut Vec<u64>,
+) {
+    let text = whole.as_bytes();
     let case = if opts.lowercase { u64::MAX } else { 0 };
     let n = starts.len();
     let (starts, ends) = (&starts[..n], &ends[..n]);
@@ -873,7 +1009,6 @@ pub(crate) fn unicode_word_states(
     // others (joined, transcoded, long, or in a zone) are hashed here and
     // patched in after. Every word has a lane, so a lane's index is its
     // word's index.
-    let load = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
     lanes.clear();
     lanes.reserve(n);
     patches.clear();
@@ -895,8 +1030,8 @@ pub(crate) fn unicode_word_states(
         // cost 0.25 ns/byte more than their ASCII twins').
         let (start, end) = ((starts[i] & !JOINED) as usize, ends[i] as usize);
         let joins_next = starts.get(i + 1).is_some_and(|&s| s & JOINED != 0);
-        if !joins_next && end <= wall && end - start <= 16 {
-            lanes.push([load(start), load(start + 8), (end - start) as u64]);
+        if !joins_next && end <= wall && end - start <= L::MAX {
+            lanes.push(L::load(bytes, start, end));
             i += 1;
             continue;
         }
@@ -917,7 +1052,7 @@ pub(crate) fn unicode_word_states(
             word_states(norm, key, out);
             for state in out.drain(from..) {
                 patches.push((lanes.len(), state));
-                lanes.push([0; 3]);
+                lanes.push(L::ZERO);
             }
             zi += 1;
             while j < n && ((starts[j] & !JOINED) as usize) < ze as usize {
@@ -933,9 +1068,9 @@ pub(crate) fn unicode_word_states(
         let gathered = gi < gathers.len() && (gathers[gi] as usize) < end;
         if j == i + 1 && end - start <= 16 {
             let lane = if gathered {
-                mapped_lane(bytes, start, end, &gathers[gi..], chars)
+                mapped_lane(bytes, start, end, &gathers[gi..], chars).map(L::from_short)
             } else {
-                Some([load(start), load(start + 8), (end - start) as u64])
+                Some(L::load(bytes, start, end))
             };
             if let Some(lane) = lane {
                 lanes.push(lane);
@@ -979,13 +1114,13 @@ pub(crate) fn unicode_word_states(
             word_state(word, key)
         };
         patches.push((lanes.len(), state));
-        lanes.push([0; 3]);
+        lanes.push(L::ZERO);
         i = j;
         wall = barrier(zi, gi);
     }
     let first = out.len();
     out.resize(first + lanes.len(), 0);
-    short_states::<true>(lanes, key, case, &mut out[first..]);
+    L::states(lanes, key, case, &mut out[first..]);
     for &(at, state) in patches.iter() {
         out[first + at] = state;
     }
@@ -1482,6 +1617,31 @@ mod tests {
                 assert_eq!(
                     unicode(text, &opts, key),
                     reference(text, &opts, key),
+                    "{text:?}"
+                );
+            }
+        }
+    }
+
+    /// Words of 15 to 26 bytes (Cyrillic of 8 to 13 letters, some
+    /// capitalized, some joined) in a text of long words, which takes lanes
+    /// of 24 bytes, and among short words, which takes lanes of 16.
+    #[test]
+    fn long_words_read_as_the_reference_in_both_lane_widths() {
+        let key = word_key(6);
+        let long = "достаточно ВОССТАНОВИТЬ Переменных конфигурации \
+                    обязательный-параметр файла. Нераспознанный исполняемого";
+        let short = "a b c d e f g h i j k l m n o p q r s t u v w x y z ";
+        for o in 0..8 {
+            let opts = options(o);
+            for text in [
+                long.to_owned(),
+                format!("{short}{long}{short}"),
+                long.repeat(5),
+            ] {
+                assert_eq!(
+                    unicode(&text, &opts, key),
+                    reference(&text, &opts, key),
                     "{text:?}"
                 );
             }
