@@ -590,9 +590,11 @@ impl ScanKernels for Scalar {
 /// sound because a `Vbmi2` exists only where the CPU has the features.
 /// `run_positions_vbmi2` stores two whole registers (32 lanes of `u32`),
 /// exactly `dst`; `bmp_entries_vbmi2` reads the 128 bytes of the
-/// window (a checked slice), gathers from `bmp.entries` at code points of
-/// 16 bits, below its 65,536 entries, and reads the 128 class bytes of one
-/// block of `bmp.low_classes` (a checked slice).
+/// window (a checked slice) and its bytes 1..65, gathers from
+/// `bmp.entries` at code points of 16 bits, below its 65,536 entries,
+/// reads the 128 bytes of one block of `bmp.low_classes` and of each of
+/// `bmp.low_maps` (checked slices), and stores one register into a local
+/// 64-byte array.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Vbmi2(());
 
@@ -629,6 +631,7 @@ impl ScanKernels for Vbmi2 {
         Some(BmpTables {
             entries: chars.bmp_entries(),
             low_classes: chars.low_classes(),
+            low_maps: chars.low_maps(),
         })
     }
 
@@ -683,6 +686,9 @@ pub(crate) struct BmpTables<'a> {
     /// The classes of the code points below 0x800, a byte each:
     /// [`CharTable::low_classes`](super::unicode::CharTable::low_classes).
     pub low_classes: &'a [u8; super::unicode::LOW],
+    /// What those code points map to:
+    /// [`CharTable::low_maps`](super::unicode::CharTable::low_maps).
+    pub low_maps: &'a [[u8; super::unicode::LOW]; 2],
 }
 
 /// Fewest two- and three-byte characters in a block for which
@@ -700,6 +706,11 @@ pub(crate) struct Entries {
     pub space: u64,
     /// The `GATHER` or `SLOW` characters (also for the caller).
     pub flagged: u64,
+    /// The block with its characters that map to one two-byte character
+    /// (`CLASS_MAPPED`: Cyrillic, Greek and Latin-1 capitals) overwritten
+    /// by what they map to, if it has any; those are not `flagged` (but a
+    /// lead in the block's last byte, whose continuation is in the next).
+    pub block: Option<[u8; 64]>,
 }
 
 /// [`ScanKernels::bmp_entries`] with AVX-512 VBMI and VBMI2 and BMI2.
@@ -712,10 +723,11 @@ fn bmp_entries_vbmi2(window: &[u8; 128], leads: u64, bmp: BmpTables<'_>) -> Opti
         _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmpeq_epi8_mask,
         _mm512_cmpge_epu32_mask, _mm512_cmplt_epu8_mask, _mm512_cvtepu8_epi32,
         _mm512_extracti32x4_epi32, _mm512_i32gather_epi32, _mm512_loadu_si512,
-        _mm512_mask_blend_epi32, _mm512_maskz_compress_epi8, _mm512_or_si512,
-        _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_set1_epi32, _mm512_set1_epi8,
-        _mm512_slli_epi16, _mm512_slli_epi32, _mm512_test_epi32_mask, _mm512_test_epi8_mask,
-        _mm_cvtsi128_si32, _pdep_u64,
+        _mm512_mask_blend_epi32, _mm512_mask_blend_epi8, _mm512_maskz_compress_epi8,
+        _mm512_or_si512, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_set1_epi32,
+        _mm512_set1_epi8, _mm512_slli_epi16, _mm512_slli_epi32, _mm512_storeu_si512,
+        _mm512_sub_epi8, _mm512_test_epi32_mask, _mm512_test_epi8_mask, _mm_cvtsi128_si32,
+        _pdep_u64,
     };
     // SAFETY: `window` is 128 readable bytes, `LANE_INDICES` 64 (unaligned
     // loads).
@@ -769,11 +781,53 @@ fn bmp_entries_vbmi2(window: &[u8; 128], leads: u64, bmp: BmpTables<'_>) -> Opti
         );
         let class = _mm512_permutex2var_epi8(tlo, index, thi);
         let has = |bit: u8| _mm512_test_epi8_mask(class, _mm512_set1_epi8(bit as i8)) & live;
+        let mut flagged = _pdep_u64(has(super::unicode::CLASS_FLAGGED), found);
+        // Capitals that map to one small letter: overwritten in a copy of
+        // the block, so that their words need no transcoding.
+        let mapped = _pdep_u64(has(super::unicode::CLASS_MAPPED), found) & !(1 << 63);
+        let mut rewritten = None;
+        if mapped != 0 {
+            let [leads_to, conts_to] = bmp.low_maps.each_ref().map(|m| -> &[u8; 128] {
+                m[block..block + 128]
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!("16 blocks of 128"))
+            });
+            // SAFETY: the tables are 128 readable bytes each, and `window`
+            // 128 (bytes 1..65 of it; unaligned loads).
+            let (llo, lhi, clo, chi, after) = unsafe {
+                (
+                    _mm512_loadu_si512(leads_to.as_ptr().cast()),
+                    _mm512_loadu_si512(leads_to.as_ptr().add(64).cast()),
+                    _mm512_loadu_si512(conts_to.as_ptr().cast()),
+                    _mm512_loadu_si512(conts_to.as_ptr().add(64).cast()),
+                    _mm512_loadu_si512(window.as_ptr().add(1).cast()),
+                )
+            };
+            // At every byte position, the index of the character a lead
+            // there would start (its last bit, the next byte's 6).
+            let at_index = _mm512_or_si512(
+                _mm512_slli_epi16::<6>(_mm512_and_si512(lo, _mm512_set1_epi8(1))),
+                _mm512_and_si512(after, _mm512_set1_epi8(0x3f)),
+            );
+            let lead_to = _mm512_permutex2var_epi8(llo, at_index, lhi);
+            let cont_to = _mm512_permutex2var_epi8(clo, at_index, chi);
+            // Each continuation byte one position after its lead.
+            let cont_to =
+                _mm512_permutexvar_epi8(_mm512_sub_epi8(iota, _mm512_set1_epi8(1)), cont_to);
+            let out = _mm512_mask_blend_epi8(mapped, lo, lead_to);
+            let out = _mm512_mask_blend_epi8(mapped << 1, out, cont_to);
+            let mut copy = [0u8; 64];
+            // SAFETY: `copy` is 64 writable bytes (unaligned store).
+            unsafe { _mm512_storeu_si512(copy.as_mut_ptr().cast(), out) };
+            rewritten = Some(copy);
+            flagged &= !mapped;
+        }
         return Some(Entries {
             handled: found,
             kept: _pdep_u64(has(super::unicode::CLASS_KEPT), found),
             space: _pdep_u64(has(super::unicode::CLASS_SPACE), found),
-            flagged: _pdep_u64(has(super::unicode::CLASS_FLAGGED), found),
+            flagged,
+            block: rewritten,
         });
     }
     let third = next(2);
@@ -824,6 +878,7 @@ fn bmp_entries_vbmi2(window: &[u8; 128], leads: u64, bmp: BmpTables<'_>) -> Opti
         kept: _pdep_u64(kept & live, found),
         space: _pdep_u64(space & live, found),
         flagged: _pdep_u64(flagged & live, found),
+        block: None,
     })
 }
 
@@ -1711,7 +1766,7 @@ mod tests {
     /// normalization option.
     #[test]
     fn bmp_entries_equals_the_lookups_one_at_a_time() {
-        use super::super::unicode::{CharTable, GATHER, KEPT, SLOW, SPACE};
+        use super::super::unicode::{mapped_low, CharTable, GATHER, KEPT, SLOW, SPACE};
         use super::super::NormalizeOptions;
         #[rustfmt::skip]
         const CHARS: [&str; 27] = [
@@ -1735,6 +1790,11 @@ mod tests {
             // the byte-permute path), dense two-byte, dense three-byte, dense
             // mixed, or anything.
             let (from, to) = [(4, 9), (9, 17), (4, 19), (19, 27), (4, 27), (0, 27)][case % 6];
+            // Every other text one byte off: two-byte characters start at
+            // odd positions, one in a block's last byte.
+            if case / 6 % 2 == 1 {
+                text.push('a');
+            }
             while text.len() < 64 * 3 {
                 text.push_str(CHARS[(from + next(to - from)) as usize]);
             }
@@ -1764,6 +1824,16 @@ mod tests {
                     };
                     vector += 1;
                     let (mut handled, mut kept, mut space, mut flagged) = (0, 0, 0, 0);
+                    // One block of the table (two-byte leads equal but for
+                    // the last bit): its capitals that map to one two-byte
+                    // character come back overwritten, but in byte 63.
+                    let pairs: Vec<u8> = (0..64)
+                        .filter(|&i| ours(i))
+                        .map(|i| bytes[base + i] & 0xfe)
+                        .collect();
+                    let one_block = pairs[0] < 0xe0 && pairs.iter().all(|&p| p == pairs[0]);
+                    let mut block = bytes[base..base + 64].to_vec();
+                    let mut rewritten = false;
                     for i in (0..64).filter(|&i| ours(i)) {
                         let b = u32::from(bytes[base + i]);
                         let c = |k: usize| u32::from(bytes[base + i + k] & 0x3f);
@@ -1776,12 +1846,20 @@ mod tests {
                         kept |= u64::from(e & KEPT != 0) << i;
                         space |= u64::from(e & SPACE != 0) << i;
                         flagged |= u64::from(e & (GATHER | SLOW) != 0) << i;
+                        if let Some(to) = mapped_low(e).filter(|_| one_block && i < 63) {
+                            let mut utf8 = [0; 4];
+                            let to = char::from_u32(to).unwrap().encode_utf8(&mut utf8);
+                            block[i..i + 2].copy_from_slice(to.as_bytes());
+                            flagged &= !(1 << i);
+                            rewritten = true;
+                        }
                     }
                     let want = Entries {
                         handled,
                         kept,
                         space,
                         flagged,
+                        block: rewritten.then(|| block.try_into().unwrap()),
                     };
                     assert_eq!(t, want, "options {o}, block {base} of {text:?}");
                 }

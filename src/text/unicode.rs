@@ -224,6 +224,10 @@ pub(crate) const LOW: usize = 0x800;
 pub(crate) const CLASS_KEPT: u8 = 1;
 pub(crate) const CLASS_SPACE: u8 = 2;
 pub(crate) const CLASS_FLAGGED: u8 = 4;
+/// A [`Kind::Map`] character that maps to one two-byte character
+/// ([`mapped_low`]; also [`CLASS_FLAGGED`]): [`CharTable::low_maps`] has
+/// its bytes.
+pub(crate) const CLASS_MAPPED: u8 = 8;
 /// Code points of the BMP (up to three-byte UTF-8).
 pub(crate) const BMP: usize = 0x10000;
 
@@ -237,6 +241,9 @@ pub(crate) struct CharTable {
     low: Box<[u32; LOW]>,
     /// The classes of `low`, a byte each ([`Self::low_classes`]).
     low_classes: Box<[u8; LOW]>,
+    /// The lead and the continuation byte of what each of `low` maps to
+    /// ([`Self::low_maps`]).
+    low_maps: Box<[[u8; LOW]; 2]>,
     blocks: [OnceLock<Box<[u32; BLOCK]>>; BLOCKS],
     /// Every entry of the BMP in one array, for the vector kernels' gathers
     /// ([`Self::bmp_entries`]): made on first use, whole (a gather cannot
@@ -256,10 +263,19 @@ impl CharTable {
             *c =
                 has(KEPT, CLASS_KEPT) | has(SPACE, CLASS_SPACE) | has(GATHER | SLOW, CLASS_FLAGGED);
         }
+        let mut low_maps = Box::new([[0u8; LOW]; 2]);
+        for (cp, &e) in low.iter().enumerate() {
+            if let Some(to) = mapped_low(e) {
+                low_classes[cp] |= CLASS_MAPPED;
+                low_maps[0][cp] = 0xc0 | (to >> 6) as u8;
+                low_maps[1][cp] = 0x80 | (to & 0x3f) as u8;
+            }
+        }
         Self {
             opts,
             low,
             low_classes,
+            low_maps,
             blocks: [const { OnceLock::new() }; BLOCKS],
             bmp: OnceLock::new(),
         }
@@ -302,6 +318,15 @@ impl CharTable {
     #[inline(always)]
     pub(crate) fn low_classes(&self) -> &[u8; LOW] {
         &self.low_classes
+    }
+
+    /// The UTF-8 lead bytes ([0]) and continuation bytes ([1]) of the
+    /// characters the code points below 0x800 with [`CLASS_MAPPED`] map
+    /// to (0 for the others): for the vector kernel's byte-permute lookups,
+    /// as [`Self::low_classes`].
+    #[inline(always)]
+    pub(crate) fn low_maps(&self) -> &[[u8; LOW]; 2] {
+        &self.low_maps
     }
 
     /// The entries of every code point of the BMP, indexed by code point
