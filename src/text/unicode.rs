@@ -320,7 +320,7 @@ impl CharTable {
         &self.low_classes
     }
 
-    /// The UTF-8 lead bytes ([0]) and continuation bytes ([1]) of the
+    /// The UTF-8 lead bytes (`[0]`) and continuation bytes (`[1]`) of the
     /// characters the code points below 0x800 with [`CLASS_MAPPED`] map
     /// to (0 for the others): for the vector kernel's byte-permute lookups,
     /// as [`Self::low_classes`].
