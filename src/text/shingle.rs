@@ -363,12 +363,14 @@ impl Shingler {
 /// article 435 → 297 ns with AVX-512, 3 alternating runs, docs/s +5%; 457
 /// → 339 ns with AVX2, the same machine with AVX-512 turned off in a
 /// measurement build). More of them, on those CPUs: a bucket pass into
-/// buckets of a quarter of a network or less on average, each sorted by
-/// the network ([`network_buckets`]; a man page's sort and dedup 1.36–1.51
-/// → 1.14–1.28 µs and signing 124–126k → 130–132k docs/s in `sign_bench`,
-/// 3 alternating runs; uniform values 2.2–2.5 → 1.7–2.0 ns each against
-/// the path below). Buckets of half a network measured the same, of an
-/// eighth slower. Otherwise (no AVX2): a document's hashes are uniform 32-bit
+/// buckets of half a network or less on average, each sorted by the
+/// network ([`network_buckets`]; a man page's sort and dedup 1.36–1.51 →
+/// 1.14–1.28 µs and signing 124–126k → 130–132k docs/s in `sign_bench`,
+/// 3 alternating runs, on a Zen 5; uniform values 2.2–2.5 → 1.7–2.0 ns
+/// each against the path below). With buckets of a quarter of a network
+/// (the choice before the network worked on only the registers that hold
+/// values) a man page's sort and dedup took 1,765 ns on a Zen 4, of half
+/// 1,705 and of an eighth 1,794 (3 alternating runs). Otherwise (no AVX2): a document's hashes are uniform 32-bit
 /// values, so a bucket pass on the top bits (one to two buckets per value)
 /// leaves them in order but for the few values sharing a bucket, which a
 /// second pass puts right ([`settle`]). Two to four buckets per value, the
@@ -434,7 +436,7 @@ fn network_buckets(v: &mut [u32], spare: &mut Vec<u32>, mean: usize) {
 
 /// A network's capacity over the most values [`network_buckets`] puts in
 /// a bucket on average.
-const NETWORK_SHARE: usize = 4;
+const NETWORK_SHARE: usize = 2;
 
 /// The bucket path of [`sort_hashes`]; true if [`settle`] ran out of
 /// budget and `sort_unstable` finished the job.
