@@ -560,6 +560,47 @@ pub(crate) trait ScanKernels: Copy {
         leads: u64,
         bmp: BmpTables<'_>,
     ) -> Option<Entries>;
+
+    /// Whether [`Self::words`] answers (it does for every call if so).
+    fn has_words(self) -> bool;
+
+    /// The word loop of both scanners, in vector lanes: from run `from`
+    /// on, over the runs of kept bytes `starts[r] & !JOINED .. ends[r]` of
+    /// `bytes` (`starts` flags with [`JOINED`](super::words::JOINED) a run
+    /// that continues the previous run's word; `bytes` extends at least 24
+    /// bytes past every run), the words that end at or before `wall` (the
+    /// Unicode scanner's next zone or transcoded character; the ASCII
+    /// scanner has none), up to the first that does not. A word of one
+    /// run of at most 16 bytes (24 with `wide`) gets its state in
+    /// `dest[m]` (`m`, its index among the words taken); any other gets a
+    /// slot there, and `(m, its first run)` is pushed to `todo` for the
+    /// caller to hash (none of its runs is past the wall, so it is a copy
+    /// of kept bytes, without transcoding). Returns the runs and the words
+    /// taken; `dest.len() >= starts.len() - from + 8`. `None` ([`Scalar`]):
+    /// the caller loops itself. The states are `words::short_states`'
+    /// (`[u64; 4]` lanes' with `wide`).
+    ///
+    /// **Why.** The scanners' loops took each run in turn (its flags, a
+    /// branch on its length and on the wall, two or three 8-byte loads and
+    /// three or four stores into a lane), then hashed the lanes in a second
+    /// pass and patched the other words in. Here 8 runs at a time: their
+    /// chunks gathered (`vpgatherdq`), the word hash computed in 64-bit
+    /// lanes, and the states of the runs that start words packed into
+    /// place (`vpcompressq`, register form).
+    #[allow(clippy::too_many_arguments)]
+    fn words(
+        self,
+        bytes: &[u8],
+        starts: &[u32],
+        ends: &[u32],
+        from: usize,
+        wall: usize,
+        wide: bool,
+        key: u64,
+        case: u64,
+        dest: &mut [u64],
+        todo: &mut Vec<(usize, usize)>,
+    ) -> Option<(usize, usize)>;
 }
 
 /// [`ScanKernels`] that always decline.
@@ -581,6 +622,28 @@ impl ScanKernels for Scalar {
     fn bmp_entries(self, _: &[u8], _: usize, _: u64, _: BmpTables<'_>) -> Option<Entries> {
         None
     }
+
+    #[inline(always)]
+    fn has_words(self) -> bool {
+        false
+    }
+
+    #[inline(always)]
+    fn words(
+        self,
+        _: &[u8],
+        _: &[u32],
+        _: &[u32],
+        _: usize,
+        _: usize,
+        _: bool,
+        _: u64,
+        _: u64,
+        _: &mut [u64],
+        _: &mut Vec<(usize, usize)>,
+    ) -> Option<(usize, usize)> {
+        None
+    }
 }
 
 /// [`ScanKernels`] in AVX-512 VBMI/VBMI2 and BMI2: a token that only
@@ -594,7 +657,8 @@ impl ScanKernels for Scalar {
 /// `bmp.entries` at code points of 16 bits, below its 65,536 entries,
 /// reads the 128 bytes of one block of `bmp.low_classes` and of each of
 /// `bmp.low_maps` (checked slices), and stores one register into a local
-/// 64-byte array.
+/// 64-byte array; `words_avx512` reads and writes what its docs list,
+/// within the lengths its caller asserts.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Vbmi2(());
 
@@ -660,6 +724,245 @@ impl ScanKernels for Vbmi2 {
             None
         }
     }
+
+    #[inline(always)]
+    fn has_words(self) -> bool {
+        cfg!(target_arch = "x86_64")
+    }
+
+    #[inline(always)]
+    fn words(
+        self,
+        bytes: &[u8],
+        starts: &[u32],
+        ends: &[u32],
+        from: usize,
+        wall: usize,
+        wide: bool,
+        key: u64,
+        case: u64,
+        dest: &mut [u64],
+        todo: &mut Vec<(usize, usize)>,
+    ) -> Option<(usize, usize)> {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let n = starts.len();
+            assert!(ends.len() == n && from < n && dest.len() >= n - from + 8);
+            assert!(bytes.len() >= 24 && bytes.len() <= i32::MAX as usize);
+            // Runs end below 2^31; a wall past that is no wall.
+            let wall = wall.min(u32::MAX as usize) as u32;
+            // SAFETY: `self` exists, so the CPU has the features (type
+            // docs); the lengths are as `words_avx512` needs.
+            Some(unsafe {
+                if wide {
+                    words_avx512::<true>(bytes, starts, ends, from, wall, key, case, dest, todo)
+                } else {
+                    words_avx512::<false>(bytes, starts, ends, from, wall, key, case, dest, todo)
+                }
+            })
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (bytes, starts, ends, from, wall, wide, key, case, dest, todo);
+            None
+        }
+    }
+}
+
+/// The word states of 8 runs at once (`words::short_states`' arithmetic,
+/// and `[u64; 4]` lanes' with `WIDE`): the runs start at the 32-bit lanes
+/// of `start` and are the 32-bit lanes of `len` long; only the lanes in
+/// `take` are read (the others' states are garbage). Lowercases the ASCII
+/// letters where `cases` is all ones (bytes from 0x80 up are never in
+/// `A..=Z`, so UTF-8 text is lowercased as `lower_utf8` does).
+///
+/// **Safety.** Call only where AVX-512 F, BW, DQ and VL are enabled, with
+/// every lane of `start` in `take` at most `bytes.len() - 16` (`- 24`
+/// with `WIDE`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn group_states<const WIDE: bool>(
+    bytes: &[u8],
+    start: std::arch::x86_64::__m256i,
+    len: std::arch::x86_64::__m256i,
+    take: u8,
+    key: u64,
+    cases: u64,
+) -> std::arch::x86_64::__m512i {
+    use super::words::{L, M};
+    use std::arch::x86_64::{
+        __m512i, _mm256_add_epi32, _mm256_set1_epi32, _mm512_add_epi64, _mm512_and_si512,
+        _mm512_andnot_si512, _mm512_cmpgt_epu64_mask, _mm512_cmplt_epu8_mask,
+        _mm512_cvtepu32_epi64, _mm512_mask_blend_epi64, _mm512_mask_blend_epi8,
+        _mm512_mask_i32gather_epi64, _mm512_mullo_epi64, _mm512_or_si512, _mm512_rol_epi64,
+        _mm512_set1_epi64, _mm512_set1_epi8, _mm512_setzero_si512, _mm512_slli_epi64,
+        _mm512_sllv_epi64, _mm512_sub_epi64, _mm512_sub_epi8, _mm512_xor_si512,
+    };
+    // SAFETY (the whole body): the features are the caller's; each gather
+    // reads 8 bytes at `start + 8·c` (c < 2, or 3 with WIDE) for the lanes
+    // in `take` only, inside `bytes` by the caller's bound.
+    unsafe {
+        let ones = _mm512_set1_epi64(-1);
+        let lower = |x: __m512i| {
+            let upper = _mm512_cmplt_epu8_mask(
+                _mm512_sub_epi8(x, _mm512_set1_epi8(b'A' as i8)),
+                _mm512_set1_epi8(26),
+            ) & cases;
+            _mm512_mask_blend_epi8(upper, x, _mm512_or_si512(x, _mm512_set1_epi8(0x20)))
+        };
+        // The low `l` bytes of each lane (all 8 for l >= 8: a shift by 64 or
+        // more gives 0).
+        let keep = |l: __m512i| {
+            _mm512_andnot_si512(_mm512_sllv_epi64(ones, _mm512_slli_epi64::<3>(l)), ones)
+        };
+        let step = |h: __m512i, c: __m512i| {
+            _mm512_rol_epi64::<31>(_mm512_mullo_epi64(
+                _mm512_xor_si512(h, c),
+                _mm512_set1_epi64(M as i64),
+            ))
+        };
+        let chunk = |c: i32| {
+            _mm512_mask_i32gather_epi64::<1>(
+                _mm512_setzero_si512(),
+                take,
+                _mm256_add_epi32(start, _mm256_set1_epi32(c)),
+                bytes.as_ptr().cast(),
+            )
+        };
+        let len = _mm512_cvtepu32_epi64(len);
+        let eight = _mm512_set1_epi64(8);
+        let one = step(
+            _mm512_set1_epi64(key as i64),
+            _mm512_and_si512(lower(chunk(0)), keep(len)),
+        );
+        let past8 = _mm512_sub_epi64(len, eight);
+        let two = step(one, _mm512_and_si512(lower(chunk(8)), keep(past8)));
+        let mut h = _mm512_mask_blend_epi64(_mm512_cmpgt_epu64_mask(len, eight), one, two);
+        if WIDE {
+            let three = step(
+                two,
+                _mm512_and_si512(lower(chunk(16)), keep(_mm512_sub_epi64(past8, eight))),
+            );
+            h = _mm512_mask_blend_epi64(
+                _mm512_cmpgt_epu64_mask(len, _mm512_set1_epi64(16)),
+                h,
+                three,
+            );
+        }
+        _mm512_add_epi64(h, _mm512_mullo_epi64(len, _mm512_set1_epi64(L as i64)))
+    }
+}
+
+/// [`ScanKernels::words`] for [`Vbmi2`] (it needs only AVX-512 F, BW,
+/// DQ and VL, which the VBMI2 builds have). Memory: masked loads of
+/// `starts[i..]`, `starts[i + 1..]` and `ends[i..]` (lanes inside them);
+/// the gathers of [`group_states`] for runs whose start is at most
+/// `bytes.len() - 24` (checked a group at a time: a start past it
+/// panics); stores of 8 lanes at `dest[m..]`, `m` the words so far, at
+/// most the runs so far, below `starts.len() - from`, and `dest.len() >=
+/// starts.len() - from + 8`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,popcnt")]
+#[allow(clippy::too_many_arguments)]
+fn words_avx512<const WIDE: bool>(
+    bytes: &[u8],
+    starts: &[u32],
+    ends: &[u32],
+    from: usize,
+    wall: u32,
+    key: u64,
+    case: u64,
+    dest: &mut [u64],
+    todo: &mut Vec<(usize, usize)>,
+) -> (usize, usize) {
+    use super::words::JOINED;
+    use std::arch::x86_64::{
+        _mm256_andnot_si256, _mm256_cmpgt_epu32_mask, _mm256_cmple_epu32_mask,
+        _mm256_maskz_loadu_epi32, _mm256_set1_epi32, _mm256_sub_epi32, _mm256_test_epi32_mask,
+        _mm512_maskz_compress_epi64, _mm512_storeu_si512,
+    };
+    let n = starts.len();
+    let cases = if case != 0 { u64::MAX } else { 0 };
+    let joined = _mm256_set1_epi32(JOINED as i32);
+    let max = _mm256_set1_epi32(if WIDE { 24 } else { 16 });
+    let wall = _mm256_set1_epi32(wall as i32);
+    let limit = _mm256_set1_epi32((bytes.len() - 24) as i32);
+    // Runs taken and words written so far.
+    let (mut k, mut m) = (0usize, 0usize);
+    while from + k < n {
+        let i = from + k;
+        let live: u8 = if n - i >= 8 {
+            0xff
+        } else {
+            (1u8 << (n - i)) - 1
+        };
+        let after: u8 = if n - i > 8 { 0xff } else { live >> 1 };
+        // SAFETY: the lanes set in `live` are starts[i..n] and ends[i..n],
+        // in `after` starts[i + 1..n].
+        let (s, next, e) = unsafe {
+            (
+                _mm256_maskz_loadu_epi32(live, starts.as_ptr().add(i).cast()),
+                _mm256_maskz_loadu_epi32(after, starts.as_ptr().add(i + 1).cast()),
+                _mm256_maskz_loadu_epi32(live, ends.as_ptr().add(i).cast()),
+            )
+        };
+        let cont = _mm256_test_epi32_mask(s, joined) & live;
+        let head = !cont & live;
+        let start = _mm256_andnot_si256(joined, s);
+        let len = _mm256_sub_epi32(e, start);
+        let before = _mm256_cmple_epu32_mask(e, wall);
+        let simple = head
+            & before
+            & !_mm256_test_epi32_mask(next, joined)
+            & _mm256_cmple_epu32_mask(len, max);
+        // The lanes before the first past the wall.
+        let mut taken = (!(before | !live)).trailing_zeros().min(live.count_ones());
+        // A run past the wall that continues a word: the word goes back
+        // to the caller whole, from its first run.
+        if taken < 8 && cont >> taken & 1 == 1 {
+            let heads = head & ((1u16 << taken) - 1) as u8;
+            if heads != 0 {
+                taken = 7 - heads.leading_zeros();
+            } else {
+                // Its first run is in an earlier group: the last word
+                // deferred, and every run since continues it.
+                let (at, run) = todo.pop().unwrap_or_else(|| {
+                    unreachable!("a word's first run is taken before its others")
+                });
+                return (run - from, at);
+            }
+        }
+        let take = ((1u16 << taken) - 1) as u8;
+        assert!(
+            _mm256_cmpgt_epu32_mask(start, limit) & simple & take == 0,
+            "a run starts within 24 bytes of the buffer's end"
+        );
+        // SAFETY: the features are enabled here; the lanes in `simple &
+        // take` start at most 24 bytes before the end of `bytes` (checked
+        // above).
+        let state = unsafe { group_states::<WIDE>(bytes, start, len, simple & take, key, cases) };
+        let words = head & take;
+        // SAFETY: m <= k < n - from, so m + 8 <= dest.len().
+        unsafe {
+            _mm512_storeu_si512(
+                dest.as_mut_ptr().add(m).cast(),
+                _mm512_maskz_compress_epi64(words, state),
+            )
+        };
+        let mut deferred = words & !simple;
+        while deferred != 0 {
+            let b = deferred.trailing_zeros();
+            let before = (words & ((1u8 << b) - 1)).count_ones() as usize;
+            todo.push((m + before, i + b as usize));
+            deferred &= deferred - 1;
+        }
+        m += words.count_ones() as usize;
+        k += taken as usize;
+        if taken < 8 {
+            break;
+        }
+    }
+    (k, m)
 }
 
 /// The byte lanes' indices, 0..63: what the VBMI2 kernels compress by a
@@ -887,14 +1190,18 @@ fn bmp_entries_vbmi2(window: &[u8; 128], leads: u64, bmp: BmpTables<'_>) -> Opti
     })
 }
 
-/// Whether the running CPU has AVX-512 F, BW, VBMI and VBMI2, and BMI2
-/// (cached by the standard library).
+/// Whether the running CPU has AVX-512 F, BW, DQ, VL, VBMI and VBMI2,
+/// POPCNT and BMI2: what the [`Vbmi2`] kernels and the builds that take
+/// them use (cached by the standard library).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn has_avx512vbmi2() -> bool {
     std::arch::is_x86_feature_detected!("avx512vbmi2")
         && std::arch::is_x86_feature_detected!("avx512vbmi")
         && std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && std::arch::is_x86_feature_detected!("popcnt")
         && std::arch::is_x86_feature_detected!("bmi2")
 }
 
