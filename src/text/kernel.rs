@@ -1318,7 +1318,7 @@ pub(crate) fn network_max() -> usize {
 /// next power of two (`R`), whose other registers are the padding
 /// constant, so every compare-exchange against them (`min(x, MAX) = x`)
 /// folds away at compile time: 129 values take 9 registers' work, not
-/// 16's. And every loop over registers is written out ([`unroll16!`]), so
+/// 16's. And every loop over registers is written out (`unroll16!`), so
 /// the registers stay registers: LLVM had left the loops of 8 and 16
 /// registers rolled, the array on the stack between the levels. Articles
 /// (~100–160 shingles, 38% over 128), `sign_bench`'s sort + dedup on this
