@@ -429,12 +429,7 @@ pub(crate) fn ascii_word_states(
             .unwrap_or_else(|| unreachable!("the kernels hash words"));
         debug_assert_eq!(runs, n, "no wall stops it");
         for &(at, run) in deferred.iter() {
-            out[first + at] = if starts.get(run + 1).is_some_and(|&s| s & JOINED != 0) {
-                joined_word(bytes, starts, ends, run, key, case, word).0
-            } else {
-                let (start, end) = ((starts[run] & !JOINED) as usize, ends[run] as usize);
-                hash_run::<false>(bytes, start, end, key, case)
-            };
+            out[first + at] = left_word_state(bytes, starts, ends, run, key, case, word);
         }
         out.truncate(first + words);
         return;
@@ -649,6 +644,31 @@ fn word_runs_end(starts: &[u32], i: usize) -> usize {
         j += 1;
     }
     j
+}
+
+/// The state of a word that [`ScanKernels::words`] left to its caller,
+/// whose first run is `run`: joined from several runs ([`joined_state`],
+/// [`long_joined_state`]) or one run longer than a lane ([`hash_run`]);
+/// kept bytes only, lowercased where `case` is all ones (UTF-8 or ASCII:
+/// on ASCII bytes the two lowercasings agree).
+#[inline]
+fn left_word_state(
+    bytes: &[u8],
+    starts: &[u32],
+    ends: &[u32],
+    run: usize,
+    key: u64,
+    case: u64,
+    word: &mut Vec<u8>,
+) -> u64 {
+    let j = word_runs_end(starts, run);
+    if j == run + 1 {
+        let (start, end) = ((starts[run] & !JOINED) as usize, ends[run] as usize);
+        return hash_run::<true>(bytes, start, end, key, case);
+    }
+    let (runs, run_ends) = (&starts[run..j], &ends[run..j]);
+    joined_state(bytes, runs, run_ends, key, case)
+        .unwrap_or_else(|| long_joined_state(bytes, runs, run_ends, key, case, word))
 }
 
 /// Longest word [`joined_state`] gathers on the stack.
@@ -1119,16 +1139,7 @@ fn word_loop<L: Lane>(
                 .unwrap_or_else(|| unreachable!("the kernels hash words"));
             // Joined or long words before the wall: kept bytes only.
             for &(at, run) in deferred.iter() {
-                let j = word_runs_end(starts, run);
-                let (s, e) = ((starts[run] & !JOINED) as usize, ends[run] as usize);
-                out[w + at] = if j == run + 1 {
-                    hash_run::<true>(bytes, s, e, key, case)
-                } else {
-                    let (runs, run_ends) = (&starts[run..j], &ends[run..j]);
-                    joined_state(bytes, runs, run_ends, key, case).unwrap_or_else(|| {
-                        long_joined_state(bytes, runs, run_ends, key, case, word)
-                    })
-                };
+                out[w + at] = left_word_state(bytes, starts, ends, run, key, case, word);
             }
             i += runs;
             w += words;
