@@ -923,8 +923,8 @@ unsafe fn group_states<const WIDE: bool>(
     }
 }
 
-/// [`ScanKernels::words`] for [`Vbmi2`] (it needs only AVX-512 F, BW,
-/// DQ and VL, which the VBMI2 builds have). Memory: masked loads of
+/// [`ScanKernels::words`] for [`Vbmi2`] (it needs AVX-512 F, BW, DQ, VL
+/// and VBMI, and POPCNT, which [`Vbmi2::detect`] checks). Memory: masked loads of
 /// `starts[i..]`, `starts[i + 1..]` and `ends[i..]` (lanes inside them);
 /// the reads of [`group_states`] (`bytes[first..first + 256]` masked to
 /// the end of `bytes`, `first` a run's start, or gathers) for runs whose

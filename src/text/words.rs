@@ -406,33 +406,29 @@ pub(crate) fn ascii_word_states(
     // Equal lengths, so that indexing `ends` by a run of `starts` is unchecked.
     let (starts, ends) = (&starts[..n], &ends[..n]);
     let first = out.len();
-    if n >= LANES_MIN && kernels.has_words() {
-        // In vector lanes, 8 runs at a time (no wall: nothing to transcode);
-        // the words it leaves (a first run continued, or longer than 16
-        // bytes) hashed here. Articles' word stage 850 → 755 ns, signing
-        // 680k → 693k docs/s (`sign_bench`, 3 alternating runs, Zen 4).
-        out.resize(first + n + 8, 0);
-        deferred.clear();
-        let (runs, words) = kernels
-            .words(
-                bytes,
-                starts,
-                ends,
-                0,
-                usize::MAX,
-                false,
-                key,
-                case,
-                &mut out[first..],
-                deferred,
-            )
-            .unwrap_or_else(|| unreachable!("the kernels hash words"));
-        debug_assert_eq!(runs, n, "no wall stops it");
-        for &(at, run) in deferred.iter() {
-            out[first + at] = left_word_state(bytes, starts, ends, run, key, case, word);
+    // In vector lanes, 8 runs at a time (no wall: nothing to transcode).
+    // Articles' word stage 850 → 755 ns, signing 680k → 693k docs/s
+    // (`sign_bench`, 3 alternating runs, Zen 4).
+    if n >= LANES_MIN {
+        if let Some((runs, words)) = kernel_words(
+            kernels,
+            bytes,
+            starts,
+            ends,
+            0,
+            usize::MAX,
+            false,
+            key,
+            case,
+            out,
+            first,
+            deferred,
+            word,
+        ) {
+            debug_assert_eq!(runs, n, "no wall stops it");
+            out.truncate(first + words);
+            return;
         }
-        out.truncate(first + words);
-        return;
     }
     out.resize(first + n, 0);
     let dest = &mut out[first..];
@@ -470,10 +466,10 @@ pub(crate) fn ascii_word_states(
     // and patched in after. Lanes are pushed, not written into a buffer
     // zeroed first: the word stage 1,028–1,048 → 1,007–1,019 ns an article
     // (`sign_bench`, 3 alternating runs).
-    patches.clear();
     let load = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
     lanes.clear();
     lanes.reserve(n);
+    patches.clear();
     while i < n {
         if joins_next(i) {
             let state;
@@ -644,6 +640,47 @@ fn word_runs_end(starts: &[u32], i: usize) -> usize {
         j += 1;
     }
     j
+}
+
+/// [`ScanKernels::words`] from run `from` up to `wall`, as both scanners
+/// call it: the states written into `out` from `w` on (`out` first made
+/// long enough for the kernel's whole groups), the words it leaves
+/// (joined, or longer than a lane; before the wall, so kept bytes only)
+/// hashed by [`left_word_state`], and the runs and words it took
+/// returned; `None` without the kernel, `out` untouched.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn kernel_words(
+    kernels: impl ScanKernels,
+    bytes: &[u8],
+    starts: &[u32],
+    ends: &[u32],
+    from: usize,
+    wall: usize,
+    wide: bool,
+    key: u64,
+    case: u64,
+    out: &mut Vec<u64>,
+    w: usize,
+    deferred: &mut Vec<(usize, usize)>,
+    word: &mut Vec<u8>,
+) -> Option<(usize, usize)> {
+    if !kernels.has_words() {
+        return None;
+    }
+    let room = w + (starts.len() - from) + 8;
+    if out.len() < room {
+        out.resize(room, 0);
+    }
+    deferred.clear();
+    let dest = &mut out[w..];
+    let taken = kernels.words(
+        bytes, starts, ends, from, wall, wide, key, case, dest, deferred,
+    )?;
+    for &(at, run) in deferred.iter() {
+        out[w + at] = left_word_state(bytes, starts, ends, run, key, case, word);
+    }
+    Some(taken)
 }
 
 /// The state of a word that [`ScanKernels::words`] left to its caller,
@@ -1118,29 +1155,11 @@ fn word_loop<L: Lane>(
     let mut i = 0;
     while i < n {
         if vector {
-            if out.len() < w + (n - i) + 8 {
-                out.resize(w + (n - i) + 8, 0);
-            }
-            let dest = &mut out[w..];
-            deferred.clear();
-            let (runs, words) = kernels
-                .words(
-                    bytes,
-                    starts,
-                    ends,
-                    i,
-                    wall,
-                    L::MAX > 16,
-                    key,
-                    case,
-                    dest,
-                    deferred,
-                )
-                .unwrap_or_else(|| unreachable!("the kernels hash words"));
-            // Joined or long words before the wall: kept bytes only.
-            for &(at, run) in deferred.iter() {
-                out[w + at] = left_word_state(bytes, starts, ends, run, key, case, word);
-            }
+            let wide = L::MAX > 16;
+            let (runs, words) = kernel_words(
+                kernels, bytes, starts, ends, i, wall, wide, key, case, out, w, deferred, word,
+            )
+            .unwrap_or_else(|| unreachable!("the kernels hash words"));
             i += runs;
             w += words;
             // It stops at the end or at a word for the general path.
