@@ -164,7 +164,7 @@ impl Scratch {
         if self.hashes.capacity() > 1 << 18 {
             self.hashes = Vec::new();
         }
-        if self.spare.capacity() > 1 << 12 {
+        if self.spare.capacity() > 1 << 14 {
             self.spare = Vec::new();
         }
         self.ascii.trim();
@@ -389,7 +389,9 @@ pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
     }
     let network = super::kernel::network_max();
     if network > 0 && v.len() <= BUCKET_SORT_MAX {
-        network_buckets(v, spare, network / NETWORK_SHARE);
+        if !scattered_buckets(v, spare, network) {
+            network_buckets(v, spare, network / NETWORK_SHARE);
+        }
     } else if (32..=BUCKET_SORT_MAX).contains(&v.len()) {
         bucket_sort(v, spare);
     } else {
@@ -432,6 +434,48 @@ fn network_buckets(v: &mut [u32], spare: &mut Vec<u32>, mean: usize) {
         start = end as usize;
     }
     v.copy_from_slice(out);
+}
+
+/// [`network_buckets`] without its counting pass, where the CPU has
+/// AVX-512 F and 16 buckets or fewer do (fewer than 2,048 values): the values
+/// go into fixed regions of a network's capacity by
+/// [`super::kernel::scatter_buckets`], each region is sorted by the network
+/// and copied back. False, with `v` unchanged, where it does not apply or a
+/// bucket outgrows its region (a crafted document: the caller's
+/// [`network_buckets`] takes it).
+fn scattered_buckets(v: &mut [u32], spare: &mut Vec<u32>, network: usize) -> bool {
+    use super::kernel::{
+        scatter_available, scatter_buckets, sort_network, SCATTER_BUCKETS_MAX, SCATTER_STRIDE,
+    };
+    let n = v.len();
+    let bits = usize::BITS - (n / (network / NETWORK_SHARE)).leading_zeros();
+    if !(1..=4).contains(&bits) || !scatter_available() {
+        return false;
+    }
+    debug_assert!(1 << bits <= SCATTER_BUCKETS_MAX);
+    let need = SCATTER_STRIDE << bits;
+    // Grown (zeroed) once; the regions need no clearing.
+    if spare.len() < need {
+        spare.resize(need, 0);
+    }
+    let mut lens = [0u32; SCATTER_BUCKETS_MAX];
+    if !scatter_buckets(v, bits, spare, &mut lens) {
+        return false;
+    }
+    let mut start = 0;
+    for (region, &len) in spare
+        .chunks_exact_mut(SCATTER_STRIDE)
+        .zip(&lens[..1 << bits])
+    {
+        let bucket = &mut region[..len as usize];
+        if !sort_network(bucket) {
+            bucket.sort_unstable(); // not reached: a region holds a network
+        }
+        v[start..start + bucket.len()].copy_from_slice(bucket);
+        start += bucket.len();
+    }
+    debug_assert_eq!(start, n);
+    true
 }
 
 /// A network's capacity over the most values [`network_buckets`] puts in
@@ -800,6 +844,35 @@ mod tests {
             want.sort_unstable();
             network_buckets(&mut v, &mut Vec::new(), mean);
             proptest::prop_assert_eq!(v, want);
+        }
+    }
+
+    proptest::proptest! {
+        /// The scattered buckets sort uniform values of every length they
+        /// take (up to 16 buckets) where the CPU has AVX-512 F; values
+        /// crowded into one bucket, past a network, they leave to the
+        /// caller untouched.
+        #[test]
+        fn scattered_buckets_equal_sort_unstable(
+            mut v in proptest::collection::vec(proptest::prelude::any::<u32>(), 257..2100),
+            narrow: bool,
+        ) {
+            if narrow {
+                v.iter_mut().for_each(|x| *x %= 1 << 20);
+            }
+            let before = v.clone();
+            let mut want = v.clone();
+            want.sort_unstable();
+            let network = super::super::kernel::network_max();
+            let took = network > 0 && scattered_buckets(&mut v, &mut vec![7; 3], network);
+            let takes = super::super::kernel::scatter_available() && !narrow && v.len() < 2048;
+            // Uniform values all but never crowd a bucket past a network.
+            proptest::prop_assert_eq!(took, takes);
+            if took {
+                proptest::prop_assert_eq!(v, want);
+            } else {
+                proptest::prop_assert_eq!(v, before);
+            }
         }
     }
 
