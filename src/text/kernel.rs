@@ -536,7 +536,10 @@ pub(crate) trait ScanKernels: Copy {
     /// one). `None` ([`Scalar`], or a block it declines): the caller looks
     /// each character up itself. It reads `bytes[base..base + 128]` (the
     /// continuation bytes of a lead at 62 or 63 are in the next block) and
-    /// declines a block with less after it.
+    /// declines a block with less after it. On the byte-permute path (below)
+    /// it writes the block, its mapped capitals overwritten, to `dst` (the
+    /// block's copy in the caller's buffer) and says so; otherwise `dst` is
+    /// left as it is.
     ///
     /// **Why.** Russian, Greek or Hebrew text is mostly two-byte
     /// characters, ~30 lead bytes a block, and Chinese or Japanese three-byte
@@ -559,6 +562,7 @@ pub(crate) trait ScanKernels: Copy {
         base: usize,
         leads: u64,
         bmp: BmpTables<'_>,
+        dst: &mut [u8; 64],
     ) -> Option<Entries>;
 
     /// Whether [`Self::words`] answers (it does for every call if so).
@@ -624,7 +628,14 @@ impl ScanKernels for Scalar {
     }
 
     #[inline(always)]
-    fn bmp_entries(self, _: &[u8], _: usize, _: u64, _: BmpTables<'_>) -> Option<Entries> {
+    fn bmp_entries(
+        self,
+        _: &[u8],
+        _: usize,
+        _: u64,
+        _: BmpTables<'_>,
+        _: &mut [u8; 64],
+    ) -> Option<Entries> {
         None
     }
 
@@ -711,6 +722,7 @@ impl ScanKernels for Vbmi2 {
         base: usize,
         leads: u64,
         bmp: BmpTables<'_>,
+        dst: &mut [u8; 64],
     ) -> Option<Entries> {
         #[cfg(target_arch = "x86_64")]
         {
@@ -721,7 +733,7 @@ impl ScanKernels for Vbmi2 {
             }
             let window: &[u8; 128] = bytes.get(base..base + 128)?.try_into().ok()?;
             // SAFETY: `self` exists, so the CPU has the features (type docs).
-            unsafe { bmp_entries_vbmi2(window, leads, bmp) }
+            unsafe { bmp_entries_vbmi2(window, leads, bmp, dst) }
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
@@ -1093,20 +1105,29 @@ pub(crate) struct Entries {
     pub space: u64,
     /// The `GATHER` or `SLOW` characters (also for the caller).
     pub flagged: u64,
-    /// A block whose characters all lie in one 128-character block of the
-    /// table (the byte-permute path), with those that map to one two-byte
-    /// character (`CLASS_MAPPED`: Cyrillic, Greek and Latin-1 capitals)
-    /// overwritten by what they map to, whether it has any or not; those
-    /// are not `flagged` (but a lead in the block's last byte, whose
-    /// continuation is in the next). `None` on the gather path.
-    pub block: Option<[u8; 64]>,
+    /// Whether the block's characters all lie in one 128-character block
+    /// of the table (the byte-permute path), so that it wrote the block to
+    /// `dst` with those that map to one two-byte character (`CLASS_MAPPED`:
+    /// Cyrillic, Greek and Latin-1 capitals) overwritten by what they map
+    /// to, whether it has any or not; those are not `flagged` (but a lead in
+    /// the block's last byte, whose continuation is in the next). False on
+    /// the gather path, `dst` untouched. Written there from its register,
+    /// not returned: a returned block went through the stack, and its load
+    /// back, right after the store, waited for it (an eighth of the Unicode
+    /// scanner's samples on the Russian man pages).
+    pub rewritten: bool,
 }
 
 /// [`ScanKernels::bmp_entries`] with AVX-512 VBMI and VBMI2 and BMI2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
 #[inline]
-fn bmp_entries_vbmi2(window: &[u8; 128], leads: u64, bmp: BmpTables<'_>) -> Option<Entries> {
+fn bmp_entries_vbmi2(
+    window: &[u8; 128],
+    leads: u64,
+    bmp: BmpTables<'_>,
+    dst: &mut [u8; 64],
+) -> Option<Entries> {
     use super::unicode::{GATHER, KEPT, SLOW, SPACE};
     use std::arch::x86_64::{
         _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmpeq_epi8_mask,
@@ -1208,18 +1229,17 @@ fn bmp_entries_vbmi2(window: &[u8; 128], leads: u64, bmp: BmpTables<'_>) -> Opti
                 _mm512_permutexvar_epi8(_mm512_sub_epi8(iota, _mm512_set1_epi8(1)), cont_to);
             let out = _mm512_mask_blend_epi8(mapped, lo, lead_to);
             let out = _mm512_mask_blend_epi8(mapped << 1, out, cont_to);
-            let mut copy = [0u8; 64];
-            // SAFETY: `copy` is 64 writable bytes (unaligned store).
-            unsafe { _mm512_storeu_si512(copy.as_mut_ptr().cast(), out) };
+            // SAFETY: `dst` is 64 writable bytes (unaligned store).
+            unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), out) };
             flagged &= !mapped;
-            Some(copy)
+            true
         };
         return Some(Entries {
             handled: found,
             kept: _pdep_u64(has(super::unicode::CLASS_KEPT), found),
             space: _pdep_u64(has(super::unicode::CLASS_SPACE), found),
             flagged,
-            block: rewritten,
+            rewritten,
         });
     }
     let third = next(2);
@@ -1270,7 +1290,7 @@ fn bmp_entries_vbmi2(window: &[u8; 128], leads: u64, bmp: BmpTables<'_>) -> Opti
         kept: _pdep_u64(kept & live, found),
         space: _pdep_u64(space & live, found),
         flagged: _pdep_u64(flagged & live, found),
-        block: None,
+        rewritten: false,
     })
 }
 
@@ -2390,11 +2410,14 @@ mod tests {
                 for base in [0, 64, 128] {
                     let block: &[u8; 64] = bytes[base..base + 64].try_into().unwrap();
                     let (_, _, leads, _) = classify_utf8(block, opts.strip_punctuation);
-                    assert_eq!(Scalar.bmp_entries(&bytes, base, leads, bmp), None);
+                    let mut dst = *block;
+                    assert_eq!(Scalar.bmp_entries(&bytes, base, leads, bmp, &mut dst), None);
+                    assert_eq!(&dst, block);
                     let ours = |i: usize| leads >> i & 1 == 1 && bytes[base + i] < 0xf0;
-                    let Some(t) = k.bmp_entries(&bytes, base, leads, bmp) else {
+                    let Some(t) = k.bmp_entries(&bytes, base, leads, bmp, &mut dst) else {
                         let n = (0..64).filter(|&i| ours(i)).count() as u32;
                         assert!(n < BMP_MIN, "it declines only sparse blocks");
+                        assert_eq!(&dst, block, "declined, and wrote nothing");
                         continue;
                     };
                     vector += 1;
@@ -2433,9 +2456,14 @@ mod tests {
                         kept,
                         space,
                         flagged,
-                        block: one_block.then(|| block.try_into().unwrap()),
+                        rewritten: one_block,
                     };
                     assert_eq!(t, want, "options {o}, block {base} of {text:?}");
+                    assert_eq!(
+                        &dst[..],
+                        &block[..],
+                        "options {o}, block {base} of {text:?}"
+                    );
                 }
             }
         }

@@ -987,14 +987,14 @@ pub(crate) fn unicode_word_states(
         // lowercased text 0.68; now 0.80 (from 0.91, `text_bench`, 3
         // alternating runs; the man pages' word stage 5.24–5.48 → 4.99–5.26
         // µs in `sign_bench`, 5).
-        let mut rewritten = None;
-        if let Some(t) = bmp.and_then(|bmp| kernels.bmp_entries(window, 0, leads, bmp)) {
+        let at = bytes.len();
+        bytes.extend_from_slice(block);
+        let dst: &mut [u8; 64] = (&mut bytes[at..]).try_into().expect("64 bytes");
+        if let Some(t) = bmp.and_then(|bmp| kernels.bmp_entries(window, 0, leads, bmp, dst)) {
             kept_leads = t.kept;
             space |= t.space;
             leads = (leads & !t.handled) | t.flagged;
-            rewritten = t.block;
         }
-        bytes.extend_from_slice(rewritten.as_ref().unwrap_or(block));
         while leads != 0 {
             let i = leads.trailing_zeros();
             leads &= leads - 1;
