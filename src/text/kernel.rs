@@ -575,7 +575,8 @@ pub(crate) trait ScanKernels: Copy {
     /// bytes past every run), the words that end at or before `wall` (the
     /// Unicode scanner's next zone or transcoded character; the ASCII
     /// scanner has none), up to the first that does not. A word of one
-    /// run of at most 16 bytes (24 with `wide`) gets its state in
+    /// run of at most 16 bytes (24 with `wide`), or of two runs as long
+    /// together where the group takes the byte permutes, gets its state in
     /// `dest[m]` (`m`, its index among the words taken); any other gets a
     /// slot there, and `(m, its first run)` is pushed to `todo` for the
     /// caller to hash (none of its runs is past the wall, so it is a copy
@@ -595,7 +596,13 @@ pub(crate) trait ScanKernels: Copy {
     /// (`vpcompressq`, register form). The permutes instead of the gathers:
     /// the man pages' word stage 7,017 → 6,856 ns (`sign_bench`, 3
     /// alternating runs, Zen 4); Russian 1.191 → 1.136 and Chinese 1.498 →
-    /// 1.450 ns/byte (`text_bench`, 3).
+    /// 1.450 ns/byte (`text_bench`, 3). The words of two runs (`l’homme`,
+    /// `e-mail`, `--max-count`: 9% of the French man pages' words) spliced
+    /// by the permute index, the second run's bytes `gap` further on,
+    /// instead of left to the caller: the man pages' word stage 6,909 →
+    /// 6,561 ns and French 6,380 → 5,771 (`sign_bench`, 5 and 3 runs),
+    /// the articles' 716 → 754 (7 runs: they have few such words and pay
+    /// the extra lanes' work).
     #[allow(clippy::too_many_arguments)]
     fn words(
         self,
@@ -787,12 +794,15 @@ impl ScanKernels for Vbmi2 {
 }
 
 /// The word states of 8 runs at once (`words::short_states`' arithmetic,
-/// and `[u64; 4]` lanes' with `WIDE`): the runs start at the 32-bit lanes
+/// and `[u64; 4]` lanes' with `WIDE`): the words start at the 32-bit lanes
 /// of `start` and are the 32-bit lanes of `len` long; only the lanes in
 /// `take` are read (the others' states are garbage). With `window`
 /// (`Some(first)`: every lane in `take` starts at `first` or after and
 /// ends its last chunk within 256 bytes of it) the bytes come from those
-/// 256 bytes by byte permutes; else by gathers. Lowercases the ASCII
+/// 256 bytes by byte permutes, a word's bytes from its `split`-th on
+/// `gap` bytes further (a word of two runs: its first run `split` bytes
+/// long, the second `gap` bytes after the first's end; `gap` 0 for a word
+/// of one run); else by gathers (`gap` 0 in every lane of `take`). Lowercases the ASCII
 /// letters where `cases` is all ones (bytes from 0x80 up are never in
 /// `A..=Z`, so UTF-8 text is lowercased as `lower_utf8` does).
 ///
@@ -806,6 +816,8 @@ unsafe fn group_states<const WIDE: bool>(
     bytes: &[u8],
     start: std::arch::x86_64::__m256i,
     len: std::arch::x86_64::__m256i,
+    split: std::arch::x86_64::__m256i,
+    gap: std::arch::x86_64::__m256i,
     take: u8,
     window: Option<usize>,
     key: u64,
@@ -814,13 +826,13 @@ unsafe fn group_states<const WIDE: bool>(
     use super::words::{L, M};
     use std::arch::x86_64::{
         __m512i, _mm256_add_epi32, _mm256_set1_epi32, _mm256_sub_epi32, _mm512_add_epi64,
-        _mm512_add_epi8, _mm512_and_si512, _mm512_andnot_si512, _mm512_cmpgt_epu64_mask,
-        _mm512_cmplt_epu8_mask, _mm512_cvtepu32_epi64, _mm512_loadu_si512, _mm512_mask_blend_epi64,
-        _mm512_mask_blend_epi8, _mm512_mask_i32gather_epi64, _mm512_maskz_loadu_epi8,
-        _mm512_movepi8_mask, _mm512_mullo_epi64, _mm512_or_si512, _mm512_permutex2var_epi8,
-        _mm512_rol_epi64, _mm512_set1_epi64, _mm512_set1_epi8, _mm512_setzero_si512,
-        _mm512_shuffle_epi8, _mm512_slli_epi64, _mm512_sllv_epi64, _mm512_sub_epi64,
-        _mm512_sub_epi8, _mm512_xor_si512,
+        _mm512_add_epi8, _mm512_and_si512, _mm512_andnot_si512, _mm512_cmpge_epu8_mask,
+        _mm512_cmpgt_epu64_mask, _mm512_cmplt_epu8_mask, _mm512_cvtepu32_epi64, _mm512_loadu_si512,
+        _mm512_mask_add_epi8, _mm512_mask_blend_epi64, _mm512_mask_blend_epi8,
+        _mm512_mask_i32gather_epi64, _mm512_maskz_loadu_epi8, _mm512_movepi8_mask,
+        _mm512_mullo_epi64, _mm512_or_si512, _mm512_permutex2var_epi8, _mm512_rol_epi64,
+        _mm512_set1_epi64, _mm512_set1_epi8, _mm512_setzero_si512, _mm512_shuffle_epi8,
+        _mm512_slli_epi64, _mm512_sllv_epi64, _mm512_sub_epi64, _mm512_sub_epi8, _mm512_xor_si512,
     };
     /// Byte 0 of each 8-byte lane into all 8 (a `vpshufb` pattern).
     const SPREAD: [u8; 64] = {
@@ -889,15 +901,25 @@ unsafe fn group_states<const WIDE: bool>(
             }
             let offsets =
                 _mm512_cvtepu32_epi64(_mm256_sub_epi32(start, _mm256_set1_epi32(base as i32)));
-            let spread = _mm512_shuffle_epi8(offsets, _mm512_loadu_si512(SPREAD.as_ptr().cast()));
-            let mut index = _mm512_add_epi8(spread, _mm512_loadu_si512(WITHIN.as_ptr().cast()));
+            let spreads = _mm512_loadu_si512(SPREAD.as_ptr().cast());
+            let spread = _mm512_shuffle_epi8(offsets, spreads);
+            let within = _mm512_loadu_si512(WITHIN.as_ptr().cast());
+            let split = _mm512_shuffle_epi8(_mm512_cvtepu32_epi64(split), spreads);
+            let gap = _mm512_shuffle_epi8(_mm512_cvtepu32_epi64(gap), spreads);
+            let mut at = within;
+            let mut index = _mm512_add_epi8(spread, within);
             for (c, out) in [&mut c0, &mut c1, &mut c2].into_iter().enumerate() {
                 if c < 2 || WIDE {
+                    // A word's bytes past its first run's come from its
+                    // second run, `gap` bytes further on.
+                    let second = _mm512_cmpge_epu8_mask(at, split);
+                    let index = _mm512_mask_add_epi8(index, second, index, gap);
                     let low = _mm512_permutex2var_epi8(w[0], index, w[1]);
                     let high = _mm512_permutex2var_epi8(w[2], index, w[3]);
                     *out = _mm512_mask_blend_epi8(_mm512_movepi8_mask(index), low, high);
-                    index = _mm512_add_epi8(index, _mm512_set1_epi8(8));
                 }
+                index = _mm512_add_epi8(index, _mm512_set1_epi8(8));
+                at = _mm512_add_epi8(at, _mm512_set1_epi8(8));
             }
         } else {
             for (c, out) in [&mut c0, &mut c1, &mut c2].into_iter().enumerate() {
@@ -960,9 +982,10 @@ fn words_avx512<const WIDE: bool>(
 ) -> (usize, usize) {
     use super::words::JOINED;
     use std::arch::x86_64::{
-        _mm256_andnot_si256, _mm256_cmpgt_epu32_mask, _mm256_cmple_epu32_mask,
-        _mm256_maskz_loadu_epi32, _mm256_set1_epi32, _mm256_sub_epi32, _mm256_test_epi32_mask,
-        _mm512_maskz_compress_epi64, _mm512_storeu_si512,
+        _mm256_add_epi32, _mm256_andnot_si256, _mm256_cmpgt_epu32_mask, _mm256_cmple_epu32_mask,
+        _mm256_mask_blend_epi32, _mm256_maskz_loadu_epi32, _mm256_maskz_sub_epi32,
+        _mm256_set1_epi32, _mm256_sub_epi32, _mm256_test_epi32_mask, _mm512_maskz_compress_epi64,
+        _mm512_storeu_si512,
     };
     let n = starts.len();
     let cases = if case != 0 { u64::MAX } else { 0 };
@@ -980,13 +1003,17 @@ fn words_avx512<const WIDE: bool>(
             (1u8 << (n - i)) - 1
         };
         let after: u8 = if n - i > 8 { 0xff } else { live >> 1 };
+        let after2: u8 = if n - i > 9 { 0xff } else { after >> 1 };
         // SAFETY: the lanes set in `live` are starts[i..n] and ends[i..n],
-        // in `after` starts[i + 1..n].
-        let (s, next, e) = unsafe {
+        // in `after` starts[i + 1..n] and ends[i + 1..n], in `after2`
+        // starts[i + 2..n].
+        let (s, next, next2, e, e_next) = unsafe {
             (
                 _mm256_maskz_loadu_epi32(live, starts.as_ptr().add(i).cast()),
                 _mm256_maskz_loadu_epi32(after, starts.as_ptr().add(i + 1).cast()),
+                _mm256_maskz_loadu_epi32(after2, starts.as_ptr().add(i + 2).cast()),
                 _mm256_maskz_loadu_epi32(live, ends.as_ptr().add(i).cast()),
+                _mm256_maskz_loadu_epi32(after, ends.as_ptr().add(i + 1).cast()),
             )
         };
         let cont = _mm256_test_epi32_mask(s, joined) & live;
@@ -994,10 +1021,18 @@ fn words_avx512<const WIDE: bool>(
         let start = _mm256_andnot_si256(joined, s);
         let len = _mm256_sub_epi32(e, start);
         let before = _mm256_cmple_epu32_mask(e, wall);
-        let simple = head
-            & before
-            & !_mm256_test_epi32_mask(next, joined)
-            & _mm256_cmple_epu32_mask(len, max);
+        let joins = _mm256_test_epi32_mask(next, joined);
+        let simple = head & before & !joins & _mm256_cmple_epu32_mask(len, max);
+        // Words of two runs (`l’homme`, `don't`, `e-mail`) that fit a
+        // lane and end before the wall: hashed here too where the group
+        // takes the byte permutes (their bytes spliced by the index).
+        let next_start = _mm256_andnot_si256(joined, next);
+        let total = _mm256_add_epi32(len, _mm256_sub_epi32(e_next, next_start));
+        let pairs = head
+            & joins
+            & !_mm256_test_epi32_mask(next2, joined)
+            & _mm256_cmple_epu32_mask(e_next, wall)
+            & _mm256_cmple_epu32_mask(total, max);
         // The lanes before the first past the wall.
         let mut taken = (!(before | !live)).trailing_zeros().min(live.count_ones());
         // A run past the wall that continues a word: the word goes back
@@ -1017,26 +1052,42 @@ fn words_avx512<const WIDE: bool>(
         }
         let take = ((1u16 << taken) - 1) as u8;
         assert!(
-            _mm256_cmpgt_epu32_mask(start, limit) & simple & take == 0,
+            _mm256_cmpgt_epu32_mask(start, limit) & (simple | pairs) & take == 0,
             "a run starts within 24 bytes of the buffer's end"
         );
         // The 256 bytes from the group's first run hold every run it hashes
         // (most groups of short words): byte permutes instead of gathers.
-        let hashed = simple & take;
-        let window = (hashed != 0)
-            .then(|| {
-                let last = i + (7 - hashed.leading_zeros()) as usize;
-                let (first, last) = (
-                    (starts[i] & !JOINED) as usize,
-                    (starts[last] & !JOINED) as usize,
-                );
-                (last + if WIDE { 24 } else { 16 } <= first + 256).then_some(first)
-            })
-            .flatten();
-        // SAFETY: the features are enabled here; the lanes in `simple &
-        // take` start at most 24 bytes before the end of `bytes` (checked
-        // above), `window` inside it.
-        let state = unsafe { group_states::<WIDE>(bytes, start, len, hashed, window, key, cases) };
+        // Where they hold the two-run words too, those are hashed as well;
+        // else they are left to the caller, as the gathers cannot splice.
+        // (Runs are in order, so the last lane's last run reaches furthest.)
+        let window_of = |lanes: u8| {
+            (lanes != 0)
+                .then(|| {
+                    let last = (7 - lanes.leading_zeros()) as usize;
+                    let last = i + last + usize::from(pairs >> last & 1 == 1);
+                    let (first, last) = (
+                        (starts[i] & !JOINED) as usize,
+                        (starts[last] & !JOINED) as usize,
+                    );
+                    (last + if WIDE { 24 } else { 16 } <= first + 256).then_some(first)
+                })
+                .flatten()
+        };
+        let (hashed, window) = match window_of((simple | pairs) & take) {
+            Some(first) => ((simple | pairs) & take, Some(first)),
+            None => (simple & take, window_of(simple & take)),
+        };
+        let paired = pairs & hashed;
+        let (first_len, len) = (len, _mm256_mask_blend_epi32(paired, len, total));
+        let gap = _mm256_maskz_sub_epi32(paired, next_start, e);
+        // SAFETY: the features are enabled here; the lanes in `hashed`
+        // start at most 24 bytes before the end of `bytes` (checked
+        // above), `window` inside it, and the two-run words only with it.
+        let state = unsafe {
+            group_states::<WIDE>(
+                bytes, start, len, first_len, gap, hashed, window, key, cases,
+            )
+        };
         let words = head & take;
         // SAFETY: m <= k < n - from, so m + 8 <= dest.len().
         unsafe {
@@ -1045,7 +1096,7 @@ fn words_avx512<const WIDE: bool>(
                 _mm512_maskz_compress_epi64(words, state),
             )
         };
-        let mut deferred = words & !simple;
+        let mut deferred = words & !hashed;
         while deferred != 0 {
             let b = deferred.trailing_zeros();
             let before = (words & ((1u8 << b) - 1)).count_ones() as usize;
@@ -2233,9 +2284,6 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn every_build_of_the_word_scanners_equals_the_portable_one() {
-        use super::super::unicode::CharTable;
-        use super::super::words::AsciiScratch;
-        use super::super::NormalizeOptions;
         const PIECES: [&str; 24] = [
             "word",
             "a",
@@ -2270,37 +2318,68 @@ mod tests {
                 text.push_str(PIECES[next(PIECES.len() as u64) as usize]);
                 text.push_str([" ", " ", " ", "\n", ", ", ""][next(6) as usize]);
             }
-            for o in [0, 3, 4] {
-                let opts = NormalizeOptions {
-                    nfkc: o & 4 == 0,
-                    lowercase: o & 2 == 0,
-                    strip_punctuation: o & 1 == 0,
+            assert_builds_agree(&text);
+        }
+    }
+
+    /// Every build of the word scanners (those the CPU has) states the
+    /// words of `text` as the portable one does, with three option sets.
+    fn assert_builds_agree(text: &str) {
+        use super::super::unicode::CharTable;
+        use super::super::words::AsciiScratch;
+        use super::super::NormalizeOptions;
+        for o in [0, 3, 4] {
+            let opts = NormalizeOptions {
+                nfkc: o & 4 == 0,
+                lowercase: o & 2 == 0,
+                strip_punctuation: o & 1 == 0,
+            };
+            let chars = CharTable::get(&opts);
+            let mut want = Vec::new();
+            word_states_portable(text, chars, 9, &mut AsciiScratch::default(), &mut want);
+            if has_avx2() {
+                let mut got = Vec::new();
+                // SAFETY: `has_avx2` found the feature.
+                unsafe { word_states_avx2(text, chars, 9, &mut AsciiScratch::default(), &mut got) };
+                assert_eq!(got, want, "AVX2, options {o}, {text:?}");
+            }
+            if has_avx512bw() && has_avx512dq() {
+                let mut got = Vec::new();
+                // SAFETY: the two found the features.
+                unsafe {
+                    word_states_avx512(text, chars, 9, &mut AsciiScratch::default(), &mut got)
                 };
-                let chars = CharTable::get(&opts);
-                let mut want = Vec::new();
-                word_states_portable(&text, chars, 9, &mut AsciiScratch::default(), &mut want);
-                if has_avx2() {
-                    let mut got = Vec::new();
-                    // SAFETY: `has_avx2` found the feature.
-                    unsafe {
-                        word_states_avx2(&text, chars, 9, &mut AsciiScratch::default(), &mut got)
-                    };
-                    assert_eq!(got, want, "AVX2, options {o}, {text:?}");
-                }
-                if has_avx512bw() && has_avx512dq() {
-                    let mut got = Vec::new();
-                    // SAFETY: the two found the features.
-                    unsafe {
-                        word_states_avx512(&text, chars, 9, &mut AsciiScratch::default(), &mut got)
-                    };
-                    assert_eq!(got, want, "AVX-512, options {o}, {text:?}");
-                }
-                if let Some(k) = Vbmi2::detect().filter(|_| has_avx512bw() && has_avx512dq()) {
-                    let mut got = Vec::new();
-                    let scratch = &mut AsciiScratch::default();
-                    // SAFETY: the token and the two found the features.
-                    unsafe { word_states_vbmi2(&text, chars, 9, scratch, &mut got, k) };
-                    assert_eq!(got, want, "AVX-512 VBMI2, options {o}, {text:?}");
+                assert_eq!(got, want, "AVX-512, options {o}, {text:?}");
+            }
+            if let Some(k) = Vbmi2::detect().filter(|_| has_avx512bw() && has_avx512dq()) {
+                let mut got = Vec::new();
+                let scratch = &mut AsciiScratch::default();
+                // SAFETY: the token and the two found the features.
+                unsafe { word_states_vbmi2(text, chars, 9, scratch, &mut got, k) };
+                assert_eq!(got, want, "AVX-512 VBMI2, options {o}, {text:?}");
+            }
+        }
+    }
+
+    /// A word of two runs that ends a group of runs (the word kernel's 8),
+    /// its second run near, at or past 256 bytes from the group's first:
+    /// the kernel hashes it from the byte permutes only where they reach
+    /// its second run, else leaves it to its caller. ASCII and Cyrillic
+    /// text, lanes of 16 and 24 bytes (texts of long runs).
+    #[test]
+    fn two_run_words_far_from_their_group_read_alike() {
+        for short in ["ab", "дом"] {
+            for long in [false, true] {
+                let word = if long { "достаточно" } else { short };
+                for before in 0..=9 {
+                    for gap in [1, 100, 200, 230, 240, 250, 255, 256, 260, 300] {
+                        let mut text = format!("{word} ").repeat(before);
+                        text.push_str(word);
+                        text.push_str(&".".repeat(gap));
+                        text.push_str(word);
+                        text.push_str(&format!(" {word}").repeat(9));
+                        assert_builds_agree(&text);
+                    }
                 }
             }
         }

@@ -645,7 +645,8 @@ fn word_runs_end(starts: &[u32], i: usize) -> usize {
 /// [`ScanKernels::words`] from run `from` up to `wall`, as both scanners
 /// call it: the states written into `out` from `w` on (`out` first made
 /// long enough for the kernel's whole groups), the words it leaves
-/// (joined, or longer than a lane; before the wall, so kept bytes only)
+/// (joined from three runs or more, or from two where it gathers, or longer
+/// than a lane; before the wall, so kept bytes only)
 /// hashed by [`left_word_state`], and the runs and words it took
 /// returned; `None` without the kernel, `out` untouched.
 #[allow(clippy::too_many_arguments)]
@@ -1090,8 +1091,9 @@ const WIDE_RUN: usize = 9;
 /// With kernels that hash words in vector lanes ([`ScanKernels::words`],
 /// the VBMI2 builds), the states go straight into `out`: the kernel takes
 /// the words up to the first that ends past the wall (the next zone or
-/// transcoded character), leaving the joined and long ones among them to
-/// the loop here (kept bytes only: `joined_state`, `hash_run`); the
+/// transcoded character), leaving the long ones among them and the
+/// joined ones it does not splice to the loop here (kept bytes only:
+/// `joined_state`, `hash_run`); the
 /// general path below takes the word at the wall, and so on. The loop
 /// before, which these builds took too, gathered every word of one short
 /// run into a lane (its flags, a branch on its length and the wall, two or
