@@ -679,8 +679,8 @@ impl ScanKernels for Scalar {
 /// window (a checked slice) and its bytes 1..65, gathers from
 /// `bmp.entries` at code points of 16 bits, below its 65,536 entries,
 /// reads the 128 bytes of one block of `bmp.low_classes` and of each of
-/// `bmp.low_maps` (checked slices), and stores one register into a local
-/// 64-byte array; `words_avx512` reads and writes what its docs list,
+/// `bmp.low_maps` (checked slices), and stores one register into `dst`,
+/// 64 bytes; `words_avx512` reads and writes what its docs list,
 /// within the lengths its caller asserts.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Vbmi2(());
@@ -802,9 +802,10 @@ impl ScanKernels for Vbmi2 {
 /// 256 bytes by byte permutes, a word's bytes from its `split`-th on
 /// `gap` bytes further (a word of two runs: its first run `split` bytes
 /// long, the second `gap` bytes after the first's end; `gap` 0 for a word
-/// of one run); else by gathers (`gap` 0 in every lane of `take`). Lowercases the ASCII
-/// letters where `cases` is all ones (bytes from 0x80 up are never in
-/// `A..=Z`, so UTF-8 text is lowercased as `lower_utf8` does).
+/// of one run); else by gathers (`gap` 0 in every lane of `take`).
+/// Lowercases the ASCII letters where `cases` is all ones (bytes from 0x80
+/// up are never in `A..=Z`, so UTF-8 text is lowercased as `lower_utf8`
+/// does).
 ///
 /// **Safety.** Call only where AVX-512 F, BW, DQ, VL and VBMI are
 /// enabled, with every lane of `start` in `take` at most `bytes.len() -
@@ -958,8 +959,9 @@ unsafe fn group_states<const WIDE: bool>(
 }
 
 /// [`ScanKernels::words`] for [`Vbmi2`] (it needs AVX-512 F, BW, DQ, VL
-/// and VBMI, and POPCNT, which [`Vbmi2::detect`] checks). Memory: masked loads of
-/// `starts[i..]`, `starts[i + 1..]` and `ends[i..]` (lanes inside them);
+/// and VBMI, and POPCNT, which [`Vbmi2::detect`] checks). Memory: masked
+/// loads of `starts[i..]`, `starts[i + 1..]`, `starts[i + 2..]`,
+/// `ends[i..]` and `ends[i + 1..]` (lanes inside them);
 /// the reads of [`group_states`] (`bytes[first..first + 256]` masked to
 /// the end of `bytes`, `first` a run's start, or gathers) for runs whose
 /// start is at most `bytes.len() - 24` (checked a group at a time: a start

@@ -406,7 +406,7 @@ pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
 fn network_buckets(v: &mut [u32], spare: &mut Vec<u32>, mean: usize) {
     let n = v.len();
     debug_assert!(mean > 0 && n >= mean, "at least one bucket bit");
-    let bits = usize::BITS - (n / mean).leading_zeros();
+    let bits = bucket_bits(n, mean);
     let buckets = 1usize << bits;
     let shift = 32 - bits;
     spare.clear();
@@ -448,7 +448,7 @@ fn scattered_buckets(v: &mut [u32], spare: &mut Vec<u32>, network: usize) -> boo
         scatter_available, scatter_buckets, sort_network, SCATTER_BUCKETS_MAX, SCATTER_STRIDE,
     };
     let n = v.len();
-    let bits = usize::BITS - (n / (network / NETWORK_SHARE)).leading_zeros();
+    let bits = bucket_bits(n, network / NETWORK_SHARE);
     if !(1..=4).contains(&bits) || !scatter_available() {
         return false;
     }
@@ -476,6 +476,12 @@ fn scattered_buckets(v: &mut [u32], spare: &mut Vec<u32>, network: usize) -> boo
     }
     debug_assert_eq!(start, n);
     true
+}
+
+/// The top bits that cut `n` values into buckets of `mean / 2..mean` on
+/// average (of [`network_buckets`] and [`scattered_buckets`]).
+fn bucket_bits(n: usize, mean: usize) -> u32 {
+    usize::BITS - (n / mean).leading_zeros()
 }
 
 /// A network's capacity over the most values [`network_buckets`] puts in
