@@ -1043,8 +1043,9 @@ pub(crate) fn unicode_word_states(
         // Which non-ASCII characters are kept or whitespace, by their lead byte.
         let mut kept_leads = 0u64;
         let mut leads = lead & valid;
-        // Dense two- or three-byte text (Cyrillic, Greek, CJK...): those
-        // leads at once; the loop below takes the others and the ones flagged.
+        // Two- or three-byte characters (dense Cyrillic, Greek, CJK...; any
+        // number of Latin-1 ones): those leads at once; the loop below takes
+        // the others and the ones flagged.
         // The kernel may hand back the block with its capitals lowercased
         // (two-byte ones of one table block, as Cyrillic's): the word loop
         // reads them from `bytes`, not flagged, so their words stay in the
