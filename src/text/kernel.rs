@@ -1195,8 +1195,7 @@ fn bmp_entries_vbmi2(
         _mm512_mask_blend_epi32, _mm512_mask_blend_epi8, _mm512_maskz_compress_epi8,
         _mm512_or_si512, _mm512_permutex2var_epi8, _mm512_permutexvar_epi8, _mm512_set1_epi32,
         _mm512_set1_epi8, _mm512_slli_epi16, _mm512_slli_epi32, _mm512_storeu_si512,
-        _mm512_sub_epi8, _mm512_test_epi32_mask, _mm512_test_epi8_mask, _mm_cvtsi128_si32,
-        _pdep_u64,
+        _mm512_sub_epi8, _mm512_test_epi32_mask, _mm512_test_epi8_mask, _pdep_u64,
     };
     // SAFETY: `window` is 128 readable bytes, `LANE_INDICES` 64 (unaligned
     // loads).
@@ -1214,6 +1213,77 @@ fn bmp_entries_vbmi2(
     if !(1..=32).contains(&n) {
         return None;
     }
+    // Two-byte characters all in one 128-character block of the table
+    // (their leads equal but for the last bit: Cyrillic is 0xD0/0xD1,
+    // Latin-1 0xC2/0xC3): their classes looked up a byte each with one
+    // `vpermi2b` of the block's 128 class bytes, no gather (92% of the
+    // Russian man pages' blocks with four or more such characters; most
+    // blocks of French, German or Spanish prose). At every byte position at
+    // once, as if a lead were there (its last bit, the next byte's 6), then
+    // masked to the leads: no compress of the lead positions and no deposit
+    // back. The Russian man pages 1.017–1.036 → 0.965–0.977 ns/byte, the
+    // man pages' signing 100.4k–102.2k → 100.9k–104.1k docs/s (`text_bench`,
+    // `sign_bench`, 3 alternating runs each, Zen 4).
+    let lead = window[found.trailing_zeros() as usize];
+    let pair = _mm512_and_si512(lo, _mm512_set1_epi8(0xfe_u8 as i8));
+    let same = _mm512_cmpeq_epi8_mask(pair, _mm512_set1_epi8((lead & 0xfe) as i8));
+    if lead < 0xe0 && same & found == found {
+        let block = usize::from((lead & 0x1f) >> 1) * 128;
+        let [classes, leads_to, conts_to] = [bmp.low_classes, &bmp.low_maps[0], &bmp.low_maps[1]]
+            .map(|m| -> &[u8; 128] {
+                m[block..block + 128]
+                    .try_into()
+                    .unwrap_or_else(|_| unreachable!("16 blocks of 128"))
+            });
+        // SAFETY: the tables are 128 readable bytes each, and `window` 128
+        // (bytes 1..65 of it; unaligned loads).
+        let (tlo, thi, llo, lhi, clo, chi, after) = unsafe {
+            (
+                _mm512_loadu_si512(classes.as_ptr().cast()),
+                _mm512_loadu_si512(classes.as_ptr().add(64).cast()),
+                _mm512_loadu_si512(leads_to.as_ptr().cast()),
+                _mm512_loadu_si512(leads_to.as_ptr().add(64).cast()),
+                _mm512_loadu_si512(conts_to.as_ptr().cast()),
+                _mm512_loadu_si512(conts_to.as_ptr().add(64).cast()),
+                _mm512_loadu_si512(window.as_ptr().add(1).cast()),
+            )
+        };
+        // At every byte position, the index in the block of the character
+        // a lead there would start (a 16-bit shift moves no bit across
+        // bytes here).
+        let at_index = _mm512_or_si512(
+            _mm512_slli_epi16::<6>(_mm512_and_si512(lo, _mm512_set1_epi8(1))),
+            _mm512_and_si512(after, _mm512_set1_epi8(0x3f)),
+        );
+        let class = _mm512_permutex2var_epi8(tlo, at_index, thi);
+        let has = |bit: u8| _mm512_test_epi8_mask(class, _mm512_set1_epi8(bit as i8)) & found;
+        // Capitals that map to one small letter: overwritten in a copy of
+        // the block, so that their words need no transcoding (but one at
+        // byte 63, whose continuation byte is the next block's).
+        let mapped = has(super::unicode::CLASS_MAPPED) & !(1 << 63);
+        // The block is written whether or not it has any: the branch on it
+        // mispredicted (a third of the Russian blocks have a capital).
+        // Russian 1.231 → 1.183 ns/byte (`text_bench`, 4 alternating runs,
+        // Zen 4); the other languages equal.
+        let lead_to = _mm512_permutex2var_epi8(llo, at_index, lhi);
+        let cont_to = _mm512_permutex2var_epi8(clo, at_index, chi);
+        // Each continuation byte one position after its lead.
+        let cont_to = _mm512_permutexvar_epi8(_mm512_sub_epi8(iota, _mm512_set1_epi8(1)), cont_to);
+        let out = _mm512_mask_blend_epi8(mapped, lo, lead_to);
+        let out = _mm512_mask_blend_epi8(mapped << 1, out, cont_to);
+        // SAFETY: `dst` is 64 writable bytes (unaligned store).
+        unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), out) };
+        return Some(Entries {
+            handled: found,
+            kept: has(super::unicode::CLASS_KEPT),
+            space: has(super::unicode::CLASS_SPACE),
+            flagged: has(super::unicode::CLASS_FLAGGED) & !mapped,
+            rewritten: true,
+        });
+    }
+    if n < BMP_MIN {
+        return None;
+    }
     // Lane j: the position of the j-th lead; its byte and the two after
     // (positions up to 65: `vpermi2b` reads the 128-byte window).
     let at = _mm512_maskz_compress_epi8(found, iota);
@@ -1222,88 +1292,6 @@ fn bmp_entries_vbmi2(
     let second = next(1);
     // Lanes past the last lead read position 0: cut them before depositing.
     let live = (1u64 << n) - 1;
-    // Two-byte characters all in one 128-character block of the table
-    // (their leads equal but for the last bit: Cyrillic is 0xD0/0xD1):
-    // their classes looked up a byte each with one `vpermi2b` of the
-    // block's 128 class bytes, no gather (92% of the Russian man pages'
-    // blocks with four or more such characters).
-    let lead = _mm_cvtsi128_si32(_mm512_castsi512_si128(first)) as u8;
-    let pair = _mm512_and_si512(first, _mm512_set1_epi8(0xfe_u8 as i8));
-    let same = _mm512_cmpeq_epi8_mask(pair, _mm512_set1_epi8((lead & 0xfe) as i8));
-    if lead < 0xe0 && same & live == live {
-        let block = usize::from((lead & 0x1f) >> 1) * 128;
-        let table: &[u8; 128] = bmp.low_classes[block..block + 128]
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("16 blocks of 128"));
-        // SAFETY: `table` is 128 readable bytes (unaligned loads).
-        let (tlo, thi) = unsafe {
-            (
-                _mm512_loadu_si512(table.as_ptr().cast()),
-                _mm512_loadu_si512(table.as_ptr().add(64).cast()),
-            )
-        };
-        // The code point's low 7 bits: the lead's last bit, then the
-        // continuation's 6 (a 16-bit shift moves no bit across bytes here).
-        let index = _mm512_or_si512(
-            _mm512_slli_epi16::<6>(_mm512_and_si512(first, _mm512_set1_epi8(1))),
-            _mm512_and_si512(second, _mm512_set1_epi8(0x3f)),
-        );
-        let class = _mm512_permutex2var_epi8(tlo, index, thi);
-        let has = |bit: u8| _mm512_test_epi8_mask(class, _mm512_set1_epi8(bit as i8)) & live;
-        let mut flagged = _pdep_u64(has(super::unicode::CLASS_FLAGGED), found);
-        // Capitals that map to one small letter: overwritten in a copy of
-        // the block, so that their words need no transcoding.
-        let mapped = _pdep_u64(has(super::unicode::CLASS_MAPPED), found) & !(1 << 63);
-        // Always, whether or not the block has any: the branch on it
-        // mispredicted (a third of the Russian blocks have a capital).
-        // Russian 1.231 → 1.183 ns/byte (`text_bench`, 4 alternating runs,
-        // Zen 4); the other languages equal.
-        let rewritten = {
-            let [leads_to, conts_to] = bmp.low_maps.each_ref().map(|m| -> &[u8; 128] {
-                m[block..block + 128]
-                    .try_into()
-                    .unwrap_or_else(|_| unreachable!("16 blocks of 128"))
-            });
-            // SAFETY: the tables are 128 readable bytes each, and `window`
-            // 128 (bytes 1..65 of it; unaligned loads).
-            let (llo, lhi, clo, chi, after) = unsafe {
-                (
-                    _mm512_loadu_si512(leads_to.as_ptr().cast()),
-                    _mm512_loadu_si512(leads_to.as_ptr().add(64).cast()),
-                    _mm512_loadu_si512(conts_to.as_ptr().cast()),
-                    _mm512_loadu_si512(conts_to.as_ptr().add(64).cast()),
-                    _mm512_loadu_si512(window.as_ptr().add(1).cast()),
-                )
-            };
-            // At every byte position, the index of the character a lead
-            // there would start (its last bit, the next byte's 6).
-            let at_index = _mm512_or_si512(
-                _mm512_slli_epi16::<6>(_mm512_and_si512(lo, _mm512_set1_epi8(1))),
-                _mm512_and_si512(after, _mm512_set1_epi8(0x3f)),
-            );
-            let lead_to = _mm512_permutex2var_epi8(llo, at_index, lhi);
-            let cont_to = _mm512_permutex2var_epi8(clo, at_index, chi);
-            // Each continuation byte one position after its lead.
-            let cont_to =
-                _mm512_permutexvar_epi8(_mm512_sub_epi8(iota, _mm512_set1_epi8(1)), cont_to);
-            let out = _mm512_mask_blend_epi8(mapped, lo, lead_to);
-            let out = _mm512_mask_blend_epi8(mapped << 1, out, cont_to);
-            // SAFETY: `dst` is 64 writable bytes (unaligned store).
-            unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), out) };
-            flagged &= !mapped;
-            true
-        };
-        return Some(Entries {
-            handled: found,
-            kept: _pdep_u64(has(super::unicode::CLASS_KEPT), found),
-            space: _pdep_u64(has(super::unicode::CLASS_SPACE), found),
-            flagged,
-            rewritten,
-        });
-    }
-    if n < BMP_MIN {
-        return None;
-    }
     let third = next(2);
     let splat = |bits: u32| _mm512_set1_epi32(bits as i32);
     let classes = |a, b, c| {
