@@ -521,7 +521,7 @@ pub(crate) trait ScanKernels: Copy {
 
     /// The tables [`Self::bmp_entries`] reads, from `chars` (the whole-BMP
     /// one made on the first call:
-    /// [`CharTable::bmp_entries`](super::unicode::CharTable::bmp_entries)),
+    /// [`CharTable::bmp_classes`](super::unicode::CharTable::bmp_classes)),
     /// or `None` where the kernels decline ([`Scalar`], which so never makes
     /// it).
     fn bmp_table(self, chars: &super::unicode::CharTable) -> Option<BmpTables<'_>>;
@@ -683,8 +683,8 @@ impl ScanKernels for Scalar {
 /// sound because a `Vbmi2` exists only where the CPU has the features.
 /// `run_positions_vbmi2` stores one or two whole registers (16 lanes of
 /// `u32` each) into `dst`, 32 lanes; `bmp_entries_vbmi2` reads the 128 bytes of the
-/// window (a checked slice) and its bytes 1..65, gathers from
-/// `bmp.entries` at code points of 16 bits, below its 65,536 entries,
+/// window (a checked slice) and its bytes 1..65, gathers 4 bytes from
+/// `bmp.classes` at code points of 16 bits, within its 65,536 + 3 bytes,
 /// reads the 128 bytes of one block of `bmp.low_classes` and of each of
 /// `bmp.low_maps` (checked slices), and stores one register into `dst`,
 /// 64 bytes; `words_avx512` reads and writes what its docs list,
@@ -723,7 +723,7 @@ impl ScanKernels for Vbmi2 {
     #[inline(always)]
     fn bmp_table(self, chars: &super::unicode::CharTable) -> Option<BmpTables<'_>> {
         Some(BmpTables {
-            entries: chars.bmp_entries(),
+            classes: chars.bmp_classes(),
             low_classes: chars.low_classes(),
             low_maps: chars.low_maps(),
         })
@@ -1132,14 +1132,12 @@ const LANE_INDICES: [u8; 64] = {
     a
 };
 
-/// Code points of the BMP: the length of the table [`ScanKernels::bmp_entries`] reads.
-pub(crate) use super::unicode::BMP;
-
 /// The tables [`ScanKernels::bmp_entries`] reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BmpTables<'a> {
-    /// The entry of every code point of the BMP.
-    pub entries: &'a [u32; BMP],
+    /// The class of every code point of the BMP, a byte each, and 3 more:
+    /// [`CharTable::bmp_classes`](super::unicode::CharTable::bmp_classes).
+    pub classes: &'a [u8; super::unicode::BMP_CLASSES],
     /// The classes of the code points below 0x800, a byte each:
     /// [`CharTable::low_classes`](super::unicode::CharTable::low_classes).
     pub low_classes: &'a [u8; super::unicode::LOW],
@@ -1187,7 +1185,7 @@ fn bmp_entries_vbmi2(
     bmp: BmpTables<'_>,
     dst: &mut [u8; 64],
 ) -> Option<Entries> {
-    use super::unicode::{GATHER, KEPT, SLOW, SPACE};
+    use super::unicode::{CLASS_FLAGGED, CLASS_KEPT, CLASS_SPACE};
     use std::arch::x86_64::{
         _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmpeq_epi8_mask,
         _mm512_cmpge_epu32_mask, _mm512_cmplt_epu8_mask, _mm512_cvtepu8_epi32,
@@ -1312,12 +1310,14 @@ fn bmp_entries_vbmi2(
             _mm512_and_si512(c, splat(0x3f)),
         );
         let cp = _mm512_mask_blend_epi32(_mm512_cmpge_epu32_mask(a, splat(0xe0)), two, three);
-        // SAFETY: `cp` has 16 bits, below `bmp`'s 65,536 entries.
-        let e = unsafe { _mm512_i32gather_epi32::<4>(cp, bmp.entries.as_ptr().cast()) };
+        // SAFETY: `cp` has 16 bits, so the 4 bytes at it lie within the
+        // 65,536 + 3 of `bmp.classes`. The class is the first of them (the
+        // low byte of the lane), and the class bits are in its low 3 bits.
+        let e = unsafe { _mm512_i32gather_epi32::<1>(cp, bmp.classes.as_ptr().cast()) };
         (
-            u64::from(_mm512_test_epi32_mask(e, splat(KEPT))),
-            u64::from(_mm512_test_epi32_mask(e, splat(SPACE))),
-            u64::from(_mm512_test_epi32_mask(e, splat(GATHER | SLOW))),
+            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_KEPT.into()))),
+            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_SPACE.into()))),
+            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_FLAGGED.into()))),
         )
     };
     let (mut kept, mut space, mut flagged) = classes(

@@ -230,6 +230,16 @@ pub(crate) const CLASS_FLAGGED: u8 = 4;
 pub(crate) const CLASS_MAPPED: u8 = 8;
 /// Code points of the BMP (up to three-byte UTF-8).
 pub(crate) const BMP: usize = 0x10000;
+/// Bytes of [`CharTable::bmp_classes`]: a class for each code point of the
+/// BMP and 3 bytes more, so that a 4-byte read at any of them stays inside.
+pub(crate) const BMP_CLASSES: usize = BMP + 3;
+
+/// The class bits of `entry` ([`CLASS_KEPT`], [`CLASS_SPACE`],
+/// [`CLASS_FLAGGED`]).
+fn class_byte(entry: u32) -> u8 {
+    let has = |bits: u32, class: u8| if entry & bits != 0 { class } else { 0 };
+    has(KEPT, CLASS_KEPT) | has(SPACE, CLASS_SPACE) | has(GATHER | SLOW, CLASS_FLAGGED)
+}
 
 /// The entries of the BMP for one option combination: the two-byte range
 /// in one array, made with the table, the rest in blocks of 128 characters,
@@ -245,10 +255,10 @@ pub(crate) struct CharTable {
     /// ([`Self::low_maps`]).
     low_maps: Box<[[u8; LOW]; 2]>,
     blocks: [OnceLock<Box<[u32; BLOCK]>>; BLOCKS],
-    /// Every entry of the BMP in one array, for the vector kernels' gathers
-    /// ([`Self::bmp_entries`]): made on first use, whole (a gather cannot
-    /// build a block on the way).
-    bmp: OnceLock<Box<[u32; BMP]>>,
+    /// The class of every code point of the BMP, a byte each, for the
+    /// vector kernels' gathers ([`Self::bmp_classes`]): made on first use,
+    /// whole (a gather cannot build a block on the way).
+    bmp: OnceLock<Box<[u8; BMP_CLASSES]>>,
 }
 
 impl CharTable {
@@ -259,9 +269,7 @@ impl CharTable {
         }
         let mut low_classes = Box::new([0u8; LOW]);
         for (c, &e) in low_classes.iter_mut().zip(low.iter()) {
-            let has = |bits: u32, class: u8| if e & bits != 0 { class } else { 0 };
-            *c =
-                has(KEPT, CLASS_KEPT) | has(SPACE, CLASS_SPACE) | has(GATHER | SLOW, CLASS_FLAGGED);
+            *c = class_byte(e);
         }
         let mut low_maps = Box::new([[0u8; LOW]; 2]);
         for (cp, &e) in low.iter().enumerate() {
@@ -329,22 +337,30 @@ impl CharTable {
         &self.low_maps
     }
 
-    /// The entries of every code point of the BMP, indexed by code point
-    /// ([`Self::entry_low`] below 0x800, [`Self::entry_bmp`] above): for
-    /// the vector kernels' gathers, which only the builds that have them ask
-    /// for. Made whole on the first call (256 KiB; every block classified:
-    /// 6–7 ms in a release build, once per option set and process), apart
-    /// from the blocks [`Self::entry_bmp`] makes one at a time.
+    /// The class of every code point of the BMP, a byte each, indexed by
+    /// code point ([`CLASS_KEPT`], [`CLASS_SPACE`], [`CLASS_FLAGGED`]; below
+    /// 0x800 [`Self::low_classes`] itself), then 3 bytes of zeros: for the vector
+    /// kernels' gathers, which read 4 bytes at a code point and test the
+    /// first; only the builds that have them ask for it. Made whole on the
+    /// first call (64 KiB; every block classified: 6–7 ms in a release build,
+    /// once per option set and process), apart from the blocks
+    /// [`Self::entry_bmp`] makes one at a time. A byte, not the 4-byte entry:
+    /// Chinese and Japanese text reads its classes from 21 KB of the table
+    /// instead of 84 KB (the gather was 39% of the Unicode scanner's samples
+    /// on them).
     #[inline]
-    pub(crate) fn bmp_entries(&self) -> &[u32; BMP] {
+    pub(crate) fn bmp_classes(&self) -> &[u8; BMP_CLASSES] {
         self.bmp.get_or_init(|| {
-            let mut all: Box<[u32; BMP]> = vec![0u32; BMP]
+            let mut all: Box<[u8; BMP_CLASSES]> = vec![0u8; BMP_CLASSES]
                 .into_boxed_slice()
                 .try_into()
-                .unwrap_or_else(|_| unreachable!("BMP entries"));
-            all[..LOW].copy_from_slice(&self.low[..]);
+                .unwrap_or_else(|_| unreachable!("BMP classes"));
+            all[..LOW].copy_from_slice(&self.low_classes[..]);
             for b in LOW / BLOCK..BLOCKS {
-                all[b * BLOCK..(b + 1) * BLOCK].copy_from_slice(&Self::build(&self.opts, b)[..]);
+                let block = Self::build(&self.opts, b);
+                for (c, &e) in all[b * BLOCK..(b + 1) * BLOCK].iter_mut().zip(block.iter()) {
+                    *c = class_byte(e);
+                }
             }
             all
         })
@@ -379,7 +395,7 @@ impl CharTable {
     #[cfg(test)]
     pub(crate) fn heap_bytes(&self) -> usize {
         (self.blocks.iter().filter(|b| b.get().is_some()).count() * BLOCK + LOW) * 4
-            + self.bmp.get().map_or(0, |_| BMP * 4)
+            + self.bmp.get().map_or(0, |_| BMP_CLASSES)
             + std::mem::size_of::<Self>()
     }
 }
@@ -694,6 +710,33 @@ mod tests {
             if let Some(c) = char::from_u32(cp) {
                 assert_eq!(t.entry(c), classify(c, &opts), "{c:?}");
             }
+        }
+    }
+
+    /// The vector kernels' byte table holds the class of every BMP code
+    /// point's entry (below 0x800, `low_classes` with
+    /// its [`CLASS_MAPPED`] bits), then the 3 bytes of slack, zero.
+    #[test]
+    fn the_bmp_class_bytes_are_the_entries_classes() {
+        for opts in [
+            NormalizeOptions::default(),
+            NormalizeOptions {
+                nfkc: false,
+                lowercase: false,
+                strip_punctuation: false,
+            },
+        ] {
+            let t = CharTable::get(&opts);
+            let classes = t.bmp_classes();
+            for cp in 0..0x10000u32 {
+                // Surrogates are not chars (nor in any UTF-8): never read.
+                if let Some(c) = char::from_u32(cp) {
+                    let want = class_byte(t.entry(c));
+                    assert_eq!(classes[cp as usize] & !CLASS_MAPPED, want, "U+{cp:04X}");
+                }
+            }
+            assert_eq!(classes[BMP..], [0; 3]);
+            assert_eq!(classes[..LOW], t.low_classes()[..]);
         }
     }
 
