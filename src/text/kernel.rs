@@ -549,13 +549,14 @@ pub(crate) trait ScanKernels: Copy {
     /// block of the table). Here all of them at once: the lead positions
     /// compressed out of the lane indices, the bytes of each character
     /// gathered with byte permutes (`vpermb`, `vpermi2b`), the code points
-    /// computed in 32-bit lanes and their entries gathered from `bmp`
+    /// computed in 32-bit lanes and their class bytes gathered from `bmp`
     /// (`vpgatherdd`), the class bits tested into masks and deposited back at
     /// the lead positions (`pdep`). Where the characters are all two-byte
     /// ones of one 128-character block of the table (Cyrillic, or Latin-1),
     /// a byte permute of that block's class bytes replaces the gather:
     /// Russian man pages 1.51 → 1.38 ns/byte (`text_bench`, 3 alternating
-    /// runs). On the gather path it declines a block with fewer than
+    /// runs); it is done at every byte position and masked to the leads, with
+    /// no compress or deposit. On the gather path it declines a block with fewer than
     /// [`BMP_MIN`] of them, where the loop is cheaper; the byte-permute path
     /// takes a block with any: Latin prose has one to three a block in most
     /// of its blocks (é, ü, «), and a capital among them (É, Ü) is lowercased

@@ -863,11 +863,11 @@ impl Runs {
 /// holds at most 32 runs (each needs a byte that is not kept before it or
 /// after it), so the 32 slots past `v`'s end are written by index (modulo
 /// 32: no bounds or capacity check per run), then the runs found are
-/// counted in. The
-/// positions used to go into a stack buffer appended with one fixed-size
-/// copy, whose 64-byte loads of the just-written 4-byte stores cannot be
-/// forwarded from the store buffer (`perf annotate` put 12.7% of the word
-/// stage's samples on them, partly skid): writing in place made the
+/// counted in. The positions used to go into a stack buffer appended with
+/// one fixed-size copy, whose 64-byte loads of the just-written 4-byte
+/// stores cannot be forwarded from the store buffer (`perf annotate` put
+/// 12.7% of the word stage's samples on them, partly skid): writing in
+/// place made the
 /// articles' word stage 1,113–1,122 → 1,099–1,112 ns in `sign_bench` (3
 /// alternating runs). Where the CPU has AVX-512 VBMI2 the positions come
 /// from one compress instead of the loop over bits
