@@ -555,10 +555,10 @@ pub(crate) trait ScanKernels: Copy {
     /// ones of one 128-character block of the table (Cyrillic, or Latin-1),
     /// a byte permute of that block's class bytes replaces the gather:
     /// Russian man pages 1.51 → 1.38 ns/byte (`text_bench`, 3 alternating
-    /// runs); it is done at every byte position and masked to the leads, with
-    /// no compress or deposit. On the gather path it declines a block with fewer than
-    /// [`BMP_MIN`] of them, where the loop is cheaper; the byte-permute path
-    /// takes a block with any: Latin prose has one to three a block in most
+    /// runs); it is done at every byte position and masked to the leads,
+    /// with no compress or deposit. On the gather path it declines a block
+    /// with fewer than [`BMP_MIN`] of them, where the loop is cheaper; the
+    /// byte-permute path takes a block with any: Latin prose has one to three a block in most
     /// of its blocks (é, ü, «), and a capital among them (É, Ü) is lowercased
     /// in the block, so its word needs no transcoding. French, German and
     /// Spanish 1.011–1.056 / 1.029–1.086 / 0.987–1.055 → 0.975–1.005 /
@@ -683,8 +683,8 @@ impl ScanKernels for Scalar {
 /// **Safety.** Its methods call `#[target_feature]` functions; that is
 /// sound because a `Vbmi2` exists only where the CPU has the features.
 /// `run_positions_vbmi2` stores one or two whole registers (16 lanes of
-/// `u32` each) into `dst`, 32 lanes; `bmp_entries_vbmi2` reads the 128 bytes of the
-/// window (a checked slice) and its bytes 1..65, gathers 4 bytes from
+/// `u32` each) into `dst`, 32 lanes; `bmp_entries_vbmi2` reads the 128
+/// bytes of the window (a checked slice) and its bytes 1..65, gathers 4 bytes from
 /// `bmp.classes` at code points of 16 bits, within its 65,536 + 3 bytes,
 /// reads the 128 bytes of one block of `bmp.low_classes` and of each of
 /// `bmp.low_maps` (checked slices), and stores one register into `dst`,
@@ -1186,7 +1186,7 @@ fn bmp_entries_vbmi2(
     bmp: BmpTables<'_>,
     dst: &mut [u8; 64],
 ) -> Option<Entries> {
-    use super::unicode::{CLASS_FLAGGED, CLASS_KEPT, CLASS_SPACE};
+    use super::unicode::{CLASS_FLAGGED, CLASS_KEPT, CLASS_MAPPED, CLASS_SPACE};
     use std::arch::x86_64::{
         _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmpeq_epi8_mask,
         _mm512_cmpge_epu32_mask, _mm512_cmplt_epu8_mask, _mm512_cvtepu8_epi32,
@@ -1259,7 +1259,7 @@ fn bmp_entries_vbmi2(
         // Capitals that map to one small letter: overwritten in a copy of
         // the block, so that their words need no transcoding (but one at
         // byte 63, whose continuation byte is the next block's).
-        let mapped = has(super::unicode::CLASS_MAPPED) & !(1 << 63);
+        let mapped = has(CLASS_MAPPED) & !(1 << 63);
         // The block is written whether or not it has any: the branch on it
         // mispredicted (a third of the Russian blocks have a capital).
         // Russian 1.231 → 1.183 ns/byte (`text_bench`, 4 alternating runs,
@@ -1274,9 +1274,9 @@ fn bmp_entries_vbmi2(
         unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), out) };
         return Some(Entries {
             handled: found,
-            kept: has(super::unicode::CLASS_KEPT),
-            space: has(super::unicode::CLASS_SPACE),
-            flagged: has(super::unicode::CLASS_FLAGGED) & !mapped,
+            kept: has(CLASS_KEPT),
+            space: has(CLASS_SPACE),
+            flagged: has(CLASS_FLAGGED) & !mapped,
             rewritten: true,
         });
     }

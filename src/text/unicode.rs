@@ -339,9 +339,9 @@ impl CharTable {
 
     /// The class of every code point of the BMP, a byte each, indexed by
     /// code point ([`CLASS_KEPT`], [`CLASS_SPACE`], [`CLASS_FLAGGED`]; below
-    /// 0x800 [`Self::low_classes`] itself), then 3 bytes of zeros: for the vector
-    /// kernels' gathers, which read 4 bytes at a code point and test the
-    /// first; only the builds that have them ask for it. Made whole on the
+    /// 0x800 [`Self::low_classes`] itself), then 3 bytes of zeros: for the
+    /// vector kernels' gathers, which read 4 bytes at a code point and test
+    /// the first; only the builds that have them ask for it. Made whole on the
     /// first call (64 KiB; every block classified: 6–7 ms in a release build,
     /// once per option set and process), apart from the blocks
     /// [`Self::entry_bmp`] makes one at a time. A byte, not the 4-byte entry:
@@ -714,8 +714,8 @@ mod tests {
     }
 
     /// The vector kernels' byte table holds the class of every BMP code
-    /// point's entry (below 0x800, `low_classes` with
-    /// its [`CLASS_MAPPED`] bits), then the 3 bytes of slack, zero.
+    /// point's entry (below 0x800, `low_classes` with its [`CLASS_MAPPED`]
+    /// bits), then the 3 bytes of slack, zero.
     #[test]
     fn the_bmp_class_bytes_are_the_entries_classes() {
         for opts in [

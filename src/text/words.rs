@@ -1159,9 +1159,9 @@ const WIDE_RUN: usize = 9;
 /// the words up to the first that ends past the wall (the next zone or
 /// transcoded character), leaving the long ones among them and the
 /// joined ones it does not splice to the loop here (kept bytes only:
-/// `joined_state`, `hash_run`); the
-/// general path below takes the word at the wall, and so on. The loop
-/// before, which these builds took too, gathered every word of one short
+/// `joined_state`, `hash_run`); the general path below takes the word at
+/// the wall, and so on. The loop before, which these builds took too,
+/// gathered every word of one short
 /// run into a lane (its flags, a branch on its length and the wall, two or
 /// three 8-byte loads and three or four stores), hashed the lanes in a
 /// second pass and patched the other words in; it stopped at every joined
