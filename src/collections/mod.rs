@@ -360,6 +360,10 @@ impl Collections {
         let valid = valid.unwrap_or_default();
         let engine = Engine::with_clock(valid, Arc::clone(&self.clock));
         engine.set_retention(settings.retention.ttl());
+        // The text tables, once per normalization options and process,
+        // here (at startup, or as the collection is created or found)
+        // rather than in its first request with non-ASCII text.
+        engine.warm();
         Collection {
             name,
             id: self.next_id.fetch_add(1, Ordering::Relaxed),

@@ -257,6 +257,12 @@ impl Engine {
         }
     }
 
+    /// Make the text stage's lookup tables before the first write or
+    /// query needs them ([`Tokenizer::warm`]).
+    pub fn warm(&self) {
+        self.tokenizer.warm();
+    }
+
     pub fn params(&self) -> &EngineParams {
         self.params.params()
     }

@@ -342,8 +342,9 @@ impl CharTable {
     /// 0x800 [`Self::low_classes`] itself), then 3 bytes of zeros: for the
     /// vector kernels' gathers, which read 4 bytes at a code point and test
     /// the first; only the builds that have them ask for it. Made whole on the
-    /// first call (64 KiB; every block classified: 6–7 ms in a release build,
-    /// once per option set and process), apart from the blocks
+    /// first call (64 KiB; every block classified: 6–9 ms in a release build,
+    /// once per option set and process; a server asks for it before it
+    /// serves, through `kernel::warm`), apart from the blocks
     /// [`Self::entry_bmp`] makes one at a time. A byte, not the 4-byte entry:
     /// Chinese and Japanese text reads its classes from 21 KB of the table
     /// instead of 84 KB (the gather was 39% of the Unicode scanner's samples
@@ -711,6 +712,27 @@ mod tests {
                 assert_eq!(t.entry(c), classify(c, &opts), "{c:?}");
             }
         }
+    }
+
+    /// `kernel::warm` makes exactly the tables the running CPU's word
+    /// scanner makes for its first non-ASCII text (the BMP class table
+    /// with the VBMI2 kernels, nothing whole otherwise), so that no text
+    /// waits for them and no other build holds 64 KiB it never reads.
+    #[test]
+    fn warm_makes_what_the_first_non_ascii_text_would() {
+        let opts = NormalizeOptions::default();
+        let warmed = CharTable::new(opts);
+        let scanned = CharTable::new(opts);
+        assert!(warmed.bmp.get().is_none() && scanned.bmp.get().is_none());
+        super::super::kernel::warm(&warmed);
+        let mut scratch = super::super::words::AsciiScratch::default();
+        let mut out = Vec::new();
+        super::super::kernel::word_states("l’été à Zürich", &scanned, 1, &mut scratch, &mut out);
+        assert_eq!(out.len(), 3, "lété, à, zürich");
+        assert_eq!(warmed.bmp.get().is_some(), scanned.bmp.get().is_some());
+        let before = warmed.heap_bytes();
+        super::super::kernel::warm(&warmed);
+        assert_eq!(warmed.heap_bytes(), before, "a second warm makes nothing");
     }
 
     /// The vector kernels' byte table holds the class of every BMP code
