@@ -238,6 +238,7 @@ pub(crate) fn warm(chars: &super::unicode::CharTable) {
             let _ = k.bmp_table(chars);
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
     let _ = chars;
 }
 

@@ -90,12 +90,17 @@ impl Tokenizer {
 
     /// Make now the lookup tables that the first text with non-ASCII
     /// characters would otherwise make while it is hashed (8.6 ms in a
-    /// release build on a Zen 4, see `kernel::warm`): a server calls this
-    /// before it serves, so that no request waits for them. Once per
+    /// release build on a Zen 4 for the word scanner's, see
+    /// `kernel::warm`): a server calls this before it serves, so that no
+    /// request waits for them. Character shingles never run the word
+    /// scanner, so they need only the character table. Once per
     /// normalization options and process; later calls, and tokenizers
     /// with the same options, find them made.
     pub fn warm(&self) {
-        kernel::warm(unicode::CharTable::get(&self.normalize));
+        let chars = unicode::CharTable::get(&self.normalize);
+        if self.shingler.options().kind == ShingleKind::Word {
+            kernel::warm(chars);
+        }
     }
 
     /// The 64-bit hash of every word of normalized `text`, in order, left in
