@@ -226,20 +226,58 @@ fn integral_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize
     use serde::de::Error;
     match Option::<serde_json::Number>::deserialize(d)? {
         None => Ok(None),
-        Some(n) => {
-            if let Some(u) = n.as_u64() {
-                return usize::try_from(u).map(Some).map_err(D::Error::custom);
-            }
-            match n.as_f64() {
-                Some(f) if f.fract() == 0.0 && f >= 0.0 && f <= u32::MAX as f64 => {
-                    Ok(Some(f as usize))
-                }
-                _ => Err(D::Error::custom(format!(
-                    "invalid value: {n}, expected a non-negative integer"
-                ))),
-            }
-        }
+        Some(n) => integral(&n, u32::MAX as f64)
+            .map(|u| usize::try_from(u).map_err(D::Error::custom))
+            .transpose()?
+            .map(Some)
+            .ok_or_else(|| not_integral(&n)),
     }
+}
+
+/// The largest float below 2⁶⁴: an integral float up to it is a `u64`.
+const MAX_U64_FLOAT: f64 = 18_446_744_073_709_549_568.0;
+
+/// [`integral_count`] for a `u64` (a seed).
+fn integral_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match Option::<serde_json::Number>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => integral(&n, MAX_U64_FLOAT)
+            .map(Some)
+            .ok_or_else(|| not_integral(&n)),
+    }
+}
+
+/// [`integral_count`] for each value of an optional list.
+fn integral_counts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
+    use serde::de::Error;
+    let Some(values) = Option::<Vec<serde_json::Number>>::deserialize(d)? else {
+        return Ok(None);
+    };
+    values
+        .iter()
+        .map(|n| {
+            integral(n, u32::MAX as f64)
+                .ok_or_else(|| not_integral(n))
+                .and_then(|u| usize::try_from(u).map_err(D::Error::custom))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// `n` as a non-negative integer: an integer, or a float with no
+/// fraction up to `max_float` (JSON Schema counts `5.0` as an integer).
+fn integral(n: &serde_json::Number, max_float: f64) -> Option<u64> {
+    n.as_u64().or_else(|| {
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= max_float)
+            .map(|f| f as u64)
+    })
+}
+
+fn not_integral<E: serde::de::Error>(n: &serde_json::Number) -> E {
+    E::custom(format!(
+        "invalid value: {n}, expected a non-negative integer"
+    ))
 }
 
 #[cfg(test)]
@@ -256,6 +294,47 @@ mod tests {
         assert!(p(r#"{"text":"a","limit":1.5}"#).is_err());
         assert!(p(r#"{"text":"a","limit":-1}"#).is_err());
         assert!(p(r#"{"text":"a","limit":"3"}"#).is_err());
+    }
+
+    /// The analysis bodies as their schemas say: every optional value may
+    /// be null (the default), and integers may be written as `5.0`.
+    #[test]
+    fn analysis_bodies_take_nulls_and_integral_floats() {
+        let a: AccuracyIn = serde_json::from_str(
+            r#"{"sample":3.0,"seed":9007199254740994.0,"k":[2.0,3],"num_perm":[16.0],"threshold":null,"texts":null}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (a.sample, a.seed, a.k, a.num_perm, a.threshold, a.texts),
+            (
+                Some(3),
+                Some((1 << 53) + 2),
+                Some(vec![2, 3]),
+                Some(vec![16]),
+                None,
+                None
+            )
+        );
+        let h: HistogramIn = serde_json::from_str(
+            r#"{"texts":["a b","c d"],"sample":null,"seed":null,"k":null,"bins":10.0}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (h.sample, h.seed, h.k, h.bins, h.texts.map(|t| t.len())),
+            (None, None, None, Some(10), Some(2))
+        );
+        for bad in [
+            r#"{"sample":2.5}"#,
+            r#"{"sample":-2}"#,
+            r#"{"seed":18446744073709551616.0}"#,
+            r#"{"seed":-1}"#,
+            r#"{"k":[2,1.5]}"#,
+            r#"{"k":[2,"3"]}"#,
+            r#"{"bins":"10"}"#,
+        ] {
+            assert!(serde_json::from_str::<HistogramIn>(bad).is_err(), "{bad}");
+        }
+        assert!(serde_json::from_str::<AccuracyIn>(r#"{"num_perm":[16,0.5]}"#).is_err());
     }
 }
 
@@ -313,10 +392,15 @@ pub struct ExplainOut {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HistogramIn {
+    #[serde(default)]
     pub texts: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "integral_count")]
     pub sample: Option<usize>,
+    #[serde(default, deserialize_with = "integral_u64")]
     pub seed: Option<u64>,
+    #[serde(default, deserialize_with = "integral_counts")]
     pub k: Option<Vec<usize>>,
+    #[serde(default, deserialize_with = "integral_count")]
     pub bins: Option<usize>,
 }
 
@@ -324,11 +408,17 @@ pub struct HistogramIn {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccuracyIn {
+    #[serde(default)]
     pub texts: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "integral_count")]
     pub sample: Option<usize>,
+    #[serde(default, deserialize_with = "integral_u64")]
     pub seed: Option<u64>,
+    #[serde(default, deserialize_with = "integral_counts")]
     pub k: Option<Vec<usize>>,
+    #[serde(default, deserialize_with = "integral_counts")]
     pub num_perm: Option<Vec<usize>>,
+    #[serde(default)]
     pub threshold: Option<f64>,
 }
 

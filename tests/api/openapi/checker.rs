@@ -5,7 +5,7 @@ use super::spec::*;
 use serde_json::{json, Value};
 
 /// Keywords the checker enforces.
-pub(super) const ASSERTIONS: [&str; 19] = [
+pub(super) const ASSERTIONS: [&str; 20] = [
     "$ref",
     "type",
     "enum",
@@ -16,6 +16,7 @@ pub(super) const ASSERTIONS: [&str; 19] = [
     "items",
     "anyOf",
     "oneOf",
+    "not",
     "minItems",
     "maxItems",
     "uniqueItems",
@@ -124,6 +125,21 @@ pub(super) fn check(schema: &Value, value: &Value, at: &str, errors: &mut Vec<St
     if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
         if !branches.iter().any(|b| schema_errors(b, value).is_empty()) {
             errors.push(format!("{at}: {value} matches no anyOf branch"));
+        }
+    }
+    if let Some(forbidden) = schema.get("not") {
+        let broken = schema_errors(forbidden, value);
+        // A keyword the checker does not know inside `not` would make every
+        // value "break" it, so pass: refused, as anywhere else.
+        let unknown: Vec<String> = broken
+            .iter()
+            .filter(|e| e.contains("unsupported schema keyword"))
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            errors.extend(unknown);
+        } else if broken.is_empty() {
+            errors.push(format!("{at}: {value} matches the schema under `not`"));
         }
     }
     if let Some(branches) = schema.get("oneOf").and_then(Value::as_array) {
@@ -281,6 +297,13 @@ pub(super) fn the_schema_checker_rejects_bodies_that_break_the_spec() {
         ("Health", json!({"status": "ready"})),
         ("HistogramIn", json!({"texts": ["a", "b"], "k": [2, 3, 2]})),
         ("AccuracyIn", json!({"sample": 10, "num_perm": [16, 16]})),
+        // Exactly one of texts and sample (null is absent); seed only with sample.
+        ("HistogramIn", json!({"texts": ["a", "b"], "sample": 3})),
+        ("HistogramIn", json!({"k": [2]})),
+        ("HistogramIn", json!({"texts": null, "sample": null})),
+        ("AccuracyIn", json!({"texts": ["a", "b"], "seed": 7})),
+        ("AccuracyIn", json!({"sample": 2.5})),
+        ("AccuracyIn", json!({"sample": 3, "threshold": 0})),
     ];
     for (name, value) in broken {
         assert!(
@@ -293,9 +316,31 @@ pub(super) fn the_schema_checker_rejects_bodies_that_break_the_spec() {
     let last = &stats["properties"]["storage"]["oneOf"][0]["properties"]["last_snapshot"];
     assert!(schema_errors(last, &Value::Null).is_empty());
     assert!(!schema_errors(last, &json!({"path": "p"})).is_empty());
-    // Keywords the checker does not enforce are refused, not skipped.
+    // Keywords the checker does not enforce are refused, not skipped, under
+    // `not` too.
     let unknown = json!({"type": "object", "allOf": [{"required": ["x"]}]});
     assert!(!schema_errors(&unknown, &json!({})).is_empty());
+    let hidden = json!({"not": {"allOf": [{"required": ["x"]}]}});
+    assert!(!schema_errors(&hidden, &json!({})).is_empty());
+    // The analysis bodies take what the server takes: nulls for absent
+    // values, the one source given, a seed with a sample.
+    for (name, value) in [
+        (
+            "HistogramIn",
+            json!({"texts": ["a", "b"], "sample": null, "seed": null, "bins": null}),
+        ),
+        ("HistogramIn", json!({"sample": 3, "seed": 7, "k": [2, 3]})),
+        (
+            "AccuracyIn",
+            json!({"texts": null, "sample": 2, "threshold": null, "num_perm": [16]}),
+        ),
+        (
+            "AccuracyIn",
+            json!({"texts": ["a", "b"], "seed": null, "threshold": 0.8}),
+        ),
+    ] {
+        assert_conforms(component_schema(name), &value, name);
+    }
     // And a conforming body passes.
     let ok = json!({"id": "q1", "shingles": 3, "similar": [], "truncated": false});
     assert_conforms(component_schema("Written"), &ok, "a valid Written");
