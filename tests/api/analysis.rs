@@ -240,6 +240,29 @@ async fn the_estimate_error_shrinks_with_more_hash_values_and_misses_are_counted
     }
 }
 
+/// As the schemas say: a null value is an absent one, and `2.0` is 2.
+#[tokio::test]
+async fn nulls_and_integral_floats_are_answered_like_what_they_stand_for() {
+    let app = spawn_app().await;
+    let texts = planted(12);
+    let plain = histogram(&app, json!({"texts": texts, "k": [2, 3], "bins": 10})).await;
+    let spelled =
+        json!({"texts": texts, "sample": null, "seed": null, "k": [2.0, 3], "bins": 10.0});
+    assert_eq!(histogram(&app, spelled).await, plain);
+    let accuracy = |body: Value| {
+        let app = &app;
+        async move {
+            let resp = app.post_json("/analysis/accuracy", &body).await;
+            assert_eq!(resp.status(), 200, "{body}");
+            resp.json::<Value>().await.unwrap()
+        }
+    };
+    let plain = accuracy(json!({"texts": texts, "k": [3], "num_perm": [16, 64]})).await;
+    let spelled = json!({"texts": texts, "k": [3.0], "num_perm": [16.0, 64], "threshold": null});
+    assert_eq!(accuracy(spelled).await, plain);
+    assert_eq!(plain["threshold"], 0.8);
+}
+
 #[tokio::test]
 async fn bad_requests_are_clear_client_errors() {
     let app = spawn_app().await;
