@@ -223,15 +223,16 @@ pub struct StatusOut {
 
 /// An optional non-negative integer that may be written as `5` or `5.0`.
 fn integral_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    use serde::de::Error;
-    match Option::<serde_json::Number>::deserialize(d)? {
-        None => Ok(None),
-        Some(n) => integral(&n, u32::MAX as f64)
-            .map(|u| usize::try_from(u).map_err(D::Error::custom))
-            .transpose()?
-            .map(Some)
-            .ok_or_else(|| not_integral(&n)),
-    }
+    Option::<serde_json::Number>::deserialize(d)?
+        .map(|n| count(&n))
+        .transpose()
+}
+
+/// [`integral_count`] for each value of an optional list.
+fn integral_counts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
+    Option::<Vec<serde_json::Number>>::deserialize(d)?
+        .map(|values| values.iter().map(count).collect())
+        .transpose()
 }
 
 /// The largest float below 2⁶⁴: an integral float up to it is a `u64`.
@@ -239,29 +240,15 @@ const MAX_U64_FLOAT: f64 = 18_446_744_073_709_549_568.0;
 
 /// [`integral_count`] for a `u64` (a seed).
 fn integral_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    match Option::<serde_json::Number>::deserialize(d)? {
-        None => Ok(None),
-        Some(n) => integral(&n, MAX_U64_FLOAT)
-            .map(Some)
-            .ok_or_else(|| not_integral(&n)),
-    }
+    Option::<serde_json::Number>::deserialize(d)?
+        .map(|n| integral(&n, MAX_U64_FLOAT).ok_or_else(|| not_integral(&n)))
+        .transpose()
 }
 
-/// [`integral_count`] for each value of an optional list.
-fn integral_counts<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<usize>>, D::Error> {
-    use serde::de::Error;
-    let Some(values) = Option::<Vec<serde_json::Number>>::deserialize(d)? else {
-        return Ok(None);
-    };
-    values
-        .iter()
-        .map(|n| {
-            integral(n, u32::MAX as f64)
-                .ok_or_else(|| not_integral(n))
-                .and_then(|u| usize::try_from(u).map_err(D::Error::custom))
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
+/// `n` as a count: an integer, or an integral float up to `u32::MAX`.
+fn count<E: serde::de::Error>(n: &serde_json::Number) -> Result<usize, E> {
+    let u = integral(n, u32::MAX as f64).ok_or_else(|| not_integral(n))?;
+    usize::try_from(u).map_err(E::custom)
 }
 
 /// `n` as a non-negative integer: an integer, or a float with no
