@@ -10,6 +10,9 @@
 #   scripts/readme-check.sh --print    print what each command answers, "#> " form
 set -euo pipefail
 cd "$(dirname "$0")/.."
+for tool in python3 curl jq; do
+    command -v "$tool" >/dev/null || { echo "readme-check: $tool is needed (the README's commands use it)" >&2; exit 2; }
+done
 bin=${README_CHECK_BIN:-}
 if [[ -z "$bin" ]]; then
     cargo build --quiet --locked --bin neardup
