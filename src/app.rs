@@ -85,7 +85,7 @@ impl App {
             );
         }
         let default = state.collections.default_collection();
-        let (p, b) = (default.engine.params(), default.engine.bands());
+        let (p, b) = (default.recipe().params(), default.recipe().bands());
         tracing::info!(
             addr = %listener.local_addr()?,
             collections = state.collections.len(),
@@ -191,7 +191,7 @@ async fn restore_then_maintain(state: AppState) {
         snapshot_timer(&state),
         purge_timer(&state),
         fsync_timer(&state),
-        redis_watch(&state),
+        storage_watch(&state),
         huge_pages_timer(&state)
     );
 }
@@ -199,21 +199,15 @@ async fn restore_then_maintain(state: AppState) {
 /// With `storage.backend = "redis"`, every `storage.redis.watch_interval_ms`:
 /// check the cluster (`/readyz` follows the verdict) and bring this node's
 /// collections in line with the catalog in Redis.
-async fn redis_watch(state: &AppState) {
-    let Some(redis) = state.collections.redis().cloned() else {
+async fn storage_watch(state: &AppState) {
+    let Some(every) = state.collections.watch_interval() else {
         return;
     };
-    let mut tick = tokio::time::interval(Duration::from_millis(
-        state.config.storage.redis.watch_interval_ms,
-    ));
+    let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if redis.check().await.ok {
-            if let Err(e) = state.collections.sync_catalog().await {
-                tracing::warn!(error = %e, "reading the collection catalog in redis failed; retried");
-            }
-        }
+        state.collections.watch().await;
     }
 }
 
@@ -286,38 +280,14 @@ async fn purge_timer(state: &AppState) {
     }
 }
 
-/// Purge every collection's expired documents now, off the async workers.
+/// Purge every collection's expired documents now (a journaled delete
+/// each in memory; in Redis any node may run it, and a record rewritten
+/// meanwhile is kept by the compare-on-gen).
 pub async fn purge_expired(state: &AppState) {
-    let collections = Arc::clone(&state.collections);
-    let metrics = Arc::clone(&state.metrics);
-    let purged = tokio::task::spawn_blocking(move || {
-        for c in collections.list() {
-            let Some(store) = c.store() else { continue };
-            let started = std::time::Instant::now();
-            match store.purge_expired() {
-                Ok(0) => {}
-                Ok(n) => {
-                    metrics.observe_purge(c.name.as_str(), n);
-                    tracing::info!(collection = %c.name, documents = n, seconds = started.elapsed().as_secs_f64(), "expired documents purged");
-                }
-                Err(e) => {
-                    tracing::error!(collection = %c.name, error = %e, "purging expired documents failed; they stay hidden and are retried")
-                }
-            }
-        }
-    })
-    .await;
-    if let Err(e) = purged {
-        tracing::error!(error = %e, "the purge task failed");
-    }
-    // Collections in Redis: the same, over the cluster (any node may run
-    // it; a record rewritten meanwhile is kept by the compare-on-gen).
     for c in state.collections.list() {
-        let Some(crate::backend::Backend::Redis(index)) = c.backend() else {
-            continue;
-        };
+        let Some(backend) = c.backend() else { continue };
         let started = std::time::Instant::now();
-        match index.purge_expired().await {
+        match backend.purge_expired().await {
             Ok(0) => {}
             Ok(n) => {
                 state.metrics.observe_purge(c.name.as_str(), n);
@@ -401,8 +371,8 @@ async fn fsync_timer(state: &AppState) {
         let collections = Arc::clone(&state.collections);
         let _ = tokio::task::spawn_blocking(move || {
             for c in collections.list() {
-                if let Some(store) = c.store() {
-                    if let Err(e) = store.wal().sync_now() {
+                if let Some(backend) = c.backend() {
+                    if let Err(e) = backend.sync_log() {
                         tracing::error!(collection = %c.name, error = %e, "periodic log fsync failed");
                     }
                 }

@@ -3,9 +3,13 @@
 //! blocking thread because it may wait for an fsync. Reads call the engine
 //! directly on the caller's thread, as before the seam existed.
 
-use super::BackendError;
-use crate::engine::{Engine, EngineError, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome};
-use crate::persist::Store;
+use super::{BackendError, LogStats, SnapshotInfo, StoredText};
+use crate::config::StorageSettings;
+use crate::engine::{
+    Engine, EngineError, NewDoc, Query, Record, UniqueOutcome, WriteMode, WriteOutcome,
+};
+use crate::persist::{PersistError, Store};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// One collection held in memory.
@@ -57,5 +61,151 @@ impl Memory {
 
     pub async fn remove(&self, id: String) -> Result<bool, BackendError> {
         self.write(move |store| store.remove(&id)).await
+    }
+
+    /// `f` on the store, on a blocking thread, for reads of files.
+    async fn read<T: Send + 'static>(
+        &self,
+        what: &'static str,
+        f: impl FnOnce(&Store) -> Result<T, PersistError> + Send + 'static,
+    ) -> Result<T, BackendError> {
+        let store = Arc::clone(&self.store);
+        tokio::task::spawn_blocking(move || f(&store))
+            .await
+            .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
+            .map_err(|e| BackendError::Internal(format!("{what}: {e}")))
+    }
+
+    pub async fn text(&self, id: &str) -> Result<StoredText, BackendError> {
+        if !self.store.stores_text() {
+            return Ok(StoredText::NotKept);
+        }
+        let key = id.to_owned();
+        let found = self
+            .read("reading a stored text", move |store| {
+                let record = store.engine().get(&key);
+                record.map(|r| store.text_of(&r)).transpose()
+            })
+            .await?;
+        Ok(match found {
+            None => StoredText::Missing,
+            Some(None) => StoredText::StoredWithout,
+            Some(Some(text)) => StoredText::Text(text),
+        })
+    }
+
+    pub async fn sample_texts(
+        &self,
+        n: usize,
+        seed: u64,
+        max_bytes: usize,
+    ) -> Result<Vec<(String, String)>, BackendError> {
+        self.read("reading a sample of texts", move |store| {
+            store.sample_texts(n, seed, max_bytes)
+        })
+        .await
+    }
+
+    /// The live documents by id, `step` at a time.
+    pub fn export(&self, step: usize) -> Export {
+        let mut records = self.engine.records();
+        records.sort_unstable_by(|a, b| a.id().as_str().cmp(b.id().as_str()));
+        Export {
+            store: Arc::clone(&self.store),
+            records: Arc::new(records),
+            at: 0,
+            step: step.max(1),
+        }
+    }
+
+    pub async fn purge_expired(&self) -> Result<usize, BackendError> {
+        self.write(|store| store.purge_expired()).await
+    }
+
+    pub fn snapshot(&self, only_if_changed: bool) -> Result<Option<SnapshotInfo>, BackendError> {
+        let store = &self.store;
+        if store.is_retired() || (only_if_changed && !store.changed_since_snapshot()) {
+            return Ok(None);
+        }
+        match store.snapshot() {
+            Ok(info) => Ok(Some(info)),
+            // Deleted meanwhile.
+            Err(PersistError::Retired) => Ok(None),
+            Err(e) if e.is_out_of_space() => Err(BackendError::SnapshotNoSpace(e.to_string())),
+            Err(e) => Err(BackendError::Internal(format!("snapshot failed: {e}"))),
+        }
+    }
+
+    pub fn storage_stats(&self, storage: &StorageSettings) -> serde_json::Value {
+        let store = &self.store;
+        let wal = store.wal();
+        let c = &wal.counters;
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        serde_json::json!({
+            "data_dir": store.data_dir(),
+            "wal_fsync": wal.mode().as_str(),
+            "wal_fsync_interval_ms": storage.wal_fsync_interval_ms,
+            "wal_bytes": wal.bytes(),
+            "wal_next_lsn": wal.next_lsn(),
+            "wal_appends": load(&c.appends),
+            "wal_fsyncs": load(&c.fsyncs),
+            "wal_writable": wal.is_writable(),
+            "snapshot_interval_secs": storage.snapshot_interval_secs,
+            "snapshots_keep": storage.snapshots_keep,
+            "store_text": store.stores_text(),
+            "text_bytes": store.text_bytes(),
+            "last_snapshot": store.last_snapshot(),
+            "recovery": store.recovery,
+        })
+    }
+
+    pub fn log_stats(&self) -> LogStats {
+        let wal = self.store.wal();
+        let c = &wal.counters;
+        LogStats {
+            appends: c.appends.load(Ordering::Relaxed),
+            append_nanos: c.append_nanos.load(Ordering::Relaxed),
+            fsyncs: c.fsyncs.load(Ordering::Relaxed),
+            fsync_nanos: c.fsync_nanos.load(Ordering::Relaxed),
+            bytes: wal.bytes(),
+            text_bytes: self.store.text_bytes(),
+            writable: wal.is_writable(),
+        }
+    }
+}
+
+/// An export of the memory backend: the records as they were when it
+/// started; each page skips those expired since.
+pub struct Export {
+    store: Arc<Store>,
+    records: Arc<Vec<Arc<Record>>>,
+    at: usize,
+    step: usize,
+}
+
+impl Export {
+    pub async fn next(
+        &mut self,
+        format: fn(&Record, Option<String>) -> Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, BackendError> {
+        if self.at >= self.records.len() {
+            return Ok(None);
+        }
+        let (from, to) = (self.at, (self.at + self.step).min(self.records.len()));
+        self.at = to;
+        let (store, records) = (Arc::clone(&self.store), Arc::clone(&self.records));
+        let page = tokio::task::spawn_blocking(move || {
+            let engine = store.engine();
+            let now = engine.now_ms();
+            let mut out = Vec::new();
+            for r in records[from..to].iter().filter(|r| engine.is_live(r, now)) {
+                out.extend(format(r, store.text_of(r)?));
+            }
+            Ok::<_, PersistError>(out)
+        })
+        .await
+        .map_err(|e| BackendError::Internal(format!("export task failed: {e}")))?
+        .map_err(|e| BackendError::Internal(format!("reading a stored text: {e}")))?;
+        Ok(Some(page))
     }
 }

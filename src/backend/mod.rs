@@ -21,10 +21,14 @@ pub mod redis;
 pub use memory::Memory;
 pub use redis::RedisIndex;
 
+pub use crate::persist::SnapshotInfo;
+
+use crate::config::StorageSettings;
 use crate::engine::{
-    Comparison, EngineError, NewDoc, Prepared, Query, QueryOutcome, Record, UniqueOutcome,
-    WriteMode, WriteOutcome,
+    Comparison, Engine, EngineError, Groups, MemoryStats, NewDoc, Prepared, Query, QueryOutcome,
+    Record, ScanStats, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// Why a backend operation failed.
@@ -41,6 +45,10 @@ pub enum BackendError {
     /// A bug or corrupt data (logged; answered as a generic 500).
     #[error("{0}")]
     Internal(String),
+    /// A snapshot could not be written for want of disk space (the log
+    /// still holds every write).
+    #[error("{0}")]
+    SnapshotNoSpace(String),
 }
 
 /// The storage behind one collection.
@@ -61,6 +69,16 @@ impl std::fmt::Debug for Backend {
 }
 
 impl Backend {
+    /// A collection held in this process: `engine`'s maps, written through `store`.
+    pub fn in_memory(engine: Arc<Engine>, store: Arc<crate::persist::Store>) -> Self {
+        Backend::Memory(Memory::new(engine, store))
+    }
+
+    /// A collection held in a Redis Cluster.
+    pub fn in_redis(index: RedisIndex) -> Self {
+        Backend::Redis(index)
+    }
+
     /// The backend's name, as `storage.backend` spells it.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -165,11 +183,264 @@ impl Backend {
         }
     }
 
-    /// The memory backend's store (snapshots, the log, purges), if this is one.
-    pub fn store(&self) -> Option<&Arc<crate::persist::Store>> {
+    /// Whether new writes keep their texts (`store_text`).
+    pub fn stores_text(&self) -> bool {
+        match self {
+            Backend::Memory(m) => m.store.stores_text(),
+            Backend::Redis(r) => r.stores_text(),
+        }
+    }
+
+    /// Keep (or stop keeping) the texts of writes from now on.
+    pub fn set_store_text(&self, on: bool) {
+        match self {
+            Backend::Memory(m) => m.store.set_store_text(on),
+            Backend::Redis(r) => r.set_store_text(on),
+        }
+    }
+
+    /// The stored text of `id`, or why there is none.
+    pub async fn text(&self, id: &str) -> Result<StoredText, BackendError> {
+        match self {
+            Backend::Memory(m) => m.text(id).await,
+            Backend::Redis(r) => {
+                if !r.stores_text() {
+                    return Ok(match r.get(id).await? {
+                        None => StoredText::Missing,
+                        Some(_) => StoredText::NotKept,
+                    });
+                }
+                Ok(match r.text(id).await? {
+                    None => StoredText::Missing,
+                    Some(None) => StoredText::StoredWithout,
+                    Some(Some(text)) => StoredText::Text(text),
+                })
+            }
+        }
+    }
+
+    /// Up to `n` live documents with a stored text, drawn uniformly
+    /// (deterministic for `seed` and the contents), as (id, text), stopping
+    /// before the texts pass `max_bytes`.
+    pub async fn sample_texts(
+        &self,
+        n: usize,
+        seed: u64,
+        max_bytes: usize,
+    ) -> Result<Vec<(String, String)>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.sample_texts(n, seed, max_bytes).await,
+            Backend::Redis(r) => r.sample_texts(n, seed, max_bytes).await,
+        }
+    }
+
+    /// Every live document with its stored text, for an export: a cursor
+    /// that hands out pages of about `step` documents, by id on the memory
+    /// backend, in the cluster's scan order on redis.
+    pub async fn export(&self, step: usize) -> Result<ExportPages<'_>, BackendError> {
+        Ok(match self {
+            Backend::Memory(m) => ExportPages::Memory(m.export(step)),
+            Backend::Redis(r) => ExportPages::Redis(r.export(step).await?),
+        })
+    }
+
+    /// A number that changes whenever a write is applied (cached scans
+    /// compare it); the redis backend reads the shared write counter.
+    pub async fn write_version(&self) -> Result<u64, BackendError> {
+        match self {
+            Backend::Memory(m) => Ok(m.engine.generation()),
+            Backend::Redis(r) => r.write_version().await,
+        }
+    }
+
+    /// Every verified pair at `threshold`, handed to `sink` (a, b, exact
+    /// Jaccard) as found; `sink` returns false to stop the scan. Blocking:
+    /// call it off the async workers (the memory scan runs on `pool`, the
+    /// redis scan reads the cluster band by band on this thread).
+    pub fn scan_pairs(
+        &self,
+        threshold: Threshold,
+        pool: &rayon::ThreadPool,
+        sink: &mut (dyn FnMut(&str, &str, f64) -> bool + Send),
+    ) -> Result<ScanStats, BackendError> {
+        match self {
+            Backend::Memory(m) => Ok(pool.install(|| {
+                m.engine.scan_pairs(threshold, None, &mut |edges| {
+                    for e in &edges {
+                        if !sink(e.a.id().as_str(), e.b.id().as_str(), e.jaccard) {
+                            return ControlFlow::Break(());
+                        }
+                    }
+                    ControlFlow::Continue(())
+                })
+            })),
+            Backend::Redis(r) => {
+                let (pairs, mut stats) =
+                    tokio::runtime::Handle::current().block_on(r.scan_pairs(threshold))?;
+                for p in &pairs {
+                    if !sink(p.a.id().as_str(), p.b.id().as_str(), p.jaccard) {
+                        stats.complete = false;
+                        break;
+                    }
+                }
+                Ok(stats)
+            }
+        }
+    }
+
+    /// The groups of near-duplicates at `threshold` with at least
+    /// `min_size` members. Blocking, like [`Self::scan_pairs`].
+    pub fn duplicate_groups(
+        &self,
+        threshold: Threshold,
+        min_size: usize,
+        pool: &rayon::ThreadPool,
+    ) -> Result<Groups, BackendError> {
+        match self {
+            Backend::Memory(m) => {
+                Ok(pool.install(|| m.engine.duplicate_groups(threshold, min_size, None)))
+            }
+            Backend::Redis(r) => {
+                let (pairs, stats) =
+                    tokio::runtime::Handle::current().block_on(r.scan_pairs(threshold))?;
+                let pairs = pairs.into_iter().map(|p| (p.a, p.b, p.jaccard)).collect();
+                Ok(Groups::from_pairs(pairs, min_size, stats))
+            }
+        }
+    }
+
+    /// Delete every document that has expired; how many went.
+    pub async fn purge_expired(&self) -> Result<usize, BackendError> {
+        match self {
+            Backend::Memory(m) => m.purge_expired().await,
+            Backend::Redis(r) => r.purge_expired().await,
+        }
+    }
+
+    /// Write a snapshot (blocking): `None` where there is nothing to write
+    /// (a backend whose storage keeps itself, a collection deleted
+    /// meanwhile, or with `only_if_changed` nothing written since the last).
+    pub fn snapshot(&self, only_if_changed: bool) -> Result<Option<SnapshotInfo>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.snapshot(only_if_changed),
+            Backend::Redis(_) => Ok(None),
+        }
+    }
+
+    /// fsync the write-ahead log now (blocking; `storage.wal_fsync =
+    /// "interval"`); nothing where the storage makes writes durable itself.
+    pub fn sync_log(&self) -> Result<(), BackendError> {
+        match self {
+            Backend::Memory(m) => m
+                .store
+                .wal()
+                .sync_now()
+                .map_err(|e| BackendError::Internal(format!("log fsync: {e}"))),
+            Backend::Redis(_) => Ok(()),
+        }
+    }
+
+    /// The memory backend's store, for the collection catalog's own
+    /// operations (a reindex, a retention change): nothing else reaches it.
+    pub(crate) fn store(&self) -> Option<&Arc<crate::persist::Store>> {
         match self {
             Backend::Memory(m) => Some(&m.store),
             Backend::Redis(_) => None,
         }
     }
+
+    /// Stop serving writes for good: the collection is being deleted.
+    pub fn retire(&self) {
+        if let Backend::Memory(m) = self {
+            m.store.retire();
+        }
+    }
+
+    /// The `storage` object of `/stats`.
+    pub fn storage_stats(&self, settings: &StorageSettings) -> serde_json::Value {
+        match self {
+            Backend::Memory(m) => m.storage_stats(settings),
+            Backend::Redis(r) => {
+                let s = &settings.redis;
+                serde_json::json!({
+                    "backend": "redis",
+                    "key_prefix": s.key_prefix,
+                    "durability": s.durability.as_str(),
+                    "read_from_replicas": s.read_from_replicas,
+                    "store_text": r.stores_text(),
+                    "cluster_up": r.redis().is_healthy(),
+                })
+            }
+        }
+    }
+
+    /// Where the index's memory goes, where it is in this process.
+    pub fn memory(&self) -> Option<MemoryStats> {
+        match self {
+            Backend::Memory(m) => Some(m.engine.memory()),
+            Backend::Redis(_) => None,
+        }
+    }
+
+    /// LSH buckets held in this process (0 where they are elsewhere).
+    pub fn lsh_buckets(&self) -> usize {
+        match self {
+            Backend::Memory(m) => m.engine.lsh_bucket_count(),
+            Backend::Redis(_) => 0,
+        }
+    }
+
+    /// The write-ahead log's counters, where there is one.
+    pub fn log_stats(&self) -> Option<LogStats> {
+        match self {
+            Backend::Memory(m) => Some(m.log_stats()),
+            Backend::Redis(_) => None,
+        }
+    }
+}
+
+/// An export in progress ([`Backend::export`]).
+pub enum ExportPages<'a> {
+    Memory(memory::Export),
+    Redis(redis::Export<'a>),
+}
+
+impl ExportPages<'_> {
+    /// The next page, each document turned into bytes by `format` (off the
+    /// async workers where its text is read from disk); `None` after the last.
+    pub async fn next(
+        &mut self,
+        format: fn(&Record, Option<String>) -> Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, BackendError> {
+        match self {
+            ExportPages::Memory(e) => e.next(format).await,
+            ExportPages::Redis(e) => e.next(format).await,
+        }
+    }
+}
+
+/// A document's stored text, or why there is none.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredText {
+    Text(String),
+    /// No live document has the id.
+    Missing,
+    /// The collection does not keep texts (`store_text` off).
+    NotKept,
+    /// The document was written before its collection kept texts.
+    StoredWithout,
+}
+
+/// The write-ahead log's counters (`/metrics`), totals since the start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStats {
+    pub appends: u64,
+    pub append_nanos: u64,
+    pub fsyncs: u64,
+    pub fsync_nanos: u64,
+    /// Bytes in the log now.
+    pub bytes: u64,
+    /// Bytes of stored texts on disk.
+    pub text_bytes: u64,
+    pub writable: bool,
 }

@@ -15,10 +15,12 @@
 //! collection, file and offset), and every other collection is served as
 //! usual. Deleting a failed collection removes its files.
 
+mod recipe;
 mod reindex;
 mod settings;
 mod shared;
 
+pub use recipe::Recipe;
 pub use reindex::{ReindexJob, ReindexProgress, ReindexState};
 
 pub use settings::{
@@ -27,7 +29,7 @@ pub use settings::{
 };
 
 use crate::backend::redis::Redis;
-use crate::backend::{Backend, Memory, RedisIndex};
+use crate::backend::{Backend, RedisIndex};
 use crate::config::{Config, StorageBackend, StorageSettings};
 use crate::engine::{Clock, Engine};
 use crate::persist::{catalog, PersistError, Store};
@@ -84,9 +86,9 @@ pub struct Collection {
     reindex: Arc<Mutex<Option<ReindexProgress>>>,
     /// Its settings; only the retention changes (`PATCH`), under `ddl`.
     settings: RwLock<CollectionSettings>,
-    /// The recipe (signing, thresholds, the clock and retention); with the
-    /// memory backend also the index itself.
-    pub engine: Arc<Engine>,
+    /// The recipe (signing, thresholds, the clock and retention): the same
+    /// on every backend; the index is the backend's.
+    recipe: Recipe,
     /// Where its documents live, set once restored: every read and write
     /// of documents goes through it.
     backend: OnceLock<Backend>,
@@ -118,6 +120,11 @@ impl Collection {
         }
     }
 
+    /// How it prepares texts and answers: the same on every backend.
+    pub fn recipe(&self) -> &Recipe {
+        &self.recipe
+    }
+
     /// Where its documents live, once restored.
     pub fn backend(&self) -> Option<&Backend> {
         self.backend.get()
@@ -134,17 +141,14 @@ impl Collection {
     }
 
     pub(super) fn set_store(&self, store: Arc<Store>) {
-        let memory = Memory::new(Arc::clone(&self.engine), store);
-        let _ = self.backend.set(Backend::Memory(memory));
+        let _ = self
+            .backend
+            .set(Backend::in_memory(Arc::clone(self.recipe.engine()), store));
     }
 
     /// True if it keeps the texts of new writes (`store_text`).
     pub fn stores_text(&self) -> bool {
-        match self.backend.get() {
-            Some(Backend::Redis(r)) => r.stores_text(),
-            Some(Backend::Memory(m)) => m.store.stores_text(),
-            None => false,
-        }
+        self.backend.get().is_some_and(Backend::stores_text)
     }
 
     pub fn settings(&self) -> CollectionSettings {
@@ -372,7 +376,7 @@ impl Collections {
             index_dir,
             reindex: Arc::new(Mutex::new(None)),
             settings: RwLock::new(settings),
-            engine: Arc::new(engine),
+            recipe: Recipe::new(Arc::new(engine)),
             backend: OnceLock::new(),
             failure: OnceLock::new(),
             incarnation: String::new(),
@@ -402,9 +406,37 @@ impl Collections {
         }
     }
 
-    /// The shared Redis, when `storage.backend = "redis"`.
-    pub fn redis(&self) -> Option<&Arc<Redis>> {
-        self.redis.as_ref()
+    /// False while the storage every collection shares cannot serve (the
+    /// last check of the Redis Cluster failed); always true in memory.
+    pub fn storage_healthy(&self) -> bool {
+        self.redis.as_ref().is_none_or(|r| r.is_healthy())
+    }
+
+    /// How often [`Self::watch`] should run: `None` when nothing is shared
+    /// with other nodes (the memory backend).
+    pub fn watch_interval(&self) -> Option<std::time::Duration> {
+        self.redis
+            .as_ref()
+            .map(|r| std::time::Duration::from_millis(r.settings.watch_interval_ms))
+    }
+
+    /// One watch of the shared storage: check the cluster (what
+    /// [`Self::storage_healthy`] answers), then bring this node's
+    /// collections in line with the catalog other nodes change too.
+    pub async fn watch(&self) {
+        let Some(redis) = &self.redis else { return };
+        if redis.check().await.ok {
+            if let Err(e) = self.sync_catalog().await {
+                tracing::warn!(error = %e, "reading the collection catalog in redis failed; retried");
+            }
+        }
+    }
+
+    /// Append the shared storage's own metrics (`neardup_redis_*`) to `out`.
+    pub fn encode_storage_metrics(&self, out: &mut String) {
+        if let Some(redis) = &self.redis {
+            redis.encode_metrics(out);
+        }
     }
 
     /// Open a collection kept in Redis (blocking; on a blocking thread of
@@ -415,7 +447,7 @@ impl Collections {
         let mut wait = std::time::Duration::from_millis(100);
         loop {
             let opened = handle.block_on(RedisIndex::open(
-                Arc::clone(&c.engine),
+                Arc::clone(c.recipe.engine()),
                 Arc::clone(redis),
                 c.name.as_str(),
             ));
@@ -423,7 +455,7 @@ impl Collections {
                 Ok(index) => {
                     index.set_store_text(c.settings().store_text);
                     tracing::info!(collection = %c.name, documents = index.documents(), group_bits = index.keys().group_bits(), "collection opened in redis");
-                    let _ = c.backend.set(Backend::Redis(index));
+                    let _ = c.backend.set(Backend::in_redis(index));
                     return;
                 }
                 Err(e) => {
@@ -447,7 +479,7 @@ impl Collections {
                 continue;
             }
             match Store::open(
-                Arc::clone(&c.engine),
+                Arc::clone(c.recipe.engine()),
                 &self.storage_for(&c.store_dir(), &c.settings()),
             ) {
                 Ok(store) => {
@@ -465,7 +497,7 @@ impl Collections {
                 }
                 Err(e) => {
                     tracing::error!(collection = %c.name, error = %e, "collection cannot be restored; it answers 503 until it is repaired or deleted");
-                    c.engine.clear();
+                    c.recipe.engine().clear();
                     let _ = c.failure.set(e.to_string());
                 }
             }
@@ -563,7 +595,7 @@ impl Collections {
         let dir = catalog::create(&catalog::root(&self.data_dir), name.as_str(), &manifest)?;
         let c = self.build(name.clone(), dir, settings, created_ms, Some(valid));
         let store = Store::open(
-            Arc::clone(&c.engine),
+            Arc::clone(c.recipe.engine()),
             &self.storage_for(&c.dir, &c.settings()),
         )?;
         c.set_store(Arc::new(store));
@@ -637,7 +669,7 @@ impl Collections {
         };
         catalog::write_manifest(&c.dir, &manifest)?;
         *c.settings.write().expect("settings lock") = settings.clone();
-        c.engine.set_retention(settings.retention.ttl());
+        c.recipe.engine().set_retention(settings.retention.ttl());
         store.set_store_text(settings.store_text);
         tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, "collection settings changed");
         Ok(c)

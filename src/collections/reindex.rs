@@ -167,7 +167,7 @@ impl Collections {
                 done: 0,
                 total: total as u64,
                 skipped: 0,
-                started_ms: c.engine.now_ms(),
+                started_ms: c.recipe.engine().now_ms(),
                 finished_ms: None,
                 error: None,
                 settings: settings.clone(),
@@ -196,11 +196,11 @@ impl Collections {
         {
             return Err(CollectionError::ReindexRunning(c.name.to_string()));
         }
-        let now = c.engine.now_ms();
-        let records = c.engine.records();
+        let now = c.recipe.engine().now_ms();
+        let records = c.recipe.engine().records();
         let live: Vec<&Arc<Record>> = records
             .iter()
-            .filter(|r| c.engine.is_live(r, now))
+            .filter(|r| c.recipe.engine().is_live(r, now))
             .collect();
         let without: Vec<&str> = live
             .iter()
@@ -249,7 +249,7 @@ impl Collections {
             let result = self.reindex_shared(&c, &job.settings, job.valid.clone(), &progress);
             let mut progress = c.reindex.lock().expect("reindex lock");
             let p = progress.as_mut().expect("a running reindex has progress");
-            p.finished_ms = Some(c.engine.now_ms());
+            p.finished_ms = Some(c.recipe.engine().now_ms());
             match &result {
                 Ok(_) => p.state = ReindexState::Done,
                 Err(e) => {
@@ -260,12 +260,12 @@ impl Collections {
             }
             return result;
         }
-        let sub = format!("index-{}", c.engine.now_ms());
+        let sub = format!("index-{}", c.recipe.engine().now_ms());
         let new_dir = c.dir.join(&sub);
         let result = self.reindex_into(&job, &sub);
         let mut progress = c.reindex.lock().expect("reindex lock");
         let p = progress.as_mut().expect("a running reindex has progress");
-        p.finished_ms = Some(c.engine.now_ms());
+        p.finished_ms = Some(c.recipe.engine().now_ms());
         match &result {
             Ok(_) => {
                 p.state = ReindexState::Done;
@@ -319,12 +319,13 @@ impl Collections {
         };
         // From here on every write to the old store is also in the tap.
         old.start_tap();
-        let now = c.engine.now_ms();
+        let now = c.recipe.engine().now_ms();
         let records: Vec<Arc<Record>> = c
-            .engine
+            .recipe
+            .engine()
             .records()
             .into_iter()
-            .filter(|r| c.engine.is_live(r, now))
+            .filter(|r| c.recipe.engine().is_live(r, now))
             .collect();
         engine.reserve(records.len());
         for chunk in records.chunks(CHUNK) {
@@ -388,7 +389,7 @@ impl Collections {
             index_dir: Some(sub.to_owned()),
             reindex: Arc::clone(&c.reindex),
             settings: RwLock::new(settings.clone()),
-            engine: Arc::clone(&engine),
+            recipe: super::Recipe::new(Arc::clone(&engine)),
             backend: OnceLock::new(),
             failure: OnceLock::new(),
             incarnation: String::new(),

@@ -167,14 +167,14 @@ impl Collections {
         );
         c.incarnation = entry.incarnation.clone();
         let index = RedisIndex::open(
-            Arc::clone(&c.engine),
+            Arc::clone(c.recipe.engine()),
             Arc::clone(self.shared()),
             &storage_name(&name, &entry.incarnation),
         )
         .await?;
         index.set_store_text(entry.settings.store_text);
         index.set_paused(entry.reindex.is_some());
-        let _ = c.backend.set(Backend::Redis(index));
+        let _ = c.backend.set(Backend::in_redis(index));
         Ok(c)
     }
 
@@ -202,9 +202,11 @@ impl Collections {
             return;
         }
         *settings = entry.settings.clone();
-        c.engine.set_retention(entry.settings.retention.ttl());
-        if let Some(Backend::Redis(index)) = c.backend() {
-            index.set_store_text(entry.settings.store_text);
+        c.recipe
+            .engine()
+            .set_retention(entry.settings.retention.ttl());
+        if let Some(backend) = c.backend() {
+            backend.set_store_text(entry.settings.store_text);
         }
         tracing::info!(collection = %c.name, ttl_secs = entry.settings.retention.ttl_secs, store_text = entry.settings.store_text, "collection settings changed on another node");
     }
@@ -384,8 +386,8 @@ impl Collections {
         settings: CollectionSettings,
     ) -> Result<(), CollectionError> {
         if settings.retention != c.settings().retention {
-            if let Some(Backend::Redis(index)) = c.backend() {
-                let purged = tokio::runtime::Handle::current().block_on(index.purge_expired())?;
+            if let Some(backend) = c.backend() {
+                let purged = tokio::runtime::Handle::current().block_on(backend.purge_expired())?;
                 tracing::info!(collection = %c.name, documents = purged, "expired documents purged before a retention change");
             }
         }

@@ -85,22 +85,9 @@ async fn gather(
                 )));
             }
             let seed = seed.unwrap_or_else(|| std::hash::RandomState::new().hash_one(0u8));
-            let drawn = match super::state::backend(coll)? {
-                crate::backend::Backend::Redis(index) => {
-                    index.sample_texts(n, seed, MAX_SAMPLE_BYTES).await?
-                }
-                crate::backend::Backend::Memory(_) => {
-                    let store = Arc::clone(coll.store().ok_or_else(|| {
-                        ApiError::CollectionUnavailable(coll.name.to_string())
-                    })?);
-                    tokio::task::spawn_blocking(move || {
-                        store.sample_texts(n, seed, MAX_SAMPLE_BYTES)
-                    })
-                    .await
-                    .map_err(|e| ApiError::Internal(format!("sample task failed: {e}")))?
-                    .map_err(|e| ApiError::Internal(format!("reading a sample of texts: {e}")))?
-                }
-            };
+            let drawn = super::state::backend(coll)?
+                .sample_texts(n, seed, MAX_SAMPLE_BYTES)
+                .await?;
             let (ids, texts) = drawn.into_iter().unzip();
             Ok(Texts {
                 texts,
@@ -161,7 +148,7 @@ fn shingle_sizes(k: Option<Vec<usize>>, own: usize) -> Result<Vec<usize>, ApiErr
 }
 
 fn recipe(coll: &Collection) -> Recipe {
-    let p = coll.engine.params();
+    let p = coll.recipe().params();
     Recipe {
         normalize: p.normalize,
         kind: p.shingle.kind,
@@ -233,7 +220,7 @@ pub async fn histogram(
     body: JsonBody,
 ) -> Result<Json<HistogramOut>, ApiError> {
     let req: HistogramIn = parse_json(&body.0)?;
-    let ks = shingle_sizes(req.k, coll.engine.params().shingle.k)?;
+    let ks = shingle_sizes(req.k, coll.recipe().params().shingle.k)?;
     let bins = req.bins.unwrap_or(DEFAULT_BINS);
     if !(2..=MAX_BINS).contains(&bins) {
         return Err(ApiError::InvalidBody(format!(
@@ -242,7 +229,7 @@ pub async fn histogram(
     }
     let Texts { texts, ids } = gather(&app, &coll, req.texts, req.sample, req.seed).await?;
     let recipe = recipe(&coll);
-    let b = *coll.engine.bands();
+    let b = *coll.recipe().bands();
     let n = texts.len();
     let histograms = run(&app, &coll, "histogram", ids, move |stop| {
         analysis::histograms(
@@ -271,14 +258,14 @@ pub async fn accuracy(
     body: JsonBody,
 ) -> Result<Json<AccuracyOut>, ApiError> {
     let req: AccuracyIn = parse_json(&body.0)?;
-    let ks = shingle_sizes(req.k, coll.engine.params().shingle.k)?;
+    let ks = shingle_sizes(req.k, coll.recipe().params().shingle.k)?;
     let perms = match req.num_perm {
         Some(p) => distinct("num_perm", p, 1..=MAX_NUM_PERM)?,
         None => DEFAULT_NUM_PERMS.to_vec(),
     };
     let threshold = req
         .threshold
-        .unwrap_or(coll.engine.params().index.threshold);
+        .unwrap_or(coll.recipe().params().index.threshold);
     if !(threshold > 0.0 && threshold <= 1.0) {
         return Err(ApiError::InvalidBody(format!(
             "threshold must be in (0, 1], got {threshold}"

@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// A collection as listed: name, status, size, settings and the banding
 /// its settings resolve to.
 fn describe(c: &Collection) -> Value {
-    let b = c.engine.bands();
+    let b = c.recipe().bands();
     json!({
         "name": c.name,
         "status": c.status(),

@@ -9,7 +9,7 @@ use super::extract::{
     parse_json, parse_since, parse_time, ApiQuery, Coll, DocPath, JsonBody, Limit, Text,
 };
 use super::state::{backend, AppState};
-use crate::backend::{Backend, BackendError};
+use crate::backend::StoredText;
 use crate::collections::{Collection, Retention};
 use crate::engine::{
     DocId, EngineError, IdError, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome,
@@ -188,11 +188,11 @@ pub async fn create(
     let expires_ms = own_expiry(
         doc.ttl_secs,
         doc.expires_at.as_deref(),
-        coll.engine.now_ms(),
+        coll.recipe().now_ms(),
     )?;
     // Checked even without `similar=true`: a bad value is never silently ignored.
     let q = Query::new(
-        coll.engine.threshold(params.threshold)?,
+        coll.recipe().threshold(params.threshold)?,
         Limit::parse(params.limit, &app.config.query)?.get(),
     )
     .since(since(params.since.as_deref())?);
@@ -302,7 +302,7 @@ pub async fn put(
     let expires_ms = own_expiry(
         doc.ttl_secs,
         doc.expires_at.as_deref(),
-        coll.engine.now_ms(),
+        coll.recipe().now_ms(),
     )?;
     let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
@@ -367,51 +367,17 @@ fn include_text(include: Option<&str>) -> Result<bool, ApiError> {
 /// `text-not-stored` when the collection does not keep texts, or kept none
 /// for this document; 404 when there is no such document.
 pub(super) async fn stored_text(coll: &Arc<Collection>, id: &str) -> Result<String, ApiError> {
-    if let Backend::Redis(index) = backend(coll)? {
-        if !index.stores_text() {
-            index
-                .get(id)
-                .await?
-                .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
-            return Err(ApiError::TextNotStored(format!(
-                "collection {:?} does not store texts (store_text is off), so the text of {id:?} was not kept",
-                coll.name.as_str()
-            )));
-        }
-        return match index.text(id).await? {
-            None => Err(EngineError::NotFound(id.to_owned()).into()),
-            Some(None) => Err(ApiError::TextNotStored(format!(
-                "document {id:?} was stored without its text (before collection {:?} stored texts); write it again to keep its text",
-                coll.name.as_str()
-            ))),
-            Some(Some(text)) => Ok(text),
-        };
-    }
-    let store = Arc::clone(
-        coll.store()
-            .ok_or_else(|| ApiError::CollectionUnavailable(coll.name.to_string()))?,
-    );
-    if !store.stores_text() {
-        return Err(ApiError::TextNotStored(format!(
+    match backend(coll)?.text(id).await? {
+        StoredText::Text(text) => Ok(text),
+        StoredText::Missing => Err(EngineError::NotFound(id.to_owned()).into()),
+        StoredText::NotKept => Err(ApiError::TextNotStored(format!(
             "collection {:?} does not store texts (store_text is off), so the text of {id:?} was not kept",
             coll.name.as_str()
-        )));
-    }
-    let key = id.to_owned();
-    let found = tokio::task::spawn_blocking(move || {
-        let record = store.engine().get(&key);
-        record.map(|r| store.text_of(&r)).transpose()
-    })
-    .await
-    .map_err(|e| ApiError::Internal(format!("text read task failed: {e}")))?
-    .map_err(|e| ApiError::Internal(format!("reading a stored text failed: {e}")))?;
-    match found {
-        None => Err(EngineError::NotFound(id.to_owned()).into()),
-        Some(None) => Err(ApiError::TextNotStored(format!(
+        ))),
+        StoredText::StoredWithout => Err(ApiError::TextNotStored(format!(
             "document {id:?} was stored without its text (before collection {:?} stored texts); write it again to keep its text",
             coll.name.as_str()
         ))),
-        Some(Some(text)) => Ok(text),
     }
 }
 
@@ -441,7 +407,7 @@ pub async fn get(
         metadata,
         shingles: record.shingles().len(),
         created_at: format_time(record.created_ms()),
-        expires_at: coll.engine.expiry_ms(&record).map(format_time),
+        expires_at: coll.recipe().expiry_ms(&record).map(format_time),
         text,
     })
     .into_response())
@@ -483,11 +449,8 @@ pub struct BatchParams {
     mode: BatchMode,
 }
 
-/// `POST /documents/batch`: parse and sign on every core, insert in order.
-///
-/// On the memory backend the whole batch is one blocking task: parse and
-/// sign (on the rayon pool), store, and build the answer, with one hop
-/// off the async worker and one back.
+/// `POST /documents/batch`: parse and sign on every core (off the async
+/// workers, on the rayon pool), then store in order through the backend.
 pub async fn batch(
     State(app): State<AppState>,
     Coll(coll): Coll,
@@ -498,21 +461,6 @@ pub async fn batch(
         BatchMode::Create => WriteMode::Create,
         BatchMode::Upsert => WriteMode::Upsert,
     };
-    if let Backend::Memory(memory) = backend(&coll)? {
-        let store = Arc::clone(&memory.store);
-        let out = tokio::task::spawn_blocking(move || {
-            let (items, valid) = prepare_batch(&app, &coll, &body.0)?;
-            let name = coll.name.as_str();
-            let outcomes = store
-                .insert_many(valid, write_mode)
-                .map_err(|e| ApiError::from(BackendError::from(e)))
-                .inspect_err(|e| app.metrics.observe_write_error(name, e))?;
-            Ok::<_, ApiError>(batch_answer(&app, name, items, outcomes))
-        })
-        .await
-        .map_err(|e| ApiError::Internal(format!("batch worker failed: {e}")))??;
-        return Ok(Json(out));
-    }
     let (app2, coll2) = (app.clone(), Arc::clone(&coll));
     let (items, valid) = tokio::task::spawn_blocking(move || prepare_batch(&app2, &coll2, &body.0))
         .await
@@ -543,7 +491,7 @@ fn prepare_item(app: &AppState, coll: &Collection, raw: &RawValue, now: u64) -> 
     let metadata = metadata_text(doc.metadata).map_err(fail)?;
     let expires_ms = own_expiry(doc.ttl_secs, doc.expires_at.as_deref(), now).map_err(fail)?;
     let prepared = coll
-        .engine
+        .recipe()
         .prepare(&doc.text)
         .map_err(|e| fail(EngineError::from(e).into()))?;
     Ok(NewDoc {
@@ -597,7 +545,7 @@ fn prepare_batch(
     // Parse and sign on every core, unless other batches already keep
     // every core busy: then on this thread, without handing the items to
     // the rayon pool and waiting for them.
-    let now = coll.engine.now_ms();
+    let now = coll.recipe().now_ms();
     let _in_flight = InFlight::enter();
     let prepared: Vec<ItemResult> = if _in_flight.others >= rayon::current_num_threads() - 1 {
         batch

@@ -14,9 +14,9 @@ use super::error::ApiError;
 use super::extract::{accepts, ApiQuery, Coll, Limit};
 use super::scans::{GroupsKey, ScanError};
 use super::state::{backend, AppState};
-use crate::backend::Backend;
+use crate::backend::{Backend, BackendError};
 use crate::collections::Collection;
-use crate::engine::{Engine, Groups, ScanStats, Threshold};
+use crate::engine::{Groups, ScanStats, Threshold};
 use crate::wire::{GroupOut, PairOut};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -24,7 +24,6 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -108,7 +107,7 @@ pub async fn groups(
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<GroupsParams>,
 ) -> Result<Response, ApiError> {
-    let threshold = coll.engine.threshold(params.threshold)?;
+    let threshold = coll.recipe().threshold(params.threshold)?;
     let key = GroupsKey {
         collection: coll.id,
         threshold: threshold.value(),
@@ -156,45 +155,10 @@ async fn computed_groups(
     wait: Option<Duration>,
 ) -> Result<Arc<Groups>, ApiError> {
     let recent = Duration::from_secs(app.config.server.request_timeout_secs);
-    if let Backend::Redis(index) = backend(coll)? {
-        // From the cluster band by band, cached as in memory; the shared
-        // write counter says whether anything was written since.
-        let generation = index.write_version().await?;
-        let name = coll.name.to_string();
-        let coll = Arc::clone(coll);
-        let compute =
-            move || -> futures_util::future::BoxFuture<'static, Result<Groups, String>> {
-                Box::pin(async move {
-                    let Some(Backend::Redis(index)) = coll.backend() else {
-                        return Err("the collection is not in redis".to_owned());
-                    };
-                    let (pairs, stats) = index
-                        .scan_pairs(threshold)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    let pairs = pairs.into_iter().map(|p| (p.a, p.b, p.jaccard)).collect();
-                    Ok(Groups::from_pairs(pairs, key.min_size, stats))
-                })
-            };
-        return app
-            .scans
-            .groups_of(
-                &name,
-                &app.metrics,
-                key,
-                paging,
-                recent,
-                wait,
-                generation,
-                compute,
-            )
-            .await
-            .map_err(scan_error);
-    }
     app.scans
         .groups(
-            coll.name.as_str(),
-            &coll.engine,
+            coll,
+            backend(coll)?,
             &app.metrics,
             threshold,
             key,
@@ -210,6 +174,7 @@ fn scan_error(e: ScanError) -> ApiError {
     match e {
         ScanError::InProgress { retry_after_secs } => ApiError::ScanInProgress { retry_after_secs },
         ScanError::Failed(e) => ApiError::Internal(format!("duplicate scan failed: {e}")),
+        ScanError::Storage(e) => e.into(),
     }
 }
 
@@ -312,36 +277,35 @@ pub async fn pairs(
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<PairsParams>,
 ) -> Result<Response, ApiError> {
-    let threshold = coll.engine.threshold(params.threshold)?;
+    let threshold = coll.recipe().threshold(params.threshold)?;
     let ndjson = wants_ndjson(&headers);
+    backend(&coll)?;
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
-    if let Backend::Redis(_) = backend(&coll)? {
-        tokio::spawn(redis_pairs(app, coll, threshold, ndjson, tx));
-        return Ok(streamed(
-            rx,
-            if ndjson { NDJSON } else { "application/json" },
-        ));
-    }
     tokio::spawn(async move {
         let permit = app.scans.permit().await;
-        let (engine, scans) = (Arc::clone(&coll.engine), Arc::clone(&app.scans));
+        let (scanned, scans) = (Arc::clone(&coll), Arc::clone(&app.scans));
         let started = Instant::now();
         let scan = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let mut out = ChunkWriter::new(tx);
-            let stats = write_pairs(&engine, scans.pool(), threshold, ndjson, &mut out);
-            if stats.complete {
-                out.flush();
-            } else {
-                out.fail("client went away".into());
+            let Some(backend) = scanned.backend() else {
+                return Err(BackendError::Internal("the collection is not ready".into()));
+            };
+            let result = write_pairs(backend, scans.pool(), threshold, ndjson, &mut out);
+            match &result {
+                Ok(stats) if stats.complete => {
+                    out.flush();
+                }
+                Ok(_) => out.fail("client went away".into()),
+                Err(_) => out.fail("the scan failed; the cause is logged".into()),
             }
-            stats
+            result
         })
         .await;
         app.metrics
             .observe_scan(coll.name.as_str(), "pairs", started.elapsed().as_secs_f64());
         match scan {
-            Ok(stats) => tracing::info!(
+            Ok(Ok(stats)) => tracing::info!(
                 collection = %coll.name,
                 threshold = threshold.value(),
                 documents = stats.documents,
@@ -351,6 +315,9 @@ pub async fn pairs(
                 seconds = started.elapsed().as_secs_f64(),
                 "duplicate pairs streamed"
             ),
+            Ok(Err(e)) => {
+                tracing::error!(collection = %coll.name, error = %e, "duplicate pair scan failed")
+            }
             Err(e) => tracing::error!(error = %e, "duplicate pair scan failed"),
         }
     });
@@ -360,98 +327,16 @@ pub async fn pairs(
     ))
 }
 
-/// `/duplicates/pairs` of a collection in Redis: the scan reads the
-/// cluster band by band ([`RedisIndex::scan_pairs`](crate::backend::redis::RedisIndex::scan_pairs)), under the scan
-/// permit like a scan in memory, then the pairs are written as the memory
-/// path writes them.
-async fn redis_pairs(
-    app: AppState,
-    coll: Arc<Collection>,
-    threshold: Threshold,
-    ndjson: bool,
-    tx: mpsc::Sender<Chunk>,
-) {
-    let _permit = app.scans.permit().await;
-    let started = Instant::now();
-    let scanned = match backend(&coll) {
-        Ok(Backend::Redis(index)) => index.scan_pairs(threshold).await,
-        _ => return,
-    };
-    let seconds = started.elapsed().as_secs_f64();
-    app.metrics
-        .observe_scan(coll.name.as_str(), "pairs", seconds);
-    let written = tokio::task::spawn_blocking(move || {
-        let mut out = ChunkWriter::new(tx);
-        let (pairs, stats) = match scanned {
-            Ok(found) => found,
-            Err(e) => {
-                tracing::error!(collection = %coll.name, error = %e, "duplicate pair scan failed");
-                out.fail("the scan failed; the cause is logged".into());
-                return;
-            }
-        };
-        let mut ok = if ndjson {
-            true
-        } else {
-            let head = format!(
-                "{{\"threshold\":{},\"pairs\":[",
-                serde_json::to_string(&threshold.value()).expect("a float serializes")
-            );
-            out.raw(head.as_bytes())
-        };
-        for (n, p) in pairs.iter().enumerate() {
-            if !ok {
-                break;
-            }
-            let pair = PairOut {
-                a: p.a.id().as_str(),
-                b: p.b.id().as_str(),
-                jaccard: p.jaccard,
-            };
-            ok = if ndjson {
-                out.value(&pair, b"\n")
-            } else {
-                out.raw(if n == 0 { b"" } else { b"," }) && out.value(&pair, b"")
-            };
-        }
-        if ok && !ndjson {
-            let tail = format!(
-                "],\"documents\":{},\"candidates\":{}}}",
-                stats.documents, stats.candidates
-            );
-            ok = out.raw(tail.as_bytes());
-        }
-        if ok {
-            out.flush();
-        } else {
-            out.fail("client went away".into());
-        }
-        tracing::info!(
-            collection = %coll.name,
-            threshold = threshold.value(),
-            documents = stats.documents,
-            candidates = stats.candidates,
-            pairs = stats.pairs,
-            seconds,
-            "duplicate pairs streamed"
-        );
-    })
-    .await;
-    if let Err(e) = written {
-        tracing::error!(error = %e, "writing duplicate pairs failed");
-    }
-}
-
 /// Scan for pairs on `pool`, writing each as found: NDJSON lines, or the
 /// members of one JSON object (`{"threshold", "pairs": [...], "documents",
 /// "candidates"}`).
 fn write_pairs(
-    engine: &Engine,
+    backend: &Backend,
     pool: &rayon::ThreadPool,
     threshold: Threshold,
     ndjson: bool,
     out: &mut ChunkWriter,
-) -> ScanStats {
+) -> Result<ScanStats, BackendError> {
     let mut first = true;
     if !ndjson {
         let head = format!(
@@ -459,39 +344,32 @@ fn write_pairs(
             serde_json::to_string(&threshold.value()).expect("a float serializes")
         );
         if !out.raw(head.as_bytes()) {
-            return ScanStats::default();
+            return Ok(ScanStats::default());
         }
     }
-    let stats = pool.install(|| {
-        engine.scan_pairs(threshold, None, &mut |edges| {
-            for edge in &edges {
-                let written = if ndjson {
-                    out.value(&PairOut::from(edge), b"\n")
-                } else {
-                    let sep: &[u8] = if first { b"" } else { b"," };
-                    first = false;
-                    out.raw(sep) && out.value(&PairOut::from(edge), b"")
-                };
-                if !written {
-                    return ControlFlow::Break(());
-                }
-            }
-            ControlFlow::Continue(())
-        })
-    });
+    let stats = backend.scan_pairs(threshold, pool, &mut |a, b, jaccard| {
+        let pair = PairOut { a, b, jaccard };
+        if ndjson {
+            out.value(&pair, b"\n")
+        } else {
+            let sep: &[u8] = if first { b"" } else { b"," };
+            first = false;
+            out.raw(sep) && out.value(&pair, b"")
+        }
+    })?;
     if !ndjson && stats.complete {
         let tail = format!(
             "],\"documents\":{},\"candidates\":{}}}",
             stats.documents, stats.candidates
         );
         if !out.raw(tail.as_bytes()) {
-            return ScanStats {
+            return Ok(ScanStats {
                 complete: false,
                 ..stats
-            };
+            });
         }
     }
-    stats
+    Ok(stats)
 }
 
 #[cfg(test)]

@@ -131,6 +131,7 @@ impl From<BackendError> for ApiError {
             BackendError::Engine(e) => ApiError::Engine(e),
             BackendError::Unavailable(why) => ApiError::StorageUnavailable(why),
             BackendError::Internal(why) => ApiError::Internal(why),
+            BackendError::SnapshotNoSpace(why) => ApiError::SnapshotNoSpace(why),
         }
     }
 }

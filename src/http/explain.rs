@@ -74,10 +74,10 @@ pub async fn explain(
     let (id_b, b) = operand(&app, &coll, "b", req.b).await?;
     let (a, b) = (a.into_string(), b.into_string());
     let (a, b, found) = if a.len() + b.len() <= INLINE_PREPARE_BYTES {
-        let found = coll.engine.explain(&a, &b);
+        let found = coll.recipe().explain(&a, &b);
         (a, b, found)
     } else {
-        let engine = Arc::clone(&coll.engine);
+        let engine = coll.recipe().clone();
         tokio::task::spawn_blocking(move || {
             let found = engine.explain(&a, &b);
             (a, b, found)
@@ -87,7 +87,7 @@ pub async fn explain(
     };
     let x: Explanation = found.map_err(|e| match e {
         EngineError::Text(TextError::Empty) => {
-            let opts = &coll.engine.params().normalize;
+            let opts = &coll.recipe().params().normalize;
             let side = if normalize(&a, opts).is_empty() {
                 "a"
             } else {

@@ -8,9 +8,9 @@
 //! process) are set at scrape time rather than on every write, and the
 //! gauges of a deleted collection go with it.
 
+use crate::backend::{LogStats, SnapshotInfo};
 use crate::collections::{Collection, Collections, Status};
 use crate::engine::QueryOutcome;
-use crate::persist::{SnapshotInfo, Store};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -18,7 +18,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -141,104 +141,6 @@ pub struct Metrics {
     /// series a request still running on one made after its deletion are
     /// removed at each scrape.
     deleted: Mutex<HashSet<String>>,
-    /// With the redis backend: the traffic to Redis and the cluster's state.
-    redis: Option<RedisMetrics>,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RedirectLabels {
-    kind: &'static str,
-}
-
-/// `neardup_redis_*`, registered only with the redis backend (so a memory
-/// deployment does not export zeros that mean nothing).
-struct RedisMetrics {
-    registry: Registry,
-    /// round trips, commands, errors, timeouts, replication failures,
-    /// retries, check failures, reconnects: counters fed from
-    /// [`RedisCounters`](crate::backend::redis::conn::RedisCounters)' totals.
-    counters: [Counter; 8],
-    /// Those totals at the last scrape.
-    seen: Mutex<[u64; 8]>,
-    up: Gauge,
-    primaries: Gauge,
-    redirections: Family<RedirectLabels, Gauge>,
-}
-
-impl RedisMetrics {
-    fn new() -> Self {
-        let mut registry = Registry::with_prefix("neardup_redis");
-        let counters: [Counter; 8] = Default::default();
-        for (c, (name, help)) in counters.iter().zip([
-            ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
-            ("commands", "Commands sent to Redis"),
-            ("errors", "Round trips to Redis that failed (an error or the timeout): each answered 503 storage-unavailable"),
-            ("timeouts", "Round trips to Redis that outlasted storage.redis.command_timeout_ms"),
-            ("replication_failures", "Writes no replica confirmed within storage.redis.replication_timeout_ms (durability = \"replicated\")"),
-            ("retries", "if_unique writes that met a concurrent near-duplicate write, withdrew and tried again"),
-            ("check_failures", "Checks of the cluster (every storage.redis.watch_interval_ms) that failed"),
-            ("reconnects", "Fresh connections to the cluster made after a failed check (a new slot map from the seed nodes)"),
-        ]) {
-            registry.register(name, help, c.clone());
-        }
-        let up = Gauge::default();
-        registry.register(
-            "up",
-            "1 when the last check found every primary answering and cluster_state ok (/readyz follows it)",
-            up.clone(),
-        );
-        let primaries = Gauge::default();
-        registry.register(
-            "primaries",
-            "Primaries serving slots at the last check",
-            primaries.clone(),
-        );
-        let redirections = Family::<RedirectLabels, Gauge>::default();
-        registry.register(
-            "cluster_redirections",
-            "MOVED and ASK redirections the primaries have answered since they started, all clients (INFO errorstats, read by each check); the client follows them by itself",
-            redirections.clone(),
-        );
-        Self {
-            registry,
-            counters,
-            seen: Mutex::new([0; 8]),
-            up,
-            primaries,
-            redirections,
-        }
-    }
-
-    fn refresh(&self, redis: &crate::backend::redis::Redis) {
-        let c = &redis.counters;
-        let now = [
-            &c.round_trips,
-            &c.commands,
-            &c.errors,
-            &c.timeouts,
-            &c.replication_failures,
-            &c.retries,
-            &c.check_failures,
-            &c.reconnects,
-        ]
-        .map(|a| a.load(Ordering::Relaxed));
-        let mut seen = self.seen.lock().expect("metrics lock");
-        for ((counter, now), seen) in self.counters.iter().zip(now).zip(seen.iter_mut()) {
-            if now > *seen {
-                counter.inc_by(now - *seen);
-                *seen = now;
-            }
-        }
-        let health = redis.health();
-        self.up
-            .set(i64::from(health.as_ref().is_some_and(|h| h.ok)));
-        self.primaries.set(health.map_or(0, |h| h.primaries) as i64);
-        for (kind, v) in [("moved", &c.moved), ("ask", &c.ask)] {
-            self.redirections
-                .get_or_create(&RedirectLabels { kind })
-                .set(v.load(Ordering::Relaxed) as i64);
-        }
-    }
 }
 
 /// Every write outcome `neardup_writes_total` counts.
@@ -492,20 +394,11 @@ impl Default for Metrics {
             last_scan: Default::default(),
             exported: Default::default(),
             deleted: Default::default(),
-            redis: None,
         }
     }
 }
 
 impl Metrics {
-    /// The metrics of a server; with `redis`, also `neardup_redis_*`.
-    pub fn new(redis: bool) -> Self {
-        Self {
-            redis: redis.then(RedisMetrics::new),
-            ..Self::default()
-        }
-    }
-
     /// Record the verification work of one query on `collection`.
     pub fn observe_query(&self, collection: &str, q: &QueryOutcome) {
         let l = of(collection);
@@ -636,14 +529,12 @@ impl Metrics {
     }
 
     /// Move a collection's exported log counters up to the log's own totals.
-    fn export_wal(&self, collection: &str, id: u64, store: &Store) {
-        let wal = store.wal();
-        let c = &wal.counters;
+    fn export_wal(&self, collection: &str, id: u64, log: &LogStats) {
         let now = WalSeen {
-            appends: c.appends.load(Ordering::Relaxed),
-            append_nanos: c.append_nanos.load(Ordering::Relaxed),
-            fsyncs: c.fsyncs.load(Ordering::Relaxed),
-            fsync_nanos: c.fsync_nanos.load(Ordering::Relaxed),
+            appends: log.appends,
+            append_nanos: log.append_nanos,
+            fsyncs: log.fsyncs,
+            fsync_nanos: log.fsync_nanos,
         };
         let mut seen_all = self.wal_seen.lock().expect("metrics lock");
         let seen = seen_all.entry(id).or_default();
@@ -662,13 +553,11 @@ impl Metrics {
             .get_or_create(&l)
             .inc_by(since(now.fsync_nanos, seen.fsync_nanos) as f64 / 1e9);
         *seen = now;
-        self.wal_bytes.get_or_create(&l).set(wal.bytes() as i64);
-        self.text_bytes
-            .get_or_create(&l)
-            .set(store.text_bytes() as i64);
+        self.wal_bytes.get_or_create(&l).set(log.bytes as i64);
+        self.text_bytes.get_or_create(&l).set(log.text_bytes as i64);
         self.wal_writable
             .get_or_create(&l)
-            .set(i64::from(wal.is_writable()));
+            .set(i64::from(log.writable));
     }
 
     /// Set the state gauges from `collections` and the process.
@@ -693,17 +582,14 @@ impl Metrics {
             self.collection_up
                 .get_or_create(&of(name))
                 .set(i64::from(c.status() == Status::Ready));
-            if let Some(crate::backend::Backend::Redis(r)) = c.backend() {
-                self.documents
-                    .get_or_create(&of(name))
-                    .set(r.documents() as i64);
-            }
-            let Some(store) = c.store() else { continue };
-            self.export_wal(name, c.id, store);
+            let Some(backend) = c.backend() else { continue };
             self.documents
                 .get_or_create(&of(name))
-                .set(c.engine.len() as i64);
-            let m = c.engine.memory();
+                .set(backend.documents() as i64);
+            if let Some(log) = backend.log_stats() {
+                self.export_wal(name, c.id, &log);
+            }
+            let Some(m) = backend.memory() else { continue };
             for (component, bytes) in [
                 ("shingles", m.shingles_bytes),
                 ("signatures", m.signatures_bytes),
@@ -849,10 +735,7 @@ impl Metrics {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = encode_registry(&mut out, &self.registry);
-        if let (Some(m), Some(redis)) = (&self.redis, collections.redis()) {
-            m.refresh(redis);
-            let _ = encode_registry(&mut out, &m.registry);
-        }
+        collections.encode_storage_metrics(&mut out);
         let _ = encode_registry(&mut out, &self.process);
         let _ = encode_eof(&mut out);
         out

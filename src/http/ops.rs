@@ -5,8 +5,8 @@ use super::dto::StatusOut;
 use super::error::ApiError;
 use super::extract::{accepts, Coll};
 use super::state::AppState;
+use crate::backend::SnapshotInfo;
 use crate::collections::Collection;
-use crate::persist::SnapshotInfo;
 use axum::extract::State;
 use axum::http::{header, HeaderMap};
 use axum::response::IntoResponse;
@@ -23,10 +23,8 @@ pub async fn healthz() -> Json<StatusOut> {
 /// 503 while the last check of the cluster failed (a primary down, a slot
 /// without a serving primary: `storage.redis.watch_interval_ms`).
 pub async fn readyz(State(app): State<AppState>) -> Result<Json<StatusOut>, ApiError> {
-    if let Some(redis) = app.collections.redis() {
-        if app.is_ready() && !redis.is_healthy() {
-            return Err(ApiError::StorageNotReady);
-        }
+    if app.is_ready() && !app.collections.storage_healthy() {
+        return Err(ApiError::StorageNotReady);
     }
     if app.is_ready() {
         Ok(Json(StatusOut { status: "ready" }))
@@ -45,7 +43,7 @@ pub async fn stats(State(app): State<AppState>, Coll(coll): Coll) -> Result<Json
 
 /// The `/stats` body of `coll`.
 pub fn stats_of(app: &AppState, coll: &Collection) -> Value {
-    let engine = &coll.engine;
+    let engine = &coll.recipe();
     let p = engine.params();
     let b = engine.bands();
     json!({
@@ -60,7 +58,7 @@ pub fn stats_of(app: &AppState, coll: &Collection) -> Value {
             "recall_at_threshold": b.recall_at_threshold,
             "min_query_threshold": b.min_query_threshold,
             "max_candidates": p.index.max_candidates,
-            "lsh_buckets": engine.lsh_bucket_count(),
+            "lsh_buckets": coll.backend().map_or(0, |b| b.lsh_buckets()),
             "hash_family": crate::engine::HASH_FAMILY,
         },
         "shingle": {
@@ -75,7 +73,7 @@ pub fn stats_of(app: &AppState, coll: &Collection) -> Value {
         },
         "storage": storage_stats(app, coll),
         "reindex": reindex_json(coll),
-        "memory": engine.memory(),
+        "memory": coll.backend().and_then(|b| b.memory()).unwrap_or_default(),
         "uptime_seconds": app.started.elapsed().as_secs(),
         "version": env!("CARGO_PKG_VERSION"),
     })
@@ -115,40 +113,8 @@ pub async fn openapi(State(app): State<AppState>) -> impl IntoResponse {
 }
 
 fn storage_stats(app: &AppState, coll: &Collection) -> Value {
-    let storage = &app.config.storage;
-    if let Some(crate::backend::Backend::Redis(index)) = coll.backend() {
-        let r = &storage.redis;
-        return json!({
-            "backend": "redis",
-            "key_prefix": r.key_prefix,
-            "durability": r.durability.as_str(),
-            "read_from_replicas": r.read_from_replicas,
-            "store_text": index.stores_text(),
-            "cluster_up": index.redis().is_healthy(),
-        });
-    }
-    let Some(store) = coll.store() else {
-        return Value::Null;
-    };
-    let wal = store.wal();
-    let c = &wal.counters;
-    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-    json!({
-        "data_dir": store.data_dir(),
-        "wal_fsync": wal.mode().as_str(),
-        "wal_fsync_interval_ms": storage.wal_fsync_interval_ms,
-        "wal_bytes": wal.bytes(),
-        "wal_next_lsn": wal.next_lsn(),
-        "wal_appends": load(&c.appends),
-        "wal_fsyncs": load(&c.fsyncs),
-        "wal_writable": wal.is_writable(),
-        "snapshot_interval_secs": storage.snapshot_interval_secs,
-        "snapshots_keep": storage.snapshots_keep,
-        "store_text": store.stores_text(),
-        "text_bytes": store.text_bytes(),
-        "last_snapshot": store.last_snapshot(),
-        "recovery": store.recovery,
-    })
+    coll.backend()
+        .map_or(Value::Null, |b| b.storage_stats(&app.config.storage))
 }
 
 /// `POST /admin/snapshot`: write a snapshot of every collection now. The

@@ -20,7 +20,9 @@
 //! consistent answer.
 
 use super::metrics::Metrics;
-use crate::engine::{Engine, Groups, Threshold};
+use crate::backend::Backend;
+use crate::collections::Collection;
+use crate::engine::{Groups, Threshold};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -52,6 +54,8 @@ pub enum ScanError {
     InProgress { retry_after_secs: u64 },
     /// The scan itself failed (logged where it failed).
     Failed(Arc<str>),
+    /// The storage could not say what was written (unavailable now).
+    Storage(crate::backend::BackendError),
 }
 
 pub struct ScanScheduler {
@@ -136,16 +140,16 @@ impl ScanScheduler {
         self.cache.lock().expect("the page cache lock was poisoned")
     }
 
-    /// The groups at `key`: cached, the running scan's, or a new scan's.
-    /// `paging` (a page after the first) accepts a cached answer up to
-    /// [`PAGE_CACHE_SECS`] old; a first page accepts one only if nothing was
-    /// written since, or if it finished within `recent`. With `wait`, gives
-    /// up after that long with [`ScanError::InProgress`].
+    /// The groups of `coll` at `key`: cached, the running scan's, or a new
+    /// scan's. `paging` (a page after the first) accepts a cached answer up
+    /// to [`PAGE_CACHE_SECS`] old; a first page accepts one only if nothing
+    /// was written since, or if it finished within `recent`. With `wait`,
+    /// gives up after that long with [`ScanError::InProgress`].
     #[allow(clippy::too_many_arguments)]
     pub async fn groups(
         self: &Arc<Self>,
-        collection: &str,
-        engine: &Arc<Engine>,
+        coll: &Arc<Collection>,
+        backend: &Backend,
         metrics: &Arc<Metrics>,
         threshold: Threshold,
         key: GroupsKey,
@@ -153,32 +157,42 @@ impl ScanScheduler {
         recent: Duration,
         wait: Option<Duration>,
     ) -> Result<Arc<Groups>, ScanError> {
-        let generation = engine.generation();
-        let (scheduler, worker) = (Arc::clone(self), Arc::clone(engine));
+        let generation = backend.write_version().await.map_err(ScanError::Storage)?;
+        let (scheduler, worker) = (Arc::clone(self), Arc::clone(coll));
         let compute = move || -> BoxFuture<'static, Result<Groups, String>> {
             async move {
                 tokio::task::spawn_blocking(move || {
-                    scheduler
-                        .pool()
-                        .install(|| worker.duplicate_groups(threshold, key.min_size, None))
+                    let backend = worker
+                        .backend()
+                        .ok_or_else(|| format!("collection {:?} is not ready", worker.name))?;
+                    backend
+                        .duplicate_groups(threshold, key.min_size, scheduler.pool())
+                        .map_err(|e| e.to_string())
                 })
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(|e| e.to_string())?
             }
             .boxed()
         };
         self.groups_of(
-            collection, metrics, key, paging, recent, wait, generation, compute,
+            coll.name.as_str(),
+            metrics,
+            key,
+            paging,
+            recent,
+            wait,
+            generation,
+            compute,
         )
         .await
     }
 
-    /// [`Self::groups`] for any backend: `generation` says what was
+    /// [`Self::groups`] given `generation`, what was
     /// written up to now (an answer computed at another generation is
     /// stale for a first page), `compute` makes the groups (run under the
     /// scan permit, in a task of its own).
     #[allow(clippy::too_many_arguments)]
-    pub async fn groups_of(
+    async fn groups_of(
         self: &Arc<Self>,
         collection: &str,
         metrics: &Arc<Metrics>,

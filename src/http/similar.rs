@@ -36,7 +36,7 @@ pub async fn by_id(
     ApiQuery(p): ApiQuery<SimilarParams>,
 ) -> Result<Json<SimilarOut>, ApiError> {
     let q = Query::new(
-        coll.engine.threshold(p.threshold)?,
+        coll.recipe().threshold(p.threshold)?,
         Limit::parse(p.limit, &app.config.query)?.get(),
     )
     .since(since(p.since.as_deref())?);
@@ -54,7 +54,7 @@ pub async fn by_text(
     let req: SimilarTextIn = parse_json(&body.0)?;
     let text = Text::parse(req.text, &app.config.limits)?;
     let q = Query::new(
-        coll.engine.threshold(req.threshold)?,
+        coll.recipe().threshold(req.threshold)?,
         Limit::parse(req.limit, &app.config.query)?.get(),
     )
     .since(

@@ -6,11 +6,10 @@ use super::extract::Text;
 use super::metrics::Metrics;
 use super::openapi::ApiDocs;
 use super::scans::ScanScheduler;
-use crate::backend::Backend;
+use crate::backend::{Backend, SnapshotInfo};
 use crate::collections::{Collection, Collections};
 use crate::config::Config;
 use crate::engine::{EngineError, Prepared};
-use crate::persist::{PersistError, SnapshotInfo, Store};
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -63,7 +62,7 @@ impl AppState {
     pub fn new(config: Config, collections: Arc<Collections>) -> Self {
         let inflight = tokio::sync::Semaphore::new(config.server.max_concurrent_requests);
         let docs = ApiDocs::new(&config, config.engine().bands().min_query_threshold);
-        let metrics = Metrics::new(collections.redis().is_some());
+        let metrics = Metrics::default();
         Self(Arc::new(AppInner {
             collections,
             config,
@@ -101,18 +100,17 @@ impl AppState {
     /// waiting does not stop it), recording the metrics; returns what was
     /// written, collection by collection.
     pub async fn snapshot_changed(&self) -> Result<Vec<(Arc<Collection>, SnapshotInfo)>, ApiError> {
-        self.snapshot_where(|store| store.changed_since_snapshot())
-            .await
+        self.snapshot_where(true).await
     }
 
     /// Snapshot every collection now (`POST /admin/snapshot`).
     pub async fn snapshot_all(&self) -> Result<Vec<(Arc<Collection>, SnapshotInfo)>, ApiError> {
-        self.snapshot_where(|_| true).await
+        self.snapshot_where(false).await
     }
 
     async fn snapshot_where(
         &self,
-        pick: impl Fn(&Store) -> bool + Send + 'static,
+        only_if_changed: bool,
     ) -> Result<Vec<(Arc<Collection>, SnapshotInfo)>, ApiError> {
         let collections = Arc::clone(&self.collections);
         let metrics = Arc::clone(&self.metrics);
@@ -120,17 +118,13 @@ impl AppState {
             let mut written = Vec::new();
             let mut failed = None;
             for c in collections.list() {
-                let Some(store) = c.store() else { continue };
-                if store.is_retired() || !pick(store) {
-                    continue;
-                }
-                match store.snapshot() {
-                    Ok(info) => {
+                let Some(backend) = c.backend() else { continue };
+                match backend.snapshot(only_if_changed) {
+                    Ok(None) => {}
+                    Ok(Some(info)) => {
                         metrics.observe_snapshot(c.name.as_str(), &info);
                         written.push((Arc::clone(&c), info));
                     }
-                    // Deleted meanwhile.
-                    Err(PersistError::Retired) => {}
                     Err(e) => {
                         metrics.observe_snapshot_failure(c.name.as_str());
                         tracing::error!(collection = %c.name, error = %e, "snapshot failed; the log still holds every write");
@@ -144,8 +138,7 @@ impl AppState {
             .await
             .map_err(|e| ApiError::Internal(format!("snapshot task failed: {e}")))?;
         match failed {
-            Some(e) if e.is_out_of_space() => Err(ApiError::SnapshotNoSpace(e.to_string())),
-            Some(e) => Err(ApiError::Internal(format!("snapshot failed: {e}"))),
+            Some(e) => Err(e.into()),
             None => Ok(written),
         }
     }
@@ -156,11 +149,11 @@ impl AppState {
         let text = text.into_string();
         if text.len() <= INLINE_PREPARE_BYTES {
             return Ok(collection
-                .engine
+                .recipe()
                 .prepare(&text)
                 .map_err(EngineError::from)?);
         }
-        let engine = Arc::clone(&collection.engine);
+        let engine = collection.recipe().clone();
         tokio::task::spawn_blocking(move || engine.prepare(&text))
             .await
             .map_err(|e| ApiError::Internal(format!("prepare task failed: {e}")))?

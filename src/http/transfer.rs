@@ -22,7 +22,6 @@ use super::duplicates::{streamed, Chunk, NDJSON};
 use super::error::ApiError;
 use super::extract::{accepts, Coll};
 use super::state::{backend, AppState};
-use crate::backend::Backend;
 use crate::collections::{Collection, CollectionError};
 use crate::engine::{DocId, NewDoc, Record, Stamp, WriteMode, WriteOutcome};
 use crate::text::{NormalizeOptions, ShingleOptions};
@@ -209,43 +208,10 @@ async fn export_documents(
     coll: &Arc<Collection>,
     tx: &mpsc::Sender<Chunk>,
 ) -> Result<(), ApiError> {
-    match backend(coll)? {
-        Backend::Memory(m) => {
-            let engine = Arc::clone(&m.engine);
-            let store = Arc::clone(&m.store);
-            let mut records = engine.records();
-            records.sort_unstable_by(|a, b| a.id().as_str().cmp(b.id().as_str()));
-            for chunk in records.chunks(EXPORT_STEP) {
-                let chunk = chunk.to_vec();
-                let (engine, store) = (Arc::clone(&engine), Arc::clone(&store));
-                let bytes = tokio::task::spawn_blocking(move || {
-                    let now = engine.now_ms();
-                    let mut out = Vec::new();
-                    for r in chunk.iter().filter(|r| engine.is_live(r, now)) {
-                        let text = store.text_of(r)?;
-                        out.extend(line_of(r, text));
-                    }
-                    Ok::<_, crate::persist::PersistError>(out)
-                })
-                .await
-                .map_err(|e| ApiError::Internal(format!("export task failed: {e}")))?
-                .map_err(|e| ApiError::Internal(format!("reading a stored text: {e}")))?;
-                if tx.send(Ok(Bytes::from(bytes))).await.is_err() {
-                    return Ok(());
-                }
-            }
-        }
-        Backend::Redis(r) => {
-            let keys = r.record_keys().await?;
-            for chunk in keys.chunks(EXPORT_STEP) {
-                let mut out = Vec::new();
-                for (record, text) in r.read_with_texts(chunk).await? {
-                    out.extend(line_of(&record, text));
-                }
-                if tx.send(Ok(Bytes::from(out))).await.is_err() {
-                    return Ok(());
-                }
-            }
+    let mut pages = backend(coll)?.export(EXPORT_STEP).await?;
+    while let Some(page) = pages.next(line_of).await? {
+        if tx.send(Ok(Bytes::from(page))).await.is_err() {
+            break;
         }
     }
     Ok(())
@@ -325,7 +291,7 @@ pub async fn import(
         .into());
     }
     let stores_text = coll.stores_text();
-    let now = coll.engine.now_ms();
+    let now = coll.recipe().now_ms();
     let max_text = app.config.limits.max_text_bytes;
     let mut docs = Vec::new();
     let mut out = ImportOut::default();
@@ -335,7 +301,7 @@ pub async fn import(
         let id = DocId::parse(&l.id).map_err(|e| bad(e.to_string()))?;
         let shingles = decode_shingles(&l.shingles).map_err(bad)?;
         let doc = coll
-            .engine
+            .recipe()
             .prepared_from_shingles(shingles)
             .ok_or_else(|| bad("shingles are not a set".into()))?;
         if let Some(t) = &l.text {
@@ -356,8 +322,8 @@ pub async fn import(
             created_ms: l.created_ms,
             expires_ms: l.expires_ms,
         };
-        let probe = coll.engine.record_of(id.clone(), &doc, None, stamp);
-        if !coll.engine.is_live(&probe, now) {
+        let probe = coll.recipe().record_of(id.clone(), &doc, None, stamp);
+        if !coll.recipe().is_live(&probe, now) {
             out.expired += 1;
             continue;
         }

@@ -536,12 +536,9 @@ async fn graceful_shutdown_finishes_an_in_flight_request_then_stops() {
         .expect("server stopped after the in-flight request")
         .expect("server task did not panic");
     assert!(result.is_ok(), "{result:?}");
-    assert!(state
-        .collections
-        .default_collection()
-        .engine
-        .get("in-flight")
-        .is_some());
+    let default = state.collections.default_collection();
+    let backend = default.backend().expect("restored");
+    assert!(backend.get("in-flight").await.unwrap().is_some());
 }
 
 #[tokio::test]

@@ -218,6 +218,8 @@ pub struct Redis {
     /// own probe saw (the client may route a probe around a dead primary
     /// that requests still reach).
     last_trip_failed: std::sync::atomic::AtomicBool,
+    /// `neardup_redis_*`, fed from `counters` and `health` at each scrape.
+    metrics: super::metrics::RedisMetrics,
 }
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> BackendError {
@@ -233,7 +235,13 @@ impl Redis {
             cluster: std::sync::atomic::AtomicBool::new(false),
             health: std::sync::Mutex::new(None),
             last_trip_failed: std::sync::atomic::AtomicBool::new(false),
+            metrics: super::metrics::RedisMetrics::new(),
         }
+    }
+
+    /// Append `neardup_redis_*`, brought up to date, to `out` (OpenMetrics text).
+    pub fn encode_metrics(&self, out: &mut String) {
+        self.metrics.encode(self, out);
     }
 
     /// The last check's verdict (`None` before the first).

@@ -19,6 +19,7 @@
 
 pub mod codec;
 pub mod conn;
+mod metrics;
 
 use super::BackendError;
 use crate::engine::{
@@ -945,6 +946,17 @@ impl RedisIndex {
         Ok(out)
     }
 
+    /// Every live document with its text, `step` records at a time (an
+    /// export): the record keys now, the records page by page.
+    pub async fn export(&self, step: usize) -> Result<Export<'_>, BackendError> {
+        Ok(Export {
+            index: self,
+            keys: self.record_keys().await?,
+            at: 0,
+            step: step.max(1),
+        })
+    }
+
     /// The keys of every record of the collection (a `SCAN` of every
     /// primary), for an export.
     pub async fn record_keys(&self) -> Result<Vec<String>, BackendError> {
@@ -1717,6 +1729,33 @@ impl RedisIndex {
                     .transpose()
             })
             .collect()
+    }
+}
+
+/// An export of a collection in Redis ([`RedisIndex::export`]).
+pub struct Export<'a> {
+    index: &'a RedisIndex,
+    keys: Vec<String>,
+    at: usize,
+    step: usize,
+}
+
+impl Export<'_> {
+    pub async fn next(
+        &mut self,
+        format: fn(&Record, Option<String>) -> Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, BackendError> {
+        if self.at >= self.keys.len() {
+            return Ok(None);
+        }
+        let to = (self.at + self.step).min(self.keys.len());
+        let chunk = &self.keys[self.at..to];
+        self.at = to;
+        let mut out = Vec::new();
+        for (record, text) in self.index.read_with_texts(chunk).await? {
+            out.extend(format(&record, text));
+        }
+        Ok(Some(out))
     }
 }
 

@@ -1,0 +1,116 @@
+//! `neardup_redis_*`: the traffic to Redis and the cluster's state, as
+//! the redis backend exports them on `/metrics`.
+
+use super::conn::Redis;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RedirectLabels {
+    kind: &'static str,
+}
+
+/// `neardup_redis_*`, registered only with the redis backend (so a memory
+/// deployment does not export zeros that mean nothing).
+pub struct RedisMetrics {
+    registry: Registry,
+    /// round trips, commands, errors, timeouts, replication failures,
+    /// retries, check failures, reconnects: counters fed from
+    /// [`RedisCounters`](super::conn::RedisCounters)' totals.
+    counters: [Counter; 8],
+    /// Those totals at the last scrape.
+    seen: Mutex<[u64; 8]>,
+    up: Gauge,
+    primaries: Gauge,
+    redirections: Family<RedirectLabels, Gauge>,
+}
+
+impl RedisMetrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("neardup_redis");
+        let counters: [Counter; 8] = Default::default();
+        for (c, (name, help)) in counters.iter().zip([
+            ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
+            ("commands", "Commands sent to Redis"),
+            ("errors", "Round trips to Redis that failed (an error or the timeout): each answered 503 storage-unavailable"),
+            ("timeouts", "Round trips to Redis that outlasted storage.redis.command_timeout_ms"),
+            ("replication_failures", "Writes no replica confirmed within storage.redis.replication_timeout_ms (durability = \"replicated\")"),
+            ("retries", "if_unique writes that met a concurrent near-duplicate write, withdrew and tried again"),
+            ("check_failures", "Checks of the cluster (every storage.redis.watch_interval_ms) that failed"),
+            ("reconnects", "Fresh connections to the cluster made after a failed check (a new slot map from the seed nodes)"),
+        ]) {
+            registry.register(name, help, c.clone());
+        }
+        let up = Gauge::default();
+        registry.register(
+            "up",
+            "1 when the last check found every primary answering and cluster_state ok (/readyz follows it)",
+            up.clone(),
+        );
+        let primaries = Gauge::default();
+        registry.register(
+            "primaries",
+            "Primaries serving slots at the last check",
+            primaries.clone(),
+        );
+        let redirections = Family::<RedirectLabels, Gauge>::default();
+        registry.register(
+            "cluster_redirections",
+            "MOVED and ASK redirections the primaries have answered since they started, all clients (INFO errorstats, read by each check); the client follows them by itself",
+            redirections.clone(),
+        );
+        Self {
+            registry,
+            counters,
+            seen: Mutex::new([0; 8]),
+            up,
+            primaries,
+            redirections,
+        }
+    }
+
+    /// Bring the series up to date with `redis`, then append them to `out`.
+    pub fn encode(&self, redis: &Redis, out: &mut String) {
+        let c = &redis.counters;
+        let now = [
+            &c.round_trips,
+            &c.commands,
+            &c.errors,
+            &c.timeouts,
+            &c.replication_failures,
+            &c.retries,
+            &c.check_failures,
+            &c.reconnects,
+        ]
+        .map(|a| a.load(Ordering::Relaxed));
+        let mut seen = self.seen.lock().expect("metrics lock");
+        for ((counter, now), seen) in self.counters.iter().zip(now).zip(seen.iter_mut()) {
+            if now > *seen {
+                counter.inc_by(now - *seen);
+                *seen = now;
+            }
+        }
+        let health = redis.health();
+        self.up
+            .set(i64::from(health.as_ref().is_some_and(|h| h.ok)));
+        self.primaries.set(health.map_or(0, |h| h.primaries) as i64);
+        for (kind, v) in [("moved", &c.moved), ("ask", &c.ask)] {
+            self.redirections
+                .get_or_create(&RedirectLabels { kind })
+                .set(v.load(Ordering::Relaxed) as i64);
+        }
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode_registry(out, &self.registry);
+    }
+}
+
+impl Default for RedisMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,103 @@
+//! [`Recipe`]: what a collection does to a text and how it answers, the
+//! same on every backend: normalize, shingle and sign (`prepare`), the
+//! banding and thresholds, the clock and the expiry rule, `/explain`.
+//!
+//! It is a view of the collection's [`Engine`] with only those operations.
+//! The index itself (documents, buckets) is reached only through the
+//! collection's [`Backend`](crate::backend::Backend): on the memory backend
+//! that engine also holds the maps, on the redis backend they stay empty,
+//! and a caller that asked this view for a document would silently find
+//! nothing there. So it cannot ask.
+
+use crate::engine::{
+    DocId, Engine, EngineError, EngineParams, Explanation, Prepared, Record, Stamp, Threshold,
+};
+use crate::lsh::BandParams;
+use crate::text::TextError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A collection's recipe (see the module docs). Cheap to clone.
+#[derive(Clone)]
+pub struct Recipe(Arc<Engine>);
+
+impl std::fmt::Debug for Recipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Recipe").field(self.0.params()).finish()
+    }
+}
+
+impl Recipe {
+    pub(super) fn new(engine: Arc<Engine>) -> Self {
+        Self(engine)
+    }
+
+    /// The engine behind the view: for the collections module, which hands
+    /// it to the backend it builds.
+    pub(super) fn engine(&self) -> &Arc<Engine> {
+        &self.0
+    }
+
+    pub fn params(&self) -> &EngineParams {
+        self.0.params()
+    }
+
+    /// The banding (b, r) and what it finds at and below the threshold.
+    pub fn bands(&self) -> &BandParams {
+        self.0.bands()
+    }
+
+    /// `value` checked against what this index finds (default: its own
+    /// `index.threshold`).
+    pub fn threshold(&self, value: Option<f64>) -> Result<Threshold, EngineError> {
+        self.0.threshold(value)
+    }
+
+    /// Normalize, shingle and sign `text`.
+    pub fn prepare(&self, text: &str) -> Result<Prepared, TextError> {
+        self.0.prepare(text)
+    }
+
+    /// Where the two texts share passages, and their scores.
+    pub fn explain(&self, a: &str, b: &str) -> Result<Explanation, EngineError> {
+        self.0.explain(a, b)
+    }
+
+    /// "Now" by the collection's clock (ms since the epoch).
+    pub fn now_ms(&self) -> u64 {
+        self.0.now_ms()
+    }
+
+    /// The retention TTL, if any.
+    pub fn retention(&self) -> Option<Duration> {
+        self.0.retention()
+    }
+
+    /// When `record` expires (ms since the epoch), if it does.
+    pub fn expiry_ms(&self, record: &Record) -> Option<u64> {
+        self.0.expiry_ms(record)
+    }
+
+    /// False once `record` has expired at `now`.
+    pub fn is_live(&self, record: &Record, now: u64) -> bool {
+        self.0.is_live(record, now)
+    }
+
+    /// A record of `doc` as stored under `id` with `stamp` (an import's
+    /// line, checked before it is written).
+    pub fn record_of(
+        &self,
+        id: DocId,
+        doc: &Prepared,
+        metadata: Option<Box<str>>,
+        stamp: Stamp,
+    ) -> Record {
+        self.0.record_of(id, doc, metadata, stamp)
+    }
+
+    /// A prepared document from its shingles (an import's line): signed
+    /// again, `None` unless they are sorted and distinct.
+    pub fn prepared_from_shingles(&self, shingles: Vec<u32>) -> Option<Prepared> {
+        self.0.prepared_from_shingles(shingles)
+    }
+}
