@@ -39,6 +39,7 @@ pub mod lsh;
 pub mod minhash;
 pub mod persist;
 pub mod prefetch;
+pub mod service;
 pub mod telemetry;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

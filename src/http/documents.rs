@@ -222,7 +222,10 @@ pub async fn create(
         .insert(new, WriteMode::Create)
         .await
         .map_err(ApiError::from)
-        .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
+        .inspect_err(|e| {
+            app.metrics
+                .observe_write_error(coll.name.as_str(), e.status().as_u16())
+        })?;
     app.metrics.observe_write(coll.name.as_str(), "created");
     let body = WrittenOut {
         id: id.to_string(),
@@ -255,7 +258,7 @@ async fn create_if_unique(
         .insert_if_unique(new, q)
         .await
         .map_err(ApiError::from)
-        .inspect_err(|e| app.metrics.observe_write_error(name, e))?;
+        .inspect_err(|e| app.metrics.observe_write_error(name, e.status().as_u16()))?;
     Ok(match outcome {
         UniqueOutcome::Inserted(_) => {
             app.metrics.observe_write(name, "created");
@@ -319,7 +322,10 @@ pub async fn put(
         .insert(new, WriteMode::Upsert)
         .await
         .map_err(ApiError::from)
-        .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
+        .inspect_err(|e| {
+            app.metrics
+                .observe_write_error(coll.name.as_str(), e.status().as_u16())
+        })?;
     let body = Json(WrittenOut {
         id: id.to_string(),
         shingles,
@@ -423,7 +429,10 @@ pub async fn delete(
         .remove(id.clone())
         .await
         .map_err(ApiError::from)
-        .inspect_err(|e| app.metrics.observe_write_error(coll.name.as_str(), e))?;
+        .inspect_err(|e| {
+            app.metrics
+                .observe_write_error(coll.name.as_str(), e.status().as_u16())
+        })?;
     if removed {
         app.metrics.observe_write(coll.name.as_str(), "deleted");
         Ok(StatusCode::NO_CONTENT)
@@ -470,7 +479,7 @@ pub async fn batch(
         .insert_many(valid, write_mode)
         .await
         .map_err(ApiError::from)
-        .inspect_err(|e| app.metrics.observe_write_error(name, e))?;
+        .inspect_err(|e| app.metrics.observe_write_error(name, e.status().as_u16()))?;
     Ok(Json(batch_answer(&app, name, items, outcomes)))
 }
 
@@ -617,7 +626,7 @@ fn batch_answer(
                 }
                 Err(e) => {
                     let e = ApiError::from(e);
-                    app.metrics.observe_write_error(name, &e);
+                    app.metrics.observe_write_error(name, e.status().as_u16());
                     failed_item(Some(ItemId::Stored(id)), e)
                 }
             },

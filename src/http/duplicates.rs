@@ -1,6 +1,6 @@
 //! `/duplicates`: the groups of near-duplicates in the whole index, and
 //! the raw verified pairs, streamed. The scans themselves, their pool and
-//! the page cache belong to the [`ScanScheduler`](super::scans::ScanScheduler).
+//! the page cache belong to the [`ScanScheduler`](crate::service::scans::ScanScheduler).
 //!
 //! Pages of groups (`application/json`) come from the scheduler's cache or
 //! its running scan. The cursor is the hex of the last group's first id;
@@ -12,11 +12,11 @@
 
 use super::error::ApiError;
 use super::extract::{accepts, ApiQuery, Coll, Limit};
-use super::scans::{GroupsKey, ScanError};
 use super::state::{backend, AppState};
 use crate::backend::{Backend, BackendError};
 use crate::collections::Collection;
 use crate::engine::{Groups, ScanStats, Threshold};
+use crate::service::scans::{GroupsKey, ScanError};
 use crate::wire::{GroupOut, PairOut};
 use axum::body::{Body, Bytes};
 use axum::extract::State;

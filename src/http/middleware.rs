@@ -4,9 +4,9 @@
 //! gives every error a body with the request id, and the panic handler.
 
 use super::error::{problem_for_status, ApiError, Problem, PROBLEM_JSON};
-use super::metrics::HttpLabels;
 use super::routes::{collection_of, never_shed, served_while_restoring, REQUEST_ID};
 use super::state::AppState;
+use crate::service::metrics::HttpLabels;
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, StatusCode};

@@ -97,7 +97,7 @@ pub async fn metrics(State(app): State<AppState>, headers: HeaderMap) -> impl In
                 header::CONTENT_TYPE,
                 "text/plain; version=0.0.4; charset=utf-8",
             )],
-            super::metrics::to_prometheus_text(&text),
+            crate::service::metrics::to_prometheus_text(&text),
         )
     }
 }

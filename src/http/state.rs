@@ -3,13 +3,13 @@
 
 use super::error::ApiError;
 use super::extract::Text;
-use super::metrics::Metrics;
 use super::openapi::ApiDocs;
-use super::scans::ScanScheduler;
 use crate::backend::{Backend, SnapshotInfo};
 use crate::collections::{Collection, Collections};
 use crate::config::Config;
 use crate::engine::{EngineError, Prepared};
+use crate::service::metrics::Metrics;
+use crate::service::scans::ScanScheduler;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -112,35 +112,10 @@ impl AppState {
         &self,
         only_if_changed: bool,
     ) -> Result<Vec<(Arc<Collection>, SnapshotInfo)>, ApiError> {
-        let collections = Arc::clone(&self.collections);
-        let metrics = Arc::clone(&self.metrics);
-        let task = tokio::task::spawn_blocking(move || {
-            let mut written = Vec::new();
-            let mut failed = None;
-            for c in collections.list() {
-                let Some(backend) = c.backend() else { continue };
-                match backend.snapshot(only_if_changed) {
-                    Ok(None) => {}
-                    Ok(Some(info)) => {
-                        metrics.observe_snapshot(c.name.as_str(), &info);
-                        written.push((Arc::clone(&c), info));
-                    }
-                    Err(e) => {
-                        metrics.observe_snapshot_failure(c.name.as_str());
-                        tracing::error!(collection = %c.name, error = %e, "snapshot failed; the log still holds every write");
-                        failed.get_or_insert(e);
-                    }
-                }
-            }
-            (written, failed)
-        });
-        let (written, failed) = task
-            .await
-            .map_err(|e| ApiError::Internal(format!("snapshot task failed: {e}")))?;
-        match failed {
-            Some(e) => Err(e.into()),
-            None => Ok(written),
-        }
+        Ok(
+            crate::service::snapshots::snapshot(&self.collections, &self.metrics, only_if_changed)
+                .await?,
+        )
     }
 
     /// Prepare a text (checked against `limits.max_text_bytes` by its

@@ -497,8 +497,8 @@ impl Metrics {
 
     /// A write that did not: `conflict` (409) or `failed` (a 5xx: it could
     /// not be made durable). Other refusals are bad requests, not writes.
-    pub fn observe_write_error(&self, collection: &str, e: &super::error::ApiError) {
-        let outcome = match e.status().as_u16() {
+    pub fn observe_write_error(&self, collection: &str, status: u16) {
+        let outcome = match status {
             409 => "conflict",
             s if s >= 500 => "failed",
             _ => return,

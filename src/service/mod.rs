@@ -1,0 +1,14 @@
+//! Service state that is not HTTP: what the server keeps beside its
+//! collections while it runs. The HTTP layer (`http/`) and the start-up and
+//! timers (`app.rs`) share it; it knows nothing of requests or responses.
+//!
+//! - [`metrics`]: the Prometheus registry (one per server) and what each
+//!   operation records into it;
+//! - [`scans`]: whole-collection duplicate scans, one at a time on a pool of
+//!   their own, and the page cache of their answers;
+//! - [`snapshots`]: snapshots of every collection (the timer and
+//!   `POST /admin/snapshot`), recorded in the metrics.
+
+pub mod metrics;
+pub mod scans;
+pub mod snapshots;
