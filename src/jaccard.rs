@@ -42,6 +42,19 @@ pub fn jaccard(a: &[u32], b: &[u32]) -> f64 {
     overlap(a, b).jaccard()
 }
 
+/// The exact Jaccard of two sorted, distinct sets if it is at least `t`:
+/// the size bound first (no merge for sets too different in size), then
+/// the merge. The one place a candidate's score is decided, for every
+/// query and scan on every backend.
+#[inline]
+pub fn at_least(a: &[u32], b: &[u32], t: f64) -> Option<f64> {
+    if upper_bound(a.len(), b.len()) < t {
+        return None;
+    }
+    let j = overlap(a, b).jaccard();
+    (j >= t).then_some(j)
+}
+
 /// The best Jaccard score two sets of these sizes could reach: a cheap filter
 /// before the merge.
 pub fn upper_bound(len_a: usize, len_b: usize) -> f64 {

@@ -103,10 +103,43 @@ pub(crate) enum Verdict {
     Match(Arc<Record>, f64),
 }
 
+/// What [`Engine::judge`] says of one candidate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Judgement {
+    /// Expired, or older than the query's `since`: not a candidate at all.
+    Skip,
+    /// A candidate below the threshold.
+    Below,
+    /// At or above it, with its exact Jaccard.
+    Match(f64),
+}
+
 impl Engine {
-    /// The candidate rule: live and recent enough → size bound → exact
-    /// Jaccard → still the current version. `shingles` is the query's
-    /// sorted set, `t` the threshold, `now` the query's instant.
+    /// The candidate rule, the one verifier of every query on every
+    /// backend: live and recent enough → size bound → exact Jaccard
+    /// ([`jaccard::at_least`]). `shingles` is the query's sorted set, `t`
+    /// the threshold, `now` the query's instant.
+    #[inline]
+    pub(crate) fn judge(
+        &self,
+        shingles: &[u32],
+        record: &Record,
+        t: f64,
+        now: u64,
+        since: Option<u64>,
+    ) -> Judgement {
+        if !self.is_live(record, now) || since.is_some_and(|s| record.created_ms() < s) {
+            return Judgement::Skip;
+        }
+        match jaccard::at_least(shingles, record.shingles(), t) {
+            Some(j) => Judgement::Match(j),
+            None => Judgement::Below,
+        }
+    }
+
+    /// [`Self::judge`] on the record in `slot`, then still the current
+    /// version of its id (the memory index's buckets may name a slot being
+    /// replaced).
     #[inline]
     pub(crate) fn verify(
         &self,
@@ -119,20 +152,12 @@ impl Engine {
         let Some(record) = self.docs.get(&slot) else {
             return Verdict::Missing;
         };
-        if !self.is_live(&record, now) || since.is_some_and(|s| record.created_ms() < s) {
-            return Verdict::Missing;
+        match self.judge(shingles, &record, t, now, since) {
+            Judgement::Skip => Verdict::Missing,
+            Judgement::Below => Verdict::Below(record),
+            Judgement::Match(_) if !self.is_current(&record) => Verdict::Stale,
+            Judgement::Match(j) => Verdict::Match(record, j),
         }
-        if jaccard::upper_bound(shingles.len(), record.shingles().len()) < t {
-            return Verdict::Below(record);
-        }
-        let j = jaccard::overlap(shingles, record.shingles()).jaccard();
-        if j < t {
-            return Verdict::Below(record);
-        }
-        if !self.is_current(&record) {
-            return Verdict::Stale;
-        }
-        Verdict::Match(record, j)
     }
 
     /// Check a query threshold against the range this index serves.
@@ -296,22 +321,19 @@ impl Engine {
             ..Default::default()
         };
         for record in candidates {
-            if exclude == Some(record.id().as_str())
-                || !self.is_live(&record, now)
-                || q.since.is_some_and(|s| record.created_ms() < s)
-            {
+            if exclude == Some(record.id().as_str()) {
                 continue;
             }
+            let j = match self.judge(shingles, &record, t, now, q.since) {
+                Judgement::Skip => continue,
+                Judgement::Below => {
+                    out.candidates += 1;
+                    out.rejected += 1;
+                    continue;
+                }
+                Judgement::Match(j) => j,
+            };
             out.candidates += 1;
-            if jaccard::upper_bound(shingles.len(), record.shingles().len()) < t {
-                out.rejected += 1;
-                continue;
-            }
-            let j = jaccard::overlap(shingles, record.shingles()).jaccard();
-            if j < t {
-                out.rejected += 1;
-                continue;
-            }
             out.matches.push(Match {
                 id: record.id().clone(),
                 created_ms: record.created_ms(),

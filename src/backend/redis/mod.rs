@@ -1450,11 +1450,7 @@ impl RedisIndex {
                         }
                         candidates += 1;
                         let (sa, sb) = (a.record.shingles(), b.record.shingles());
-                        if crate::jaccard::upper_bound(sa.len(), sb.len()) < t {
-                            continue;
-                        }
-                        let jaccard = crate::jaccard::overlap(sa, sb).jaccard();
-                        if jaccard >= t {
+                        if let Some(jaccard) = crate::jaccard::at_least(sa, sb, t) {
                             let (a, b) = if a.record.id() < b.record.id() {
                                 (a, b)
                             } else {
