@@ -54,36 +54,14 @@ pub(super) struct Mark {
 /// Add an entry unless the name is taken or the catalog is full.
 /// `KEYS[1]` the catalog; `ARGV[1]` the name, `ARGV[2]` the entry, `ARGV[3]` the
 /// most named collections. Returns {'created'}, {'exists', entry} or {'full'}.
-static CREATE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if cur then return {'exists', cur} end
-if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return {'full'} end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-return {'created'}
-",
-    )
-});
+static CREATE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../backend/redis/scripts/catalog_create.lua")));
 
 /// Replace (`ARGV[3]` an entry) or delete (`ARGV[3]` '') the entry of `ARGV[1]`
 /// if it is still the incarnation `ARGV[2]`. `KEYS[1]` the catalog. Returns 1
 /// if it did.
-static SWAP: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if not cur then return 0 end
-if cjson.decode(cur)['incarnation'] ~= ARGV[2] then return 0 end
-if ARGV[3] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-else
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-end
-return 1
-",
-    )
-});
+static SWAP: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../backend/redis/scripts/catalog_swap.lua")));
 
 fn catalog_key(redis: &Redis) -> String {
     format!("{{{}}}:catalog", redis.settings.key_prefix)

@@ -39,46 +39,11 @@ use std::time::{Duration, Instant};
 
 /// Append members to fields of one bucket hash.
 /// `KEYS[1]` the hash; ARGV: field, member, field, member, …
-static APPEND: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-for i = 1, #ARGV, 2 do
-  local cur = redis.call('HGET', KEYS[1], ARGV[i])
-  if cur then
-    redis.call('HSET', KEYS[1], ARGV[i], cur .. ARGV[i + 1])
-  else
-    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
-  end
-end
-return 1
-",
-    )
-});
+static APPEND: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/append.lua")));
 
 /// Remove exactly these members from fields of one bucket hash (a field
 /// left empty goes). `KEYS[1]` the hash; ARGV: field, member, …
-static REMOVE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-for i = 1, #ARGV, 2 do
-  local cur = redis.call('HGET', KEYS[1], ARGV[i])
-  if cur then
-    local keep = {}
-    for j = 1, #cur, 12 do
-      local m = string.sub(cur, j, j + 11)
-      if m ~= ARGV[i + 1] then keep[#keep + 1] = m end
-    end
-    if #keep == 0 then
-      redis.call('HDEL', KEYS[1], ARGV[i])
-    else
-      redis.call('HSET', KEYS[1], ARGV[i], table.concat(keep))
-    end
-  end
-end
-return 1
-",
-    )
-});
+static REMOVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/remove.lua")));
 
 /// The commit of a write. `KEYS[1]` the record, `KEYS[2]` its text (`KEYS[3]`
 /// the pending key of an if_unique write, which must still hold `ARGV[1]`);
@@ -88,81 +53,22 @@ return 1
 /// Returns {outcome[, old record]}: 'created', 'replaced', 'exists',
 /// 'collision' (another id hashes to the same iid), 'expired' (the
 /// pending key is gone).
-static COMMIT: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local function u64(s, at)
-  local v = 0
-  for i = at + 7, at, -1 do v = v * 256 + string.byte(s, i) end
-  return v
-end
-if KEYS[3] then
-  if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {'expired'} end
-end
-local old = redis.call('GET', KEYS[1])
-local outcome = 'created'
-if old then
-  local n = string.byte(old, 22) + 256 * string.byte(old, 23)
-  if string.sub(old, 24, 23 + n) ~= ARGV[5] then return {'collision'} end
-  local exp = u64(old, 14)
-  local ttl = tonumber(ARGV[4])
-  if exp == 0 and ttl > 0 then exp = u64(old, 6) + ttl end
-  local live = exp == 0 or tonumber(ARGV[3]) < exp
-  if live and ARGV[2] == 'c' then return {'exists'} end
-  if live then outcome = 'replaced' end
-end
-redis.call('SET', KEYS[1], ARGV[1])
-if ARGV[6] ~= '' then
-  redis.call('SET', KEYS[2], ARGV[6])
-else
-  redis.call('DEL', KEYS[2])
-end
-if KEYS[3] then redis.call('DEL', KEYS[3]) end
-if old then return {outcome, old} end
-return {outcome}
-",
-    )
-});
+static COMMIT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/commit.lua")));
 
 /// Delete a record (and its text) if it names this id (and, given `ARGV[2]`,
 /// is still that `gen`). `KEYS[1]` the record, `KEYS[2]` its text; `ARGV[1]` the
 /// id, `ARGV[2]` the gen (4 bytes) or ''. Returns the deleted record, or nil.
-static DELETE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local old = redis.call('GET', KEYS[1])
-if not old then return false end
-local n = string.byte(old, 22) + 256 * string.byte(old, 23)
-if string.sub(old, 24, 23 + n) ~= ARGV[1] then return false end
-if ARGV[2] ~= '' and string.sub(old, 2, 5) ~= ARGV[2] then return false end
-redis.call('DEL', KEYS[1], KEYS[2])
-return old
-",
-    )
-});
+static DELETE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/delete.lua")));
 
 /// Delete a pending key if it still holds `ARGV[1]`. `KEYS[1]` the pending key.
-static UNCLAIM: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-",
-    )
-});
+static UNCLAIM: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/unclaim.lua")));
 
 /// Append members to a due bucket and name the bucket in its sorted set.
 /// `KEYS[1]` the bucket, `KEYS[2]` the set; `ARGV[1]` the bucket's minute,
 /// `ARGV[2]` its score (the minute's first ms), `ARGV[3]` the members.
-static DUE_ADD: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-redis.call('APPEND', KEYS[1], ARGV[3])
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-return 1
-",
-    )
-});
+static DUE_ADD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/due_add.lua")));
 
 /// Drop members from a due bucket (every copy of each); an emptied or
 /// missing bucket leaves its sorted set. `KEYS[1]` the bucket, `KEYS[2]`
@@ -174,35 +80,8 @@ return 1
 /// is replaced by what is kept: string operations, however large the bucket.
 /// Otherwise (another sweep rewrote it meanwhile) it is rebuilt member by
 /// member without the dropped ones.
-static DUE_DROP: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
-        r"
-local cur = redis.call('GET', KEYS[1])
-local out
-if not cur then
-  out = ''
-elseif #ARGV[2] > 0 and string.sub(cur, 1, #ARGV[2]) == ARGV[2] then
-  out = ARGV[3] .. string.sub(cur, #ARGV[2] + 1)
-else
-  local drop = {}
-  for j = 1, #ARGV[4], 12 do drop[string.sub(ARGV[4], j, j + 11)] = true end
-  local keep = {}
-  for j = 1, #cur, 12 do
-    local m = string.sub(cur, j, j + 11)
-    if not drop[m] then keep[#keep + 1] = m end
-  end
-  out = table.concat(keep)
-end
-if #out == 0 then
-  redis.call('DEL', KEYS[1])
-  redis.call('ZREM', KEYS[2], ARGV[1])
-elseif #out < #cur then
-  redis.call('SET', KEYS[1], out)
-end
-return 1
-",
-    )
-});
+static DUE_DROP: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/due_drop.lua")));
 
 /// A member whose record is gone or is another version ("stale": left by a
 /// replace, a delete, a refused or interrupted write) is dropped from its
