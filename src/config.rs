@@ -980,6 +980,25 @@ mod tests {
     }
 
     #[test]
+    fn half_a_banding_is_said_in_the_settings_terms() {
+        let e = load(Some("[index]\nbands = 10\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("index.bands is set (10) but index.rows is not")
+                && e.contains("(set in c.toml)")
+                && !e.contains("Some(")
+                && !e.contains("None"),
+            "{e}"
+        );
+        let e = load(None, &[("INDEX__ROWS", "5")]).unwrap_err().to_string();
+        assert!(
+            e.contains("index.rows is set (5) but index.bands is not"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn errors_name_the_key_with_its_section_and_the_file_as_given() {
         let e = load(Some("[index]\nthreshhold = 0.9\n"), &[])
             .unwrap_err()
