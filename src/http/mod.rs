@@ -86,6 +86,7 @@ pub fn router(state: AppState) -> Router {
     let body_limit = settings.max_body_bytes;
     let console = if state.config.ui.enabled {
         Router::new()
+            .route("/", get(ui::root))
             .route("/ui", get(ui::redirect))
             .route("/ui/", get(ui::index))
             .route("/ui/{*path}", get(ui::file))

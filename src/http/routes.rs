@@ -57,7 +57,13 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// API the console itself calls); open without a key (see
 /// `SPECIAL_ROUTES`). The tests check they are routed exactly when the
 /// console is enabled.
-pub const UI_ROUTES: &[(&str, &str)] = &[("GET", "/ui"), ("GET", "/ui/"), ("GET", "/ui/{*path}")];
+/// `/` sends a browser to the console (404 without it).
+pub const UI_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("GET", "/ui"),
+    ("GET", "/ui/"),
+    ("GET", "/ui/{*path}"),
+];
 
 /// The routes every collection serves, unprefixed for `default` and under
 /// `/collections/{name}` for each collection.
@@ -146,7 +152,13 @@ pub const SPECIAL_ROUTES: &[SpecialRoute] = &[
         never_shed: false,
     },
     // The console's files: the page loads (and says the server is
-    // restoring) before the API it calls is ready.
+    // restoring) before the API it calls is ready; `/` redirects to it.
+    SpecialRoute {
+        path: "/",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
     SpecialRoute {
         path: "/ui",
         open: true,
@@ -231,7 +243,7 @@ mod tests {
     #[test]
     fn the_console_files_are_open_and_served_while_restoring_nothing_else_is() {
         use super::{is_open, never_shed, served_while_restoring};
-        for path in ["/ui", "/ui/", "/ui/app.js", "/ui/vendor/uPlot.esm.js"] {
+        for path in ["/", "/ui", "/ui/", "/ui/app.js", "/ui/vendor/uPlot.esm.js"] {
             assert!(is_open(path), "{path}");
             assert!(served_while_restoring(path), "{path}");
             assert!(!never_shed(path), "{path}");
