@@ -83,6 +83,35 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/import",
 ];
 
+/// The routes that take query parameters (a collection route unprefixed:
+/// the same under `/collections/{name}`); each refuses the ones it does
+/// not know. Every other route of [`ROUTES`] but the probes, the metrics
+/// and the document ([`SPECIAL_ROUTES`]) takes none and refuses any
+/// ([`refuses_query`]): no query string is silently ignored.
+pub const QUERY_ROUTES: &[(&str, &str)] = &[
+    ("POST", "/documents"),
+    ("POST", "/documents/batch"),
+    ("GET", "/documents/{id}"),
+    ("GET", "/similar"),
+    ("GET", "/compare"),
+    ("GET", "/duplicates"),
+    ("GET", "/duplicates/pairs"),
+];
+
+/// Whether a request routed to `method` `route` (its template) must come
+/// without query parameters. A method the route does not serve is left
+/// to the router's 405.
+pub fn refuses_query(method: &str, route: &str) -> bool {
+    if !ROUTES.contains(&(method, route)) || special(route).is_some() {
+        return false;
+    }
+    let unprefixed = route
+        .strip_prefix("/collections/{name}")
+        .filter(|rest| COLLECTION_ROUTES.contains(rest))
+        .unwrap_or(route);
+    !QUERY_ROUTES.contains(&(method, unprefixed))
+}
+
 /// Collection routes that only read although they are POSTs (the query
 /// travels in the body): read-only keys may call them.
 pub const READ_POSTS: &[&str] = &[
