@@ -448,6 +448,37 @@ async fn limits_max_collections_counts_default_and_frees_a_place_on_delete() {
     assert_eq!(put(&app, "c", json!({})).await.status(), 201);
 }
 
+/// `default` was created on the first start on its data directory, not at
+/// each start: its `created_at` stays put across restarts.
+#[tokio::test]
+async fn the_default_collections_creation_time_survives_a_restart() {
+    use neardup::engine::ManualClock;
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = test_settings();
+    settings.storage.data_dir = dir.path().to_owned();
+    let clock = std::sync::Arc::new(ManualClock::default());
+    let app = crate::helpers::spawn_app_with_clock(settings.clone(), clock.clone()).await;
+    let before = app.get_json("/collections/default").await["created_at"].clone();
+    assert!(before.is_string(), "{before}");
+    app.stop().await.unwrap();
+
+    clock.advance(std::time::Duration::from_secs(3600));
+    let app = crate::helpers::spawn_app_with_clock(settings, clock.clone()).await;
+    assert_eq!(
+        app.get_json("/collections/default").await["created_at"],
+        before
+    );
+    let listed = app.get_json("/collections").await;
+    let default = listed["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "default")
+        .cloned()
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(default["created_at"], before, "{listed}");
+}
+
 #[tokio::test]
 async fn collections_survive_a_restart_with_their_settings_and_documents() {
     let dir = tempfile::tempdir().unwrap();
