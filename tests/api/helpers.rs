@@ -213,6 +213,11 @@ impl TestApp {
                     return;
                 }
             }
+            assert!(
+                !self.server.is_finished(),
+                "server at {} stopped before it was ready",
+                self.base
+            );
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         panic!("server at {} never became ready", self.base);
