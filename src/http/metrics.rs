@@ -702,7 +702,7 @@ impl Metrics {
             self.export_wal(name, c.id, store);
             self.documents
                 .get_or_create(&of(name))
-                .set(c.engine.len() as i64);
+                .set(c.engine.live_len() as i64);
             let m = c.engine.memory();
             for (component, bytes) in [
                 ("shingles", m.shingles_bytes),

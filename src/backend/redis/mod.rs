@@ -430,6 +430,17 @@ impl RedisIndex {
         Ok(n as usize)
     }
 
+    /// [`Self::refresh_count`] less the documents the due index shows
+    /// expired and not yet purged (its buckets up to now: no scan of the
+    /// records): the live count, kept as [`Self::documents`].
+    pub async fn refresh_live_count(&self) -> Result<usize, BackendError> {
+        let stored = self.refresh_count().await?;
+        let expired = self.due(self.engine.now_ms()).await?.expired.len();
+        let live = stored.saturating_sub(expired);
+        self.documents.store(live as u64, Ordering::Relaxed);
+        Ok(live)
+    }
+
     /// Move the counter by `delta`, as its own trip.
     async fn adjust(&self, delta: i64) -> Result<(), BackendError> {
         self.redis
