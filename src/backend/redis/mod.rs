@@ -1771,8 +1771,7 @@ mod tests {
     /// an emptied or missing bucket leaves its sorted set.
     #[tokio::test]
     async fn due_buckets_drop_exactly_the_members_they_are_told_to() {
-        if !RedisCluster::available() {
-            eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+        if !RedisCluster::available_or_skip("the tests that start a Redis") {
             return;
         }
         let server = RedisCluster::start_single().expect("redis starts");
