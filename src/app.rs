@@ -120,14 +120,17 @@ impl App {
     /// `server.shutdown_delay_secs`, drain in-flight requests for up to
     /// `server.shutdown_grace_secs`, then write a final snapshot (unless
     /// nothing was written since the last one).
-    /// A recovery failure stops the server and is returned.
+    /// A `default` collection that cannot be restored stops the server at
+    /// once (its recipe is the configuration: an operator's error) and is
+    /// returned; a named one that cannot is served as failed.
     pub async fn run_until_stopped(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let state = self.state.clone();
         let grace = Duration::from_secs(state.config.server.shutdown_grace_secs);
-        let background = tokio::spawn(restore_then_maintain(state.clone()));
+        let (fatal_tx, mut fatal_rx) = tokio::sync::oneshot::channel::<anyhow::Error>();
+        let background = tokio::spawn(restore_then_maintain(state.clone(), fatal_tx));
 
         let (draining_tx, draining_rx) = tokio::sync::oneshot::channel::<()>();
         let drain_state = state.clone();
@@ -156,6 +159,11 @@ impl App {
                     std::future::pending::<()>().await;
                 }
             } => tracing::warn!(grace_secs = grace.as_secs(), "grace period elapsed; closing remaining connections"),
+            Ok(fatal) = &mut fatal_rx => {
+                // The listener closes with `serve`, dropped here.
+                background.abort();
+                return Err(fatal);
+            }
         }
         background.abort();
         if state.is_restored() {
@@ -185,8 +193,15 @@ impl App {
 /// snapshot timer, the purge of expired documents, and (in `interval`
 /// mode) the periodic log fsync; with the redis backend, the watch of the
 /// cluster and of the collection catalog.
-async fn restore_then_maintain(state: AppState) {
-    restore(&state).await;
+async fn restore_then_maintain(
+    state: AppState,
+    fatal: tokio::sync::oneshot::Sender<anyhow::Error>,
+) {
+    if let Err(e) = restore(&state).await {
+        let _ = fatal.send(e);
+        return;
+    }
+    drop(fatal);
     tokio::join!(
         snapshot_timer(&state),
         purge_timer(&state),
@@ -211,14 +226,26 @@ async fn storage_watch(state: &AppState) {
     }
 }
 
-/// Restore every collection off the async workers; a collection that
-/// fails is reported (and answers 503) while the others serve. Then the
-/// server is ready.
-async fn restore(state: &AppState) {
+/// Restore every collection off the async workers; a named collection
+/// that fails is reported (and answers 503) while the others serve. Then
+/// the server is ready. A `default` collection that fails is an error:
+/// its recipe is the configuration, so nothing could serve it.
+async fn restore(state: &AppState) -> anyhow::Result<()> {
     let collections = Arc::clone(&state.collections);
     let started = std::time::Instant::now();
     if let Err(e) = tokio::task::spawn_blocking(move || collections.restore()).await {
         tracing::error!(error = %e, "the restore task failed");
+    }
+    let default = state.collections.default_collection();
+    if default.status() != Status::Ready {
+        let why = default.failure().unwrap_or("it was not restored");
+        tracing::error!(collection = %default.name, error = %why, "the default collection cannot be restored; stopping");
+        anyhow::bail!(
+            "the default collection cannot be restored from storage.data_dir {}: {why}. \
+             Its recipe is the server's configuration, so the server does not start: \
+             fix the configuration or the files, then start again",
+            default.dir().display()
+        );
     }
     let all = state.collections.list();
     let failed: Vec<String> = all
@@ -241,6 +268,7 @@ async fn restore(state: &AppState) {
         );
     }
     state.mark_restored();
+    Ok(())
 }
 
 /// A tick every `secs` seconds (none while `secs` is 0), the first after a period.

@@ -388,6 +388,39 @@ pub struct LogSettings {
     pub level: String,
 }
 
+/// The level names `log.level` takes, alone or after `target=`.
+const LOG_LEVELS: [&str; 6] = ["trace", "debug", "info", "warn", "error", "off"];
+
+impl LogSettings {
+    /// Each comma-separated directive is a level (`info`) or a target with
+    /// a level (`neardup=debug`): a bare word that is not a level would be
+    /// read as a target to trace, silencing every other line.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |why: String| {
+            Err(ConfigError::Invalid(format!(
+                "log.level {:?} {why}: use one of {}, or directives like info,neardup=debug",
+                self.level,
+                LOG_LEVELS.join(", ")
+            )))
+        };
+        let is_level = |w: &str| LOG_LEVELS.iter().any(|l| l.eq_ignore_ascii_case(w.trim()));
+        let directives: Vec<&str> = self.level.split(',').map(str::trim).collect();
+        if directives.iter().all(|d| d.is_empty()) {
+            return bad("is empty".to_owned());
+        }
+        for d in directives.into_iter().filter(|d| !d.is_empty()) {
+            let level = d.rsplit_once('=').map_or(d, |(_, level)| level);
+            if !is_level(level) {
+                return bad(format!("has {level:?}, which is not a level"));
+            }
+        }
+        if let Err(e) = tracing_subscriber::EnvFilter::builder().parse(&self.level) {
+            return bad(format!("does not parse ({e})"));
+        }
+        Ok(())
+    }
+}
+
 impl Default for LogSettings {
     fn default() -> Self {
         Self {
@@ -669,6 +702,7 @@ impl Settings {
         if let Err(e) = self.retention.check() {
             return Err(ConfigError::Invalid(e));
         }
+        self.log.validate()?;
         self.auth.validate()?;
         self.storage.redis.validate(self.storage.backend)?;
         let engine = self.engine_params().validate()?;
@@ -917,6 +951,51 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("shingle.k"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_log_level_is_refused_with_the_levels_it_takes() {
+        let e = load(None, &[("LOG__LEVEL", "verbose")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("log.level \"verbose\"")
+                && e.contains("trace, debug, info, warn, error, off")
+                && e.contains("(set by the environment variable NEARDUP_LOG__LEVEL)"),
+            "{e}"
+        );
+        for bad in ["", "neardup=loud", "info,verbose"] {
+            assert!(load(None, &[("LOG__LEVEL", bad)]).is_err(), "{bad:?}");
+        }
+        for good in [
+            "info",
+            "WARN",
+            "off",
+            "info,neardup=debug",
+            "warn,tower_http=trace",
+        ] {
+            let s = load(None, &[("LOG__LEVEL", good)]).unwrap();
+            assert_eq!(s.log.level, good);
+        }
+    }
+
+    #[test]
+    fn half_a_banding_is_said_in_the_settings_terms() {
+        let e = load(Some("[index]\nbands = 10\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("index.bands is set (10) but index.rows is not")
+                && e.contains("(set in c.toml)")
+                && !e.contains("Some(")
+                && !e.contains("None"),
+            "{e}"
+        );
+        let e = load(None, &[("INDEX__ROWS", "5")]).unwrap_err().to_string();
+        assert!(
+            e.contains("index.rows is set (5) but index.bands is not"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -225,8 +225,11 @@ pub struct AccuracyRow {
     /// Of those, the pairs the errors are measured on (all, or an evenly
     /// spaced [`MAX_ERROR_PAIRS`]).
     pub measured_pairs: u64,
-    pub mean_abs_error: f64,
-    pub p95_abs_error: f64,
+    /// The mean and 95th percentile of |estimate − exact| over the
+    /// measured pairs; `None` when there are none (no error was measured:
+    /// 0 would claim a perfect estimate).
+    pub mean_abs_error: Option<f64>,
+    pub p95_abs_error: Option<f64>,
     /// The banding our recall rule gives for `num_perm` at the threshold,
     /// `None` when no banding reaches it.
     pub bands: Option<usize>,
@@ -316,12 +319,9 @@ pub fn accuracy<S: AsRef<str> + Sync>(
                 k,
                 sharing_pairs: sharing.len() as u64,
                 measured_pairs: errors.len() as u64,
-                mean_abs_error: if errors.is_empty() {
-                    0.0
-                } else {
-                    errors.iter().sum::<f64>() / errors.len() as f64
-                },
-                p95_abs_error: percentile(&errors, 0.95),
+                mean_abs_error: (!errors.is_empty())
+                    .then(|| errors.iter().sum::<f64>() / errors.len() as f64),
+                p95_abs_error: (!errors.is_empty()).then(|| percentile(&errors, 0.95)),
                 bands: banding.map(|b| b.bands),
                 rows: banding.map(|b| b.rows),
                 pairs_at_threshold: at_threshold.len() as u64,

@@ -166,10 +166,11 @@ impl Backend {
         }
     }
 
-    /// Stored documents (expired ones not yet purged included).
+    /// Live documents (not those expired and not yet purged: an expired
+    /// document is absent from every answer, counts included).
     pub fn documents(&self) -> usize {
         match self {
-            Backend::Memory(m) => m.engine.len(),
+            Backend::Memory(m) => m.engine.live_len(),
             Backend::Redis(r) => r.documents(),
         }
     }
@@ -178,8 +179,8 @@ impl Backend {
     /// shared counter other nodes move too).
     pub async fn refresh_documents(&self) -> Result<usize, BackendError> {
         match self {
-            Backend::Memory(m) => Ok(m.engine.len()),
-            Backend::Redis(r) => r.refresh_count().await,
+            Backend::Memory(m) => Ok(m.engine.live_len()),
+            Backend::Redis(r) => r.refresh_live_count().await,
         }
     }
 

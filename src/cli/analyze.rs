@@ -324,14 +324,15 @@ fn write_tables(
             _ => "none".into(),
         };
         let missed = a.missed.map_or_else(|| "-".to_owned(), |m| m.to_string());
+        let error = |e: Option<f64>| e.map_or_else(|| "-".to_owned(), |e| format!("{e:.4}"));
         writeln!(
             out,
-            "{:>8} {:>3} {:>10} {:>10.4} {:>10.4} {:>10} {:>11} {:>8}",
+            "{:>8} {:>3} {:>10} {:>10} {:>10} {:>10} {:>11} {:>8}",
             a.num_perm,
             a.k,
             a.measured_pairs,
-            a.mean_abs_error,
-            a.p95_abs_error,
+            error(a.mean_abs_error),
+            error(a.p95_abs_error),
             banding,
             a.pairs_at_threshold,
             missed

@@ -74,7 +74,8 @@ pub struct Collection {
     /// Unique for the life of the process (a collection deleted and
     /// created again under its name gets a new one): keys caches.
     pub id: u64,
-    /// When it was created (ms since the epoch; for `default`, the start).
+    /// When it was created (ms since the epoch; for `default`, the first
+    /// start on its data directory).
     pub created_ms: u64,
     /// Its directory (its manifest; for `default`, `storage.data_dir`).
     dir: PathBuf,
@@ -292,7 +293,7 @@ impl Collections {
             catalog_epoch: AtomicU64::new(0),
             dropped: Mutex::new(Vec::new()),
         };
-        let started = this.clock.now_ms();
+        let started = catalog::default_created_ms(&this.data_dir, this.clock.now_ms())?;
         let default = this.build(
             CollectionName::default_collection(),
             data_dir,

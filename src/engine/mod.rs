@@ -210,6 +210,9 @@ pub struct Engine {
     /// Stored records with an expiry of their own (a purge scan is skipped
     /// while this and `ttl_ms` are 0).
     own_expiries: AtomicU64,
+    /// Stored records by the second they expire or were created in
+    /// ([`Self::live_len`] without a scan).
+    expiries: std::sync::Mutex<retention::ExpiryCounts>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -254,6 +257,7 @@ impl Engine {
             clock,
             ttl_ms: AtomicU64::new(0),
             own_expiries: AtomicU64::new(0),
+            expiries: Default::default(),
         }
     }
 
@@ -459,6 +463,10 @@ impl Engine {
             }
         };
         op(&self.shingle_values, record.shingles().len());
+        self.expiries
+            .lock()
+            .expect("expiry counts lock")
+            .account(record, add);
         let own_expiry = usize::from(record.stamp().expires_ms.is_some());
         if add {
             self.own_expiries

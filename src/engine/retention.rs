@@ -14,8 +14,15 @@
 //!
 //! Time comes from a [`Clock`], the system's by default, so tests can move
 //! it by hand ([`ManualClock`]); the engine does no I/O for it.
+//!
+//! The count of live documents ([`Engine::live_len`], what `/stats` says)
+//! needs no scan: [`ExpiryCounts`] counts the stored documents by the
+//! second they expire in (own expiries) or were created in (the others,
+//! whose expiry moves with the TTL); the expired ones not yet purged are
+//! the few seconds before now.
 
 use super::{DocId, Engine, EngineError, Journal, JournalEntry, Record};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -59,7 +66,70 @@ impl Clock for ManualClock {
     }
 }
 
+/// Stored documents counted by the second (rounded up) their expiry falls
+/// in, if they set one (`own`), else by the second they were created in
+/// (`created`: they expire the retention TTL later, whatever it is when
+/// asked). A key per second, shared by every document of that second: a
+/// bulk load adds a few keys, not one per document.
+#[derive(Debug, Default)]
+pub(super) struct ExpiryCounts {
+    own: BTreeMap<u64, u64>,
+    created: BTreeMap<u64, u64>,
+}
+
+/// The second `ms` falls in, rounded up: every document of a key's second
+/// has expired once that second has passed.
+fn second_up(ms: u64) -> u64 {
+    ms.div_ceil(1000)
+}
+
+impl ExpiryCounts {
+    /// Count `record` in (`add`) or out.
+    pub(super) fn account(&mut self, record: &Record, add: bool) {
+        let stamp = record.stamp();
+        let (map, ms) = match stamp.expires_ms {
+            Some(at) => (&mut self.own, at),
+            None => (&mut self.created, record.created_ms()),
+        };
+        let key = second_up(ms);
+        if add {
+            *map.entry(key).or_default() += 1;
+        } else if let std::collections::btree_map::Entry::Occupied(mut e) = map.entry(key) {
+            *e.get_mut() -= 1;
+            if *e.get() == 0 {
+                e.remove();
+            }
+        }
+    }
+
+    /// Documents that have expired at `now` under a TTL of `ttl_ms` (0:
+    /// none), give or take the second `now` is in: a document counts as
+    /// expired from the end of the second its expiry falls in.
+    fn expired(&self, now: u64, ttl_ms: u64) -> u64 {
+        let sum = |map: &BTreeMap<u64, u64>, upto_ms: u64| -> u64 {
+            map.range(..=upto_ms / 1000).map(|(_, n)| n).sum()
+        };
+        let own = sum(&self.own, now);
+        match now.checked_sub(ttl_ms) {
+            Some(upto) if ttl_ms != 0 => own + sum(&self.created, upto),
+            _ => own,
+        }
+    }
+}
+
 impl Engine {
+    /// Stored documents that have not expired (the expired ones are in
+    /// [`Self::len`] until the purge), counted without a scan; a document
+    /// is counted as live until the end of the second it expires in.
+    pub fn live_len(&self) -> usize {
+        let expired = self
+            .expiries
+            .lock()
+            .expect("expiry counts lock")
+            .expired(self.now_ms(), self.ttl_ms.load(Ordering::Acquire));
+        self.len().saturating_sub(expired as usize)
+    }
+
     /// Milliseconds since the epoch, by this engine's clock.
     pub fn now_ms(&self) -> u64 {
         self.clock.now_ms()

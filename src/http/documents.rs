@@ -178,7 +178,7 @@ pub async fn create(
     ApiQuery(params): ApiQuery<CreateParams>,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
-    let doc: DocumentIn = parse_json(&body.0)?;
+    let doc: DocumentIn = parse_json(&body.0).map_err(|e| one_document(e, &body.0))?;
     let text = Text::parse(doc.text, &app.config.limits)?;
     let id = match doc.id {
         Some(id) => client_id(&id)?,
@@ -240,6 +240,20 @@ pub async fn create(
         Json(body),
     )
         .into_response())
+}
+
+/// `POST /documents` takes one document: a JSON array is told where
+/// several go.
+fn one_document(e: ApiError, body: &[u8]) -> ApiError {
+    match e {
+        ApiError::InvalidBody(m) if body.trim_ascii_start().starts_with(b"[") => {
+            ApiError::InvalidBody(format!(
+                "{m}: POST /documents takes one document, {{\"text\": ..., \"id\": ...}}; \
+                 to write several, send {{\"documents\": [...]}} to POST /documents/batch"
+            ))
+        }
+        e => e,
+    }
 }
 
 /// `POST /documents?if_unique=true`: 201 and `"inserted": true` when
@@ -489,8 +503,28 @@ type BatchItems = Vec<Result<(DocId, usize), BatchItemOut>>;
 
 type ItemResult = Result<NewDoc, (Option<String>, ApiError)>;
 
+/// The `id` an item that does not parse still gives (a string), for its answer.
+fn given_id(raw: &RawValue) -> Option<String> {
+    #[derive(Deserialize)]
+    struct JustTheId {
+        id: Option<String>,
+    }
+    serde_json::from_str::<JustTheId>(raw.get())
+        .ok()
+        .and_then(|j| j.id)
+}
+
 fn prepare_item(app: &AppState, coll: &Collection, raw: &RawValue, now: u64) -> ItemResult {
-    let doc: BatchDocumentIn<'_> = parse_json(raw.get().as_bytes()).map_err(|e| (None, e))?;
+    let doc: BatchDocumentIn<'_> = parse_json(raw.get().as_bytes()).map_err(|e| {
+        // The item's own words, not the request body's.
+        let e = match e {
+            ApiError::InvalidBody(m) => {
+                ApiError::InvalidBody(m.replacen("the body", "the item", 1))
+            }
+            e => e,
+        };
+        (given_id(raw), e)
+    })?;
     let fail = |e: ApiError| (doc.id.as_deref().map(str::to_owned), e);
     let id = match &doc.id {
         Some(id) => client_id(id).map_err(fail)?,

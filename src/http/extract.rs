@@ -82,10 +82,11 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
 pub fn parse_json<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, ApiError> {
     let value: T = serde_json::from_slice(bytes).map_err(|e| {
         // serde reports the first problem it meets; a body that is not JSON
-        // at all is a 400 even if a shape error came first.
+        // at all is a 400 even if a shape error came first, and one that
+        // is not an object says so (not what serde made of an array).
         match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
             Err(syntax) => json_error(syntax),
-            Ok(_) => json_error(e),
+            Ok(_) => require_object(bytes).err().unwrap_or_else(|| json_error(e)),
         }
     })?;
     require_object(bytes)?;
@@ -94,12 +95,18 @@ pub fn parse_json<'a, T: serde::Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, A
 
 /// 422 unless the JSON text is an object (syntax was checked by the caller).
 pub fn require_object(json: &[u8]) -> Result<(), ApiError> {
-    match json.iter().find(|b| !b.is_ascii_whitespace()) {
-        Some(b'{') => Ok(()),
-        _ => Err(ApiError::InvalidBody(
-            "the body must be a JSON object".into(),
-        )),
-    }
+    let got = match json.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => return Ok(()),
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        Some(_) => "a number",
+        None => "nothing",
+    };
+    Err(ApiError::InvalidBody(format!(
+        "the body must be a JSON object, not {got}"
+    )))
 }
 
 pub fn json_error(e: serde_json::Error) -> ApiError {

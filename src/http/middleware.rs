@@ -4,7 +4,7 @@
 //! gives every error a body with the request id, and the panic handler.
 
 use super::error::{problem_for_status, ApiError, Problem, PROBLEM_JSON};
-use super::routes::{collection_of, never_shed, served_while_restoring, REQUEST_ID};
+use super::routes::{collection_of, never_shed, refuses_query, served_while_restoring, REQUEST_ID};
 use super::state::AppState;
 use crate::service::metrics::HttpLabels;
 use axum::body::Body;
@@ -84,6 +84,31 @@ pub async fn shed_load(
         app.metrics.observe_shed();
         return ApiError::Overloaded(app.config.server.max_concurrent_requests).into_response();
     };
+    next.run(req).await
+}
+
+/// Middleware: a route that takes no query parameters answers 400
+/// `invalid-parameter` to a request with some (`routes::refuses_query`),
+/// as the others do for a parameter they do not know.
+pub async fn refuse_stray_query(req: Request, next: Next) -> Response {
+    let query = req.uri().query().filter(|q| !q.is_empty());
+    let route = req.extensions().get::<MatchedPath>();
+    if let (Some(query), Some(route)) = (query, route) {
+        if refuses_query(req.method().as_str(), route.as_str()) {
+            let names: Vec<&str> = query
+                .split('&')
+                .filter(|p| !p.is_empty())
+                .map(|p| p.split('=').next().unwrap_or(p))
+                .collect();
+            return ApiError::InvalidParameter(format!(
+                "{} {} takes no query parameters (got {})",
+                req.method(),
+                route.as_str(),
+                names.join(", ")
+            ))
+            .into_response();
+        }
+    }
     next.run(req).await
 }
 

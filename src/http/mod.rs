@@ -37,8 +37,9 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
 
 pub use routes::{
-    is_open, never_shed, reads_by_post, served_while_restoring, SpecialRoute, COLLECTION_ROUTES,
-    MANAGEMENT_ROUTES, READ_POSTS, ROUTES, SPECIAL_ROUTES, UI_ROUTES,
+    is_open, never_shed, reads_by_post, refuses_query, served_while_restoring, SpecialRoute,
+    COLLECTION_ROUTES, MANAGEMENT_ROUTES, QUERY_ROUTES, READ_POSTS, ROUTES, SPECIAL_ROUTES,
+    UI_ROUTES,
 };
 
 /// Serve `state`'s router on `listener` until `shutdown` resolves, then
@@ -84,6 +85,7 @@ pub fn router(state: AppState) -> Router {
     let body_limit = settings.max_body_bytes;
     let console = if state.config.ui.enabled {
         Router::new()
+            .route("/", get(ui::root))
             .route("/ui", get(ui::redirect))
             .route("/ui/", get(ui::index))
             .route("/ui/{*path}", get(ui::file))
@@ -109,6 +111,8 @@ pub fn router(state: AppState) -> Router {
         .route("/openapi.json", get(ops::openapi))
         .route("/admin/snapshot", post(ops::snapshot))
         .fallback(middleware::not_found)
+        // A query string on a route that takes none is refused, not ignored.
+        .layer(from_fn(middleware::refuse_stray_query))
         // Innermost: a panicking handler is a logged, generic 500, and a
         // handler over server.request_timeout_secs a 503; both inside the
         // tracking layer, so they are counted like every other answer.

@@ -19,15 +19,27 @@ pub async fn healthz() -> Json<StatusOut> {
 }
 
 /// `GET /readyz`: 200 once every collection is restored (or known to be
-/// failed), 503 before and while draining; with the redis backend, also
-/// 503 while the last check of the cluster failed (a primary down, a slot
-/// without a serving primary: `storage.redis.watch_interval_ms`).
-pub async fn readyz(State(app): State<AppState>) -> Result<Json<StatusOut>, ApiError> {
+/// failed: `failed_collections` names them), 503 before and while
+/// draining; with the redis backend, also 503 while the last check of the
+/// cluster failed (a primary down, a slot without a serving primary:
+/// `storage.redis.watch_interval_ms`).
+pub async fn readyz(State(app): State<AppState>) -> Result<Json<Value>, ApiError> {
     if app.is_ready() && !app.collections.storage_healthy() {
         return Err(ApiError::StorageNotReady);
     }
     if app.is_ready() {
-        Ok(Json(StatusOut { status: "ready" }))
+        let failed: Vec<String> = app
+            .collections
+            .list()
+            .iter()
+            .filter(|c| c.status() == crate::collections::Status::Failed)
+            .map(|c| c.name.to_string())
+            .collect();
+        let mut body = json!({ "status": "ready" });
+        if !failed.is_empty() {
+            body["failed_collections"] = json!(failed);
+        }
+        Ok(Json(body))
     } else {
         Err(ApiError::NotReady)
     }

@@ -57,7 +57,13 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// API the console itself calls); open without a key (see
 /// `SPECIAL_ROUTES`). The tests check they are routed exactly when the
 /// console is enabled.
-pub const UI_ROUTES: &[(&str, &str)] = &[("GET", "/ui"), ("GET", "/ui/"), ("GET", "/ui/{*path}")];
+/// `/` sends a browser to the console (404 without it).
+pub const UI_ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("GET", "/ui"),
+    ("GET", "/ui/"),
+    ("GET", "/ui/{*path}"),
+];
 
 /// The routes every collection serves, unprefixed for `default` and under
 /// `/collections/{name}` for each collection.
@@ -76,6 +82,35 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/export",
     "/import",
 ];
+
+/// The routes that take query parameters (a collection route unprefixed:
+/// the same under `/collections/{name}`); each refuses the ones it does
+/// not know. Every other route of [`ROUTES`] but the probes, the metrics
+/// and the document ([`SPECIAL_ROUTES`]) takes none and refuses any
+/// ([`refuses_query`]): no query string is silently ignored.
+pub const QUERY_ROUTES: &[(&str, &str)] = &[
+    ("POST", "/documents"),
+    ("POST", "/documents/batch"),
+    ("GET", "/documents/{id}"),
+    ("GET", "/similar"),
+    ("GET", "/compare"),
+    ("GET", "/duplicates"),
+    ("GET", "/duplicates/pairs"),
+];
+
+/// Whether a request routed to `method` `route` (its template) must come
+/// without query parameters. A method the route does not serve is left
+/// to the router's 405.
+pub fn refuses_query(method: &str, route: &str) -> bool {
+    if !ROUTES.contains(&(method, route)) || special(route).is_some() {
+        return false;
+    }
+    let unprefixed = route
+        .strip_prefix("/collections/{name}")
+        .filter(|rest| COLLECTION_ROUTES.contains(rest))
+        .unwrap_or(route);
+    !QUERY_ROUTES.contains(&(method, unprefixed))
+}
 
 /// Collection routes that only read although they are POSTs (the query
 /// travels in the body): read-only keys may call them.
@@ -146,7 +181,13 @@ pub const SPECIAL_ROUTES: &[SpecialRoute] = &[
         never_shed: false,
     },
     // The console's files: the page loads (and says the server is
-    // restoring) before the API it calls is ready.
+    // restoring) before the API it calls is ready; `/` redirects to it.
+    SpecialRoute {
+        path: "/",
+        open: true,
+        while_restoring: true,
+        never_shed: false,
+    },
     SpecialRoute {
         path: "/ui",
         open: true,
@@ -231,7 +272,7 @@ mod tests {
     #[test]
     fn the_console_files_are_open_and_served_while_restoring_nothing_else_is() {
         use super::{is_open, never_shed, served_while_restoring};
-        for path in ["/ui", "/ui/", "/ui/app.js", "/ui/vendor/uPlot.esm.js"] {
+        for path in ["/", "/ui", "/ui/", "/ui/app.js", "/ui/vendor/uPlot.esm.js"] {
             assert!(is_open(path), "{path}");
             assert!(served_while_restoring(path), "{path}");
             assert!(!never_shed(path), "{path}");

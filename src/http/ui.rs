@@ -5,6 +5,8 @@
 //!
 //! - `/ui` answers 308 to `/ui/`: a page served without the slash would
 //!   resolve its relative module imports against `/`.
+//! - `/` answers 307 to `/ui/`: someone opening the server's address finds
+//!   the console (temporary: with the console disabled later, `/` is 404).
 //! - `/ui/` is `index.html`; `/ui/{*path}` is that file, or 404
 //!   `route-not-found` like any unrouted path.
 //! - Every file carries a strong `ETag` (the SHA-256 of its content) and
@@ -41,6 +43,15 @@ pub const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; 
 
 /// The page the console starts from.
 const INDEX: &str = "index.html";
+
+/// `GET /`: 307 to `/ui/` (not cached for good: `ui.enabled` may change).
+pub async fn root() -> Response {
+    (
+        StatusCode::TEMPORARY_REDIRECT,
+        [(header::LOCATION, HeaderValue::from_static("/ui/"))],
+    )
+        .into_response()
+}
 
 /// `GET /ui`: 308 to `/ui/`.
 pub async fn redirect() -> Response {

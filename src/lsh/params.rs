@@ -47,9 +47,7 @@ pub enum ParamsError {
         rows: usize,
         num_perm: usize,
     },
-    #[error(
-        "set both index.bands and index.rows, or neither (got bands={bands:?}, rows={rows:?})"
-    )]
+    #[error("{}", half_specified(*bands, *rows))]
     HalfSpecified {
         bands: Option<usize>,
         rows: Option<usize>,
@@ -59,6 +57,20 @@ pub enum ParamsError {
          raise index.num_perm or the threshold"
     )]
     Unreachable { threshold: f64, num_perm: usize },
+}
+
+/// [`ParamsError::HalfSpecified`] in the settings' terms: which one is set
+/// (and to what), which one is missing.
+fn half_specified(bands: Option<usize>, rows: Option<usize>) -> String {
+    let (set, value, unset) = match (bands, rows) {
+        (Some(b), _) => ("index.bands", b, "index.rows"),
+        (_, Some(r)) => ("index.rows", r, "index.bands"),
+        (None, None) => return "set both index.bands and index.rows, or neither".to_owned(),
+    };
+    format!(
+        "{set} is set ({value}) but {unset} is not: set both, or neither \
+         (the banding is then derived from index.threshold and index.num_perm)"
+    )
 }
 
 impl BandParams {

@@ -2,7 +2,9 @@
 //! with a manifest (`collection.json`: its settings and creation time)
 //! beside its own snapshots and log. The `default` collection lives in
 //! `data_dir` itself (where a single-index server kept its files) and has
-//! no manifest: its settings are the server's configuration.
+//! no manifest: its settings are the server's configuration; only its
+//! creation time is kept, in `data_dir/default.json` (written once, like
+//! a manifest update: [`default_created_ms`]).
 //!
 //! Every change is atomic and durable before it is acknowledged:
 //! - **create**: the manifest is written and fsynced in a hidden
@@ -33,6 +35,44 @@ const DELETED: &str = ".deleted-";
 /// `data_dir/collections`.
 pub fn root(data_dir: &Path) -> PathBuf {
     data_dir.join(COLLECTIONS_DIR)
+}
+
+/// The file in `data_dir` holding when the `default` collection was created.
+pub const DEFAULT_CREATED: &str = "default.json";
+
+/// `default.json`: the `default` collection's creation time.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DefaultCreated {
+    created_ms: u64,
+}
+
+/// When the `default` collection of `data_dir` was created: what its file
+/// says, or on the first start (or the first since an upgrade) `now`,
+/// written there atomically and durably. A damaged file is an error.
+pub fn default_created_ms(data_dir: &Path, now: u64) -> Result<u64, PersistError> {
+    let path = data_dir.join(DEFAULT_CREATED);
+    match fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice::<DefaultCreated>(&bytes)
+            .map(|d| d.created_ms)
+            .map_err(|e| PersistError::Corrupt {
+                path,
+                offset: e.column() as u64,
+                reason: format!("unreadable creation time of the default collection: {e}"),
+            }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let tmp = data_dir.join(format!("{DEFAULT_CREATED}.tmp"));
+            let bytes =
+                serde_json::to_vec(&DefaultCreated { created_ms: now }).expect("a time serializes");
+            if let Err(e) = write_file_synced(&tmp, &bytes) {
+                let _ = fs::remove_file(&tmp);
+                return Err(e);
+            }
+            fsops::commit_rename(&tmp, &path)?;
+            Ok(now)
+        }
+        Err(e) => Err(io_err(&path)(e)),
+    }
 }
 
 /// A name no other temporary directory of this process has.

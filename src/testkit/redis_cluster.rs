@@ -17,8 +17,10 @@
 //! append-only file (`everysec`), as in production.
 //!
 //! [`RedisCluster::available`] is false when `redis-server` or `redis-cli`
-//! is not installed: the tests that need a cluster then say so on stderr
-//! and return (`.ci/run` installs it, so CI always runs them).
+//! is not installed: the tests that need a cluster then ask
+//! [`RedisCluster::available_or_skip`], which says so in one line on
+//! stderr (how to run them) and lets them return, or with `CI` set fails
+//! (`.ci/run` installs it, so CI always runs them and never skips quietly).
 
 use std::net::{Ipv4Addr, SocketAddrV4, TcpListener};
 use std::path::{Path, PathBuf};
@@ -156,6 +158,34 @@ impl RedisCluster {
     /// True when `redis-server` and `redis-cli` are installed.
     pub fn available() -> bool {
         installed("redis-server") && installed("redis-cli")
+    }
+
+    /// Whether the tests that need Redis can run here ([`Self::available`]).
+    /// When they cannot: with the environment variable `CI` set (to
+    /// anything but empty, `0` or `false`) a panic, so CI never skips them
+    /// silently; without it one line on stderr, once per process, saying
+    /// why they are skipped and how to run them, and false.
+    pub fn available_or_skip(what: &str) -> bool {
+        if Self::available() {
+            return true;
+        }
+        let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
+        assert!(
+            !ci,
+            "{what} need redis-server and redis-cli on PATH, and CI is set: \
+             install Debian's redis-server (apt-get install redis-server)"
+        );
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            use std::io::Write;
+            // Straight to stderr: the test harness does not capture it.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED {what}: redis-server is not on PATH; to run them, install \
+                 Debian's redis-server (apt-get install redis-server) and run cargo test again"
+            );
+        });
+        false
     }
 
     /// `primaries` × (1 + `replicas`) nodes formed into a cluster, ready
@@ -466,10 +496,54 @@ fn wait_until(within: Duration, mut ok: impl FnMut() -> bool) -> Result<(), ()> 
 mod tests {
     use super::*;
 
+    /// Without redis-server on PATH a test that needs it says why in one
+    /// line and passes, unless `CI` is set: then it fails. (This test runs
+    /// the one below in a child process of this test binary, with a PATH
+    /// that finds nothing.)
+    #[test]
+    fn without_redis_the_tests_skip_with_one_line_unless_ci_is_set() {
+        let empty = tempfile::tempdir().unwrap();
+        let run = |ci: Option<&str>| {
+            let mut cmd = Command::new(std::env::current_exe().unwrap());
+            cmd.args([
+                "--exact",
+                "testkit::redis_cluster::tests::a_three_by_one_cluster_starts_serves_and_stops",
+                "--test-threads=1",
+            ])
+            .env("PATH", empty.path())
+            .env_remove("CI");
+            if let Some(v) = ci {
+                cmd.env("CI", v);
+            }
+            let out = cmd.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+            (out.status.success(), err, all)
+        };
+        let (ok, stderr, all) = run(None);
+        assert!(ok, "{all}");
+        let skipped: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("SKIPPED"))
+            .collect();
+        assert_eq!(skipped.len(), 1, "{all}");
+        assert!(
+            skipped[0].contains("redis-server is not on PATH")
+                && skipped[0].contains("apt-get install redis-server"),
+            "{all}"
+        );
+        for ci in ["true", "1"] {
+            let (ok, _, all) = run(Some(ci));
+            assert!(!ok, "CI={ci} must fail, not skip: {all}");
+            assert!(all.contains("CI is set"), "{all}");
+        }
+        let (ok, _, all) = run(Some("false"));
+        assert!(ok, "{all}");
+    }
+
     #[test]
     fn a_three_by_one_cluster_starts_serves_and_stops() {
-        if !RedisCluster::available() {
-            eprintln!("SKIPPED: redis-server is not installed (apt-get install redis-server)");
+        if !RedisCluster::available_or_skip("the tests that start a Redis") {
             return;
         }
         let c = RedisCluster::start(3, 1).expect("cluster starts");

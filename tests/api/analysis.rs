@@ -447,3 +447,23 @@ async fn neardup_analyze_on_a_file_answers_like_the_api_and_reports_bad_lines() 
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("given twice"));
 }
+
+/// With no pair sharing a shingle there is no error to measure: the mean
+/// and the 95th percentile say so with null, not a perfect 0.
+#[tokio::test]
+async fn accuracy_without_pairs_to_measure_reports_null_errors() {
+    let app = spawn_app().await;
+    let texts = ["alpha beta gamma", "delta epsilon zeta", "eta theta iota"];
+    let resp = app
+        .post_json(
+            "/analysis/accuracy",
+            &json!({"texts": texts, "k": [2], "num_perm": [16]}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    let row = &body["accuracy"][0];
+    assert_eq!(row["measured_pairs"], 0, "{body}");
+    assert_eq!(row["mean_abs_error"], Value::Null, "{body}");
+    assert_eq!(row["p95_abs_error"], Value::Null, "{body}");
+}

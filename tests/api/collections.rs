@@ -448,6 +448,37 @@ async fn limits_max_collections_counts_default_and_frees_a_place_on_delete() {
     assert_eq!(put(&app, "c", json!({})).await.status(), 201);
 }
 
+/// `default` was created on the first start on its data directory, not at
+/// each start: its `created_at` stays put across restarts.
+#[tokio::test]
+async fn the_default_collections_creation_time_survives_a_restart() {
+    use neardup::engine::ManualClock;
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = test_settings();
+    settings.storage.data_dir = dir.path().to_owned();
+    let clock = std::sync::Arc::new(ManualClock::default());
+    let app = crate::helpers::spawn_app_with_clock(settings.clone(), clock.clone()).await;
+    let before = app.get_json("/collections/default").await["created_at"].clone();
+    assert!(before.is_string(), "{before}");
+    app.stop().await.unwrap();
+
+    clock.advance(std::time::Duration::from_secs(3600));
+    let app = crate::helpers::spawn_app_with_clock(settings, clock.clone()).await;
+    assert_eq!(
+        app.get_json("/collections/default").await["created_at"],
+        before
+    );
+    let listed = app.get_json("/collections").await;
+    let default = listed["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "default")
+        .cloned()
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(default["created_at"], before, "{listed}");
+}
+
 #[tokio::test]
 async fn collections_survive_a_restart_with_their_settings_and_documents() {
     let dir = tempfile::tempdir().unwrap();
@@ -490,11 +521,14 @@ async fn collections_survive_a_restart_with_their_settings_and_documents() {
         "t"
     );
     assert_problem(app.get("/collections/gone").await, 404).await;
-    // The server's defaults changing later does not change a collection.
+    // The server's defaults changing later does not change a collection
+    // (defaults that `default`'s data allows: a `default` that cannot be
+    // restored under its new recipe stops the start, see tests/api/crash.rs).
     app.stop().await.unwrap();
     let mut changed = test_settings();
     changed.storage.data_dir = dir.path().to_owned();
-    changed.shingle.k = 4;
+    changed.index.threshold = 0.9;
+    changed.retention.ttl_secs = Some(3600);
     let app = spawn_app_with(changed).await;
     assert_eq!(
         app.get_json("/collections/titles").await["settings"],

@@ -450,18 +450,22 @@ async fn data_written_under_other_signature_parameters_is_refused_for_its_collec
         .unwrap();
     assert_eq!(resp.status(), 201);
     server.kill9();
-    // num_perm 64 against data signed with 128: the default collection is
-    // refused, named, with the differing key; the server serves the rest.
-    let server = start(dir.path(), &[("NEARDUP_INDEX__NUM_PERM", "64")]).await;
-    assert_failed(&server, "/documents/x", "default").await;
-    let log = server.log_text();
+    // num_perm 64 against data signed with 128: the default collection's
+    // recipe is the configuration, so nothing could serve it: the start
+    // stops, non-zero, with the differing key on stderr (the log and the
+    // final error line), instead of a node that says ready and answers 503.
+    let (status, stderr) = run_to_exit(dir.path(), &[("NEARDUP_INDEX__NUM_PERM", "64")]);
+    assert!(!status.success(), "{status}: {stderr}");
     assert!(
-        log.contains("index.num_perm: stored 128, configured 64"),
-        "{log}"
+        stderr.contains("index.num_perm: stored 128, configured 64"),
+        "{stderr}"
     );
-    assert!(log.contains("\"collection\":\"default\""), "{log}");
-    assert_eq!(server.get("/healthz").await.status(), 200);
-    server.kill9();
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("Error: the default collection cannot be restored")),
+        "{stderr}"
+    );
     // Changing only the threshold is fine: the LSH tables are rebuilt.
     let server = start(dir.path(), &[("NEARDUP_INDEX__THRESHOLD", "0.9")]).await;
     assert_eq!(server.stats().await["documents"], 1);
@@ -497,8 +501,10 @@ async fn a_corrupt_log_is_reported_with_its_collection_file_and_offset_and_the_o
         }
     }
     server.kill9();
-    // Damage the default collection's log (the data dir itself).
-    let seg = std::fs::read_dir(dir.path())
+    // Damage the named collection's log (a damaged `default` stops the
+    // start: see above).
+    let kept_dir = dir.path().join("collections").join("kept");
+    let seg = std::fs::read_dir(&kept_dir)
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.path())
@@ -510,19 +516,64 @@ async fn a_corrupt_log_is_reported_with_its_collection_file_and_offset_and_the_o
     data[mid] ^= 0x55;
     std::fs::write(&seg, &data).unwrap();
     let server = start(dir.path(), &[]).await;
-    assert_failed(&server, "/documents/d1", "default").await;
-    let log = server.log_text();
-    let name = seg.file_name().unwrap().to_string_lossy().to_string();
-    assert!(log.contains(&name) && log.contains("offset"), "{log}");
-    // The other collection is whole.
-    let stats: Value = server
-        .get("/collections/kept/stats")
+    assert_failed(&server, "/collections/kept/documents/d1", "kept").await;
+    let problem: Value = server
+        .get("/collections/kept/documents/d1")
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!(stats["documents"], 20, "{stats}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("repair them or delete the collection")),
+        "{problem}"
+    );
+    let log = server.log_text();
+    let name = seg.file_name().unwrap().to_string_lossy().to_string();
+    assert!(log.contains(&name) && log.contains("offset"), "{log}");
+    // Ready, naming the failed collection; the other collection is whole.
+    let ready: Value = server.get("/readyz").await.json().await.unwrap();
+    assert_eq!(
+        ready,
+        json!({"status": "ready", "failed_collections": ["kept"]})
+    );
+    assert_eq!(server.stats().await["documents"], 20);
     server.kill9();
+}
+
+/// Run the binary on `data_dir` until it exits by itself (within a
+/// minute): its exit status and everything it wrote to stderr.
+fn run_to_exit(data_dir: &Path, extra_env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    cmd.env("NEARDUP_SERVER__BIND", "127.0.0.1:0")
+        .env("NEARDUP_STORAGE__DATA_DIR", data_dir)
+        .env("NEARDUP_LOG__FORMAT", "json")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let child = cmd.spawn().expect("the neardup binary starts");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => {
+            let out = out.expect("waited for the server");
+            (
+                out.status,
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("the server did not stop by itself within a minute");
+        }
+    }
 }
 
 /// What is known of a short-lived collection the DDL task creates, fills

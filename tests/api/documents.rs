@@ -413,9 +413,17 @@ async fn bad_items_in_a_batch_fail_alone_with_their_own_status() {
         assert_eq!(r["detail"].is_string(), failed, "{r}");
         assert_eq!(r["shingles"].is_u64(), !failed, "{r}");
     }
-    // Items whose id could be read report it.
+    // Items whose id could be read report it, those that did not parse too.
     assert_eq!(results[1]["id"], "empty");
     assert_eq!(results[3]["id"], long_id.as_str());
+    assert_eq!(results[5]["id"], "no-text", "{}", results[5]);
+    assert_eq!(results[6]["id"], "typed", "{}", results[6]);
+    assert_eq!(results[7]["id"], "extra", "{}", results[7]);
+    assert_eq!(results[8]["id"], Value::Null);
+    assert_eq!(
+        results[8]["detail"],
+        "the item must be a JSON object, not a number"
+    );
     assert_eq!(results[10]["id"], "exists");
     assert_eq!(results[11]["id"], "ok-2");
     // Only the good items were stored; the existing one is untouched.
@@ -575,4 +583,34 @@ async fn inserted_texts_get_the_reference_shingle_counts() {
         let expected = crate::helpers::reference_word_shingles(text, 3).len();
         assert_eq!(body["shingles"], expected, "{text:?}");
     }
+}
+
+/// A JSON array posted to `POST /documents` (several documents, or one
+/// document's fields in order) is told what the route takes and where
+/// several go, in the API's terms, not serde's.
+#[tokio::test]
+async fn an_array_posted_as_a_document_is_told_where_several_go() {
+    let app = spawn_app().await;
+    for body in [
+        json!([{"id": "a", "text": NIGHT}, {"id": "b", "text": MOON}]),
+        json!(["a", NIGHT, null, null, null]),
+        json!([NIGHT]),
+    ] {
+        let problem = assert_problem(app.post_json("/documents", &body).await, 422).await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("the body must be a JSON object, not an array")
+                && detail.contains("/documents/batch"),
+            "{detail}"
+        );
+        for internal in ["struct", "invalid type", "DocumentIn", "elements"] {
+            assert!(!detail.contains(internal), "{detail}");
+        }
+    }
+    let problem = assert_problem(app.post_json("/documents", &json!("a text")).await, 422).await;
+    assert_eq!(
+        problem["detail"],
+        "the body must be a JSON object, not a string"
+    );
+    assert_eq!(app.stats().await["documents"], 0);
 }

@@ -229,7 +229,6 @@ async fn a_missing_or_non_json_content_type_is_415() {
 async fn unknown_routes_are_404() {
     let app = spawn_app().await;
     for (method, path) in [
-        (Method::GET, "/"),
         (Method::GET, "/nope"),
         (Method::GET, "/documents/a/b"),
         (Method::DELETE, "/documents/a/b"),

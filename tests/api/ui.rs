@@ -54,6 +54,20 @@ fn console_files() -> Vec<String> {
     out
 }
 
+/// Someone opening the server's address lands on the console (a
+/// temporary redirect: with the console disabled `/` is 404).
+#[tokio::test]
+async fn the_root_sends_a_browser_to_the_console() {
+    let app = spawn_app().await;
+    let client = no_redirects();
+    let resp = client.get(format!("{}/", app.base)).send().await.unwrap();
+    assert_eq!(resp.status(), 307);
+    assert_eq!(resp.headers()["location"], "/ui/");
+    let page = reqwest::get(format!("{}/", app.base)).await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.url().path(), "/ui/");
+}
+
 #[tokio::test]
 async fn ui_redirects_to_the_slash_and_the_page_carries_the_security_headers() {
     let app = spawn_app().await;
@@ -192,14 +206,14 @@ async fn the_files_are_open_when_keys_are_configured_and_the_api_is_not() {
     settings.auth.api_keys = vec![Secret::new("k-full")];
     let app = spawn_app_with(settings).await;
     let client = no_redirects();
-    for path in ["/ui", "/ui/", "/ui/app.js", "/ui/vendor/uPlot.min.css"] {
+    for path in ["/", "/ui", "/ui/", "/ui/app.js", "/ui/vendor/uPlot.min.css"] {
         let resp = client
             .get(format!("{}{path}", app.base))
             .send()
             .await
             .unwrap();
         assert!(
-            resp.status() == 200 || resp.status() == 308,
+            resp.status() == 200 || resp.status() == 307 || resp.status() == 308,
             "{path}: {}",
             resp.status()
         );
@@ -215,7 +229,7 @@ async fn ui_enabled_false_leaves_ui_unrouted() {
     settings.ui.enabled = false;
     let app = spawn_app_with(settings).await;
     let client = no_redirects();
-    for path in ["/ui", "/ui/", "/ui/app.js"] {
+    for path in ["/", "/ui", "/ui/", "/ui/app.js"] {
         let resp = client
             .get(format!("{}{path}", app.base))
             .send()

@@ -23,6 +23,7 @@ fn text(i: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_primary_killed_while_writing_loses_no_acknowledged_write() {
+    crate::helpers::skip_all_without_redis();
     let mut cluster = RedisCluster::start(3, 2).expect("a cluster of our own");
     let mut settings = test_settings();
     settings.storage.backend = neardup::config::StorageBackend::Redis;

@@ -219,8 +219,8 @@ async fn every_method_a_documented_path_does_not_list_is_answered_405_with_allow
 async fn paths_outside_the_spec_are_answered_route_not_found() {
     let app = spawn_app().await;
     let route_not_found = component_response("RouteNotFound");
+    // (`/` is the console's: a redirect to `/ui/`, see tests/api/ui.rs.)
     for path in [
-        "/",
         "/documents/",
         "/documents/a/b",
         "/similar/q1",
@@ -240,5 +240,65 @@ async fn paths_outside_the_spec_are_answered_route_not_found() {
                 "{what}"
             );
         }
+    }
+}
+
+/// No query string is silently ignored: an operation that documents no
+/// query parameter refuses any (`POST /similar?threshold=0.9` was answered
+/// at the configured 0.8), one that documents some refuses unknown ones;
+/// both as a documented 400 `invalid-parameter`. The probes, the metrics
+/// and the document itself are left alone.
+#[tokio::test]
+async fn every_operation_refuses_query_parameters_it_does_not_document() {
+    let app = spawn_app().await;
+    // The collection the examples name, so its routes get past the lookup.
+    let name = operation("GET", "/collections/{name}")
+        .parameters()
+        .into_iter()
+        .find(|p| p["in"] == "path")
+        .and_then(|p| p["example"].as_str())
+        .expect("the collection name has an example");
+    let created = send(
+        &app,
+        "PUT",
+        &format!("/collections/{name}"),
+        &Body::Json(json!({})),
+    )
+    .await;
+    assert_eq!(created.status, 201);
+    for op in operations() {
+        if served_while_restoring(op.path) || op.path == "/metrics" {
+            continue;
+        }
+        let url = example_url(&op, false);
+        let url = format!("{url}{}bogus=1", if url.contains('?') { '&' } else { '?' });
+        let body = match op.request_body() {
+            Some((_, _, examples)) => Body::Json(examples[0].clone()),
+            None => Body::None,
+        };
+        let reply = send(&app, &op.method, &url, &body).await;
+        let what = format!("{} as {url}", op.name());
+        assert_eq!(reply.status, 400, "{what}: {:?}", reply.problem_type());
+        let body = assert_documented(&op.method, op.path, &reply);
+        assert_eq!(
+            body["type"], "urn:neardup:problem:invalid-parameter",
+            "{what}"
+        );
+    }
+    for (path, body) in [
+        ("/similar?threshold=0.9", json!({"text": "a b c"})),
+        ("/similar?limit=abc", json!({"text": "a b c"})),
+        (
+            "/explain?threshold=0.9",
+            json!({"a": {"text": "a b"}, "b": {"text": "a c"}}),
+        ),
+    ] {
+        let reply = send(&app, "POST", path, &Body::Json(body)).await;
+        assert_eq!(reply.status, 400, "POST {path}");
+        assert_eq!(
+            reply.problem_type().as_deref(),
+            Some("urn:neardup:problem:invalid-parameter"),
+            "POST {path}"
+        );
     }
 }
