@@ -160,19 +160,47 @@ pub struct Store {
     successor: RwLock<Option<Arc<Store>>>,
 }
 
-/// The store's journal: the text to the text tail, the write to the log,
-/// and to the reindex tap while one runs; called under the id's entry lock.
+/// The store's journal: the write to the log (its text already in the
+/// text tail, or put there now), and to the reindex tap while one runs;
+/// called under the id's entry lock, so it does no file I/O but where a
+/// write must leave nothing behind when it is refused (`if_unique`).
 struct StoreJournal<'a>(&'a Store);
+
+/// The first byte of a write's journal payload ([`Store::attach_text`]):
+/// its compressed text follows, not yet in the text tail (the journal
+/// appends it)...
+const TEXT_PENDING: u8 = 0;
+/// ...or already appended: the 8-byte locator (little-endian), then the text.
+const TEXT_AT: u8 = 1;
 
 impl Journal for StoreJournal<'_> {
     fn append(&self, entry: JournalEntry<'_>) -> Result<u64, JournalError> {
         let store = self.0;
-        if let JournalEntry::Upsert(record, Some(text)) = entry {
-            // If the log then refuses the write, the text is an orphan in
-            // the tail: never pointed to, gone at the next snapshot.
-            let loc = store.texts.append(text).map_err(JournalError::new)?;
-            record.set_text_locator(loc);
-        }
+        let entry = match entry {
+            JournalEntry::Upsert(record, Some(payload)) => {
+                let (loc, text) = match payload.split_first() {
+                    Some((&TEXT_AT, rest)) if rest.len() >= 8 => {
+                        let (loc, text) = rest.split_at(8);
+                        let loc = u64::from_le_bytes(loc.try_into().expect("8 bytes"));
+                        (loc, text)
+                    }
+                    // If the log then refuses the write, the text is an
+                    // orphan in the tail: never pointed to, gone at the
+                    // next snapshot.
+                    Some((&TEXT_PENDING, text)) => {
+                        (store.texts.append(text).map_err(JournalError::new)?, text)
+                    }
+                    _ => {
+                        return Err(JournalError::new(PersistError::Unrecoverable(
+                            "a write's text payload has no known tag".into(),
+                        )))
+                    }
+                };
+                record.set_text_locator(loc);
+                JournalEntry::Upsert(record, Some(text))
+            }
+            other => other,
+        };
         let lsn = store.wal.append(entry)?;
         let mut tap = store.tap.lock().expect("tap lock");
         if let Some(ops) = tap.as_mut() {
@@ -272,10 +300,28 @@ impl Store {
         self.texts.bytes()
     }
 
-    /// Compress `new`'s text for the log when texts are kept.
-    fn attach_text(&self, new: &mut NewDoc) {
+    /// Compress `new`'s text for the log when texts are kept. With
+    /// `append`, also write it to the text tail now, before the write takes
+    /// its id's lock (a write then refused, say as a create of an existing
+    /// id, leaves an orphan there, gone at the next snapshot); without, or
+    /// if that write fails (the journal then tries again and fails the
+    /// write as before), the journal appends it under the lock, only if the
+    /// write is applied.
+    fn attach_text(&self, new: &mut NewDoc, append: bool) {
         let payload = match (&new.text, self.stores_text()) {
-            (Some(text), true) => Some(texts::compress(text).into_boxed_slice()),
+            (Some(text), true) => {
+                let compressed = texts::compress(text);
+                let mut payload = Vec::with_capacity(9 + compressed.len());
+                match append.then(|| self.texts.append(&compressed)) {
+                    Some(Ok(loc)) => {
+                        payload.push(TEXT_AT);
+                        payload.extend_from_slice(&loc.to_le_bytes());
+                    }
+                    _ => payload.push(TEXT_PENDING),
+                }
+                payload.extend_from_slice(&compressed);
+                Some(payload.into_boxed_slice())
+            }
             _ => None,
         };
         new.doc.set_journal_payload(payload);
@@ -370,7 +416,7 @@ impl Store {
         if let Some(next) = gate.as_ref() {
             return next.insert(next.reprepare(new)?, mode);
         }
-        self.attach_text(&mut new);
+        self.attach_text(&mut new, true);
         let stamp = self.stamp_now(&new);
         let (outcome, lsn) = self.engine.insert_journaled(
             new.id,
@@ -399,7 +445,7 @@ impl Store {
     /// Store `new` with the stamp it already has (a reindex copying a
     /// document), durably once [`Self::commit_all`] returns.
     pub fn insert_stamped(&self, mut new: NewDoc, stamp: Stamp) -> Result<u64, EngineError> {
-        self.attach_text(&mut new);
+        self.attach_text(&mut new, true);
         let (_, lsn) = self.engine.insert_journaled(
             new.id,
             &new.doc,
@@ -431,7 +477,9 @@ impl Store {
         if let Some(next) = gate.as_ref() {
             return next.insert_if_unique(next.reprepare(new)?, q);
         }
-        self.attach_text(&mut new);
+        // A refused write must leave nothing: its text goes to the tail
+        // only if it is applied (under the lock, by the journal).
+        self.attach_text(&mut new, false);
         let outcome = self.engine.insert_if_unique(
             new.id,
             &new.doc,
@@ -461,13 +509,16 @@ impl Store {
                 .collect::<Result<_, _>>()?;
             return next.insert_many(items, mode);
         }
-        // Texts are compressed first, in parallel (on the rayon pool, so
-        // their buffers do not sit between the records in the allocator's
-        // arena of this thread and leave holes there when freed).
+        // Texts are compressed and written to the text tail first, in
+        // parallel (on the rayon pool, so their buffers do not sit between
+        // the records in the allocator's arena of this thread and leave
+        // holes there when freed), and before any id's lock is taken.
         let mut items: Vec<NewDoc> = items.into_iter().collect();
         if self.stores_text() {
             use rayon::prelude::*;
-            items.par_iter_mut().for_each(|new| self.attach_text(new));
+            items
+                .par_iter_mut()
+                .for_each(|new| self.attach_text(new, true));
         }
         let journal = self.journal();
         let writes: Vec<BatchWrite<'_>> = items

@@ -773,6 +773,70 @@ fn texts_are_read_back_and_sampled_without_reading_the_rest() {
     assert!(seen.values().all(|&n| (15..=70).contains(&n)), "{seen:?}");
 }
 
+fn new_doc(s: &Store, id: &str, text: &str) -> NewDoc {
+    NewDoc {
+        id: DocId::parse(id).unwrap(),
+        doc: s.engine().prepare(text).unwrap(),
+        metadata: None,
+        expires_ms: None,
+        text: Some(text.into()),
+        created_ms: None,
+    }
+}
+
+#[test]
+fn a_text_reaches_the_tail_before_its_ids_lock_and_an_if_unique_refusal_writes_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = format!("{} — “déjà vu” 🙂", text(1));
+    {
+        let s = open_storing_texts(dir.path()).unwrap();
+        s.insert(new_doc(&s, "a", &first), WriteMode::Create)
+            .unwrap();
+        let after_one = s.text_bytes();
+        assert!(after_one > 0);
+        // A create of an existing id is refused under the id's lock, after
+        // its text went to the tail (written before the lock, not under
+        // it): an orphan no record points to.
+        let refused = s.insert(new_doc(&s, "a", &text(2)), WriteMode::Create);
+        assert!(
+            matches!(refused, Err(EngineError::AlreadyExists(_))),
+            "{refused:?}"
+        );
+        let orphaned = s.text_bytes();
+        assert!(orphaned > after_one, "{orphaned} > {after_one}");
+        assert_eq!(s.text("a").unwrap().unwrap(), first);
+        // if_unique appends under the lock, only when it stores: a refusal
+        // (a near-duplicate is stored) leaves the tail as it was.
+        let q = Query::new(s.engine().threshold(None).unwrap(), 10);
+        let outcome = s.insert_if_unique(new_doc(&s, "b", &first), &q).unwrap();
+        assert!(matches!(
+            outcome,
+            crate::engine::UniqueOutcome::Duplicate(_)
+        ));
+        assert_eq!(s.text_bytes(), orphaned);
+        let stored = s.insert_if_unique(new_doc(&s, "c", &text(3)), &q).unwrap();
+        assert!(matches!(stored, crate::engine::UniqueOutcome::Inserted(_)));
+        assert!(s.text_bytes() > orphaned);
+        // A batch's texts go to the tail first too.
+        let outcomes = s
+            .insert_many(
+                [new_doc(&s, "d", &text(4)), new_doc(&s, "a", &text(5))],
+                WriteMode::Create,
+            )
+            .unwrap();
+        assert!(outcomes[0].is_ok() && outcomes[1].is_err());
+        assert_eq!(s.text("d").unwrap().unwrap(), text(4));
+        s.snapshot().unwrap();
+    }
+    // The snapshot compacted the texts: the orphans are gone, every
+    // pointed-to text is read back after a restart.
+    let s = open_storing_texts(dir.path()).unwrap();
+    assert_eq!(s.text("a").unwrap().unwrap(), first);
+    assert_eq!(s.text("c").unwrap().unwrap(), text(3));
+    assert_eq!(s.text("d").unwrap().unwrap(), text(4));
+    assert_eq!(s.text("b").unwrap(), None);
+}
+
 #[test]
 fn a_damaged_text_segment_names_its_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
