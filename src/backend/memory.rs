@@ -184,10 +184,24 @@ pub struct Export {
 }
 
 impl Export {
+    pub async fn next_records(
+        &mut self,
+    ) -> Result<Option<Vec<(Arc<Record>, Option<String>)>>, BackendError> {
+        self.page(|r, text| vec![(Arc::clone(r), text)]).await
+    }
+
     pub async fn next(
         &mut self,
         format: fn(&Record, Option<String>) -> Vec<u8>,
     ) -> Result<Option<Vec<u8>>, BackendError> {
+        self.page(move |r, text| format(r, text)).await
+    }
+
+    /// The next page, each live record and its text turned into `T`s by `f`.
+    async fn page<T: Send + 'static>(
+        &mut self,
+        f: impl Fn(&Arc<Record>, Option<String>) -> Vec<T> + Send + 'static,
+    ) -> Result<Option<Vec<T>>, BackendError> {
         if self.at >= self.records.len() {
             return Ok(None);
         }
@@ -199,7 +213,7 @@ impl Export {
             let now = engine.now_ms();
             let mut out = Vec::new();
             for r in records[from..to].iter().filter(|r| engine.is_live(r, now)) {
-                out.extend(format(r, store.text_of(r)?));
+                out.extend(f(r, store.text_of(r)?));
             }
             Ok::<_, PersistError>(out)
         })

@@ -19,7 +19,7 @@ mod memory;
 pub mod redis;
 
 pub use memory::Memory;
-pub use redis::RedisIndex;
+pub use redis::{Created, Heartbeat, RedisIndex, SharedCatalog, HEARTBEAT_MS};
 
 pub use crate::persist::SnapshotInfo;
 
@@ -350,6 +350,15 @@ impl Backend {
         }
     }
 
+    /// While `on`, writes answer 503 (a reindex of a shared collection runs
+    /// on some node: the catalog says so). A collection in memory is
+    /// reindexed behind its store's own write gate, so this does nothing there.
+    pub fn set_paused(&self, on: bool) {
+        if let Backend::Redis(r) = self {
+            r.set_paused(on);
+        }
+    }
+
     /// Stop serving writes for good: the collection is being deleted.
     pub fn retire(&self) {
         if let Backend::Memory(m) = self {
@@ -407,6 +416,16 @@ pub enum ExportPages<'a> {
 }
 
 impl ExportPages<'_> {
+    /// The next page as records with their texts; `None` after the last.
+    pub async fn next_records(
+        &mut self,
+    ) -> Result<Option<Vec<(Arc<Record>, Option<String>)>>, BackendError> {
+        match self {
+            ExportPages::Memory(e) => e.next_records().await,
+            ExportPages::Redis(e) => e.next_records().await,
+        }
+    }
+
     /// The next page, each document turned into bytes by `format` (off the
     /// async workers where its text is read from disk); `None` after the last.
     pub async fn next(

@@ -28,8 +28,7 @@ pub use settings::{
     Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
 };
 
-use crate::backend::redis::Redis;
-use crate::backend::{Backend, RedisIndex};
+use crate::backend::{Backend, SharedCatalog};
 use crate::config::{Config, StorageBackend, StorageSettings};
 use crate::engine::{Clock, Engine};
 use crate::persist::{catalog, PersistError, Store};
@@ -243,8 +242,9 @@ pub struct Collections {
     /// Serializes creations, changes and deletions (each does I/O).
     ddl: Mutex<()>,
     next_id: AtomicU64,
-    /// The shared Redis, when `storage.backend = "redis"`.
-    redis: Option<Arc<Redis>>,
+    /// The catalog every node shares, when `storage.backend = "redis"`
+    /// (`None`: this node's catalog is its data directory).
+    shared: Option<SharedCatalog>,
     /// Moved by every collection this node creates or deletes in the
     /// catalog: a catalog read older than such a change applies no
     /// removals (it may predate the creation).
@@ -288,8 +288,8 @@ impl Collections {
             map: RwLock::new(BTreeMap::new()),
             ddl: Mutex::new(()),
             next_id: AtomicU64::new(1),
-            redis: (config.storage.backend == StorageBackend::Redis)
-                .then(|| Arc::new(Redis::new(config.storage.redis.clone()))),
+            shared: (config.storage.backend == StorageBackend::Redis)
+                .then(|| SharedCatalog::new(config.storage.redis.clone())),
             catalog_epoch: AtomicU64::new(0),
             dropped: Mutex::new(Vec::new()),
         };
@@ -410,23 +410,21 @@ impl Collections {
     /// False while the storage every collection shares cannot serve (the
     /// last check of the Redis Cluster failed); always true in memory.
     pub fn storage_healthy(&self) -> bool {
-        self.redis.as_ref().is_none_or(|r| r.is_healthy())
+        self.shared.as_ref().is_none_or(SharedCatalog::is_healthy)
     }
 
     /// How often [`Self::watch`] should run: `None` when nothing is shared
     /// with other nodes (the memory backend).
     pub fn watch_interval(&self) -> Option<std::time::Duration> {
-        self.redis
-            .as_ref()
-            .map(|r| std::time::Duration::from_millis(r.settings.watch_interval_ms))
+        self.shared.as_ref().map(SharedCatalog::watch_interval)
     }
 
     /// One watch of the shared storage: check the cluster (what
     /// [`Self::storage_healthy`] answers), then bring this node's
     /// collections in line with the catalog other nodes change too.
     pub async fn watch(&self) {
-        let Some(redis) = &self.redis else { return };
-        if redis.check().await.ok {
+        let Some(shared) = &self.shared else { return };
+        if shared.check().await {
             if let Err(e) = self.sync_catalog().await {
                 tracing::warn!(error = %e, "reading the collection catalog in redis failed; retried");
             }
@@ -435,28 +433,28 @@ impl Collections {
 
     /// Append the shared storage's own metrics (`neardup_redis_*`) to `out`.
     pub fn encode_storage_metrics(&self, out: &mut String) {
-        if let Some(redis) = &self.redis {
-            redis.encode_metrics(out);
+        if let Some(shared) = &self.shared {
+            shared.encode_metrics(out);
         }
     }
 
     /// Open a collection kept in Redis (blocking; on a blocking thread of
     /// the runtime): retried until Redis answers, so a node started before
     /// its cluster becomes ready when the cluster does.
-    fn open_in_redis(&self, c: &Collection, redis: &Arc<Redis>) {
+    fn open_in_redis(&self, c: &Collection, shared: &SharedCatalog) {
         let handle = tokio::runtime::Handle::current();
         let mut wait = std::time::Duration::from_millis(100);
         loop {
-            let opened = handle.block_on(RedisIndex::open(
+            let opened = handle.block_on(shared.open(
                 Arc::clone(c.recipe.engine()),
-                Arc::clone(redis),
                 c.name.as_str(),
+                &c.incarnation,
             ));
             match opened {
-                Ok(index) => {
-                    index.set_store_text(c.settings().store_text);
-                    tracing::info!(collection = %c.name, documents = index.documents(), group_bits = index.keys().group_bits(), "collection opened in redis");
-                    let _ = c.backend.set(Backend::in_redis(index));
+                Ok(backend) => {
+                    backend.set_store_text(c.settings().store_text);
+                    tracing::info!(collection = %c.name, documents = backend.documents(), "collection opened in redis");
+                    let _ = c.backend.set(backend);
                     return;
                 }
                 Err(e) => {
@@ -475,8 +473,8 @@ impl Collections {
             if c.status() != Status::Restoring {
                 continue;
             }
-            if let Some(redis) = &self.redis {
-                self.open_in_redis(&c, redis);
+            if let Some(shared) = &self.shared {
+                self.open_in_redis(&c, shared);
                 continue;
             }
             match Store::open(
@@ -515,7 +513,7 @@ impl Collections {
     fn lookup(&self, name: &str) -> Result<Option<Arc<Collection>>, CollectionError> {
         match self.get(name) {
             Some(c) => Ok(Some(c)),
-            None if self.redis.is_some() => {
+            None if self.shared.is_some() => {
                 Ok(tokio::runtime::Handle::current().block_on(self.find(name))?)
             }
             None => Ok(None),
@@ -568,7 +566,7 @@ impl Collections {
         let name = CollectionName::parse(name)?;
         let (settings, valid) = CollectionSettings::from_body(&self.defaults, body)?;
         let _ddl = self.ddl.lock().expect("ddl lock");
-        if self.redis.is_some() && !name.is_default() {
+        if self.shared.is_some() && !name.is_default() {
             return self.create_shared(name, settings);
         }
         if let Some(existing) = self.get(name.as_str()) {
@@ -634,7 +632,7 @@ impl Collections {
                 "whether the default collection stores texts comes from the server configuration (storage.store_text)"
             }));
         }
-        if self.redis.is_some() {
+        if self.shared.is_some() {
             let mut settings = c.settings();
             if let Some(r) = retention {
                 settings.retention = r;
@@ -685,7 +683,7 @@ impl Collections {
             ));
         }
         let _ddl = self.ddl.lock().expect("ddl lock");
-        if self.redis.is_some() {
+        if self.shared.is_some() {
             return self.delete_shared(name);
         }
         let c = self

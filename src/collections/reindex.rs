@@ -147,7 +147,7 @@ impl Collections {
         }
         let current = c.settings();
         let (settings, valid) = CollectionSettings::from_body(&current, body)?;
-        if self.redis.is_some() {
+        if self.shared.is_some() {
             self.check_reindex_shared(&c)?;
             let total = match c.backend() {
                 Some(b) => tokio::runtime::Handle::current()
@@ -238,7 +238,7 @@ impl Collections {
     /// outcome is also in the collection's progress.
     pub fn run_reindex(&self, job: ReindexJob) -> Result<Arc<Collection>, CollectionError> {
         let c = Arc::clone(&job.collection);
-        if self.redis.is_some() {
+        if self.shared.is_some() {
             let shared = Arc::clone(&c.reindex);
             let progress = move |done: u64, skipped: u64| {
                 if let Some(p) = shared.lock().expect("reindex lock").as_mut() {

@@ -15,12 +15,11 @@
 //! settings are the configuration's, as with the memory backend.
 
 use super::{Collection, CollectionError, CollectionName, CollectionSettings, Collections};
-use crate::backend::redis::{call, Redis, Script};
-use crate::backend::{Backend, BackendError, RedisIndex};
+use crate::backend::{BackendError, Created, SharedCatalog, HEARTBEAT_MS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The catalog entry format.
@@ -51,40 +50,6 @@ pub(super) struct Mark {
     started_ms: u64,
 }
 
-/// Add an entry unless the name is taken or the catalog is full.
-/// `KEYS[1]` the catalog; `ARGV[1]` the name, `ARGV[2]` the entry, `ARGV[3]` the
-/// most named collections. Returns {'created'}, {'exists', entry} or {'full'}.
-static CREATE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../backend/redis/scripts/catalog_create.lua")));
-
-/// Replace (`ARGV[3]` an entry) or delete (`ARGV[3]` '') the entry of `ARGV[1]`
-/// if it is still the incarnation `ARGV[2]`. `KEYS[1]` the catalog. Returns 1
-/// if it did.
-static SWAP: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("../backend/redis/scripts/catalog_swap.lua")));
-
-fn catalog_key(redis: &Redis) -> String {
-    format!("{{{}}}:catalog", redis.settings.key_prefix)
-}
-
-/// The name a collection's keys carry: `name.incarnation`.
-pub(super) fn storage_name(name: &CollectionName, incarnation: &str) -> String {
-    if incarnation.is_empty() {
-        name.as_str().to_owned()
-    } else {
-        format!("{}.{incarnation}", name.as_str())
-    }
-}
-
-fn new_incarnation() -> String {
-    use std::hash::BuildHasher;
-    let state = std::collections::hash_map::RandomState::new();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    format!("{:012x}", state.hash_one(nanos) & 0xffff_ffff_ffff)
-}
-
 fn decode(name: &str, raw: &str) -> Result<Entry, BackendError> {
     let e: Entry = serde_json::from_str(raw).map_err(|e| {
         BackendError::Internal(format!("catalog entry of collection {name:?}: {e}"))
@@ -99,17 +64,14 @@ fn decode(name: &str, raw: &str) -> Result<Entry, BackendError> {
 }
 
 impl Collections {
-    fn shared(&self) -> &Arc<Redis> {
-        self.redis.as_ref().expect("the redis backend")
+    fn shared(&self) -> &SharedCatalog {
+        self.shared.as_ref().expect("the redis backend")
     }
 
     /// The catalog, name → entry (one trip). An entry that cannot be read
     /// is logged and skipped (its collection is not served here).
     async fn read_catalog(&self) -> Result<BTreeMap<String, Entry>, BackendError> {
-        let redis = self.shared();
-        let mut all = redis::cmd("HGETALL");
-        all.arg(catalog_key(redis));
-        let raw: Vec<(String, String)> = redis.one("reading the collection catalog", all).await?;
+        let raw = self.shared().read_all().await?;
         let mut out = BTreeMap::new();
         for (name, value) in raw {
             match decode(&name, &value) {
@@ -144,15 +106,17 @@ impl Collections {
             Some(valid),
         );
         c.incarnation = entry.incarnation.clone();
-        let index = RedisIndex::open(
-            Arc::clone(c.recipe.engine()),
-            Arc::clone(self.shared()),
-            &storage_name(&name, &entry.incarnation),
-        )
-        .await?;
-        index.set_store_text(entry.settings.store_text);
-        index.set_paused(entry.reindex.is_some());
-        let _ = c.backend.set(Backend::in_redis(index));
+        let backend = self
+            .shared()
+            .open(
+                Arc::clone(c.recipe.engine()),
+                name.as_str(),
+                &entry.incarnation,
+            )
+            .await?;
+        backend.set_store_text(entry.settings.store_text);
+        backend.set_paused(entry.reindex.is_some());
+        let _ = c.backend.set(backend);
         Ok(c)
     }
 
@@ -172,8 +136,8 @@ impl Collections {
 
     /// Apply `entry`'s changeable settings (retention, store_text) to `c`.
     fn apply(c: &Collection, entry: &Entry) {
-        if let Some(Backend::Redis(index)) = c.backend() {
-            index.set_paused(entry.reindex.is_some());
+        if let Some(backend) = c.backend() {
+            backend.set_paused(entry.reindex.is_some());
         }
         let mut settings = c.settings.write().expect("settings lock");
         if *settings == entry.settings {
@@ -192,7 +156,7 @@ impl Collections {
     /// Bring this node's collections in line with the catalog: open the
     /// new ones, apply changed settings, drop the deleted ones.
     pub async fn sync_catalog(&self) -> Result<(), BackendError> {
-        if self.redis.is_none() {
+        if self.shared.is_none() {
             return Ok(());
         }
         let epoch = self.catalog_epoch.load(Ordering::Acquire);
@@ -247,16 +211,15 @@ impl Collections {
         if let Some(c) = self.get(name) {
             return Ok(Some(c));
         }
-        let (Some(redis), Ok(parsed)) = (self.redis.as_ref(), CollectionName::parse(name)) else {
+        let (Some(shared), Ok(parsed)) = (self.shared.as_ref(), CollectionName::parse(name)) else {
             return Ok(None);
         };
         if parsed.is_default() {
             return Ok(None);
         }
-        let mut get = redis::cmd("HGET");
-        get.arg(catalog_key(redis)).arg(name);
-        let raw: Option<String> = redis.one("reading the collection catalog", get).await?;
-        let Some(raw) = raw else { return Ok(None) };
+        let Some(raw) = shared.read(name).await? else {
+            return Ok(None);
+        };
         let entry = decode(name, &raw)?;
         let c = self.open_entry(parsed, &entry).await?;
         Ok(Some(self.adopt(c)))
@@ -269,37 +232,26 @@ impl Collections {
         settings: CollectionSettings,
     ) -> Result<(Arc<Collection>, bool), CollectionError> {
         let handle = tokio::runtime::Handle::current();
-        let redis = Arc::clone(self.shared());
         let entry = Entry {
             version: ENTRY_VERSION,
             created_ms: self.clock.now_ms(),
-            incarnation: new_incarnation(),
+            incarnation: SharedCatalog::new_incarnation(),
             settings: settings.clone(),
             reindex: None,
         };
         let json = serde_json::to_string(&entry).expect("an entry serializes");
         let named_max = self.max.saturating_sub(1);
-        let key = catalog_key(&redis);
-        let answer: Vec<String> = handle.block_on(async {
-            let inv = call_script(
-                &CREATE,
-                key,
-                vec![name.as_str().into(), json, named_max.to_string()],
-            );
-            let mut out = redis.calls("creating a collection", vec![inv]).await?;
-            redis::from_redis_value(out.pop().expect("one answer"))
-                .map_err(|e| BackendError::Internal(format!("catalog script answer: {e}")))
-        })?;
-        match answer.first().map(String::as_str) {
-            Some("created") => {
+        let answer = handle.block_on(self.shared().create(name.as_str(), json, named_max))?;
+        match answer {
+            Created::Created => {
                 self.catalog_epoch.fetch_add(1, Ordering::AcqRel);
                 let c = handle.block_on(self.open_entry(name.clone(), &entry))?;
                 let c = self.adopt(c);
                 tracing::info!(collection = %name, incarnation = %entry.incarnation, "collection created in redis");
                 Ok((c, true))
             }
-            Some("exists") => {
-                let existing = decode(name.as_str(), answer.get(1).map_or("", String::as_str))?;
+            Created::Exists(raw) => {
+                let existing = decode(name.as_str(), &raw)?;
                 if let Some((key, existing_value, requested)) =
                     existing.settings.first_difference(&settings)
                 {
@@ -316,8 +268,7 @@ impl Collections {
                 };
                 Ok((c, false))
             }
-            Some("full") => Err(CollectionError::TooMany(self.max)),
-            other => Err(BackendError::Internal(format!("catalog script said {other:?}")).into()),
+            Created::Full => Err(CollectionError::TooMany(self.max)),
         }
     }
 
@@ -350,8 +301,8 @@ impl Collections {
     /// Block until every node's watch has read the catalog since a change
     /// (two watch intervals): a change answers once every node applies it.
     fn wait_for_every_node(&self) {
-        let interval = self.shared().settings.watch_interval_ms;
-        std::thread::sleep(Duration::from_millis(2 * interval + 50));
+        let interval = self.shared().watch_interval();
+        std::thread::sleep(2 * interval + Duration::from_millis(50));
     }
 
     /// `PATCH` with the redis backend (blocking): the catalog entry first
@@ -405,70 +356,13 @@ impl Collections {
         self.catalog_epoch.fetch_add(1, Ordering::AcqRel);
         self.map.write().expect("map lock").remove(name);
         self.wait_for_every_node();
-        let redis = Arc::clone(self.shared());
-        let base = format!(
-            "{}:{}",
-            redis.settings.key_prefix,
-            storage_name(&c.name, &c.incarnation)
-        );
         // Every node stopped using the keys when the delete answered; a
         // request that had started before may still be writing.
-        let wait = Duration::from_millis(redis.settings.command_timeout_ms + 500);
-        let collection = c.name.to_string();
-        handle.spawn(async move {
-            tokio::time::sleep(wait).await;
-            match remove_keys(&redis, &base).await {
-                Ok(n) => tracing::info!(collection, keys = n, "a deleted collection's keys removed from redis"),
-                Err(e) => tracing::error!(collection, error = %e, "removing a deleted collection's keys failed; they stay in redis (they are never read again)"),
-            }
-        });
+        self.shared()
+            .remove_later(c.name.as_str(), &c.incarnation, "a deleted collection");
         tracing::info!(collection = %c.name, "collection deleted from redis");
         Ok(c)
     }
-}
-
-/// A script call on one key with string arguments.
-fn call_script(
-    script: &'static Script,
-    key: String,
-    args: Vec<String>,
-) -> crate::backend::redis::Call {
-    crate::backend::redis::script_call(
-        script,
-        vec![key],
-        args.into_iter().map(String::into_bytes).collect(),
-    )
-}
-
-/// Remove every key of the collection whose keys start with `base`
-/// (`base:…` and `{base}:…`); how many.
-async fn remove_keys(redis: &Redis, base: &str) -> Result<usize, BackendError> {
-    let mut keys = redis.scan_all(&format!("{base}:*")).await?;
-    keys.extend(redis.scan_all(&format!("{{{base}}}:*")).await?);
-    let n = keys.len();
-    for chunk in keys.chunks(1000) {
-        let calls = chunk
-            .iter()
-            .map(|k| {
-                let mut unlink = redis::cmd("UNLINK");
-                unlink.arg(k);
-                call(unlink)
-            })
-            .collect();
-        redis
-            .calls("removing a deleted collection's keys", calls)
-            .await?;
-    }
-    Ok(n)
-}
-
-/// How long a reindex's heartbeat lives without being renewed: past it, any
-/// node's watch takes the reindex for dead and ends it (writes resume on the
-/// old index).
-const HEARTBEAT_MS: u64 = 10_000;
-
-fn heartbeat_key(redis: &Redis, name: &str) -> String {
-    format!("{{{}}}:reindexing:{name}", redis.settings.key_prefix)
 }
 
 impl Collections {
@@ -484,11 +378,7 @@ impl Collections {
             )));
         }
         let handle = tokio::runtime::Handle::current();
-        let redis = Arc::clone(self.shared());
-        let mut get = redis::cmd("HGET");
-        get.arg(catalog_key(&redis)).arg(c.name.as_str());
-        let raw: Option<String> =
-            handle.block_on(redis.one("reading the collection catalog", get))?;
+        let raw = handle.block_on(self.shared().read(c.name.as_str()))?;
         let entry = decode(
             c.name.as_str(),
             &raw.ok_or_else(|| CollectionError::NotFound(c.name.to_string()))?,
@@ -516,7 +406,6 @@ impl Collections {
         progress: &dyn Fn(u64, u64),
     ) -> Result<Arc<Collection>, CollectionError> {
         let handle = tokio::runtime::Handle::current();
-        let redis = Arc::clone(self.shared());
         let old = Entry {
             version: ENTRY_VERSION,
             created_ms: c.created_ms,
@@ -524,7 +413,7 @@ impl Collections {
             settings: c.settings(),
             reindex: None,
         };
-        let new_incarnation = new_incarnation();
+        let new_incarnation = SharedCatalog::new_incarnation();
         let marked = Entry {
             reindex: Some(Mark {
                 incarnation: new_incarnation.clone(),
@@ -533,39 +422,14 @@ impl Collections {
             }),
             ..old.clone()
         };
-        // The heartbeat, renewed until the job ends.
-        let alive = Arc::new(std::sync::atomic::AtomicBool::new(true));
-        {
-            let (redis, alive, key) = (
-                Arc::clone(&redis),
-                Arc::clone(&alive),
-                heartbeat_key(&redis, c.name.as_str()),
-            );
-            handle.spawn(async move {
-                while alive.load(Ordering::Relaxed) {
-                    let mut set = redis::cmd("SET");
-                    set.arg(&key).arg(1).arg("PX").arg(HEARTBEAT_MS);
-                    let _: Result<(), _> = redis.one("renewing a reindex heartbeat", set).await;
-                    tokio::time::sleep(Duration::from_millis(HEARTBEAT_MS / 5)).await;
-                }
-                let mut del = redis::cmd("DEL");
-                del.arg(&key);
-                let _: Result<i64, _> = redis.one("ending a reindex heartbeat", del).await;
-            });
-        }
-        let stop =
-            |alive: &Arc<std::sync::atomic::AtomicBool>| alive.store(false, Ordering::Relaxed);
+        // The heartbeat, renewed until the job ends (the guard is dropped).
+        let heartbeat = self.shared().heartbeat(c.name.as_str());
         if !self.put_entry(c, &marked)? {
-            stop(&alive);
+            drop(heartbeat);
             return Err(CollectionError::Deleted(c.name.to_string()));
         }
         Self::apply(c, &marked);
         self.wait_for_every_node();
-        let base = format!(
-            "{}:{}",
-            redis.settings.key_prefix,
-            storage_name(&c.name, &new_incarnation)
-        );
         let result =
             handle.block_on(self.copy_into(c, &new_incarnation, settings, valid, progress));
         let switched = match result {
@@ -584,7 +448,7 @@ impl Collections {
             }
             Err(e) => Err(e),
         };
-        stop(&alive);
+        drop(heartbeat);
         match switched {
             Ok(entry) => {
                 self.catalog_epoch.fetch_add(1, Ordering::AcqRel);
@@ -596,12 +460,11 @@ impl Collections {
                     map.insert(c.name.as_str().to_owned(), Arc::clone(&next));
                     next
                 };
-                let old_base = format!(
-                    "{}:{}",
-                    redis.settings.key_prefix,
-                    storage_name(&c.name, &c.incarnation)
+                self.shared().remove_later(
+                    c.name.as_str(),
+                    &c.incarnation,
+                    "the index a reindex replaced",
                 );
-                self.remove_later(old_base);
                 tracing::info!(collection = %c.name, incarnation = %new_incarnation, "reindex finished in redis: the new index answers");
                 Ok(next)
             }
@@ -614,7 +477,11 @@ impl Collections {
                         tracing::error!(collection = %c.name, error = %e2, "ending a failed reindex in the catalog failed; the watch ends it when its heartbeat lapses")
                     }
                 }
-                self.remove_later(base);
+                self.shared().remove_later(
+                    c.name.as_str(),
+                    &new_incarnation,
+                    "a failed reindex's index",
+                );
                 Err(e)
             }
         }
@@ -629,18 +496,7 @@ impl Collections {
         incarnation: &str,
         value: String,
     ) -> Result<bool, BackendError> {
-        let redis = self.shared();
-        let inv = call_script(
-            &SWAP,
-            catalog_key(redis),
-            vec![name.into(), incarnation.into(), value],
-        );
-        let mut out = redis
-            .calls("changing the collection catalog", vec![inv])
-            .await?;
-        let done: i64 = redis::from_redis_value(out.pop().expect("one answer"))
-            .map_err(|e| BackendError::Internal(format!("catalog script answer: {e}")))?;
-        Ok(done == 1)
+        self.shared().swap(name, incarnation, value).await
     }
 
     /// Replace `c`'s catalog entry by `entry` if it is still `c`'s
@@ -665,7 +521,7 @@ impl Collections {
         valid: crate::engine::ValidParams,
         progress: &dyn Fn(u64, u64),
     ) -> Result<(), CollectionError> {
-        let Some(Backend::Redis(old)) = c.backend() else {
+        let Some(old) = c.backend() else {
             return Err(CollectionError::Unavailable(c.name.to_string()));
         };
         let engine = Arc::new(crate::engine::Engine::with_clock(
@@ -673,18 +529,16 @@ impl Collections {
             Arc::clone(&self.clock),
         ));
         engine.set_retention(settings.retention.ttl());
-        let new = RedisIndex::open(
-            Arc::clone(&engine),
-            Arc::clone(self.shared()),
-            &storage_name(&c.name, incarnation),
-        )
-        .await?;
+        let new = self
+            .shared()
+            .open(Arc::clone(&engine), c.name.as_str(), incarnation)
+            .await?;
         new.set_store_text(true);
-        let keys = old.record_keys().await?;
+        let mut pages = old.export(500).await?;
         let (mut done, mut skipped) = (0u64, 0u64);
-        for chunk in keys.chunks(500) {
-            let mut batch = Vec::with_capacity(chunk.len());
-            for (record, text) in old.read_with_texts(chunk).await? {
+        while let Some(page) = pages.next_records().await? {
+            let mut batch = Vec::with_capacity(page.len());
+            for (record, text) in page {
                 let Some(text) = text else {
                     return Err(CollectionError::TextNotStored(format!(
                         "document {:?} of collection {:?} was stored without its text (before store_text was on): write it again, then reindex",
@@ -720,29 +574,12 @@ impl Collections {
         Ok(())
     }
 
-    /// Remove the keys under `base` in the background, once no request can
-    /// still be writing them.
-    fn remove_later(&self, base: String) {
-        let redis = Arc::clone(self.shared());
-        let wait = Duration::from_millis(redis.settings.command_timeout_ms + 500);
-        tokio::runtime::Handle::current().spawn(async move {
-            tokio::time::sleep(wait).await;
-            match remove_keys(&redis, &base).await {
-                Ok(n) => tracing::info!(base, keys = n, "an old index's keys removed from redis"),
-                Err(e) => tracing::error!(base, error = %e, "removing an old index's keys failed; they stay in redis (never read again)"),
-            }
-        });
-    }
-
     /// A reindex whose heartbeat lapsed (its node died): end it, so writes
     /// resume on the old index (called by the watch).
     async fn end_dead_reindex(&self, name: &str, entry: &Entry) -> Result<(), BackendError> {
-        let redis = self.shared();
-        let mut get = redis::cmd("GET");
-        get.arg(heartbeat_key(redis, name));
-        let beat: Option<String> = redis.one("reading a reindex heartbeat", get).await?;
+        let beat = self.shared().heartbeat_alive(name).await?;
         let started = entry.reindex.as_ref().map_or(0, |m| m.started_ms);
-        if beat.is_some() || self.clock.now_ms() < started + HEARTBEAT_MS {
+        if beat || self.clock.now_ms() < started + HEARTBEAT_MS {
             return Ok(());
         }
         let back = Entry {

@@ -17,6 +17,7 @@
 //! unfinished versions are skipped. Removing entries removes exactly one
 //! `(iid, gen)`, so it never touches another version's entries.
 
+mod catalog;
 pub mod codec;
 pub mod conn;
 mod metrics;
@@ -26,6 +27,7 @@ use crate::engine::{
     Comparison, DocId, Engine, EngineError, NewDoc, Prepared, Query, QueryOutcome, Record,
     ScanStats, Stamp, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
+pub use catalog::{Created, Heartbeat, SharedCatalog, HEARTBEAT_MS};
 use codec::{
     decode_head, decode_record, due_of, encode_record, iid, member, members, own_expiry, Due, Keys,
     RecordHead, StoredRecord, DUE_MINUTE_MS, HEAD_AND_ID, MEMBER,
@@ -1627,6 +1629,18 @@ pub struct Export<'a> {
 }
 
 impl Export<'_> {
+    pub async fn next_records(
+        &mut self,
+    ) -> Result<Option<Vec<(Arc<Record>, Option<String>)>>, BackendError> {
+        if self.at >= self.keys.len() {
+            return Ok(None);
+        }
+        let to = (self.at + self.step).min(self.keys.len());
+        let chunk = &self.keys[self.at..to];
+        self.at = to;
+        Ok(Some(self.index.read_with_texts(chunk).await?))
+    }
+
     pub async fn next(
         &mut self,
         format: fn(&Record, Option<String>) -> Vec<u8>,
