@@ -18,10 +18,10 @@
 mod memory;
 pub mod redis;
 
-pub use memory::Memory;
+pub use memory::{LocalCatalog, Memory, Rebuild, RebuildError};
 pub use redis::{Created, Heartbeat, RedisIndex, SharedCatalog, HEARTBEAT_MS};
 
-pub use crate::persist::SnapshotInfo;
+pub use crate::persist::{PersistError, SnapshotInfo};
 
 use crate::config::StorageSettings;
 use crate::engine::{
@@ -338,15 +338,6 @@ impl Backend {
                 .sync_now()
                 .map_err(|e| BackendError::Internal(format!("log fsync: {e}"))),
             Backend::Redis(_) => Ok(()),
-        }
-    }
-
-    /// The memory backend's store, for the collection catalog's own
-    /// operations (a reindex, a retention change): nothing else reaches it.
-    pub(crate) fn store(&self) -> Option<&Arc<crate::persist::Store>> {
-        match self {
-            Backend::Memory(m) => Some(&m.store),
-            Backend::Redis(_) => None,
         }
     }
 

@@ -3,7 +3,7 @@
 //!
 //! [`Collections`] is the one owner of every collection: it opens them at
 //! start (the `default` collection from the server's configuration, the
-//! named ones from their manifests, see [`persist::catalog`](crate::persist::catalog)), restores
+//! named ones from their manifests, see [`LocalCatalog`](crate::backend::LocalCatalog)), restores
 //! them, and creates, changes and deletes them at run time. Each change is
 //! durable before it returns and serialized with the others by one lock
 //! (`ddl`); lookups take a read lock on the name map and clone an `Arc`
@@ -29,9 +29,9 @@ pub use settings::{
 };
 
 use crate::backend::{Backend, SharedCatalog};
+use crate::backend::{LocalCatalog, PersistError};
 use crate::config::{Config, StorageBackend, StorageSettings};
 use crate::engine::{Clock, Engine};
-use crate::persist::{catalog, PersistError, Store};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -130,20 +130,9 @@ impl Collection {
         self.backend.get()
     }
 
-    /// The memory backend's store (log, snapshots, purges), once restored.
-    pub fn store(&self) -> Option<&Arc<Store>> {
-        self.backend.get().and_then(Backend::store)
-    }
-
-    /// Stored documents (0 until restored).
+    /// Live documents (0 until restored).
     pub fn documents(&self) -> usize {
         self.backend.get().map_or(0, Backend::documents)
-    }
-
-    pub(super) fn set_store(&self, store: Arc<Store>) {
-        let _ = self
-            .backend
-            .set(Backend::in_memory(Arc::clone(self.recipe.engine()), store));
     }
 
     /// True if it keeps the texts of new writes (`store_text`).
@@ -227,7 +216,9 @@ pub enum CollectionError {
 
 /// Every collection of the server.
 pub struct Collections {
-    data_dir: PathBuf,
+    /// The collections in `storage.data_dir` (with the memory backend; the
+    /// `default` collection's creation time with either).
+    local: LocalCatalog,
     /// Storage settings every collection's store uses (its own directory aside).
     storage: StorageSettings,
     /// What a new collection's body leaves out comes from here.
@@ -268,8 +259,8 @@ impl Collections {
     /// read; a collection whose manifest is damaged is listed as failed.
     pub fn open(config: &Config, clock: Arc<dyn Clock>) -> Result<Self, PersistError> {
         let data_dir = config.storage.data_dir.clone();
-        let root = catalog::root(&data_dir);
-        catalog::clean_leftovers(&root)?;
+        let local = LocalCatalog::new(&data_dir);
+        local.clean_leftovers()?;
         // A new collection stores texts only if its body says so;
         // `storage.store_text` is the default collection's.
         let defaults = CollectionSettings {
@@ -280,7 +271,7 @@ impl Collections {
             store_text: false,
         };
         let this = Self {
-            data_dir: data_dir.clone(),
+            local: local.clone(),
             storage: config.storage.clone(),
             defaults: defaults.clone(),
             max: config.limits.max_collections,
@@ -293,7 +284,7 @@ impl Collections {
             catalog_epoch: AtomicU64::new(0),
             dropped: Mutex::new(Vec::new()),
         };
-        let started = catalog::default_created_ms(&this.data_dir, this.clock.now_ms())?;
+        let started = local.default_created_ms(this.clock.now_ms())?;
         let default = this.build(
             CollectionName::default_collection(),
             data_dir,
@@ -305,16 +296,18 @@ impl Collections {
             Some(config.engine().clone()),
         );
         this.insert(default);
-        for (name, dir) in catalog::list(&root)? {
+        for (name, dir) in local.list()? {
             let Ok(name) = CollectionName::parse(&name) else {
                 tracing::warn!(dir = %dir.display(), "ignoring a directory that is not a collection name");
                 continue;
             };
-            let collection = match catalog::read_manifest::<Manifest>(&dir) {
+            let collection = match LocalCatalog::read_manifest::<Manifest>(&dir) {
                 Ok(m) => match m.settings.validate() {
                     Ok(valid) => {
                         // What an interrupted or finished reindex left.
-                        if let Err(e) = reindex::clean(&dir, m.index_dir.as_deref()) {
+                        if let Err(e) =
+                            LocalCatalog::clean_reindex_leftovers(&dir, m.index_dir.as_deref())
+                        {
                             tracing::warn!(collection = %name, error = %e, "could not remove what a reindex left");
                         }
                         this.build_in(
@@ -477,22 +470,13 @@ impl Collections {
                 self.open_in_redis(&c, shared);
                 continue;
             }
-            match Store::open(
+            match LocalCatalog::open(
+                c.name.as_str(),
                 Arc::clone(c.recipe.engine()),
                 &self.storage_for(&c.store_dir(), &c.settings()),
             ) {
-                Ok(store) => {
-                    let r = &store.recovery;
-                    tracing::info!(
-                        collection = %c.name,
-                        documents = r.documents,
-                        snapshot = r.snapshot.as_ref().map(|p| p.display().to_string()),
-                        replayed_records = r.replayed_records,
-                        torn_bytes_dropped = r.torn_bytes_dropped,
-                        seconds = r.seconds,
-                        "collection restored"
-                    );
-                    c.set_store(Arc::new(store));
+                Ok(backend) => {
+                    let _ = c.backend.set(backend);
                 }
                 Err(e) => {
                     tracing::error!(collection = %c.name, error = %e, "collection cannot be restored; it answers 503 until it is repaired or deleted");
@@ -591,13 +575,14 @@ impl Collections {
             index_dir: None,
             settings: settings.clone(),
         };
-        let dir = catalog::create(&catalog::root(&self.data_dir), name.as_str(), &manifest)?;
+        let dir = self.local.create(name.as_str(), &manifest)?;
         let c = self.build(name.clone(), dir, settings, created_ms, Some(valid));
-        let store = Store::open(
+        let backend = LocalCatalog::open(
+            name.as_str(),
             Arc::clone(c.recipe.engine()),
             &self.storage_for(&c.dir, &c.settings()),
         )?;
-        c.set_store(Arc::new(store));
+        let _ = c.backend.set(backend);
         let c = Arc::new(c);
         self.map
             .write()
@@ -643,13 +628,13 @@ impl Collections {
             self.change_shared(&c, settings)?;
             return Ok(c);
         }
-        let Some(store) = c.store() else {
+        let Some(backend) = c.backend() else {
             return Err(CollectionError::Unavailable(c.name.to_string()));
         };
         if retention.is_some() {
             // What has expired under the old retention stays expired: purge
             // it before a longer retention (or none) could make it live again.
-            if let Err(e) = store.purge_expired() {
+            if let Err(e) = tokio::runtime::Handle::current().block_on(backend.purge_expired()) {
                 tracing::warn!(collection = %c.name, error = %e, "purging before a retention change failed");
             }
         }
@@ -666,10 +651,10 @@ impl Collections {
             index_dir: c.index_dir(),
             settings: settings.clone(),
         };
-        catalog::write_manifest(&c.dir, &manifest)?;
+        LocalCatalog::write_manifest(&c.dir, &manifest)?;
         *c.settings.write().expect("settings lock") = settings.clone();
         c.recipe.engine().set_retention(settings.retention.ttl());
-        store.set_store_text(settings.store_text);
+        backend.set_store_text(settings.store_text);
         tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, "collection settings changed");
         Ok(c)
     }
@@ -689,10 +674,10 @@ impl Collections {
         let c = self
             .get(name)
             .ok_or_else(|| CollectionError::NotFound(name.to_owned()))?;
-        if let Some(store) = c.store() {
-            store.retire();
+        if let Some(backend) = c.backend() {
+            backend.retire();
         }
-        catalog::remove(&catalog::root(&self.data_dir), name)?;
+        self.local.remove(name)?;
         self.map.write().expect("map lock").remove(name);
         tracing::info!(collection = %c.name, documents = c.documents(), "collection deleted");
         Ok(c)

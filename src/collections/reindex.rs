@@ -25,20 +25,11 @@ use super::{
     Collection, CollectionError, CollectionSettings, Collections, Manifest, SettingsError,
     MANIFEST_VERSION,
 };
-use crate::engine::{Engine, EngineError, NewDoc, Record, ValidParams};
-use crate::persist::texts;
-use crate::persist::{fsops, PersistError, Store, TapOp};
-use crate::text::TextError;
-use rayon::prelude::*;
+use crate::backend::{LocalCatalog, RebuildError};
+use crate::engine::{Engine, ValidParams};
 use serde::Serialize;
 use serde_json::Value;
-use std::path::Path;
 use std::sync::{Arc, OnceLock, RwLock};
-
-/// Records read, prepared and written per step.
-const CHUNK: usize = 1024;
-/// Catch-up rounds before the switch; the last tap is applied under the gate.
-const CATCH_UP_ROUNDS: usize = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -82,42 +73,13 @@ impl ReindexJob {
     }
 }
 
-/// Remove what reindexes left in a collection's `dir`: `index-*`
-/// directories other than `current`, and, when the index lives in
-/// `current`, the old index files beside the manifest.
-pub(super) fn clean(dir: &Path, current: Option<&str>) -> Result<(), PersistError> {
-    let mut removed = false;
-    for entry in std::fs::read_dir(dir).map_err(fsops::io_err(dir))? {
-        let entry = entry.map_err(fsops::io_err(dir))?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_dir = entry.file_type().map_err(fsops::io_err(&path))?.is_dir();
-        if is_dir && name.starts_with("index-") && Some(name.as_str()) != current {
-            std::fs::remove_dir_all(&path).map_err(fsops::io_err(&path))?;
-            tracing::info!(path = %path.display(), "removed an index directory a reindex left");
-            removed = true;
-        } else if !is_dir && current.is_some() && is_index_file(&name) {
-            std::fs::remove_file(&path).map_err(fsops::io_err(&path))?;
-            removed = true;
+impl From<RebuildError> for CollectionError {
+    fn from(e: RebuildError) -> Self {
+        match e {
+            RebuildError::TextNotStored(why) => CollectionError::TextNotStored(why),
+            RebuildError::Storage(e) => CollectionError::Storage(e),
         }
     }
-    if removed {
-        fsops::sync_dir(dir)?;
-    }
-    Ok(())
-}
-
-/// A snapshot, log segment or text segment (or an unfinished one).
-fn is_index_file(name: &str) -> bool {
-    (name.starts_with("snapshot-") || name.starts_with("wal-") || name.starts_with("texts-"))
-        && (name.ends_with(".bin")
-            || name.ends_with(".log")
-            || name.ends_with(".seg")
-            || name.ends_with(".tmp"))
-}
-
-fn storage(detail: impl Into<String>) -> CollectionError {
-    CollectionError::Storage(PersistError::Unrecoverable(detail.into()))
 }
 
 impl Collections {
@@ -179,10 +141,10 @@ impl Collections {
                 valid,
             });
         }
-        let Some(store) = c.store() else {
+        let Some(backend) = c.backend() else {
             return Err(CollectionError::Unavailable(c.name.to_string()));
         };
-        if !store.stores_text() {
+        if !backend.stores_text() {
             return Err(CollectionError::TextNotStored(format!(
                 "collection {:?} does not store texts, so there is nothing to rebuild its index from; \
                  create it with \"store_text\": true (or PATCH it on and write its documents again)",
@@ -196,30 +158,21 @@ impl Collections {
         {
             return Err(CollectionError::ReindexRunning(c.name.to_string()));
         }
-        let now = c.recipe.engine().now_ms();
-        let records = c.recipe.engine().records();
-        let live: Vec<&Arc<Record>> = records
-            .iter()
-            .filter(|r| c.recipe.engine().is_live(r, now))
-            .collect();
-        let without: Vec<&str> = live
-            .iter()
-            .filter(|r| r.text_locator() == 0)
-            .map(|r| r.id().as_str())
-            .collect();
+        let now = c.recipe.now_ms();
+        let (live, without) = backend.texts_missing().unwrap_or_default();
         if let Some(first) = without.first() {
             return Err(CollectionError::TextNotStored(format!(
                 "{} of the {} documents of collection {:?} were stored without their text \
                  (before store_text was on), e.g. {first:?}: write them again first",
                 without.len(),
-                live.len(),
+                live,
                 c.name.as_str()
             )));
         }
         *progress = Some(ReindexProgress {
             state: ReindexState::Running,
             done: 0,
-            total: live.len() as u64,
+            total: live as u64,
             skipped: 0,
             started_ms: now,
             finished_ms: None,
@@ -279,9 +232,6 @@ impl Collections {
                 } else {
                     tracing::error!(collection = %c.name, error = %e, "reindex failed; the old index answers");
                 }
-                if let Some(store) = c.store() {
-                    store.stop_tap();
-                }
                 let _ = std::fs::remove_dir_all(&new_dir);
             }
         }
@@ -295,7 +245,7 @@ impl Collections {
     ) -> Result<Arc<Collection>, CollectionError> {
         let c = &job.collection;
         let old = c
-            .store()
+            .backend()
             .ok_or_else(|| CollectionError::Unavailable(c.name.to_string()))?;
         let dir = c.dir.join(sub);
         let engine = Arc::new(Engine::with_clock(
@@ -303,83 +253,46 @@ impl Collections {
             Arc::clone(&self.clock),
         ));
         engine.set_retention(c.settings().retention.ttl());
-        let mut settings = self.storage_for(&dir, &job.settings);
-        settings.store_text = true;
+        let settings = self.storage_for(&dir, &job.settings);
         // The new index's directory is made, and its store opened, under
         // the collection lock and only while the collection is current: a
         // delete that came first must not see its directory made again
         // (a later create of the name would find it), and one that comes
         // later renames the directory away with everything in it, so the
         // new store's next file fails and the reindex with it.
-        let new = {
+        let rebuild = {
             let _ddl = self.ddl.lock().expect("ddl lock");
             self.still_current(c)?;
-            std::fs::create_dir(&dir).map_err(fsops::io_err(&dir))?;
-            Arc::new(Store::open(Arc::clone(&engine), &settings)?)
+            old.rebuild(Arc::clone(&engine), &settings)?
         };
-        // From here on every write to the old store is also in the tap.
-        old.start_tap();
-        let now = c.recipe.engine().now_ms();
-        let records: Vec<Arc<Record>> = c
-            .recipe
-            .engine()
-            .records()
-            .into_iter()
-            .filter(|r| c.recipe.engine().is_live(r, now))
-            .collect();
-        engine.reserve(records.len());
-        for chunk in records.chunks(CHUNK) {
-            let prepared: Vec<Result<Option<(NewDoc, crate::engine::Stamp)>, CollectionError>> =
-                chunk
-                    .par_iter()
-                    .map(|r| {
-                        let text = old.text_of(r)?.ok_or_else(|| {
-                            CollectionError::TextNotStored(format!(
-                                "document {:?} has no stored text (store_text was turned off during the reindex?)",
-                                r.id().as_str()
-                            ))
-                        })?;
-                        prepare(&engine, r.id().clone(), r.metadata().map(Into::into), r.stamp(), text)
-                    })
-                    .collect();
-            let mut done = 0;
-            let mut skipped = 0;
-            for item in prepared {
-                match item? {
-                    Some((doc, stamp)) => {
-                        new.insert_stamped(doc, stamp).map_err(engine_err)?;
-                        done += 1;
-                    }
-                    None => skipped += 1,
-                }
-            }
-            new.commit_all().map_err(engine_err)?;
-            self.advance(c, done, skipped);
-        }
-        for _ in 0..CATCH_UP_ROUNDS {
-            let ops = old.take_tap();
-            let n = ops.len();
-            apply_tap(&engine, &new, ops, |d, s| self.advance(c, d, s))?;
-            if n < CHUNK {
-                break;
-            }
+        let progress = |d, s| self.advance(c, d, s);
+        if let Err(e) = rebuild.copy(&progress) {
+            rebuild.abandon();
+            return Err(e.into());
         }
         // The switch.
         let _ddl = self.ddl.lock().expect("ddl lock");
-        self.still_current(c)?;
         let current = c.settings();
-        if !current.store_text {
-            return Err(CollectionError::TextNotStored(format!(
-                "store_text was turned off on collection {:?} during the reindex",
-                c.name.as_str()
-            )));
+        let checked = self.still_current(c).and_then(|()| {
+            if current.store_text {
+                Ok(())
+            } else {
+                Err(CollectionError::TextNotStored(format!(
+                    "store_text was turned off on collection {:?} during the reindex",
+                    c.name.as_str()
+                )))
+            }
+        });
+        if let Err(e) = checked {
+            rebuild.abandon();
+            return Err(e);
         }
         let settings = CollectionSettings {
             retention: current.retention,
             store_text: true,
             ..job.settings.clone()
         };
-        let next = Collection {
+        let next = Arc::new(Collection {
             name: c.name.clone(),
             id: self
                 .next_id
@@ -393,12 +306,9 @@ impl Collections {
             backend: OnceLock::new(),
             failure: OnceLock::new(),
             incarnation: String::new(),
-        };
-        next.set_store(Arc::clone(&new));
-        let next = Arc::new(next);
-        old.hand_over(Arc::clone(&new), |ops| {
-            apply_tap(&engine, &new, ops, |d, s| self.advance(c, d, s))?;
-            new.snapshot()?;
+        });
+        rebuild.switch(&progress, |backend| {
+            let _ = next.backend.set(backend);
             catalog_switch(c, &settings, sub)?;
             self.map
                 .write()
@@ -406,8 +316,7 @@ impl Collections {
                 .insert(c.name.as_str().to_owned(), Arc::clone(&next));
             Ok::<(), CollectionError>(())
         })?;
-        old.retire();
-        if let Err(e) = clean(&c.dir, Some(sub)) {
+        if let Err(e) = LocalCatalog::clean_reindex_leftovers(&c.dir, Some(sub)) {
             tracing::warn!(collection = %c.name, error = %e, "could not remove the old index files; the next start will");
         }
         Ok(next)
@@ -447,80 +356,7 @@ fn catalog_switch(
         index_dir: Some(sub.to_owned()),
         settings: settings.clone(),
     };
-    crate::persist::catalog::write_manifest(&c.dir, &manifest)?;
+    LocalCatalog::write_manifest(&c.dir, &manifest)?;
     *c.settings.write().expect("settings lock") = settings.clone();
-    Ok(())
-}
-
-fn engine_err(e: EngineError) -> CollectionError {
-    storage(format!("writing the new index failed: {e}"))
-}
-
-/// A document prepared by the new recipe; `None` if the recipe leaves its
-/// text empty.
-fn prepare(
-    engine: &Engine,
-    id: crate::engine::DocId,
-    metadata: Option<Box<str>>,
-    stamp: crate::engine::Stamp,
-    text: String,
-) -> Result<Option<(NewDoc, crate::engine::Stamp)>, CollectionError> {
-    match engine.prepare(&text) {
-        Ok(doc) => Ok(Some((
-            NewDoc {
-                id,
-                doc,
-                metadata,
-                expires_ms: stamp.expires_ms,
-                text: Some(text.into_boxed_str()),
-                created_ms: None,
-            },
-            stamp,
-        ))),
-        Err(TextError::Empty) => Ok(None),
-    }
-}
-
-/// Replay what the tap caught on the new store, in log order, committed.
-fn apply_tap(
-    engine: &Engine,
-    new: &Store,
-    ops: Vec<TapOp>,
-    advance: impl Fn(u64, u64),
-) -> Result<(), CollectionError> {
-    if ops.is_empty() {
-        return Ok(());
-    }
-    let (mut done, mut skipped) = (0, 0);
-    for op in ops {
-        match op {
-            TapOp::Upsert {
-                id,
-                metadata,
-                stamp,
-                text,
-            } => {
-                let text = text.ok_or_else(|| {
-                    CollectionError::TextNotStored(format!(
-                        "document {:?} was written without its text during the reindex (store_text turned off?)",
-                        id.as_str()
-                    ))
-                })?;
-                let text = texts::decompress(&text).map_err(storage)?;
-                match prepare(engine, id, metadata, stamp, text)? {
-                    Some((doc, stamp)) => {
-                        new.insert_stamped(doc, stamp).map_err(engine_err)?;
-                        done += 1;
-                    }
-                    // A fresh collection would refuse this write and keep
-                    // what it had: so does the new index.
-                    None => skipped += 1,
-                }
-            }
-            TapOp::Delete(id) => new.remove_uncommitted(&id).map_err(engine_err)?,
-        }
-    }
-    new.commit_all().map_err(engine_err)?;
-    advance(done, skipped);
     Ok(())
 }

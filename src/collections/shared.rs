@@ -97,7 +97,7 @@ impl Collections {
                 "catalog entry of collection {name:?} holds invalid settings: {e}"
             ))
         })?;
-        let dir = super::catalog::root(&self.data_dir).join(name.as_str());
+        let dir = self.local.dir_of(name.as_str());
         let mut c = self.build(
             name.clone(),
             dir,

@@ -192,6 +192,40 @@ pub fn remove(root: &Path, name: &str) -> Result<(), PersistError> {
     Ok(())
 }
 
+/// Remove what reindexes left in a collection's `dir`: `index-*`
+/// directories other than `current`, and, when the index lives in
+/// `current`, the old index files beside the manifest.
+pub fn clean_reindex_leftovers(dir: &Path, current: Option<&str>) -> Result<(), PersistError> {
+    let mut removed = false;
+    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let is_dir = entry.file_type().map_err(io_err(&path))?.is_dir();
+        if is_dir && name.starts_with("index-") && Some(name.as_str()) != current {
+            fs::remove_dir_all(&path).map_err(io_err(&path))?;
+            tracing::info!(path = %path.display(), "removed an index directory a reindex left");
+            removed = true;
+        } else if !is_dir && current.is_some() && is_index_file(&name) {
+            fs::remove_file(&path).map_err(io_err(&path))?;
+            removed = true;
+        }
+    }
+    if removed {
+        fsops::sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// A snapshot, log segment or text segment (or an unfinished one).
+fn is_index_file(name: &str) -> bool {
+    (name.starts_with("snapshot-") || name.starts_with("wal-") || name.starts_with("texts-"))
+        && (name.ends_with(".bin")
+            || name.ends_with(".log")
+            || name.ends_with(".seg")
+            || name.ends_with(".tmp"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,12 @@
 //! blocking thread because it may wait for an fsync. Reads call the engine
 //! directly on the caller's thread, as before the seam existed.
 
+mod catalog;
+mod rebuild;
+
+pub use catalog::LocalCatalog;
+pub use rebuild::{Rebuild, RebuildError};
+
 use super::{BackendError, LogStats, SnapshotInfo, StoredText};
 use crate::config::StorageSettings;
 use crate::engine::{
