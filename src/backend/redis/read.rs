@@ -1,0 +1,379 @@
+//! The read path of [`RedisIndex`]: a document by id (get, text), samples
+//! and exports of the stored texts, queries (similar_to, similar_to_id) and
+//! compare. A bucket member counts only if the record read for it has the
+//! member's `gen` (the write path commits the record last); candidates are
+//! verified exactly by the engine, as on the memory backend.
+
+use super::codec::{decode_record, iid, members, own_expiry, StoredRecord};
+use super::{corrupt, BackendError, Conn, RedisIndex};
+use crate::engine::{Comparison, DocId, EngineError, Prepared, Query, QueryOutcome, Record, Stamp};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+impl RedisIndex {
+    /// Read and decode the records of `iids` (one trip); `None` for a
+    /// missing one.
+    pub(super) async fn read_records(
+        &self,
+        iids: &[u64],
+    ) -> Result<Vec<Option<StoredRecord>>, BackendError> {
+        let commands: Vec<_> = iids
+            .iter()
+            .map(|&i| {
+                let key = self.keys.record(i);
+                move |mut c: Conn| async move {
+                    let mut get = redis::cmd("GET");
+                    get.arg(key);
+                    get.query_async::<Option<Vec<u8>>>(&mut c).await
+                }
+            })
+            .collect();
+        let raw = self.redis.trip("reading records", commands).await?;
+        raw.into_iter()
+            .zip(iids)
+            .map(|(bytes, &i)| {
+                bytes
+                    .map(|b| decode_record(&b).map_err(|e| corrupt(&self.keys.record(i), e)))
+                    .transpose()
+            })
+            .collect()
+    }
+
+    /// A decoded record as the engine's [`Record`] (signature recomputed).
+    pub(super) fn to_record(&self, s: StoredRecord) -> Result<Arc<Record>, BackendError> {
+        let id =
+            DocId::parse(&s.id).map_err(|e| BackendError::Internal(format!("stored id: {e}")))?;
+        let prepared = self
+            .engine
+            .prepared_from_shingles(s.shingles)
+            .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
+        let stamp = Stamp {
+            created_ms: s.created_ms,
+            expires_ms: own_expiry(s.expires_ms),
+        };
+        Ok(Arc::new(self.engine.record_of(
+            id,
+            &prepared,
+            s.metadata.map(String::into_boxed_str),
+            stamp,
+        )))
+    }
+
+    /// The current live version of `id`.
+    pub async fn get(&self, id: &str) -> Result<Option<Arc<Record>>, BackendError> {
+        let mut found = self.read_records(&[iid(id)]).await?;
+        let Some(stored) = found.pop().flatten() else {
+            return Ok(None);
+        };
+        if stored.id != id {
+            return Ok(None);
+        }
+        let record = self.to_record(stored)?;
+        Ok(self
+            .engine
+            .is_live(&record, self.engine.now_ms())
+            .then_some(record))
+    }
+
+    /// The live document `id` and its stored text (`None` when it was
+    /// written without one), in one trip; `None` when there is no such
+    /// live document.
+    pub async fn text(&self, id: &str) -> Result<Option<Option<String>>, BackendError> {
+        let i = iid(id);
+        let (record, text) = (self.keys.record(i), self.keys.text(i));
+        let mut out = self
+            .redis
+            .trip(
+                "reading a stored text",
+                vec![move |mut c: Conn| async move {
+                    let mut mget = redis::cmd("MGET");
+                    mget.arg(record).arg(text);
+                    mget.query_async::<(Option<Vec<u8>>, Option<Vec<u8>>)>(&mut c)
+                        .await
+                }],
+            )
+            .await?;
+        let (record, text) = out.pop().expect("one answer");
+        let Some(stored) = record
+            .map(|b| decode_record(&b))
+            .transpose()
+            .map_err(|e| corrupt(&self.keys.record(i), e))?
+        else {
+            return Ok(None);
+        };
+        if stored.id != id
+            || !self
+                .engine
+                .is_live(&*self.to_record(stored)?, self.engine.now_ms())
+        {
+            return Ok(None);
+        }
+        text.map(|t| {
+            crate::persist::texts::decompress(&t).map_err(|e| corrupt(&self.keys.text(i), e))
+        })
+        .transpose()
+        .map(Some)
+    }
+
+    /// A uniform sample without replacement of `n` live documents that
+    /// have a stored text, as (id, text): the same draw as the memory
+    /// backend's (`Store::sample_texts`: ids sorted, a partial
+    /// Fisher–Yates shuffle driven by `seed`), stopping before `max_bytes`
+    /// of text. Reads every record (a `SCAN` of every primary).
+    pub async fn sample_texts(
+        &self,
+        n: usize,
+        seed: u64,
+        max_bytes: usize,
+    ) -> Result<Vec<(String, String)>, BackendError> {
+        let now = self.engine.now_ms();
+        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
+        let mut pool: Vec<(String, u64)> = Vec::new();
+        for chunk in keys.chunks(500) {
+            let commands: Vec<_> = chunk
+                .iter()
+                .map(|key| {
+                    let key = key.clone();
+                    let text = key.replacen(":r:{", ":t:{", 1);
+                    move |mut c: Conn| async move {
+                        let mut get = redis::cmd("GET");
+                        get.arg(&key);
+                        let record = get.query_async::<Option<Vec<u8>>>(&mut c).await?;
+                        let mut exists = redis::cmd("EXISTS");
+                        exists.arg(text);
+                        let has_text = exists.query_async::<i64>(&mut c).await?;
+                        Ok((record, has_text == 1))
+                    }
+                })
+                .collect();
+            let values = self.redis.trip("reading records", commands).await?;
+            for (key, (bytes, has_text)) in chunk.iter().zip(values) {
+                let (Some(bytes), true) = (bytes, has_text) else {
+                    continue;
+                };
+                let stored = decode_record(&bytes).map_err(|e| corrupt(key, e))?;
+                let id = stored.id.clone();
+                let record = self.to_record(stored)?;
+                if self.engine.is_live(&record, now) {
+                    let i = iid(&id);
+                    pool.push((id, i));
+                }
+            }
+        }
+        pool.sort_unstable();
+        let take = crate::engine::sample::draw_front(&mut pool, n, seed);
+        pool.truncate(take);
+        let commands: Vec<_> = pool
+            .iter()
+            .map(|(_, i)| {
+                let key = self.keys.text(*i);
+                move |mut c: Conn| async move {
+                    let mut get = redis::cmd("GET");
+                    get.arg(key);
+                    get.query_async::<Option<Vec<u8>>>(&mut c).await
+                }
+            })
+            .collect();
+        let texts = self.redis.trip("reading stored texts", commands).await?;
+        let mut out = Vec::with_capacity(take);
+        let mut bytes = 0usize;
+        for ((id, i), payload) in pool.into_iter().zip(texts) {
+            // A text deleted since the scan: skipped.
+            let Some(payload) = payload else { continue };
+            let text = crate::persist::texts::decompress(&payload)
+                .map_err(|e| corrupt(&self.keys.text(i), e))?;
+            bytes = bytes.saturating_add(text.len());
+            if bytes > max_bytes {
+                break;
+            }
+            out.push((id, text));
+        }
+        Ok(out)
+    }
+
+    /// Every live document with its text, `step` records at a time (an
+    /// export): the record keys now, the records page by page.
+    pub async fn export(&self, step: usize) -> Result<Export<'_>, BackendError> {
+        Ok(Export {
+            index: self,
+            keys: self.record_keys().await?,
+            at: 0,
+            step: step.max(1),
+        })
+    }
+
+    /// The keys of every record of the collection (a `SCAN` of every
+    /// primary), for an export.
+    pub async fn record_keys(&self) -> Result<Vec<String>, BackendError> {
+        self.redis.scan_all(&self.keys.record_pattern()).await
+    }
+
+    /// The live documents of the record keys `keys` with their stored
+    /// texts (one trip; a record deleted meanwhile is skipped).
+    pub async fn read_with_texts(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<(Arc<Record>, Option<String>)>, BackendError> {
+        let commands: Vec<_> = keys
+            .iter()
+            .map(|key| {
+                let (record, text) = (key.clone(), key.replacen(":r:{", ":t:{", 1));
+                move |mut c: Conn| async move {
+                    let mut mget = redis::cmd("MGET");
+                    mget.arg(record).arg(text);
+                    mget.query_async::<(Option<Vec<u8>>, Option<Vec<u8>>)>(&mut c)
+                        .await
+                }
+            })
+            .collect();
+        let now = self.engine.now_ms();
+        let mut out = Vec::with_capacity(keys.len());
+        for (key, (record, text)) in keys
+            .iter()
+            .zip(self.redis.trip("reading records", commands).await?)
+        {
+            let Some(bytes) = record else { continue };
+            let stored = decode_record(&bytes).map_err(|e| corrupt(key, e))?;
+            let record = self.to_record(stored)?;
+            if !self.engine.is_live(&record, now) {
+                continue;
+            }
+            let text = text
+                .map(|t| crate::persist::texts::decompress(&t).map_err(|e| corrupt(key, e)))
+                .transpose()?;
+            out.push((record, text));
+        }
+        Ok(out)
+    }
+
+    /// The members of the buckets `doc` falls in (one trip): iid → gens.
+    pub(super) async fn bucket_members(
+        &self,
+        band_keys: &[u64],
+    ) -> Result<HashMap<u64, Vec<u32>>, BackendError> {
+        let commands: Vec<_> = band_keys
+            .iter()
+            .enumerate()
+            .map(|(band, &key)| {
+                let hash = self.keys.group(band, key);
+                move |mut c: Conn| async move {
+                    let mut get = redis::cmd("HGET");
+                    get.arg(hash).arg(key.to_le_bytes().as_slice());
+                    get.query_async::<Option<Vec<u8>>>(&mut c).await
+                }
+            })
+            .collect();
+        let values = self.redis.trip("reading buckets", commands).await?;
+        let mut out: HashMap<u64, Vec<u32>> = HashMap::new();
+        for v in values.iter().flatten() {
+            for (i, g) in members(v) {
+                let gens = out.entry(i).or_default();
+                if !gens.contains(&g) {
+                    gens.push(g);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Near-duplicates of an unstored document: 2 round trips (the
+    /// buckets, then the candidates' records), verified exactly.
+    pub async fn similar_to(
+        &self,
+        doc: &Prepared,
+        exclude: Option<&str>,
+        q: &Query,
+    ) -> Result<QueryOutcome, BackendError> {
+        let band_keys = self.engine.band_keys(doc.signature());
+        let mut found = self.bucket_members(&band_keys).await?;
+        if let Some(own) = exclude {
+            found.remove(&iid(own));
+        }
+        let cap = self.engine.params().index.max_candidates;
+        let mut iids: Vec<u64> = found.keys().copied().collect();
+        iids.sort_unstable();
+        let truncated = iids.len() > cap;
+        iids.truncate(cap);
+        let records = self.read_records(&iids).await?;
+        let mut current = Vec::with_capacity(records.len());
+        for (i, stored) in iids.iter().zip(records) {
+            // Missing, or not the version the bucket named: stale.
+            let Some(stored) = stored else { continue };
+            if !found[i].contains(&stored.gen) {
+                continue;
+            }
+            current.push(self.to_record(stored)?);
+        }
+        Ok(self
+            .engine
+            .verify_candidates(doc, exclude, q, current, truncated))
+    }
+
+    /// Near-duplicates of the stored document `id`.
+    pub async fn similar_to_id(&self, id: &str, q: &Query) -> Result<QueryOutcome, BackendError> {
+        let record = self
+            .get(id)
+            .await?
+            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        let doc = self
+            .engine
+            .prepared_from_shingles(record.shingles().to_vec())
+            .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
+        self.similar_to(&doc, Some(id), q).await
+    }
+
+    /// Exact and estimated similarity of two stored documents (one trip).
+    pub async fn compare(&self, a: &str, b: &str) -> Result<Comparison, BackendError> {
+        let mut found = self.read_records(&[iid(a), iid(b)]).await?.into_iter();
+        let now = self.engine.now_ms();
+        let mut live = |want: &str| -> Result<Arc<Record>, BackendError> {
+            let stored = found.next().flatten().filter(|s| s.id == want);
+            let record = stored.map(|s| self.to_record(s)).transpose()?;
+            record
+                .filter(|r| self.engine.is_live(r, now))
+                .ok_or_else(|| EngineError::NotFound(want.to_owned()).into())
+        };
+        let ra = live(a)?;
+        let rb = live(b)?;
+        Ok(self.engine.compare_records(&ra, &rb))
+    }
+}
+
+/// An export of a collection in Redis ([`RedisIndex::export`]).
+pub struct Export<'a> {
+    index: &'a RedisIndex,
+    keys: Vec<String>,
+    at: usize,
+    step: usize,
+}
+
+impl Export<'_> {
+    pub async fn next_records(
+        &mut self,
+    ) -> Result<Option<Vec<(Arc<Record>, Option<String>)>>, BackendError> {
+        if self.at >= self.keys.len() {
+            return Ok(None);
+        }
+        let to = (self.at + self.step).min(self.keys.len());
+        let chunk = &self.keys[self.at..to];
+        self.at = to;
+        Ok(Some(self.index.read_with_texts(chunk).await?))
+    }
+
+    pub async fn next(
+        &mut self,
+        format: fn(&Record, Option<String>) -> Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, BackendError> {
+        if self.at >= self.keys.len() {
+            return Ok(None);
+        }
+        let to = (self.at + self.step).min(self.keys.len());
+        let chunk = &self.keys[self.at..to];
+        self.at = to;
+        let mut out = Vec::new();
+        for (record, text) in self.index.read_with_texts(chunk).await? {
+            out.extend(format(&record, text));
+        }
+        Ok(Some(out))
+    }
+}
