@@ -1,6 +1,6 @@
 //! The scan path of [`RedisIndex`]: every pair of live stored documents
 //! at or above a threshold, each once, without holding the collection in
-//! memory (ARCHITECTURE.md, "`/duplicates` without the corpus in one
+//! memory (docs/redis-layout.md, "`/duplicates` without the corpus in one
 //! node"), read band by band. Writes during the scan may or may not be in
 //! it.
 
@@ -28,7 +28,7 @@ struct Scanned {
 impl RedisIndex {
     /// Every pair of live stored documents whose exact Jaccard is at least
     /// `threshold`, each once, without holding the collection in memory
-    /// (ARCHITECTURE.md, "`/duplicates` without the corpus in one node").
+    /// (docs/redis-layout.md, "`/duplicates` without the corpus in one node").
     /// Band by band: the band's bucket hashes are read whole (one trip),
     /// fields with two or more members name candidate pairs, the records
     /// of those members are read (trips of `SCAN_READ`), members whose

@@ -1,5 +1,5 @@
 //! The if_unique path of [`RedisIndex`]: store a document unless a stored
-//! one matches it, by publishing, then verifying (ARCHITECTURE.md,
+//! one matches it, by publishing, then verifying (docs/redis-layout.md,
 //! "if_unique across nodes"). Of two concurrent near-duplicate writes that
 //! share a band, at least one sees the other: never both stored.
 
@@ -24,7 +24,7 @@ static UNCLAIM: LazyLock<Script> =
 
 impl RedisIndex {
     /// Store `new` unless a stored document matches it by `q`: publish,
-    /// then verify (ARCHITECTURE.md, "if_unique across nodes"). Of two
+    /// then verify (docs/redis-layout.md, "if_unique across nodes"). Of two
     /// concurrent near-duplicate writes that share a band, at least one
     /// sees the other: never both stored. One that meets another pending
     /// near-duplicate withdraws and tries again after a short random wait;
