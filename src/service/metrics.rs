@@ -194,7 +194,7 @@ impl Default for Metrics {
         let ready = reg!("ready", "1 when /readyz answers 200", Gauge::default());
         let documents = reg!(
             "documents",
-            "Documents stored (expired ones until purged)",
+            "Live documents (an expired one stops counting at once, before the purge removes it)",
             Family::<CollectionLabels, Gauge>::default()
         );
         let memory = reg!(

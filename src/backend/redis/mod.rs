@@ -1,7 +1,7 @@
 //! The redis backend: a collection's records and LSH buckets in a Redis
 //! Cluster (or one Redis), shared by every neardup node that points at it.
 //! The layout, the round trips and the guarantees are in docs/redis-layout.md
-//! ("Storage backends"); the bytes in [`codec`]; the connection in [`conn`].
+//! the bytes in [`codec`]; the connection in [`conn`].
 //!
 //! The node keeps an [`Engine`] per collection for its recipe, clock and
 //! retention only: it signs texts, computes band keys, decides expiry and
