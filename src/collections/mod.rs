@@ -3,7 +3,7 @@
 //!
 //! [`Collections`] is the one owner of every collection: it opens them at
 //! start (the `default` collection from the server's configuration, the
-//! named ones from their manifests, see [`LocalCatalog`](crate::backend::LocalCatalog)), restores
+//! named ones from their manifests, see [`LocalCatalog`]), restores
 //! them, and creates, changes and deletes them at run time. Each change is
 //! durable before it returns and serialized with the others by one lock
 //! (`ddl`); lookups take a read lock on the name map and clone an `Arc`
