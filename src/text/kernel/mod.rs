@@ -140,13 +140,13 @@ pub(crate) fn word_states(
                 unsafe { word_states_vbmi2(text, chars, key, scratch, out, k) };
             } else {
                 // SAFETY: the two found the features on the running CPU.
-                unsafe { word_states_avx512(text, chars, key, scratch, out) };
+                unsafe { word_states_avx512(text, chars, key, scratch, out, Scalar) };
             }
             return;
         }
         if has_avx2() {
             // SAFETY: `has_avx2` found the feature on the running CPU.
-            unsafe { word_states_avx2(text, chars, key, scratch, out) };
+            unsafe { word_states_avx2(text, chars, key, scratch, out, Scalar) };
             return;
         }
     }
@@ -185,96 +185,71 @@ fn word_states_portable(
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512bw,avx512dq")]
-fn word_states_avx512(
-    text: &str,
-    chars: &super::unicode::CharTable,
-    key: u64,
-    scratch: &mut super::words::AsciiScratch,
-    out: &mut Vec<u64>,
-) {
-    if super::words::is_ascii(text.as_bytes()) {
-        scan_avx512::<true>(text, chars, key, scratch, out)
-    } else {
-        scan_avx512::<false>(text, chars, key, scratch, out)
-    }
+/// One build of the word scanners: `$build`, which picks the ASCII or the
+/// Unicode scanner as [`word_states_portable`] does, and `$scan`, the
+/// scanner (`#[inline(never)]`: one function per scanner, see
+/// [`word_states`]), both compiled with `$features` and handed the
+/// kernels `$kernels` (a token of [`ScanKernels`]). Written once for the
+/// three builds as a macro: each expansion is the code that was written
+/// out for its build before, so the builds compile as they did.
+macro_rules! scanner_build {
+    ($(#[$doc:meta])* $build:ident, $scan:ident, $features:literal, $kernels:ty) => {
+        $(#[$doc])*
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        fn $build(
+            text: &str,
+            chars: &super::unicode::CharTable,
+            key: u64,
+            scratch: &mut super::words::AsciiScratch,
+            out: &mut Vec<u64>,
+            kernels: $kernels,
+        ) {
+            if super::words::is_ascii(text.as_bytes()) {
+                $scan::<true>(text, chars, key, scratch, out, kernels)
+            } else {
+                $scan::<false>(text, chars, key, scratch, out, kernels)
+            }
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[inline(never)]
+        fn $scan<const ASCII: bool>(
+            text: &str,
+            chars: &super::unicode::CharTable,
+            key: u64,
+            scratch: &mut super::words::AsciiScratch,
+            out: &mut Vec<u64>,
+            kernels: $kernels,
+        ) {
+            super::words::utf8_word_states::<ASCII>(kernels, text, chars, key, scratch, out)
+        }
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512bw,avx512dq")]
-#[inline(never)]
-fn scan_avx512<const ASCII: bool>(
-    text: &str,
-    chars: &super::unicode::CharTable,
-    key: u64,
-    scratch: &mut super::words::AsciiScratch,
-    out: &mut Vec<u64>,
-) {
-    super::words::utf8_word_states::<ASCII>(Scalar, text, chars, key, scratch, out)
-}
-
-/// [`word_states_avx512`] with VBMI, VBMI2 and BMI2 as well, and the
-/// scanners instantiated with the [`Vbmi2`] kernels.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512bw,avx512dq,avx512vbmi,avx512vbmi2,bmi2")]
-fn word_states_vbmi2(
-    text: &str,
-    chars: &super::unicode::CharTable,
-    key: u64,
-    scratch: &mut super::words::AsciiScratch,
-    out: &mut Vec<u64>,
-    kernels: Vbmi2,
-) {
-    if super::words::is_ascii(text.as_bytes()) {
-        scan_vbmi2::<true>(text, chars, key, scratch, out, kernels)
-    } else {
-        scan_vbmi2::<false>(text, chars, key, scratch, out, kernels)
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512bw,avx512dq,avx512vbmi,avx512vbmi2,bmi2")]
-#[inline(never)]
-fn scan_vbmi2<const ASCII: bool>(
-    text: &str,
-    chars: &super::unicode::CharTable,
-    key: u64,
-    scratch: &mut super::words::AsciiScratch,
-    out: &mut Vec<u64>,
-    kernels: Vbmi2,
-) {
-    super::words::utf8_word_states::<ASCII>(kernels, text, chars, key, scratch, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn word_states_avx2(
-    text: &str,
-    chars: &super::unicode::CharTable,
-    key: u64,
-    scratch: &mut super::words::AsciiScratch,
-    out: &mut Vec<u64>,
-) {
-    if super::words::is_ascii(text.as_bytes()) {
-        scan_avx2::<true>(text, chars, key, scratch, out)
-    } else {
-        scan_avx2::<false>(text, chars, key, scratch, out)
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline(never)]
-fn scan_avx2<const ASCII: bool>(
-    text: &str,
-    chars: &super::unicode::CharTable,
-    key: u64,
-    scratch: &mut super::words::AsciiScratch,
-    out: &mut Vec<u64>,
-) {
-    super::words::utf8_word_states::<ASCII>(Scalar, text, chars, key, scratch, out)
-}
+scanner_build!(
+    /// [`word_states`] for AVX-512 BW + DQ, with the [`Scalar`] kernels.
+    word_states_avx512,
+    scan_avx512,
+    "avx512bw,avx512dq",
+    Scalar
+);
+scanner_build!(
+    /// [`word_states_avx512`] with VBMI, VBMI2 and BMI2 as well, and the
+    /// scanners instantiated with the [`Vbmi2`] kernels.
+    word_states_vbmi2,
+    scan_vbmi2,
+    "avx512bw,avx512dq,avx512vbmi,avx512vbmi2,bmi2",
+    Vbmi2
+);
+scanner_build!(
+    /// [`word_states`] for AVX2, with the [`Scalar`] kernels.
+    word_states_avx2,
+    scan_avx2,
+    "avx2",
+    Scalar
+);
 
 /// The two kernels of the word scanners that need AVX-512 VBMI/VBMI2 (and
 /// BMI2): the scanners are generic over this, instantiated with [`Scalar`]
@@ -527,16 +502,16 @@ mod tests {
             word_states_portable(text, chars, 9, &mut AsciiScratch::default(), &mut want);
             if has_avx2() {
                 let mut got = Vec::new();
+                let scratch = &mut AsciiScratch::default();
                 // SAFETY: `has_avx2` found the feature.
-                unsafe { word_states_avx2(text, chars, 9, &mut AsciiScratch::default(), &mut got) };
+                unsafe { word_states_avx2(text, chars, 9, scratch, &mut got, Scalar) };
                 assert_eq!(got, want, "AVX2, options {o}, {text:?}");
             }
             if has_avx512bw() && has_avx512dq() {
                 let mut got = Vec::new();
+                let scratch = &mut AsciiScratch::default();
                 // SAFETY: the two found the features.
-                unsafe {
-                    word_states_avx512(text, chars, 9, &mut AsciiScratch::default(), &mut got)
-                };
+                unsafe { word_states_avx512(text, chars, 9, scratch, &mut got, Scalar) };
                 assert_eq!(got, want, "AVX-512, options {o}, {text:?}");
             }
             if let Some(k) = Vbmi2::detect().filter(|_| has_avx512bw() && has_avx512dq()) {
