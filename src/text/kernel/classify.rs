@@ -4,24 +4,7 @@
 
 #[cfg(target_arch = "x86_64")]
 use super::{has_avx2, has_avx512bw};
-
-/// `x` with every byte set to `b`.
-const fn rep(b: u8) -> u64 {
-    0x0101_0101_0101_0101 * b as u64
-}
-
-/// High bit of each byte of `x` (all bytes < 0x80) that lies in `lo..=hi`.
-#[inline(always)]
-fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
-    x.wrapping_add(rep(0x80 - lo)) & !x.wrapping_add(rep(0x7f - hi)) & rep(0x80)
-}
-
-/// The high bits of the bytes of `x` (no other bits set) as an 8-bit mask,
-/// byte i → bit i.
-#[inline(always)]
-fn movemask(x: u64) -> u64 {
-    (x >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
-}
+use crate::text::words::{in_range, movemask, rep};
 
 /// Masks of 64 bytes of UTF-8, byte i → bit i: the kept and the whitespace
 /// ASCII bytes (kept: `[A-Za-z0-9_]` if `strip`, else every ASCII byte that
