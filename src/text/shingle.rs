@@ -245,7 +245,7 @@ impl Shingler {
             self.number_occurrences(hashes);
             hashes.sort_unstable();
         }
-        super::kernel::dedup_sorted(hashes);
+        crate::hashsort::dedup_sorted(hashes);
         Ok(hashes)
     }
 
@@ -359,7 +359,7 @@ impl Shingler {
 /// Sort shingle hashes ascending. Up to 256 of them (most articles and
 /// every short document) on a CPU with AVX-512 F, or up to 128 on one with
 /// AVX2 only, a sorting network in registers does it
-/// ([`super::kernel::sort_network`]; `sign_bench`'s sort and dedup an
+/// ([`crate::hashsort::sort_network`]; `sign_bench`'s sort and dedup an
 /// article 435 → 297 ns with AVX-512, 3 alternating runs, docs/s +5%; 457
 /// → 339 ns with AVX2, the same machine with AVX-512 turned off in a
 /// measurement build). More of them, on those CPUs: a bucket pass into
@@ -384,10 +384,10 @@ impl Shingler {
 /// `sort_unstable` alone. Up to [`BUCKET_SORT_MAX`] values (256 KiB of
 /// counts); `spare` holds the bucket counts and the scattered copy.
 pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
-    if super::kernel::sort_network(v) {
+    if crate::hashsort::sort_network(v) {
         return;
     }
-    let network = super::kernel::network_max();
+    let network = crate::hashsort::network_max();
     if network > 0 && v.len() <= BUCKET_SORT_MAX {
         if !scattered_buckets(v, spare, network) {
             network_buckets(v, spare, network / NETWORK_SHARE);
@@ -401,7 +401,7 @@ pub(crate) fn sort_hashes(v: &mut [u32], spare: &mut Vec<u32>) {
 
 /// Sort `v` (more values than a network takes) by a bucket pass on the top
 /// bits into buckets of `mean / 2..mean` values on average, each then
-/// sorted by [`super::kernel::sort_network`] (a bucket too long for it, as
+/// sorted by [`crate::hashsort::sort_network`] (a bucket too long for it, as
 /// a crafted document could make, by `sort_unstable`).
 fn network_buckets(v: &mut [u32], spare: &mut Vec<u32>, mean: usize) {
     let n = v.len();
@@ -428,7 +428,7 @@ fn network_buckets(v: &mut [u32], spare: &mut Vec<u32>, mean: usize) {
     let mut start = 0;
     for &end in counts.iter() {
         let bucket = &mut out[start..end as usize];
-        if !super::kernel::sort_network(bucket) {
+        if !crate::hashsort::sort_network(bucket) {
             bucket.sort_unstable();
         }
         start = end as usize;
@@ -439,12 +439,12 @@ fn network_buckets(v: &mut [u32], spare: &mut Vec<u32>, mean: usize) {
 /// [`network_buckets`] without its counting pass, where the CPU has
 /// AVX-512 F and 16 buckets or fewer do (fewer than 2,048 values): the values
 /// go into fixed regions of a network's capacity by
-/// [`super::kernel::scatter_buckets`], each region is sorted by the network
+/// [`crate::hashsort::scatter_buckets`], each region is sorted by the network
 /// and copied back. False, with `v` unchanged, where it does not apply or a
 /// bucket outgrows its region (a crafted document: the caller's
 /// [`network_buckets`] takes it).
 fn scattered_buckets(v: &mut [u32], spare: &mut Vec<u32>, network: usize) -> bool {
-    use super::kernel::{
+    use crate::hashsort::{
         scatter_available, scatter_buckets, sort_network, SCATTER_BUCKETS_MAX, SCATTER_STRIDE,
     };
     let n = v.len();
@@ -869,9 +869,9 @@ mod tests {
             let before = v.clone();
             let mut want = v.clone();
             want.sort_unstable();
-            let network = super::super::kernel::network_max();
+            let network = crate::hashsort::network_max();
             let took = network > 0 && scattered_buckets(&mut v, &mut vec![7; 3], network);
-            let takes = super::super::kernel::scatter_available() && !narrow && v.len() < 2048;
+            let takes = crate::hashsort::scatter_available() && !narrow && v.len() < 2048;
             // Uniform values all but never crowd a bucket past a network.
             proptest::prop_assert_eq!(took, takes);
             if took {

@@ -269,20 +269,22 @@ fn hash_at(bytes: &[u8], start: usize, end: usize, key: u64) -> u64 {
 }
 
 /// `x` with every byte set to `b`.
-const fn rep(b: u8) -> u64 {
+pub(super) const fn rep(b: u8) -> u64 {
     0x0101_0101_0101_0101 * b as u64
 }
 
 /// High bit of each byte of `x` (all bytes < 0x80) that lies in `lo..=hi`.
 #[inline(always)]
-fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
+pub(super) fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
     x.wrapping_add(rep(0x80 - lo)) & !x.wrapping_add(rep(0x7f - hi)) & rep(0x80)
 }
 
 /// The high bits of the bytes of `x` (no other bits set) as an 8-bit mask,
-/// byte i → bit i.
-#[cfg(test)]
-fn movemask(x: u64) -> u64 {
+/// byte i → bit i. With [`rep`] and [`in_range`], also the portable byte
+/// classifier's (`kernel::classify_utf8_swar`).
+#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+#[inline(always)]
+pub(super) fn movemask(x: u64) -> u64 {
     (x >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56
 }
 
