@@ -534,6 +534,7 @@ impl Collections {
             .open(Arc::clone(&engine), c.name.as_str(), incarnation)
             .await?;
         new.set_store_text(true);
+        let signs_alike = engine.params().signs_like(c.recipe.params());
         let mut pages = old.export(500).await?;
         let (mut done, mut skipped) = (0u64, 0u64);
         while let Some(page) = pages.next_records().await? {
@@ -546,10 +547,26 @@ impl Collections {
                         c.name.as_str()
                     )));
                 };
-                // A text the new recipe leaves empty is left out (as in memory).
-                let Ok(doc) = engine.prepare(&text) else {
-                    skipped += 1;
-                    continue;
+                // A recipe that signs as the old one keeps the document's
+                // shingles and signature (nothing signed again); a text the
+                // new recipe leaves empty is left out (as in memory).
+                let reused = signs_alike
+                    .then(|| {
+                        engine.prepared_from_parts(
+                            record.signature().into(),
+                            record.shingles().to_vec(),
+                        )
+                    })
+                    .flatten();
+                let doc = match reused {
+                    Some(doc) => doc,
+                    None => match engine.prepare(&text) {
+                        Ok(doc) => doc,
+                        Err(_) => {
+                            skipped += 1;
+                            continue;
+                        }
+                    },
                 };
                 let stamp = record.stamp();
                 batch.push(crate::engine::NewDoc {

@@ -52,6 +52,19 @@ pub struct EngineParams {
     pub index: IndexParams,
 }
 
+impl EngineParams {
+    /// True when `other` signs every text exactly as `self` does (the same
+    /// normalization, shingles, permutations and seed): a document's shingle
+    /// set and signature under one are its own under the other, whatever
+    /// the banding, threshold or candidate guard.
+    pub fn signs_like(&self, other: &EngineParams) -> bool {
+        self.normalize == other.normalize
+            && self.shingle == other.shingle
+            && self.index.num_perm == other.index.num_perm
+            && self.index.seed == other.index.seed
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum EngineParamsError {
     #[error(transparent)]

@@ -87,6 +87,9 @@ impl PersistError {
     }
 }
 
+/// A document's shingle set and signature, as a tap keeps them.
+pub type Signed = (Box<[u32]>, Box<[u32]>);
+
 /// A write as a reindex replays it on the new index (see `Store::tap`).
 #[derive(Debug, Clone)]
 pub enum TapOp {
@@ -96,6 +99,9 @@ pub enum TapOp {
         stamp: Stamp,
         /// The compressed text (a reindex needs every document's).
         text: Option<Box<[u8]>>,
+        /// Its shingle set and signature, when the tap keeps them (a
+        /// reindex whose new recipe signs as the old one: not signed again).
+        signed: Option<Signed>,
     },
     Delete(String),
 }
@@ -154,6 +160,8 @@ pub struct Store {
     /// While a reindex runs: every write logged since it began, in log
     /// order, for it to replay on the new index.
     tap: Mutex<Option<Vec<TapOp>>>,
+    /// The tap keeps each write's shingles and signature too.
+    tap_signed: AtomicBool,
     /// Set when a reindex has switched the collection to a new store:
     /// writes that still reach this one go there. Writes hold the read
     /// lock, the switch the write lock.
@@ -210,6 +218,10 @@ impl Journal for StoreJournal<'_> {
                     metadata: r.metadata().map(Into::into),
                     stamp: r.stamp(),
                     text: text.map(Into::into),
+                    signed: store
+                        .tap_signed
+                        .load(Ordering::Relaxed)
+                        .then(|| (r.shingles().into(), r.signature().into())),
                 },
                 JournalEntry::Delete(id) => TapOp::Delete(id.to_owned()),
             });
@@ -276,6 +288,7 @@ impl Store {
             texts,
             store_text: AtomicBool::new(settings.store_text),
             tap: Mutex::new(None),
+            tap_signed: AtomicBool::new(false),
             successor: RwLock::new(None),
         })
     }
@@ -587,8 +600,11 @@ impl Store {
     }
 
     /// Start catching every logged write for a reindex (see [`TapOp`]).
-    pub fn start_tap(&self) {
-        *self.tap.lock().expect("tap lock") = Some(Vec::new());
+    /// With `signed`, each caught write keeps its shingles and signature.
+    pub fn start_tap(&self, signed: bool) {
+        let mut tap = self.tap.lock().expect("tap lock");
+        self.tap_signed.store(signed, Ordering::Relaxed);
+        *tap = Some(Vec::new());
     }
 
     /// What the tap caught since the last call (it keeps catching).

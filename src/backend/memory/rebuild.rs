@@ -13,7 +13,7 @@
 use super::super::Backend;
 use crate::config::StorageSettings;
 use crate::engine::{DocId, Engine, EngineError, NewDoc, Record, Stamp};
-use crate::persist::{fsops, texts, PersistError, Store, TapOp};
+use crate::persist::{fsops, texts, PersistError, Signed, Store, TapOp};
 use crate::text::TextError;
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -48,6 +48,10 @@ pub struct Rebuild {
     old: Arc<Store>,
     new: Arc<Store>,
     engine: Arc<Engine>,
+    /// The new recipe signs every text as the old one does (only the
+    /// banding, threshold or candidate guard change): documents keep their
+    /// shingles and signatures, nothing is signed again.
+    signs_alike: bool,
 }
 
 impl Backend {
@@ -75,11 +79,13 @@ impl Backend {
                 ..settings.clone()
             },
         )?);
-        m.store.start_tap();
+        let signs_alike = engine.params().signs_like(m.engine.params());
+        m.store.start_tap(signs_alike);
         Ok(Rebuild {
             old: Arc::clone(&m.store),
             new,
             engine,
+            signs_alike,
         })
     }
 
@@ -114,6 +120,11 @@ impl Rebuild {
     /// rounds. `progress` gets (written, skipped) after each step.
     pub fn copy(&self, progress: &dyn Fn(u64, u64)) -> Result<(), RebuildError> {
         let (old, new, engine) = (&self.old, &self.new, &self.engine);
+        if self.signs_alike {
+            tracing::info!(
+                "the new recipe signs as the old one: documents keep their shingles and signatures"
+            );
+        }
         let old_engine = old.engine();
         let now = old_engine.now_ms();
         let records: Vec<Arc<Record>> = old_engine
@@ -132,7 +143,10 @@ impl Rebuild {
                             r.id().as_str()
                         ))
                     })?;
-                    Ok(prepare(engine, r.id().clone(), r.metadata().map(Into::into), r.stamp(), text))
+                    let signed = self
+                        .signs_alike
+                        .then(|| (r.shingles().into(), r.signature().into()));
+                    Ok(self.prepare(r.id().clone(), r.metadata().map(Into::into), r.stamp(), text, signed))
                 })
                 .collect();
             let (mut done, mut skipped) = (0, 0);
@@ -185,6 +199,41 @@ impl Rebuild {
         self.old.stop_tap();
     }
 
+    /// A document of the new recipe: its old shingles and signature when
+    /// they are given (the recipe signs alike), else prepared from its
+    /// text; `None` if the recipe leaves the text empty.
+    fn prepare(
+        &self,
+        id: DocId,
+        metadata: Option<Box<str>>,
+        stamp: Stamp,
+        text: String,
+        signed: Option<Signed>,
+    ) -> Option<(NewDoc, Stamp)> {
+        let reused = signed.and_then(|(shingles, signature)| {
+            self.engine
+                .prepared_from_parts(signature, shingles.into_vec())
+        });
+        let doc = match reused {
+            Some(doc) => doc,
+            None => match self.engine.prepare(&text) {
+                Ok(doc) => doc,
+                Err(TextError::Empty) => return None,
+            },
+        };
+        Some((
+            NewDoc {
+                id,
+                doc,
+                metadata,
+                expires_ms: stamp.expires_ms,
+                text: Some(text.into_boxed_str()),
+                created_ms: None,
+            },
+            stamp,
+        ))
+    }
+
     /// Replay what the tap caught on the new store, in log order, committed.
     fn apply_tap(&self, ops: Vec<TapOp>, progress: &dyn Fn(u64, u64)) -> Result<(), RebuildError> {
         if ops.is_empty() {
@@ -198,6 +247,7 @@ impl Rebuild {
                     metadata,
                     stamp,
                     text,
+                    signed,
                 } => {
                     let text = text.ok_or_else(|| {
                         RebuildError::TextNotStored(format!(
@@ -207,7 +257,7 @@ impl Rebuild {
                     })?;
                     let text =
                         texts::decompress(&text).map_err(|e| unrecoverable(e.to_string()))?;
-                    match prepare(&self.engine, id, metadata, stamp, text) {
+                    match self.prepare(id, metadata, stamp, text, signed) {
                         Some((doc, stamp)) => {
                             self.new.insert_stamped(doc, stamp).map_err(engine_err)?;
                             done += 1;
@@ -226,27 +276,95 @@ impl Rebuild {
     }
 }
 
-/// A document prepared by the new recipe; `None` if the recipe leaves its
-/// text empty.
-fn prepare(
-    engine: &Engine,
-    id: DocId,
-    metadata: Option<Box<str>>,
-    stamp: Stamp,
-    text: String,
-) -> Option<(NewDoc, Stamp)> {
-    match engine.prepare(&text) {
-        Ok(doc) => Some((
-            NewDoc {
-                id,
-                doc,
-                metadata,
-                expires_ms: stamp.expires_ms,
-                text: Some(text.into_boxed_str()),
-                created_ms: None,
-            },
-            stamp,
-        )),
-        Err(TextError::Empty) => None,
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineParams, WriteMode};
+
+    fn params(threshold: f64, k: usize) -> EngineParams {
+        let mut p = EngineParams::default();
+        p.index.threshold = threshold;
+        p.shingle.k = k;
+        p
+    }
+
+    fn storage(dir: &std::path::Path) -> StorageSettings {
+        StorageSettings {
+            data_dir: dir.to_owned(),
+            store_text: true,
+            ..Default::default()
+        }
+    }
+
+    /// Old index: "a" stored with the text `text` but the shingles and
+    /// signature of `signed_as` (as only a recipe that signs alike could
+    /// tell apart); then a rebuild under `next`; the new record of "a".
+    fn rebuilt(next: EngineParams, text: &str, signed_as: &str) -> (Arc<Record>, Arc<Engine>) {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Arc::new(Engine::new(params(0.8, 3).validate().unwrap()));
+        let store = Arc::new(Store::open(Arc::clone(&engine), &storage(dir.path())).unwrap());
+        store
+            .insert(
+                NewDoc {
+                    id: DocId::parse("a").unwrap(),
+                    doc: engine.prepare(signed_as).unwrap(),
+                    metadata: None,
+                    expires_ms: None,
+                    text: Some(text.into()),
+                    created_ms: None,
+                },
+                WriteMode::Create,
+            )
+            .unwrap();
+        let old = Backend::in_memory(Arc::clone(&engine), store);
+        let new_engine = Arc::new(Engine::new(next.validate().unwrap()));
+        let rebuild = old
+            .rebuild(
+                Arc::clone(&new_engine),
+                &storage(&dir.path().join("index-1")),
+            )
+            .unwrap();
+        rebuild.copy(&|_, _| {}).unwrap();
+        rebuild
+            .switch(&|_, _| {}, |_| Ok::<(), RebuildError>(()))
+            .unwrap();
+        (new_engine.get("a").unwrap(), new_engine)
+    }
+
+    #[test]
+    fn a_recipe_that_signs_alike_keeps_shingles_and_signatures_and_another_signs_again() {
+        let (text, signed_as) = (
+            "the text as it was sent to the collection",
+            "other words entirely for the stored shingle set",
+        );
+        // Only the threshold changes: nothing is signed again.
+        let (record, engine) = rebuilt(params(0.6, 3), text, signed_as);
+        let kept = engine.prepare(signed_as).unwrap();
+        assert_eq!(record.shingles(), kept.shingles());
+        assert_eq!(record.signature(), kept.signature());
+        // k changes: the text is signed by the new recipe.
+        let (record, engine) = rebuilt(params(0.8, 2), text, signed_as);
+        let fresh = engine.prepare(text).unwrap();
+        assert_eq!(record.shingles(), fresh.shingles());
+        assert_eq!(record.signature(), fresh.signature());
+    }
+
+    #[test]
+    fn signs_like_is_the_normalization_shingles_permutations_and_seed() {
+        let base = params(0.8, 3);
+        assert!(base.signs_like(&params(0.5, 3)));
+        let mut p = base.clone();
+        p.index.max_candidates = 7;
+        assert!(base.signs_like(&p));
+        assert!(!base.signs_like(&params(0.8, 4)));
+        let mut p = base.clone();
+        p.index.num_perm = 64;
+        assert!(!base.signs_like(&p));
+        let mut p = base.clone();
+        p.index.seed += 1;
+        assert!(!base.signs_like(&p));
+        let mut p = base.clone();
+        p.normalize.lowercase = !p.normalize.lowercase;
+        assert!(!base.signs_like(&p));
     }
 }
