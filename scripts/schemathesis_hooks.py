@@ -1,7 +1,8 @@
-"""schemathesis hooks for scripts/schemathesis.sh: how to send the one
-request body that is not JSON. POST /import takes an export's NDJSON
-(`application/x-ndjson`, a string in the document): sent as its UTF-8
-bytes, exactly as generated. No generated data is rewritten."""
+"""schemathesis hooks for scripts/schemathesis.sh: how to send an
+`application/x-ndjson` body (a string in a document), as its UTF-8 bytes,
+exactly as generated. POST /import is documented as
+`application/octet-stream` (the server takes both), which schemathesis
+sends itself. No generated data is rewritten."""
 
 import schemathesis
 

@@ -57,10 +57,17 @@ async fn prefix(app: &TestApp) -> String {
         .to_owned()
 }
 
-/// Poll `/stats` (through the reading node) until it counts `n` documents.
+/// Poll until the sweep has left `n` records in Redis and `/stats`
+/// (through the reading node) counts `n` documents (at once: an expired
+/// document is not counted, though its record waits for the sweep).
 async fn wait_for_documents(app: &TestApp, n: u64, what: &str) {
+    let prefix = prefix(app).await;
     for _ in 0..200 {
-        if app.stats().await["documents"] == n {
+        let records = shared_cluster()
+            .keys(&format!("{prefix}:default:r:*"))
+            .unwrap()
+            .len() as u64;
+        if records == n && app.stats().await["documents"] == n {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
