@@ -87,6 +87,21 @@ impl PersistError {
     }
 }
 
+/// A write's journal payload: [`TEXT_AT`] and the locator where the text
+/// already is, or [`TEXT_PENDING`]; then the compressed text.
+fn text_payload(loc: Option<u64>, compressed: &[u8]) -> Box<[u8]> {
+    let mut payload = Vec::with_capacity(9 + compressed.len());
+    match loc {
+        Some(loc) => {
+            payload.push(TEXT_AT);
+            payload.extend_from_slice(&loc.to_le_bytes());
+        }
+        None => payload.push(TEXT_PENDING),
+    }
+    payload.extend_from_slice(compressed);
+    payload.into_boxed_slice()
+}
+
 /// A document's shingle set and signature, as a tap keeps them.
 pub type Signed = (Box<[u32]>, Box<[u32]>);
 
@@ -321,23 +336,23 @@ impl Store {
     /// write as before), the journal appends it under the lock, only if the
     /// write is applied.
     fn attach_text(&self, new: &mut NewDoc, append: bool) {
-        let payload = match (&new.text, self.stores_text()) {
-            (Some(text), true) => {
-                let compressed = texts::compress(text);
-                let mut payload = Vec::with_capacity(9 + compressed.len());
-                match append.then(|| self.texts.append(&compressed)) {
-                    Some(Ok(loc)) => {
-                        payload.push(TEXT_AT);
-                        payload.extend_from_slice(&loc.to_le_bytes());
-                    }
-                    _ => payload.push(TEXT_PENDING),
-                }
-                payload.extend_from_slice(&compressed);
-                Some(payload.into_boxed_slice())
-            }
-            _ => None,
+        let Some(compressed) = self.compressed_text(new) else {
+            new.doc.set_journal_payload(None);
+            return;
         };
-        new.doc.set_journal_payload(payload);
+        let loc = append
+            .then(|| self.texts.append(&compressed).ok())
+            .flatten();
+        new.doc
+            .set_journal_payload(Some(text_payload(loc, &compressed)));
+    }
+
+    /// `new`'s text compressed, if texts are kept and it has one.
+    fn compressed_text(&self, new: &NewDoc) -> Option<Vec<u8>> {
+        match (&new.text, self.stores_text()) {
+            (Some(text), true) => Some(texts::compress(text)),
+            _ => None,
+        }
     }
 
     /// The stored text of live document `id`: `None` if there is no such
@@ -522,16 +537,36 @@ impl Store {
                 .collect::<Result<_, _>>()?;
             return next.insert_many(items, mode);
         }
-        // Texts are compressed and written to the text tail first, in
-        // parallel (on the rayon pool, so their buffers do not sit between
-        // the records in the allocator's arena of this thread and leave
-        // holes there when freed), and before any id's lock is taken.
+        // Texts are compressed first, in parallel (on the rayon pool, so
+        // their buffers do not sit between the records in the allocator's
+        // arena of this thread and leave holes there when freed), then
+        // written to the text tail in one write, before any id's lock is
+        // taken.
         let mut items: Vec<NewDoc> = items.into_iter().collect();
         if self.stores_text() {
             use rayon::prelude::*;
+            let compressed: Vec<Option<Vec<u8>>> = items
+                .par_iter()
+                .map(|new| self.compressed_text(new))
+                .collect();
+            // One write to the tail for the whole batch; if it fails, each
+            // text goes through the journal under its lock, as before.
+            let texts: Vec<&[u8]> = compressed.iter().flatten().map(Vec::as_slice).collect();
+            let mut locs = self.texts.append_many(&texts).ok().map(Vec::into_iter);
+            let locs: Vec<Option<u64>> = compressed
+                .iter()
+                .map(|c| {
+                    c.as_ref()
+                        .and_then(|_| locs.as_mut().and_then(Iterator::next))
+                })
+                .collect();
             items
                 .par_iter_mut()
-                .for_each(|new| self.attach_text(new, true));
+                .zip(compressed.par_iter().zip(locs))
+                .for_each(|(new, (c, loc))| {
+                    new.doc
+                        .set_journal_payload(c.as_deref().map(|c| text_payload(loc, c)));
+                });
         }
         let journal = self.journal();
         let writes: Vec<BatchWrite<'_>> = items

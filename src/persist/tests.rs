@@ -817,7 +817,9 @@ fn a_text_reaches_the_tail_before_its_ids_lock_and_an_if_unique_refusal_writes_n
         let stored = s.insert_if_unique(new_doc(&s, "c", &text(3)), &q).unwrap();
         assert!(matches!(stored, crate::engine::UniqueOutcome::Inserted(_)));
         assert!(s.text_bytes() > orphaned);
-        // A batch's texts go to the tail first too.
+        // A batch's texts go to the tail first too, in one write: the
+        // refused item's text is there as well.
+        let before_batch = s.text_bytes();
         let outcomes = s
             .insert_many(
                 [new_doc(&s, "d", &text(4)), new_doc(&s, "a", &text(5))],
@@ -826,6 +828,9 @@ fn a_text_reaches_the_tail_before_its_ids_lock_and_an_if_unique_refusal_writes_n
             .unwrap();
         assert!(outcomes[0].is_ok() && outcomes[1].is_err());
         assert_eq!(s.text("d").unwrap().unwrap(), text(4));
+        let one = s.text_bytes() - before_batch;
+        let frames = |t: &str| (texts::compress(t).len() + format::FRAME_HEADER) as u64;
+        assert_eq!(one, frames(&text(4)) + frames(&text(5)));
         s.snapshot().unwrap();
     }
     // The snapshot compacted the texts: the orphans are gone, every

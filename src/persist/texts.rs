@@ -321,8 +321,40 @@ impl Texts {
         })
     }
 
-    /// Append a compressed text to the tail; returns its locator. Called
-    /// under the id's entry lock, with the log append.
+    /// Append many compressed texts to the tail in one write; their
+    /// locators, in order. A batch's texts, before any id's lock is taken.
+    pub fn append_many(&self, compressed: &[&[u8]]) -> Result<Vec<u64>, PersistError> {
+        let total: usize = compressed.iter().map(|c| FRAME_HEADER + c.len()).sum();
+        let mut frames = Vec::with_capacity(total);
+        let mut starts = Vec::with_capacity(compressed.len());
+        for c in compressed {
+            starts.push(frames.len() as u64);
+            format::push_frame(&mut frames, c);
+        }
+        let mut guard = self.tail.lock().expect("texts tail lock");
+        if guard.is_none() {
+            *guard = Some(self.new_tail()?);
+        }
+        let tail = guard.as_mut().expect("a tail was just made");
+        if tail.len + frames.len() as u64 > OFFSET_MASK {
+            return Err(PersistError::Unrecoverable(
+                "the text tail segment is full (1 TiB); take a snapshot".into(),
+            ));
+        }
+        let offset = tail.len;
+        tail.seg
+            .file
+            .write_all_at(&frames, offset)
+            .map_err(io_err(&tail.seg.path))?;
+        tail.len += frames.len() as u64;
+        tail.seg.bytes.store(tail.len, Ordering::Relaxed);
+        Ok(starts
+            .into_iter()
+            .map(|start| locator(tail.id, offset + start))
+            .collect())
+    }
+
+    /// Append a compressed text to the tail; returns its locator.
     pub fn append(&self, compressed: &[u8]) -> Result<u64, PersistError> {
         let mut frame = Vec::with_capacity(FRAME_HEADER + compressed.len());
         format::push_frame(&mut frame, compressed);
