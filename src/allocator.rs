@@ -32,30 +32,6 @@ use std::alloc::{GlobalAlloc, Layout, System};
 
 use mimalloc::MiMalloc;
 
-/// glibc's mmap threshold, fixed by [`fix_mmap_threshold`]: blocks of at
-/// least this many bytes are mapped for themselves and unmapped when freed.
-pub const MMAP_THRESHOLD: usize = 128 * 1024;
-
-/// Fix glibc's mmap threshold at [`MMAP_THRESHOLD`] (its initial value),
-/// turning off its dynamic raise. By default the first large block freed
-/// raises the threshold to that block's size (up to 32 MiB): from then on
-/// an ingest's large, short-lived buffers (request bodies, the batch's
-/// vectors, the log's frame buffer, which holds the compressed texts when
-/// texts are stored) come from the heap, between the documents' long-lived
-/// records, and their pages stay resident after they are freed. Measured
-/// (24,000 texts of ~2 KB into a fresh release build, `RssAnon` growth per
-/// document; docs/operations.md): texts off 4,075 → 2,715 B, texts on
-/// 5,507 → 2,954 B. The cost is one mmap/munmap pair per large block, small
-/// beside the work a batch of that size is. A no-op off glibc.
-pub fn fix_mmap_threshold() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only sets a malloc parameter; it takes any value and
-    // touches no memory of ours.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
-    }
-}
-
 /// Blocks of more than this many bytes come from the system allocator.
 pub const SMALL_MAX: usize = 512;
 

@@ -73,7 +73,6 @@ fn raise_open_file_limit(max_collections: usize) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    neardup::allocator::fix_mmap_threshold();
     let cli = Cli::parse();
     let config = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
