@@ -329,7 +329,8 @@ impl Store {
     }
 
     /// Compress `new`'s text for the log when texts are kept. With
-    /// `append`, also write it to the text tail now, before the write takes
+    /// `append`, also write it to the text tail now (the caller holds a
+    /// [`Texts::pin`] until the record is published), before the write takes
     /// its id's lock (a write then refused, say as a create of an existing
     /// id, leaves an orphan there, gone at the next snapshot); without, or
     /// if that write fails (the journal then tries again and fails the
@@ -444,6 +445,7 @@ impl Store {
         if let Some(next) = gate.as_ref() {
             return next.insert(next.reprepare(new)?, mode);
         }
+        let pin = self.texts.pin();
         self.attach_text(&mut new, true);
         let stamp = self.stamp_now(&new);
         let (outcome, lsn) = self.engine.insert_journaled(
@@ -454,6 +456,7 @@ impl Store {
             stamp,
             &self.journal(),
         )?;
+        drop(pin);
         self.commit(lsn)?;
         Ok(outcome)
     }
@@ -473,6 +476,7 @@ impl Store {
     /// Store `new` with the stamp it already has (a reindex copying a
     /// document), durably once [`Self::commit_all`] returns.
     pub fn insert_stamped(&self, mut new: NewDoc, stamp: Stamp) -> Result<u64, EngineError> {
+        let _pin = self.texts.pin();
         self.attach_text(&mut new, true);
         let (_, lsn) = self.engine.insert_journaled(
             new.id,
@@ -543,6 +547,7 @@ impl Store {
         // written to the text tail in one write, before any id's lock is
         // taken.
         let mut items: Vec<NewDoc> = items.into_iter().collect();
+        let pin = self.texts.pin();
         if self.stores_text() {
             use rayon::prelude::*;
             let compressed: Vec<Option<Vec<u8>>> = items
@@ -590,6 +595,7 @@ impl Store {
                 })
             })
             .collect();
+        drop(pin);
         if let Some(lsn) = last {
             self.commit(lsn)?;
         }

@@ -843,6 +843,67 @@ fn a_text_reaches_the_tail_before_its_ids_lock_and_an_if_unique_refusal_writes_n
 }
 
 #[test]
+fn texts_written_while_snapshots_run_are_all_readable() {
+    // A write's text reaches the tail before its record is published; a
+    // snapshot that rotates the tail in between must not drop that text
+    // with the old tail (the record would point into a removed file).
+    let dir = tempfile::tempdir().unwrap();
+    let s = Arc::new(open_storing_texts(dir.path()).unwrap());
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let snapshots = {
+        let (s, done) = (Arc::clone(&s), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                s.snapshot().unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                for i in 0..400 {
+                    if i % 4 == 0 {
+                        let items = (0..4)
+                            .map(|j| new_doc(&s, &format!("w{w}-{i}-{j}"), &text(i + j)))
+                            .collect::<Vec<_>>();
+                        for r in s.insert_many(items, WriteMode::Upsert).unwrap() {
+                            r.unwrap();
+                        }
+                    } else {
+                        s.insert(
+                            new_doc(&s, &format!("w{w}-{i}"), &text(i)),
+                            WriteMode::Upsert,
+                        )
+                        .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(snapshots.join().unwrap() > 0);
+    for w in 0..2 {
+        for i in 0..400 {
+            let ids: Vec<String> = if i % 4 == 0 {
+                (0..4).map(|j| format!("w{w}-{i}-{j}")).collect()
+            } else {
+                vec![format!("w{w}-{i}")]
+            };
+            for id in ids {
+                assert!(s.text(&id).unwrap().is_some(), "{id}: its text is gone");
+            }
+        }
+    }
+}
+
+#[test]
 fn a_damaged_text_segment_names_its_file_and_offset() {
     let dir = tempfile::tempdir().unwrap();
     {

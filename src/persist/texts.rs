@@ -52,7 +52,7 @@ use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 
 const MAGIC: &[u8; 8] = b"NDUPTXT1";
 const HEADER: u64 = 16;
@@ -146,6 +146,11 @@ pub struct Texts {
     dir: PathBuf,
     files: RwLock<HashMap<u32, Arc<SegFile>>>,
     tail: Mutex<Option<Tail>>,
+    /// Held (shared) by a write from the moment its text is in the tail
+    /// until its record is published; [`Self::rotate_tail`] takes it
+    /// exclusively, so every text in an older tail belongs to a record the
+    /// snapshot's scan that follows sees ([`Self::pin`]).
+    pins: RwLock<()>,
     next_id: AtomicU32,
     next_tail: AtomicU64,
 }
@@ -183,6 +188,7 @@ impl Texts {
             dir: dir.to_owned(),
             files: RwLock::new(HashMap::new()),
             tail: Mutex::new(None),
+            pins: RwLock::new(()),
             next_id: AtomicU32::new(1),
             next_tail: AtomicU64::new(1),
         })
@@ -277,6 +283,8 @@ impl Texts {
     /// Close the tail: the next text starts a new one. Returns the ids of
     /// every tail so far (removed by [`Self::adopt`] or [`Self::drop_tails`]).
     pub fn rotate_tail(&self) -> Result<Vec<u32>, PersistError> {
+        // Every text appended before its record's lock is published first.
+        let _published = self.pins.write().expect("texts pins lock");
         let mut tail = self.tail.lock().expect("texts tail lock");
         *tail = None;
         // Under the tail lock: no new tail can appear meanwhile.
@@ -324,6 +332,9 @@ impl Texts {
     /// Append many compressed texts to the tail in one write; their
     /// locators, in order. A batch's texts, before any id's lock is taken.
     pub fn append_many(&self, compressed: &[&[u8]]) -> Result<Vec<u64>, PersistError> {
+        if compressed.is_empty() {
+            return Ok(Vec::new());
+        }
         let total: usize = compressed.iter().map(|c| FRAME_HEADER + c.len()).sum();
         let mut frames = Vec::with_capacity(total);
         let mut starts = Vec::with_capacity(compressed.len());
@@ -356,26 +367,16 @@ impl Texts {
 
     /// Append a compressed text to the tail; returns its locator.
     pub fn append(&self, compressed: &[u8]) -> Result<u64, PersistError> {
-        let mut frame = Vec::with_capacity(FRAME_HEADER + compressed.len());
-        format::push_frame(&mut frame, compressed);
-        let mut guard = self.tail.lock().expect("texts tail lock");
-        if guard.is_none() {
-            *guard = Some(self.new_tail()?);
-        }
-        let tail = guard.as_mut().expect("a tail was just made");
-        if tail.len + frame.len() as u64 > OFFSET_MASK {
-            return Err(PersistError::Unrecoverable(
-                "the text tail segment is full (1 TiB); take a snapshot".into(),
-            ));
-        }
-        let offset = tail.len;
-        tail.seg
-            .file
-            .write_all_at(&frame, offset)
-            .map_err(io_err(&tail.seg.path))?;
-        tail.len += frame.len() as u64;
-        tail.seg.bytes.store(tail.len, Ordering::Relaxed);
-        Ok(locator(tail.id, offset))
+        Ok(self.append_many(&[compressed])?[0])
+    }
+
+    /// Hold off the next tail rotation (a snapshot's) until the guard is
+    /// dropped: taken by a write before its text goes to the tail, dropped
+    /// once its record is published, so the snapshot that rotates the tail
+    /// sees the record and keeps its text. Writes share it; never take it
+    /// twice on one thread.
+    pub fn pin(&self) -> RwLockReadGuard<'_, ()> {
+        self.pins.read().expect("texts pins lock")
     }
 
     fn file(&self, id: u32) -> Option<Arc<SegFile>> {
