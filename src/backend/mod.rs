@@ -74,11 +74,6 @@ impl Backend {
         Backend::Memory(Memory::new(engine, store))
     }
 
-    /// A collection held in a Redis Cluster.
-    pub fn in_redis(index: RedisIndex) -> Self {
-        Backend::Redis(index)
-    }
-
     /// The backend's name, as `storage.backend` spells it.
     pub fn kind(&self) -> &'static str {
         match self {

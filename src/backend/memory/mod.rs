@@ -145,21 +145,20 @@ impl Memory {
     pub fn storage_stats(&self, storage: &StorageSettings) -> serde_json::Value {
         let store = &self.store;
         let wal = store.wal();
-        let c = &wal.counters;
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let log = self.log_stats();
         serde_json::json!({
             "data_dir": store.data_dir(),
             "wal_fsync": wal.mode().as_str(),
             "wal_fsync_interval_ms": storage.wal_fsync_interval_ms,
-            "wal_bytes": wal.bytes(),
+            "wal_bytes": log.bytes,
             "wal_next_lsn": wal.next_lsn(),
-            "wal_appends": load(&c.appends),
-            "wal_fsyncs": load(&c.fsyncs),
-            "wal_writable": wal.is_writable(),
+            "wal_appends": log.appends,
+            "wal_fsyncs": log.fsyncs,
+            "wal_writable": log.writable,
             "snapshot_interval_secs": storage.snapshot_interval_secs,
             "snapshots_keep": storage.snapshots_keep,
             "store_text": store.stores_text(),
-            "text_bytes": store.text_bytes(),
+            "text_bytes": log.text_bytes,
             "last_snapshot": store.last_snapshot(),
             "recovery": store.recovery,
         })

@@ -364,16 +364,10 @@ impl Export<'_> {
         &mut self,
         format: fn(&Record, Option<String>) -> Vec<u8>,
     ) -> Result<Option<Vec<u8>>, BackendError> {
-        if self.at >= self.keys.len() {
-            return Ok(None);
-        }
-        let to = (self.at + self.step).min(self.keys.len());
-        let chunk = &self.keys[self.at..to];
-        self.at = to;
-        let mut out = Vec::new();
-        for (record, text) in self.index.read_with_texts(chunk).await? {
-            out.extend(format(&record, text));
-        }
-        Ok(Some(out))
+        Ok(self.next_records().await?.map(|page| {
+            page.into_iter()
+                .flat_map(|(record, text)| format(&record, text))
+                .collect()
+        }))
     }
 }
