@@ -73,6 +73,8 @@ pub enum EngineParamsError {
     ShingleSize(usize),
     #[error("index.max_candidates must be at least 1")]
     MaxCandidates,
+    #[error("{0}")]
+    Normalize(String),
 }
 
 /// Parameters checked once, with the banding they resolve to: the only
@@ -116,6 +118,9 @@ impl EngineParams {
         if self.shingle.k == 0 || self.shingle.k > MAX_SHINGLE_K {
             return Err(EngineParamsError::ShingleSize(self.shingle.k));
         }
+        self.normalize
+            .check()
+            .map_err(EngineParamsError::Normalize)?;
         let index = &self.index;
         if index.max_candidates == 0 {
             return Err(EngineParamsError::MaxCandidates);

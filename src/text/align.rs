@@ -292,6 +292,7 @@ mod tests {
                         nfkc,
                         lowercase,
                         strip_punctuation,
+                        ..NormalizeOptions::default()
                     };
                     let text = "ﬁne Café, 東京! e\u{301}";
                     let a = align(text, &o);

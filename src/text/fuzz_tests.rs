@@ -16,6 +16,7 @@ fn normalize_options() -> impl Strategy<Value = NormalizeOptions> {
             nfkc,
             lowercase,
             strip_punctuation: strip,
+            ..NormalizeOptions::default()
         }
     })
 }

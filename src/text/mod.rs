@@ -26,7 +26,9 @@ pub mod words;
 #[cfg(test)]
 mod fuzz_tests;
 
-pub use normalize::{normalize, normalize_into, NormalizeOptions};
+pub use normalize::{
+    normalize, normalize_into, NormalizeOptions, LEGACY_TEXT_VERSION, TEXT_VERSION,
+};
 pub use shingle::{Scratch, ShingleKind, ShingleOptions, ShingleSet, Shingler, TextError};
 
 /// Normalizer + shingler with per-call scratch buffers; cheap to construct,

@@ -19,25 +19,76 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which steps of the recipe run. The default is the full recipe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The recipe version new collections get: see [`NormalizeOptions::version`].
+pub const TEXT_VERSION: u8 = 2;
+/// The recipe version of data written before recipes had versions (its
+/// settings and files name none).
+pub const LEGACY_TEXT_VERSION: u8 = 1;
+
+/// Which steps of the recipe run. The default is the full recipe of the
+/// current version; `fold_accents` and `confusables` are opt-in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NormalizeOptions {
+    /// The recipe's version. 1: `lowercase` is Unicode lowercasing, and a
+    /// word is a run between whitespace (the recipe before versions). 2
+    /// ([`TEXT_VERSION`], the default): `lowercase` is full Unicode case
+    /// folding (`ß` = `ss`, final sigma = sigma), and in scripts written
+    /// without spaces (Han, Hiragana, Katakana, Thai, Lao, Khmer, Myanmar)
+    /// every character, with the marks that attach to it, is a word of its
+    /// own. Stored data keeps the version it was written with.
+    pub version: u8,
     /// Apply Unicode NFKC before anything else.
     pub nfkc: bool,
-    /// Lowercase with full Unicode case mapping.
+    /// Fold case: Unicode lowercasing in version 1, full case folding in 2.
     pub lowercase: bool,
     /// Remove characters that are neither word characters nor whitespace.
     pub strip_punctuation: bool,
+    /// Version 2 only: remove combining marks after canonical
+    /// decomposition (`café` = `cafe`, `ё` = `е`).
+    pub fold_accents: bool,
+    /// Version 2 only: map look-alike characters to their prototype
+    /// (the skeleton of Unicode TS #39: a Cyrillic `а` in a Latin word =
+    /// `a`).
+    pub confusables: bool,
 }
 
 impl Default for NormalizeOptions {
     fn default() -> Self {
         Self {
+            version: TEXT_VERSION,
             nfkc: true,
             lowercase: true,
             strip_punctuation: true,
+            fold_accents: false,
+            confusables: false,
         }
+    }
+}
+
+impl NormalizeOptions {
+    /// The version-1 recipe (lowercase, whitespace words) with these steps.
+    pub fn legacy(self) -> Self {
+        Self {
+            version: LEGACY_TEXT_VERSION,
+            ..self
+        }
+    }
+
+    /// Why these options cannot be used, if they cannot.
+    pub fn check(&self) -> Result<(), String> {
+        if !(LEGACY_TEXT_VERSION..=TEXT_VERSION).contains(&self.version) {
+            return Err(format!(
+                "normalize.version must be {LEGACY_TEXT_VERSION} or {TEXT_VERSION}, not {}",
+                self.version
+            ));
+        }
+        if self.version < 2 && (self.fold_accents || self.confusables) {
+            return Err(
+                "normalize.fold_accents and normalize.confusables need normalize.version 2".into(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -302,7 +353,7 @@ mod tests {
             lowercase: bool,
             strip: bool,
         ) {
-            let opts = NormalizeOptions { nfkc: true, lowercase, strip_punctuation: strip };
+            let opts = NormalizeOptions { nfkc: true, lowercase, strip_punctuation: strip, ..NormalizeOptions::default() };
             proptest::prop_assert_eq!(normalize(&s, &opts), via_chars(&s, &opts));
         }
     }

@@ -685,6 +685,7 @@ mod tests {
                         nfkc,
                         lowercase,
                         strip_punctuation,
+                        ..NormalizeOptions::default()
                     });
                 }
             }
@@ -746,6 +747,7 @@ mod tests {
                 nfkc: false,
                 lowercase: false,
                 strip_punctuation: false,
+                ..Default::default()
             },
         ] {
             let t = CharTable::get(&opts);

@@ -1736,6 +1736,7 @@ mod tests {
             nfkc: o & 4 == 0,
             lowercase: o & 2 == 0,
             strip_punctuation: o & 1 == 0,
+            ..NormalizeOptions::default()
         }
     }
 
@@ -1986,7 +1987,7 @@ mod tests {
             strip: bool,
             seed: u64,
         ) {
-            let opts = NormalizeOptions { nfkc: true, lowercase, strip_punctuation: strip };
+            let opts = NormalizeOptions { nfkc: true, lowercase, strip_punctuation: strip, ..NormalizeOptions::default() };
             let key = word_key(seed);
             prop_assert_eq!(fused(&text, &opts, key), two_pass(&text, &opts, key));
             prop_assert_eq!(scalar(&text, &opts, key), two_pass(&text, &opts, key));
@@ -1998,7 +1999,7 @@ mod tests {
             lowercase: bool,
             strip: bool,
         ) {
-            let opts = NormalizeOptions { nfkc: true, lowercase, strip_punctuation: strip };
+            let opts = NormalizeOptions { nfkc: true, lowercase, strip_punctuation: strip, ..NormalizeOptions::default() };
             let key = word_key(5);
             prop_assert_eq!(fused(&text, &opts, key), two_pass(&text, &opts, key));
         }

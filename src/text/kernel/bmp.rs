@@ -292,6 +292,7 @@ mod tests {
                     nfkc: o & 4 == 0,
                     lowercase: o & 2 == 0,
                     strip_punctuation: o & 1 == 0,
+                    ..NormalizeOptions::default()
                 };
                 let chars = CharTable::get(&opts);
                 assert_eq!(Scalar.bmp_table(chars), None);

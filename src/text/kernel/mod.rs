@@ -496,6 +496,7 @@ mod tests {
                 nfkc: o & 4 == 0,
                 lowercase: o & 2 == 0,
                 strip_punctuation: o & 1 == 0,
+                ..NormalizeOptions::default()
             };
             let chars = CharTable::get(&opts);
             let mut want = Vec::new();
