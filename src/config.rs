@@ -590,6 +590,9 @@ pub struct Config {
     settings: Settings,
     bind: SocketAddr,
     engine: ValidParams,
+    /// `normalize.version` was set by a file or the environment, not left
+    /// to its default (see [`Config::normalize_version_pinned`]).
+    version_pinned: bool,
 }
 
 impl std::ops::Deref for Config {
@@ -600,6 +603,26 @@ impl std::ops::Deref for Config {
 }
 
 impl Config {
+    /// Whether `normalize.version` was set by a configuration file or an
+    /// environment variable. When it was not, the `default` collection
+    /// keeps the version its data directory was written with (version 1
+    /// for data of releases before versions), and only a new data
+    /// directory gets the current one.
+    pub fn normalize_version_pinned(&self) -> bool {
+        self.version_pinned
+    }
+
+    /// This configuration with `normalize.version` set to `version` (the
+    /// `default` collection's, when the configuration leaves it to the
+    /// data), its engine parameters checked again.
+    pub fn with_normalize_version(&self, version: u8) -> Result<Config, ConfigError> {
+        let mut settings = self.settings.clone();
+        settings.normalize.version = version;
+        let mut config = settings.validate()?;
+        config.version_pinned = self.version_pinned;
+        Ok(config)
+    }
+
     /// The listen address (`server.bind`).
     pub fn bind_addr(&self) -> SocketAddr {
         self.bind
@@ -648,9 +671,13 @@ impl Settings {
         let settings: Settings = figment
             .extract()
             .map_err(|e| ConfigError::Load(describe(e, &files, env_prefix)))?;
-        settings
+        let mut config = settings
             .validate()
-            .map_err(|e| name_the_source(e, &figment, &files, env_prefix))
+            .map_err(|e| name_the_source(e, &figment, &files, env_prefix))?;
+        config.version_pinned = figment.find_metadata("normalize.version").is_some_and(|m| {
+            matches!(m.source, Some(figment::Source::File(_))) || m.name.contains("environment")
+        });
+        Ok(config)
     }
 
     /// Check every value, resolving the listen address and the engine
@@ -710,6 +737,7 @@ impl Settings {
             settings: self,
             bind,
             engine,
+            version_pinned: false,
         })
     }
 

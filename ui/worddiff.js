@@ -3,9 +3,15 @@
 // primary view: it ignores order and matches the Jaccard shown; this
 // one shows edits in order.
 
+// Scripts written without spaces: each character, with the marks attached
+// to it, is a word of its own (as the server's recipe version 2 has it), so
+// a one-character edit in Chinese or Thai shows as one, not as the sentence.
+const SOLO = '\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Katakana}\\p{Script=Thai}\\p{Script=Lao}\\p{Script=Khmer}\\p{Script=Myanmar}\\u30FC';
+const TOKEN = new RegExp(`\\s+|[${SOLO}][\\p{M}\\u200D]*|[^\\s${SOLO}]+`, 'gu');
+
 /** Split a text into words and the whitespace between them (joined they are the text). */
 export function tokens(text) {
-  return text.match(/\s+|[^\s]+/gu) || [];
+  return text.match(TOKEN) || [];
 }
 
 /**

@@ -50,6 +50,7 @@ struct Manifest {
     /// the collection's directory itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     index_dir: Option<String>,
+    #[serde(deserialize_with = "settings::stored")]
     settings: CollectionSettings,
 }
 
@@ -243,6 +244,10 @@ pub struct Collections {
     /// Collections the catalog watch dropped here (deleted through another
     /// node), until the metrics take them: their series go too.
     dropped: Mutex<Vec<String>>,
+    /// The configuration names `normalize.version`: the `default`
+    /// collection uses it whatever its data is written with (a mismatch is
+    /// refused as the data is opened).
+    version_pinned: bool,
 }
 
 impl std::fmt::Debug for Collections {
@@ -283,17 +288,45 @@ impl Collections {
                 .then(|| SharedCatalog::new(config.storage.redis.clone())),
             catalog_epoch: AtomicU64::new(0),
             dropped: Mutex::new(Vec::new()),
+            version_pinned: config.normalize_version_pinned(),
         };
-        let started = local.default_created_ms(this.clock.now_ms())?;
+        let record = local.default_collection(this.clock.now_ms())?;
+        let mut settings = CollectionSettings {
+            store_text: config.storage.store_text,
+            ..defaults
+        };
+        // The data keeps the recipe it was written with, unless the
+        // configuration names a version (then the files' fingerprints
+        // are checked against it as they are restored).
+        let version = match record.text_version {
+            Some(v) if !config.normalize_version_pinned() => v,
+            _ => config.normalize.version,
+        };
+        settings.normalize.version = version;
+        let valid = settings.validate().map_err(|e| {
+            PersistError::Unrecoverable(format!(
+                "the default collection's data is written with normalize.version {version}, \
+                 and the configured recipe does not go with it: {e}; set normalize.version \
+                 explicitly, or point storage.data_dir at an empty directory"
+            ))
+        })?;
+        if version != config.normalize.version {
+            tracing::info!(
+                normalize_version = version,
+                configured = config.normalize.version,
+                "the default collection keeps the text recipe its data is written with"
+            );
+        }
+        local.record_default_collection(crate::backend::DefaultCollection {
+            created_ms: record.created_ms,
+            text_version: Some(record.text_version.unwrap_or(version)),
+        })?;
         let default = this.build(
             CollectionName::default_collection(),
             data_dir,
-            CollectionSettings {
-                store_text: config.storage.store_text,
-                ..defaults
-            },
-            started,
-            Some(config.engine().clone()),
+            settings,
+            record.created_ms,
+            Some(valid),
         );
         this.insert(default);
         for (name, dir) in local.list()? {
@@ -434,6 +467,51 @@ impl Collections {
     /// Open a collection kept in Redis (blocking; on a blocking thread of
     /// the runtime): retried until Redis answers, so a node started before
     /// its cluster becomes ready when the cluster does.
+    /// The `default` collection with the text recipe version its keys in
+    /// Redis are written with, unless the configuration names one (the
+    /// data directory's record is this node's own; the keys are every
+    /// node's). Waits for Redis as [`Self::open_in_redis`] does.
+    fn default_as_written(&self, c: Arc<Collection>, shared: &SharedCatalog) -> Arc<Collection> {
+        if self.version_pinned {
+            return c;
+        }
+        let handle = tokio::runtime::Handle::current();
+        let mut wait = std::time::Duration::from_millis(100);
+        let written = loop {
+            match handle.block_on(shared.default_text_version()) {
+                Ok(v) => break v,
+                Err(e) => {
+                    tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "redis is not reachable yet; not ready");
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(std::time::Duration::from_secs(5));
+                }
+            }
+        };
+        let mut settings = c.settings();
+        match written {
+            Some(v) if v != settings.normalize.version => settings.normalize.version = v,
+            _ => return c,
+        }
+        let Ok(valid) = settings.validate() else {
+            // Its configured steps need another version: opening it
+            // refuses the keys' recipe, naming both.
+            return c;
+        };
+        tracing::info!(
+            normalize_version = settings.normalize.version,
+            "the default collection keeps the text recipe its keys in redis are written with"
+        );
+        let rebuilt = self.build(
+            c.name.clone(),
+            c.dir.clone(),
+            settings,
+            c.created_ms,
+            Some(valid),
+        );
+        self.insert(rebuilt);
+        self.default_collection()
+    }
+
     fn open_in_redis(&self, c: &Collection, shared: &SharedCatalog) {
         let handle = tokio::runtime::Handle::current();
         let mut wait = std::time::Duration::from_millis(100);
@@ -444,6 +522,11 @@ impl Collections {
                 &c.incarnation,
             ));
             match opened {
+                Err(crate::backend::BackendError::Internal(e)) => {
+                    tracing::error!(collection = %c.name, error = %e, "collection cannot be opened in redis; it answers 503 until it is repaired or deleted");
+                    let _ = c.failure.set(e);
+                    return;
+                }
                 Ok(backend) => {
                     backend.set_store_text(c.settings().store_text);
                     tracing::info!(collection = %c.name, documents = backend.documents(), "collection opened in redis");
@@ -467,6 +550,11 @@ impl Collections {
                 continue;
             }
             if let Some(shared) = &self.shared {
+                let c = if c.name.is_default() {
+                    self.default_as_written(c, shared)
+                } else {
+                    c
+                };
                 self.open_in_redis(&c, shared);
                 continue;
             }
@@ -551,11 +639,11 @@ impl Collections {
         let (settings, valid) = CollectionSettings::from_body(&self.defaults, body)?;
         let _ddl = self.ddl.lock().expect("ddl lock");
         if self.shared.is_some() && !name.is_default() {
-            return self.create_shared(name, settings);
+            return self.create_shared(name, settings, body);
         }
         if let Some(existing) = self.get(name.as_str()) {
             let current = existing.settings();
-            return match current.first_difference(&settings) {
+            return match current.conflict_with(&settings, body) {
                 None => Ok((existing, false)),
                 Some((key, existing_value, requested)) => Err(CollectionError::Conflict {
                     name: name.to_string(),

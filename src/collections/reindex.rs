@@ -107,7 +107,12 @@ impl Collections {
             ))
             .into());
         }
-        let current = c.settings();
+        // A reindex brings the text recipe to the current version unless
+        // the body names one: it is how stored data moves to a new recipe.
+        let mut current = c.settings();
+        if !CollectionSettings::names_version(body) {
+            current.normalize.version = crate::text::TEXT_VERSION;
+        }
         let (settings, valid) = CollectionSettings::from_body(&current, body)?;
         if self.shared.is_some() {
             self.check_reindex_shared(&c)?;

@@ -75,6 +75,24 @@ pub struct CollectionSettings {
     pub store_text: bool,
 }
 
+/// Settings as a manifest or a catalog entry stores them (`deserialize_with`).
+/// Those written before the text recipe had versions name none: their data
+/// is written with version 1, and keeps it until a reindex.
+pub fn stored<'de, D: serde::Deserializer<'de>>(d: D) -> Result<CollectionSettings, D::Error> {
+    use serde::de::Error;
+    let mut value = Value::deserialize(d)?;
+    if let Some(sections) = value.as_object_mut() {
+        let normalize = sections
+            .entry("normalize")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(keys) = normalize.as_object_mut() {
+            keys.entry("version")
+                .or_insert(crate::text::LEGACY_TEXT_VERSION.into());
+        }
+    }
+    serde_json::from_value(value).map_err(D::Error::custom)
+}
+
 /// Why a settings body was refused; names the key.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SettingsError {
@@ -112,6 +130,26 @@ impl CollectionSettings {
             serde_json::from_value(merged).map_err(|e| SettingsError::Shape(e.to_string()))?;
         let valid = settings.validate()?;
         Ok((settings, valid))
+    }
+
+    /// Whether `body` names `normalize.version`.
+    pub fn names_version(body: &Value) -> bool {
+        body.get("normalize")
+            .and_then(Value::as_object)
+            .is_some_and(|n| n.contains_key("version"))
+    }
+
+    /// The first key whose value differs between an existing collection
+    /// (`self`) and what a `PUT` of `body` asks for (`requested`): a body
+    /// that does not name `normalize.version` asks for the collection's
+    /// own, so a client that creates its collections at every start still
+    /// meets those written before versions as they are.
+    pub fn conflict_with(&self, requested: &Self, body: &Value) -> Option<(String, Value, Value)> {
+        let mut requested = requested.clone();
+        if !Self::names_version(body) {
+            requested.normalize.version = self.normalize.version;
+        }
+        self.first_difference(&requested)
     }
 
     /// Every key as `section.key` with its value, in a fixed order.

@@ -33,6 +33,7 @@ pub(super) struct Entry {
     created_ms: u64,
     /// Random, hex: part of every key of this incarnation of the name.
     incarnation: String,
+    #[serde(deserialize_with = "super::settings::stored")]
     settings: CollectionSettings,
     /// A reindex in progress: writes to the collection wait (503) on every
     /// node until it ends.
@@ -46,6 +47,7 @@ pub(super) struct Entry {
 pub(super) struct Mark {
     /// The incarnation the new index is built under.
     incarnation: String,
+    #[serde(deserialize_with = "super::settings::stored")]
     settings: CollectionSettings,
     started_ms: u64,
 }
@@ -230,6 +232,7 @@ impl Collections {
         &self,
         name: CollectionName,
         settings: CollectionSettings,
+        body: &serde_json::Value,
     ) -> Result<(Arc<Collection>, bool), CollectionError> {
         let handle = tokio::runtime::Handle::current();
         let entry = Entry {
@@ -253,7 +256,7 @@ impl Collections {
             Created::Exists(raw) => {
                 let existing = decode(name.as_str(), &raw)?;
                 if let Some((key, existing_value, requested)) =
-                    existing.settings.first_difference(&settings)
+                    existing.settings.conflict_with(&settings, body)
                 {
                     return Err(CollectionError::Conflict {
                         name: name.to_string(),

@@ -4,7 +4,8 @@
 //! `data_dir` itself (where a single-index server kept its files) and has
 //! no manifest: its settings are the server's configuration; only its
 //! creation time is kept, in `data_dir/default.json` (written once, like
-//! a manifest update: [`default_created_ms`]).
+//! a manifest update: [`default_collection`], with the text recipe version
+//! its data is written with).
 //!
 //! Every change is atomic and durable before it is acknowledged:
 //! - **create**: the manifest is written and fsynced in a hidden
@@ -40,39 +41,90 @@ pub fn root(data_dir: &Path) -> PathBuf {
 /// The file in `data_dir` holding when the `default` collection was created.
 pub const DEFAULT_CREATED: &str = "default.json";
 
-/// `default.json`: the `default` collection's creation time.
+/// `default.json`: the `default` collection's creation time, and the
+/// version of the text recipe its data is written with (absent in files
+/// of releases before recipes had versions: version 1, if there is data).
 #[derive(serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DefaultCreated {
     created_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    text_version: Option<u8>,
 }
 
-/// When the `default` collection of `data_dir` was created: what its file
-/// says, or on the first start (or the first since an upgrade) `now`,
-/// written there atomically and durably. A damaged file is an error.
-pub fn default_created_ms(data_dir: &Path, now: u64) -> Result<u64, PersistError> {
+/// What `default.json` says of the `default` collection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DefaultCollection {
+    /// When it was created.
+    pub created_ms: u64,
+    /// The text recipe version its data is written with; `None` for a
+    /// data directory that has no data yet and names none.
+    pub text_version: Option<u8>,
+}
+
+/// Whether `data_dir` holds the `default` collection's data: a snapshot
+/// or a log segment.
+fn has_default_data(data_dir: &Path) -> Result<bool, PersistError> {
+    Ok(!super::snapshot::list_snapshots(data_dir)?.is_empty()
+        || !super::wal::list_segments(data_dir)?.is_empty())
+}
+
+/// The `default` collection of `data_dir`: what its file says, or on the
+/// first start (or the first since an upgrade) `now`. Data written before
+/// the file named a text version is version 1. A damaged file is an
+/// error.
+pub fn default_collection(data_dir: &Path, now: u64) -> Result<DefaultCollection, PersistError> {
     let path = data_dir.join(DEFAULT_CREATED);
+    let legacy = || -> Result<Option<u8>, PersistError> {
+        Ok(has_default_data(data_dir)?.then_some(crate::text::LEGACY_TEXT_VERSION))
+    };
     match fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice::<DefaultCreated>(&bytes)
-            .map(|d| d.created_ms)
-            .map_err(|e| PersistError::Corrupt {
-                path,
-                offset: e.column() as u64,
-                reason: format!("unreadable creation time of the default collection: {e}"),
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let tmp = data_dir.join(format!("{DEFAULT_CREATED}.tmp"));
-            let bytes =
-                serde_json::to_vec(&DefaultCreated { created_ms: now }).expect("a time serializes");
-            if let Err(e) = write_file_synced(&tmp, &bytes) {
-                let _ = fs::remove_file(&tmp);
-                return Err(e);
-            }
-            fsops::commit_rename(&tmp, &path)?;
-            Ok(now)
+        Ok(bytes) => {
+            let d = serde_json::from_slice::<DefaultCreated>(&bytes).map_err(|e| {
+                PersistError::Corrupt {
+                    path,
+                    offset: e.column() as u64,
+                    reason: format!("unreadable record of the default collection: {e}"),
+                }
+            })?;
+            let text_version = match d.text_version {
+                Some(v) => Some(v),
+                None => legacy()?,
+            };
+            Ok(DefaultCollection {
+                created_ms: d.created_ms,
+                text_version,
+            })
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(DefaultCollection {
+            created_ms: now,
+            text_version: legacy()?,
+        }),
         Err(e) => Err(io_err(&path)(e)),
     }
+}
+
+/// Write `default.json` (atomically and durably) if it does not say
+/// `record` already.
+pub fn record_default_collection(
+    data_dir: &Path,
+    record: DefaultCollection,
+) -> Result<(), PersistError> {
+    let path = data_dir.join(DEFAULT_CREATED);
+    let bytes = serde_json::to_vec(&DefaultCreated {
+        created_ms: record.created_ms,
+        text_version: record.text_version,
+    })
+    .expect("a record serializes");
+    if fs::read(&path).is_ok_and(|old| old == bytes) {
+        return Ok(());
+    }
+    let tmp = data_dir.join(format!("{DEFAULT_CREATED}.tmp"));
+    if let Err(e) = write_file_synced(&tmp, &bytes) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    fsops::commit_rename(&tmp, &path)
 }
 
 /// A name no other temporary directory of this process has.

@@ -58,10 +58,27 @@ pub struct Fingerprint {
     pub strip_punctuation: bool,
 }
 
+/// Separates the hash family from the text recipe in
+/// [`Fingerprint::hash_family`].
+const RECIPE_SEP: &str = " | text recipe ";
+
 impl Fingerprint {
+    /// The fingerprint of data written under `p`. The text recipe's
+    /// version and opt-in steps are the tail of `hash_family` (they decide
+    /// which shingles a text has, as the hash functions do): files written
+    /// before recipes had versions name the family alone, which reads as
+    /// version 1, and a release that does not know a recipe refuses its
+    /// files as a different hash family instead of misreading them. The
+    /// binary layout of every header stays as it was.
     pub fn of(p: &EngineParams) -> Self {
+        let recipe = p.normalize.recipe_name();
+        let hash_family = if recipe == "1" {
+            HASH_FAMILY.to_owned()
+        } else {
+            format!("{HASH_FAMILY}{RECIPE_SEP}{recipe}")
+        };
         Self {
-            hash_family: HASH_FAMILY.to_owned(),
+            hash_family,
             num_perm: p.index.num_perm as u32,
             seed: p.index.seed,
             shingle_kind: p.shingle.kind.as_str().to_owned(),
@@ -73,6 +90,20 @@ impl Fingerprint {
         }
     }
 
+    /// The hash family and the text recipe (`"1"` when the family names
+    /// none), apart.
+    fn family_and_recipe(&self) -> (&str, String) {
+        match self.hash_family.split_once(RECIPE_SEP) {
+            Some((family, recipe)) => (family, recipe.to_owned()),
+            None => (&self.hash_family, "1".to_owned()),
+        }
+    }
+
+    /// The text recipe's version the data was written with.
+    pub fn text_version(&self) -> u8 {
+        crate::text::recipe_version(&self.family_and_recipe().1)
+    }
+
     /// Human-readable differences, `stored → configured`.
     pub fn differences(&self, configured: &Fingerprint) -> Vec<String> {
         let mut out = Vec::new();
@@ -81,10 +112,17 @@ impl Fingerprint {
                 out.push(format!("{name}: stored {a}, configured {b}"));
             }
         };
+        let (family, recipe) = self.family_and_recipe();
+        let (configured_family, configured_recipe) = configured.family_and_recipe();
         cmp(
             "hash family",
-            self.hash_family.clone(),
-            configured.hash_family.clone(),
+            family.to_owned(),
+            configured_family.to_owned(),
+        );
+        cmp(
+            "normalize recipe (version and steps)",
+            recipe,
+            configured_recipe,
         );
         cmp(
             "index.num_perm",
@@ -472,6 +510,38 @@ mod tests {
             "{d}"
         );
         assert!(d.contains("index.seed"), "{d}");
+    }
+
+    #[test]
+    fn the_text_recipe_is_named_after_the_hash_family() {
+        use crate::text::NormalizeOptions;
+        let with = |normalize: NormalizeOptions| {
+            Fingerprint::of(&EngineParams {
+                normalize,
+                ..Default::default()
+            })
+        };
+        // Version 1 names no recipe: files of earlier releases match it.
+        let v1 = with(NormalizeOptions::default().legacy());
+        assert_eq!(v1.hash_family, HASH_FAMILY);
+        assert_eq!(v1.text_version(), 1);
+        let v2 = with(NormalizeOptions::default());
+        assert_eq!(v2.text_version(), 2);
+        let d = v1.differences(&v2).join("; ");
+        assert_eq!(
+            d,
+            "normalize recipe (version and steps): stored 1, configured 2"
+        );
+        let folded = with(NormalizeOptions {
+            fold_accents: true,
+            confusables: true,
+            ..Default::default()
+        });
+        let d = v2.differences(&folded).join("; ");
+        assert_eq!(
+            d,
+            "normalize recipe (version and steps): stored 2, configured 2 fold_accents confusables"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub mod words;
 mod fuzz_tests;
 
 pub use normalize::{
-    normalize, normalize_into, NormalizeOptions, LEGACY_TEXT_VERSION, TEXT_VERSION,
+    normalize, normalize_into, recipe_version, NormalizeOptions, LEGACY_TEXT_VERSION, TEXT_VERSION,
 };
 pub use shingle::{Scratch, ShingleKind, ShingleOptions, ShingleSet, Shingler, TextError};
 

@@ -92,6 +92,32 @@ impl NormalizeOptions {
     }
 }
 
+impl NormalizeOptions {
+    /// The recipe's version and opt-in steps, as stored data names them:
+    /// `"1"`, `"2"`, `"2 fold_accents confusables"`.
+    pub fn recipe_name(&self) -> String {
+        let mut s = self.version.to_string();
+        for (on, step) in [
+            (self.fold_accents, "fold_accents"),
+            (self.confusables, "confusables"),
+        ] {
+            if on {
+                s.push(' ');
+                s.push_str(step);
+            }
+        }
+        s
+    }
+}
+
+/// The version a [`NormalizeOptions::recipe_name`] names (0 if none).
+pub fn recipe_version(name: &str) -> u8 {
+    name.split(' ')
+        .next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Normalize `text` into a new `String`.
 pub fn normalize(text: &str, opts: &NormalizeOptions) -> String {
     let mut out = String::with_capacity(text.len());

@@ -127,7 +127,8 @@ async fn a_collection_is_created_listed_shown_changed_and_deleted() {
     assert_eq!(
         body["settings"],
         json!({"shingle": {"kind": "char", "k": 5, "multiset": false},
-               "normalize": {"nfkc": true, "lowercase": true, "strip_punctuation": true},
+               "normalize": {"version": 2, "nfkc": true, "lowercase": true, "strip_punctuation": true,
+                             "fold_accents": false, "confusables": false},
                "index": {"num_perm": 128, "seed": 1, "threshold": 0.7, "bands": null,
                          "rows": null, "max_candidates": 10000},
                "retention": {"ttl_secs": 2592000},

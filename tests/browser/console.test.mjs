@@ -378,7 +378,7 @@ test('tune draws the Jaccard histogram per k, the suggested thresholds and the e
 test('overview lists the collections with documents, memory per document, (b, r), recall and retention', async () => {
   await fetch(`${open.base}/collections/titles`, {
     method: 'PUT', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ shingle: { kind: 'char', k: 5 }, index: { threshold: 0.9 }, retention: { ttl_secs: 86400 } }),
+    body: JSON.stringify({ shingle: { kind: 'char', k: 5 }, normalize: { fold_accents: true }, index: { threshold: 0.9 }, retention: { ttl_secs: 86400 } }),
   }).then((r) => assert.ok(r.status === 201 || r.status === 200, `PUT /collections/titles: ${r.status}`));
   const s = await session(open);
   await s.view('overview');
@@ -390,7 +390,8 @@ test('overview lists the collections with documents, memory per document, (b, r)
   assert.match(def[6], /^\(\d+, \d+\)$/);
   const titles = await rows.filter({ hasText: 'titles' }).locator('td').allTextContents();
   assert.equal(titles[9], '1 d');
-  assert.match(titles[8], /char 5-shingles/);
+  assert.match(titles[8], /char 5-shingles, 128 hashes, text v2 \+ accents folded$/);
+  assert.match(def[8], /word 3-shingles, 128 hashes, text v2$/);
   await s.shot('overview');
   // A row picks the collection; Search then starts at its threshold.
   await rows.filter({ hasText: 'titles' }).click();

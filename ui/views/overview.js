@@ -18,6 +18,7 @@ export default async function overview(root) {
         const s = c.stats;
         const idx = c.settings.index || {};
         const sh = c.settings.shingle || {};
+        const norm = c.settings.normalize || {};
         return h('tr', {
           testid: 'overview-row', class: c.name === ctx.collection ? 'current clickable' : 'clickable', dataset: { name: c.name },
           title: 'use this collection',
@@ -34,7 +35,9 @@ export default async function overview(root) {
         h('td', { class: 'n' }, num(s ? s.index.threshold : idx.threshold, 2)),
         h('td', { class: 'n' }, `(${c.derived.bands}, ${c.derived.rows})`),
         h('td', { class: 'n' }, num(c.derived.recall_at_threshold, 4)),
-        h('td', {}, `${sh.kind || 'word'} ${sh.k ?? ''}-shingles, ${idx.num_perm ?? '?'} hashes`),
+        h('td', { title: 'text recipe version 1: lowercase, words split at whitespace only (data written before versions); 2: full case folding, every character of Chinese, Japanese, Thai… a word' },
+          `${sh.kind || 'word'} ${sh.k ?? ''}-shingles, ${idx.num_perm ?? '?'} hashes, text v${norm.version ?? 1}`
+          + (norm.fold_accents ? ' + accents folded' : '') + (norm.confusables ? ' + confusables' : '')),
         h('td', {}, duration(c.settings.retention ? c.settings.retention.ttl_secs : null)));
       }))));
 }

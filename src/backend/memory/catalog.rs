@@ -6,6 +6,7 @@
 use super::super::Backend;
 use crate::config::StorageSettings;
 use crate::engine::Engine;
+pub use crate::persist::catalog::DefaultCollection;
 use crate::persist::{catalog, PersistError, Store};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -39,9 +40,16 @@ impl LocalCatalog {
         catalog::clean_leftovers(&self.root())
     }
 
-    /// When the `default` collection was created (`now` on the first start).
-    pub fn default_created_ms(&self, now: u64) -> Result<u64, PersistError> {
-        catalog::default_created_ms(&self.data_dir, now)
+    /// The `default` collection's creation time (`now` on the first
+    /// start) and the text recipe version its data is written with, if
+    /// it has data or a record of one.
+    pub fn default_collection(&self, now: u64) -> Result<DefaultCollection, PersistError> {
+        catalog::default_collection(&self.data_dir, now)
+    }
+
+    /// Keep `record` as the `default` collection's (atomic, durable).
+    pub fn record_default_collection(&self, record: DefaultCollection) -> Result<(), PersistError> {
+        catalog::record_default_collection(&self.data_dir, record)
     }
 
     /// Every named collection's (name, directory).

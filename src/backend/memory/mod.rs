@@ -6,7 +6,7 @@
 mod catalog;
 mod rebuild;
 
-pub use catalog::LocalCatalog;
+pub use catalog::{DefaultCollection, LocalCatalog};
 pub use rebuild::{Rebuild, RebuildError};
 
 use super::{BackendError, LogStats, SnapshotInfo, StoredText};

@@ -196,6 +196,13 @@ impl SharedCatalog {
         Ok(done == 1)
     }
 
+    /// The text recipe version the `default` collection's keys are
+    /// written with (version 1 for keys of the release before versions);
+    /// `None` if it has none yet.
+    pub async fn default_text_version(&self) -> Result<Option<u8>, BackendError> {
+        super::written_text_version(&self.redis, "default").await
+    }
+
     /// The incarnation `incarnation` of collection `name`, signed and
     /// verified by `engine`'s recipe.
     pub async fn open(

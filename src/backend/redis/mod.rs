@@ -77,6 +77,33 @@ fn corrupt(key: &str, e: impl std::fmt::Display) -> BackendError {
     BackendError::Internal(format!("{key}: {e}"))
 }
 
+/// The metadata key of the collection `probe` names, if it exists.
+async fn stored_meta(redis: &Redis, probe: &Keys) -> Result<Option<String>, BackendError> {
+    let mut get = redis::cmd("GET");
+    get.arg(probe.meta());
+    redis.one("reading the collection layout", get).await
+}
+
+/// The text recipe a layout names (`text=`; `"1"` if none).
+fn stored_recipe(meta: &str) -> String {
+    meta.split(';')
+        .find_map(|kv| kv.strip_prefix("text="))
+        .unwrap_or("1")
+        .to_owned()
+}
+
+/// The text recipe version the collection `name` in `redis` is written
+/// with: `None` if it has no keys yet (a new deployment).
+pub(super) async fn written_text_version(
+    redis: &Redis,
+    name: &str,
+) -> Result<Option<u8>, BackendError> {
+    let probe = Keys::new(&redis.settings.key_prefix, name, 0);
+    Ok(stored_meta(redis, &probe)
+        .await?
+        .map(|meta| crate::text::recipe_version(&stored_recipe(&meta))))
+}
+
 impl RedisIndex {
     /// The collection `name` in `redis`, laid out as its metadata key says
     /// (written by the first node that opens it: the bucket-hash size `g`
@@ -89,20 +116,28 @@ impl RedisIndex {
         let prefix = redis.settings.key_prefix.clone();
         let probe = Keys::new(&prefix, name, 0);
         let wanted = codec::group_bits_for(redis.settings.expected_documents);
-        let meta = format!("layout=1;group_bits={wanted}");
+        let recipe = engine.params().normalize.recipe_name();
+        let meta = format!("layout=1;group_bits={wanted};text={recipe}");
         let mut set = redis::cmd("SET");
         set.arg(probe.meta()).arg(&meta).arg("NX");
         let _: Option<String> = redis.one("writing the collection layout", set).await?;
-        let mut get = redis::cmd("GET");
-        get.arg(probe.meta());
-        let stored: Option<String> = redis.one("reading the collection layout", get).await?;
-        let stored = stored.unwrap_or(meta);
+        let stored = stored_meta(&redis, &probe).await?.unwrap_or(meta);
         let group_bits = stored
             .split(';')
             .find_map(|kv| kv.strip_prefix("group_bits="))
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|g| *g <= 24)
             .ok_or_else(|| corrupt(&probe.meta(), format!("unreadable layout {stored:?}")))?;
+        // The text recipe the keys are written with: a layout of the
+        // release before recipes had versions names none (version 1).
+        let written = stored_recipe(&stored);
+        if written != recipe {
+            return Err(BackendError::Internal(format!(
+                "collection {name:?} in redis is written with text recipe {written} \
+                 (normalize.version and steps) and this node's recipe is {recipe}: \
+                 configure the same, or reindex the collection"
+            )));
+        }
         let this = Self {
             engine,
             redis,
