@@ -44,6 +44,7 @@ mod similar;
 
 mod due_index;
 mod failover;
+mod recipe;
 mod reindex;
 mod texts;
 mod unique;
