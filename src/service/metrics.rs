@@ -98,6 +98,7 @@ pub struct Metrics {
     requests_shed: Counter,
     collections: Gauge,
     collection_up: Family<CollectionLabels, Gauge>,
+    text_version: Family<CollectionLabels, Gauge>,
     ready: Gauge,
     documents: Family<CollectionLabels, Gauge>,
     memory: Family<ComponentLabels, Gauge>,
@@ -189,6 +190,11 @@ impl Default for Metrics {
         let collection_up = reg!(
             "collection_up",
             "1 when a collection serves, 0 while it is restored or when its files could not be",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let text_version = reg!(
+            "collection_text_version",
+            "The version of the text recipe a collection's data is written with (normalize.version; 1: data of releases before versions, until a reindex)",
             Family::<CollectionLabels, Gauge>::default()
         );
         let ready = reg!("ready", "1 when /readyz answers 200", Gauge::default());
@@ -360,6 +366,7 @@ impl Default for Metrics {
             requests_shed,
             collections,
             collection_up,
+            text_version,
             ready,
             documents,
             memory,
@@ -564,6 +571,7 @@ impl Metrics {
     fn refresh(&self, collections: &Collections, ready: bool) {
         // Gauges describe what exists now: a deleted collection's go.
         self.collection_up.clear();
+        self.text_version.clear();
         self.documents.clear();
         self.memory.clear();
         self.wal_bytes.clear();
@@ -582,6 +590,9 @@ impl Metrics {
             self.collection_up
                 .get_or_create(&of(name))
                 .set(i64::from(c.status() == Status::Ready));
+            self.text_version
+                .get_or_create(&of(name))
+                .set(i64::from(c.settings().normalize.version));
             let Some(backend) = c.backend() else { continue };
             self.documents
                 .get_or_create(&of(name))

@@ -38,7 +38,7 @@ async fn send(app: &TestApp, method: Method, path: &str, body: Option<Value>) ->
 
 /// An export of no documents under the default recipe: a valid import
 /// body for any collection with that recipe.
-pub(crate) const IMPORT_HEADER: &str = r#"{"neardup_export":1,"collection":"default","recipe":{"shingle":{"kind":"word","k":3,"multiset":false},"normalize":{"nfkc":true,"lowercase":true,"strip_punctuation":true},"seed":1},"documents":0}"#;
+pub(crate) const IMPORT_HEADER: &str = r#"{"neardup_export":1,"collection":"default","recipe":{"shingle":{"kind":"word","k":3,"multiset":false},"normalize":{"version":2,"nfkc":true,"lowercase":true,"strip_punctuation":true,"fold_accents":false,"confusables":false},"seed":1},"documents":0}"#;
 
 /// One request per collection route (unprefixed), valid for any collection.
 fn collection_requests() -> Vec<(Method, String, Option<Value>)> {

@@ -142,6 +142,18 @@ async fn an_import_refuses_another_recipe_and_bad_lines_before_writing() {
     .await;
     assert_eq!(p["type"], "urn:neardup:problem:collection-conflict");
     assert!(p["detail"].as_str().unwrap().contains("shingle"), "{p}");
+    // An export of a release before recipe versions names none: its
+    // shingles are version 1's, which a version 2 collection refuses.
+    let mut lines = export.lines();
+    let mut header: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    header["recipe"]["normalize"] =
+        json!({"nfkc": true, "lowercase": true, "strip_punctuation": true});
+    let old: String = std::iter::once(header.to_string())
+        .chain(lines.map(str::to_owned))
+        .map(|l| l + "\n")
+        .collect();
+    let p = assert_problem(import_into(&app, "", old).await, 409).await;
+    assert!(p["detail"].as_str().unwrap().contains("normalize"), "{p}");
 
     let put = app
         .client

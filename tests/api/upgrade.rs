@@ -7,7 +7,7 @@
 //! version 1 until a reindex; a configuration that names another refuses
 //! to start.
 
-use crate::helpers::{spawn_app_with, test_settings, wait_reindex_done, TestApp};
+use crate::helpers::{metric_value, spawn_app_with, test_settings, wait_reindex_done, TestApp};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -178,9 +178,16 @@ async fn data_of_the_release_before_recipe_versions_keeps_version_1_until_reinde
         assert_eq!(stats["documents"], docs.len(), "{prefix}: {stats}");
         assert_eq!(stats["normalize"]["version"], 1, "{prefix}: {stats}");
     }
+    let metrics = app.metrics().await;
     for name in ["default", "news"] {
         let c = app.get_json(&format!("/collections/{name}")).await;
         assert_eq!(c["settings"]["normalize"]["version"], 1, "{c}");
+        let version = metric_value(
+            &metrics,
+            "neardup_collection_text_version",
+            &[("collection", name)],
+        );
+        assert_eq!(version, Some(1.0), "{name}");
     }
     // Answers as before: every text finds itself at 1.0, and version 1 makes
     // a Chinese paragraph one word, so a one-character edit shares nothing.
@@ -217,6 +224,12 @@ async fn data_of_the_release_before_recipe_versions_keeps_version_1_until_reinde
     let stats = wait_reindex_done(&app, "news").await;
     assert_eq!(stats["reindex"]["state"], "done", "{stats}");
     assert_eq!(stats["normalize"]["version"], 2, "{stats}");
+    let version = metric_value(
+        &app.metrics().await,
+        "neardup_collection_text_version",
+        &[("collection", "news")],
+    );
+    assert_eq!(version, Some(2.0));
     let body = top(&app, "/collections/news", &zh_edit).await;
     assert_eq!(body["results"][0]["id"], "zh-1", "{body}");
     assert!(
