@@ -126,6 +126,37 @@ async fn one_enormous_word_is_one_shingle() {
     assert_healthy(&app).await;
 }
 
+/// Recipe version 2 makes every ideograph a word: ten megabytes of one
+/// ideograph are 3.5 million words and one distinct shingle, answered in
+/// bounded time, as a query too; one other ideograph in the middle adds
+/// exactly 3 shingles (word 3-shingles).
+#[tokio::test]
+async fn ten_megabytes_of_one_ideograph_are_one_shingle() {
+    let mut settings = test_settings();
+    settings.server.max_body_bytes = 12 << 20;
+    settings.limits.max_text_bytes = 11 << 20;
+    let app = spawn_app_with(settings).await;
+    let n = (10 << 20) / 3;
+    let text = "日".repeat(n);
+    let resp = within(app.post_json("/documents", &json!({"id": "ri", "text": text}))).await;
+    assert_eq!(resp.status(), 201);
+    assert_eq!(resp.json::<Value>().await.unwrap()["shingles"], 1);
+    let edited = format!("{}本{}", "日".repeat(n / 2), "日".repeat(n - n / 2 - 1));
+    let resp = within(app.post_json("/documents", &json!({"id": "one", "text": edited}))).await;
+    assert_eq!(resp.status(), 201);
+    assert_eq!(resp.json::<Value>().await.unwrap()["shingles"], 4);
+    let body: Value = within(app.post_json("/similar", &json!({"text": text})))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["results"][0]["id"], "ri", "{body}");
+    assert_eq!(body["results"][0]["jaccard"], 1.0, "{body}");
+    let pair = within(app.compare("ri", "one")).await;
+    assert_eq!(pair["jaccard"], 0.25, "{pair}");
+    assert_healthy(&app).await;
+}
+
 #[tokio::test]
 async fn one_word_repeated_100000_times_as_a_set_and_as_a_multiset() {
     let text = "spam ".repeat(100_000);
