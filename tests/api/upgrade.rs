@@ -233,7 +233,7 @@ async fn data_of_the_release_before_recipe_versions_keeps_version_1_until_reinde
     let body = top(&app, "/collections/news", &zh_edit).await;
     assert_eq!(body["results"][0]["id"], "zh-1", "{body}");
     assert!(
-        body["results"][0]["score"].as_f64().unwrap() > 0.8,
+        body["results"][0]["jaccard"].as_f64().unwrap() > 0.8,
         "{body}"
     );
     // The default collection, whose recipe is the configuration's, stays.
