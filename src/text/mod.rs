@@ -25,6 +25,8 @@ pub mod words;
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod legacy_tests;
 
 pub use normalize::{
     normalize, normalize_into, NormalizeOptions, LEGACY_TEXT_VERSION, TEXT_VERSION,
