@@ -17,9 +17,11 @@
 //! the original it came from (for explanations).
 
 pub mod align;
+mod fold;
 mod kernel;
 pub mod normalize;
 pub mod shingle;
+pub mod tokens;
 mod unicode;
 pub mod words;
 
@@ -32,6 +34,7 @@ pub use normalize::{
     normalize, normalize_into, NormalizeOptions, LEGACY_TEXT_VERSION, TEXT_VERSION,
 };
 pub use shingle::{Scratch, ShingleKind, ShingleOptions, ShingleSet, Shingler, TextError};
+pub use tokens::WordSplit;
 
 /// Normalizer + shingler with per-call scratch buffers; cheap to construct,
 /// `Sync`, so one instance serves every thread.
@@ -45,7 +48,7 @@ impl Tokenizer {
     pub fn new(normalize: NormalizeOptions, shingle: ShingleOptions, seed: u64) -> Self {
         Self {
             normalize,
-            shingler: Shingler::new(shingle, seed),
+            shingler: Shingler::new(shingle, seed).with_split(WordSplit::of(&normalize)),
         }
     }
 

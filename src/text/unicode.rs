@@ -74,6 +74,12 @@ pub(crate) const SLOW: u32 = 1 << 3;
 pub(crate) const BOUNDARY: u32 = 1 << 4;
 /// With [`GATHER`]: the output is several characters ([`Kind::Multi`]).
 const MULTI: u32 = 1 << 5;
+/// Version 2 only: the output has a solo character (a word of its own,
+/// `super::tokens`: Han, kana, Thai...). Not a [`Kind`]: the normalizer
+/// reads the entry as it would without it; the word scanner treats the
+/// character as [`SLOW`], its zone normalized and cut into words by
+/// `tokens::for_each_word`.
+pub(crate) const SOLO: u32 = 1 << 6;
 /// The output character of a [`Kind::Map`] entry is stored from this bit on.
 const CHAR_SHIFT: u32 = 8;
 
@@ -138,15 +144,11 @@ fn class_of(c: char, opts: &NormalizeOptions) -> Class {
     }
 }
 
-/// Lowercase as the reference does: lowercase characters stay, others take
-/// their full (context-free) lowercase mapping.
+/// The recipe's per-character steps after NFKC (case, accents,
+/// look-alikes: `super::fold`), as the reference applies them.
 #[inline]
-pub(crate) fn lower(c: char, opts: &NormalizeOptions, mut f: impl FnMut(char)) {
-    if opts.lowercase && !c.is_lowercase() {
-        c.to_lowercase().for_each(f);
-    } else {
-        f(c)
-    }
+pub(crate) fn lower(c: char, opts: &NormalizeOptions, f: impl FnMut(char)) {
+    super::fold::fold_char(c, opts, f)
 }
 
 fn is_stable(c: char) -> bool {
@@ -192,7 +194,11 @@ pub(crate) fn classify(c: char, opts: &NormalizeOptions) -> u32 {
         (false, true) if out.len() == 1 => Kind::Map,
         (false, true) => Kind::Multi,
     };
-    entry_of(kind, true, out.first().copied().unwrap_or('\0'))
+    let solo = opts.version >= 2
+        && out.iter().any(|&o| {
+            class_of(o, opts) == Class::Kept && super::tokens::unit(o) == super::tokens::Unit::Solo
+        });
+    entry_of(kind, true, out.first().copied().unwrap_or('\0')) | if solo { SOLO } else { 0 }
 }
 
 /// The output of a boundary character `c` that is its own segment, each
@@ -235,10 +241,10 @@ pub(crate) const BMP: usize = 0x10000;
 pub(crate) const BMP_CLASSES: usize = BMP + 3;
 
 /// The class bits of `entry` ([`CLASS_KEPT`], [`CLASS_SPACE`],
-/// [`CLASS_FLAGGED`]).
+/// [`CLASS_FLAGGED`]: [`GATHER`], [`SLOW`] or [`SOLO`]).
 fn class_byte(entry: u32) -> u8 {
     let has = |bits: u32, class: u8| if entry & bits != 0 { class } else { 0 };
-    has(KEPT, CLASS_KEPT) | has(SPACE, CLASS_SPACE) | has(GATHER | SLOW, CLASS_FLAGGED)
+    has(KEPT, CLASS_KEPT) | has(SPACE, CLASS_SPACE) | has(GATHER | SLOW | SOLO, CLASS_FLAGGED)
 }
 
 /// The entries of the BMP for one option combination: the two-byte range
@@ -273,7 +279,7 @@ impl CharTable {
         }
         let mut low_maps = Box::new([[0u8; LOW]; 2]);
         for (cp, &e) in low.iter().enumerate() {
-            if let Some(to) = mapped_low(e) {
+            if let Some(to) = mapped_low(e).filter(|_| e & SOLO == 0) {
                 low_classes[cp] |= CLASS_MAPPED;
                 low_maps[0][cp] = 0xc0 | (to >> 6) as u8;
                 low_maps[1][cp] = 0x80 | (to & 0x3f) as u8;
@@ -300,13 +306,19 @@ impl CharTable {
         b
     }
 
-    /// The table for `opts`, created on first use.
+    /// The table for `opts`, created on first use (each of the 8
+    /// combinations of version 1's steps, and the 32 of version 2's).
     pub(crate) fn get(opts: &NormalizeOptions) -> &'static CharTable {
-        static TABLES: [OnceLock<CharTable>; 8] = [const { OnceLock::new() }; 8];
-        let i = usize::from(opts.nfkc) * 4
+        static TABLES: [OnceLock<CharTable>; 40] = [const { OnceLock::new() }; 40];
+        let steps = usize::from(opts.nfkc) * 4
             + usize::from(opts.lowercase) * 2
             + usize::from(opts.strip_punctuation);
-        TABLES[i].get_or_init(|| CharTable::new(*opts))
+        let version = if opts.version >= 2 {
+            1 + usize::from(opts.fold_accents) + 2 * usize::from(opts.confusables)
+        } else {
+            0
+        };
+        TABLES[version * 8 + steps].get_or_init(|| CharTable::new(*opts))
     }
 
     pub(crate) fn options(&self) -> &NormalizeOptions {
@@ -475,7 +487,9 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        if b < 0x80 {
+        // With `confusables` ASCII maps to other characters (`m` → `rn`):
+        // its entries, below, not the byte table.
+        if b < 0x80 && !opts.confusables {
             // ASCII is always a boundary: flush the held one, hold this.
             if let Some((_, c, e)) = held.take() {
                 sink.push_entry(c, e, &opts);
@@ -511,7 +525,7 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
         let mut end = i + c.len_utf8();
         while end < bytes.len() {
             let next = text[end..].chars().next().expect("a char starts here");
-            if next.is_ascii() || table.entry(next) & BOUNDARY != 0 {
+            if table.entry(next) & BOUNDARY != 0 {
                 break;
             }
             end += next.len_utf8();
@@ -546,9 +560,11 @@ fn ascii_entry(class: u8) -> u32 {
 }
 
 #[cfg(test)]
-/// Strings of the hard cases for NFKC, lowercasing and classes (combining
+/// Strings of the hard cases for NFKC, case and classes (combining
 /// marks, jamo, compatibility characters, İ, sigma, ß, joiners, emoji,
-/// Tibetan and Kannada vowels that decompose or compose), mixed with ASCII
+/// Tibetan and Kannada vowels that decompose or compose) and of version 2
+/// (solo characters and what attaches to them, accents that fold or stay,
+/// look-alikes, unassigned and private-use code points), mixed with ASCII
 /// letters, spaces and punctuation.
 pub(crate) fn hard_text(max_len: usize) -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
@@ -603,8 +619,47 @@ pub(crate) fn hard_text(max_len: usize) -> impl proptest::strategy::Strategy<Val
         Just('Ω'),
         Just('\u{2126}'),
     ];
+    // Version 2's cases: solo characters (Han, kana, Thai, an astral
+    // ideograph) and what attaches to them, accents that fold or stay,
+    // look-alikes (ASCII ones too).
+    let scripts = prop_oneof![
+        Just('日'),
+        Just('本'),
+        Just('の'),
+        Just('カ'),
+        Just('ー'),
+        Just('ァ'),
+        Just('\u{20000}'),
+        Just('ก'),
+        Just('ไ'),
+        Just('\u{e34}'),
+        Just('\u{e33}'),
+        Just('\u{e48}'),
+        Just('ຫ'),
+        Just('ក'),
+        Just('\u{17b6}'),
+        Just('ह'),
+        Just('\u{93f}'),
+        Just('\u{64e}'),
+        Just('\u{5b8}'),
+        Just('ё'),
+        Just('Ё'),
+        Just('а'),
+        Just('А'),
+        Just('Ρ'),
+        Just('m'),
+        Just('0'),
+        Just('1'),
+        Just('I'),
+        Just('ǅ'),
+        Just('\u{1e900}'),
+        Just('\u{e0001}'),
+        Just('\u{10ffff}'),
+        Just('\u{378}'),
+    ];
     let ch = prop_oneof![
         3 => hard,
+        2 => scripts,
         2 => proptest::char::range('a', 'f'),
         1 => Just(' '),
         1 => Just('.'),
@@ -621,7 +676,9 @@ pub(crate) fn hard_text(max_len: usize) -> impl proptest::strategy::Strategy<Val
 /// presentation forms (U+FB00–FB4F), fullwidth and halfwidth forms,
 /// enclosed and squared compatibility characters, emoji with skin tones,
 /// ZWJ and variation selectors, Latin, Greek, Cyrillic and CJK letters,
-/// and ASCII letters, spaces and punctuation between them.
+/// the scripts of version 2's words and accents (Thai, Lao, Khmer,
+/// Myanmar, Devanagari, Arabic, Hebrew), and ASCII letters, spaces and
+/// punctuation between them.
 pub(crate) fn random_unicode(max_len: usize) -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::char::range;
     use proptest::prelude::*;
@@ -666,6 +723,17 @@ pub(crate) fn random_unicode(max_len: usize) -> impl proptest::strategy::Strateg
             range('\u{2f00}', '\u{2fdf}'),
         ],
         1 => prop_oneof![range('\u{2000}', '\u{206f}'), range('\u{a0}', '\u{bf}')],
+        // Scripts written without spaces, and marks that are or are not
+        // accents: Thai, Lao, Khmer, Myanmar, Devanagari, Arabic, Hebrew.
+        2 => prop_oneof![
+            range('\u{e00}', '\u{e7f}'),
+            range('\u{e80}', '\u{eff}'),
+            range('\u{1780}', '\u{17ff}'),
+            range('\u{1000}', '\u{109f}'),
+            range('\u{900}', '\u{97f}'),
+            range('\u{600}', '\u{6ff}'),
+            range('\u{590}', '\u{5ff}'),
+        ],
     ];
     proptest::collection::vec(ch, 0..max_len).prop_map(|v| v.into_iter().collect())
 }
@@ -676,22 +744,7 @@ mod tests {
     use crate::text::normalize::reference_normalize;
     use proptest::prelude::*;
 
-    fn all_options() -> Vec<NormalizeOptions> {
-        let mut v = Vec::new();
-        for nfkc in [true, false] {
-            for lowercase in [true, false] {
-                for strip_punctuation in [true, false] {
-                    v.push(NormalizeOptions {
-                        nfkc,
-                        lowercase,
-                        strip_punctuation,
-                        ..NormalizeOptions::default()
-                    });
-                }
-            }
-        }
-        v
-    }
+    use crate::text::normalize::{all_options, OPTIONS};
 
     fn fast(text: &str, opts: &NormalizeOptions) -> String {
         let mut out = String::new();
@@ -863,10 +916,24 @@ mod tests {
         assert_eq!(k('\u{1161}'), Kind::Slow);
         assert_eq!(k('¨'), Kind::Slow);
         assert_eq!(k('😀'), Kind::Drop);
-        assert_eq!(k('ß'), Kind::Keep);
-        assert_eq!(k('ẞ'), Kind::Map);
+        // Version 2 folds case: ß and ẞ become ss, ς becomes σ.
+        assert_eq!(k('ß'), Kind::Multi);
+        assert_eq!(k('ẞ'), Kind::Multi);
         assert_eq!(k('Σ'), Kind::Map);
-        assert_eq!(k('ς'), Kind::Keep);
+        assert_eq!(k('ς'), Kind::Map);
+        assert_eq!(mapped(t.entry('ς')), 'σ');
+        // Solo characters (a word each) are flagged in version 2 only.
+        assert_ne!(t.entry('日') & SOLO, 0);
+        assert_ne!(t.entry('カ') & SOLO, 0);
+        assert_ne!(t.entry('ｶ') & SOLO, 0, "half-width kana, NFKC'd to カ");
+        assert_eq!(t.entry('가') & SOLO, 0);
+        assert_eq!(t.entry('\u{e34}') & SOLO, 0, "an attaching Thai vowel");
+        let v1 = CharTable::get(&opts.legacy());
+        let k1 = |c: char| kind(v1.entry(c));
+        assert_eq!(k1('ß'), Kind::Keep);
+        assert_eq!(k1('ẞ'), Kind::Map);
+        assert_eq!(k1('ς'), Kind::Keep);
+        assert_eq!(v1.entry('日') & SOLO, 0);
     }
 
     proptest! {
@@ -874,7 +941,7 @@ mod tests {
         #[test]
         fn the_fast_normalizer_equals_the_reference_on_hard_text(
             text in hard_text(40),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = all_options()[o];
             prop_assert_eq!(fast(&text, &opts), reference_normalize(&text, &opts), "{:?}", text);
@@ -883,7 +950,7 @@ mod tests {
         #[test]
         fn the_fast_normalizer_equals_the_reference_on_random_unicode(
             text in random_unicode(60),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = all_options()[o];
             prop_assert_eq!(fast(&text, &opts), reference_normalize(&text, &opts), "{:?}", text);
@@ -892,7 +959,7 @@ mod tests {
         #[test]
         fn the_fast_normalizer_equals_the_reference_on_any_text(
             text in any::<String>(),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = all_options()[o];
             prop_assert_eq!(fast(&text, &opts), reference_normalize(&text, &opts));

@@ -27,6 +27,7 @@
 
 use super::kernel::{classify_utf8, ScanKernels};
 use super::normalize::AsciiTable;
+use super::tokens::{for_each_word, WordSplit};
 use super::unicode::{self, CharTable, Kind};
 
 /// Multiplier of the chunk step (odd; from SplitMix64's output constants).
@@ -99,23 +100,25 @@ fn word_state(word: &[u8], key: u64) -> u64 {
     unfinished(h, word.len())
 }
 
-/// Append the hash of every word of `normalized` (words separated by single
-/// spaces, as [`normalize`](super::normalize()) leaves them) to `out`.
-pub fn word_hashes(normalized: &str, key: u64, out: &mut Vec<u64>) {
+/// Append the hash of every word of `normalized` (as
+/// [`normalize`](super::normalize()) leaves it: single spaces, none at
+/// either end) to `out`, the words cut by `split` (the recipe version's
+/// rule, [`super::tokens`]).
+pub fn word_hashes(normalized: &str, split: WordSplit, key: u64, out: &mut Vec<u64>) {
     if normalized.is_empty() {
         return;
     }
     let first = out.len();
-    word_states(normalized, key, out);
+    word_states(normalized, split, key, out);
     finish_lanes(&mut out[first..]);
 }
 
 /// [`word_hashes`], unfinished: the words' states.
-fn word_states(normalized: &str, key: u64, out: &mut Vec<u64>) {
-    if normalized.is_empty() {
-        return;
-    }
-    out.extend(normalized.split(' ').map(|w| word_state(w.as_bytes(), key)));
+fn word_states(normalized: &str, split: WordSplit, key: u64, out: &mut Vec<u64>) {
+    let bytes = normalized.as_bytes();
+    for_each_word(normalized, split, |s, e| {
+        out.push(word_state(&bytes[s..e], key))
+    });
 }
 
 /// `MASKS[l]` keeps the low `l` bytes of a little-endian chunk.
@@ -978,10 +981,14 @@ pub(crate) fn unicode_word_states(
     out: &mut Vec<u64>,
 ) {
     let opts = *chars.options();
-    if text.len() >= FLAGGED {
+    let split = WordSplit::of(&opts);
+    // `confusables` maps ASCII bytes too (`m` → `rn`), which the scanner
+    // reads as themselves: such texts take the character table's
+    // normalizer, then the words (its cost: docs/benchmarks.md).
+    if text.len() >= FLAGGED || opts.confusables {
         let mut norm = std::mem::take(&mut scratch.norm);
         super::normalize_into(text, &opts, &mut norm);
-        word_states(&norm, key, out);
+        word_states(&norm, split, key, out);
         scratch.norm = norm;
         return;
     }
@@ -1077,8 +1084,9 @@ pub(crate) fn unicode_word_states(
             };
             kept_leads |= u64::from(entry & unicode::KEPT) << i;
             space |= u64::from((entry & unicode::SPACE) >> 1) << i;
-            if entry & (unicode::GATHER | unicode::SLOW) != 0 {
-                if entry & unicode::SLOW != 0 {
+            if entry & (unicode::GATHER | unicode::SLOW | unicode::SOLO) != 0 {
+                // A solo character's words are cut in its zone.
+                if entry & (unicode::SLOW | unicode::SOLO) != 0 {
                     dirty.push(at as u32);
                 } else {
                     gathers.push(at as u32);
@@ -1280,7 +1288,7 @@ fn word_loop<L: Lane>(
             unicode::normalize_into(zone, chars, norm);
             // `out` lends its tail (past any room kept for the kernel).
             let from = out.len();
-            word_states(norm, key, out);
+            word_states(norm, WordSplit::of(opts), key, out);
             let count = out.len() - from;
             for z in 0..count {
                 let state = out[from + z];
@@ -1426,7 +1434,8 @@ pub(super) fn utf8_word_states<const ASCII: bool>(
     scratch: &mut AsciiScratch,
     out: &mut Vec<u64>,
 ) {
-    if ASCII {
+    // `confusables` maps ASCII too: the Unicode scanner's path for it.
+    if ASCII && !chars.options().confusables {
         let table = AsciiTable::new(chars.options());
         ascii_word_states(kernels, text.as_bytes(), table, key, scratch, out);
     } else {
@@ -1581,6 +1590,7 @@ const FLAGGED: usize = JOINED as usize;
 mod tests {
     use super::*;
     use crate::text::kernel::Scalar;
+    use crate::text::normalize::{all_options, OPTIONS};
     use crate::text::{normalize, NormalizeOptions};
     use proptest::prelude::*;
 
@@ -1680,7 +1690,7 @@ mod tests {
 
     fn two_pass(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
         let mut out = Vec::new();
-        word_hashes(&normalize(text, opts), key, &mut out);
+        word_hashes(&normalize(text, opts), WordSplit::of(opts), key, &mut out);
         out
     }
 
@@ -1706,6 +1716,7 @@ mod tests {
         let mut out = Vec::new();
         word_hashes(
             &crate::text::normalize::reference_normalize(text, opts),
+            WordSplit::of(opts),
             key,
             &mut out,
         );
@@ -1731,13 +1742,9 @@ mod tests {
         out
     }
 
+    /// Option combination `o` of [`OPTIONS`], both versions.
     fn options(o: usize) -> NormalizeOptions {
-        NormalizeOptions {
-            nfkc: o & 4 == 0,
-            lowercase: o & 2 == 0,
-            strip_punctuation: o & 1 == 0,
-            ..NormalizeOptions::default()
-        }
+        all_options()[o]
     }
 
     #[test]
@@ -1769,8 +1776,9 @@ mod tests {
     #[test]
     fn the_unicode_scanner_equals_the_ascii_scanner_on_ascii() {
         let key = word_key(9);
-        for o in 0..4 {
-            let opts = options(o);
+        // Both versions (but `confusables`, which the ASCII scanner never
+        // takes: it maps ASCII letters).
+        for opts in all_options().into_iter().filter(|o| !o.confusables) {
             let text = "Don't stop -- the MOON is red, 50,000 a_b\tx\x0by";
             assert_eq!(unicode(text, &opts, key), fused(text, &opts, key));
         }
@@ -1781,7 +1789,7 @@ mod tests {
         #[test]
         fn the_unicode_scanner_equals_the_reference_on_hard_text(
             text in crate::text::unicode::hard_text(200),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
             seed: u64,
         ) {
             let opts = options(o);
@@ -1792,7 +1800,7 @@ mod tests {
         #[test]
         fn the_unicode_scanner_equals_the_reference_on_any_text(
             text in any::<String>(),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = options(o);
             let key = word_key(1);
@@ -1804,7 +1812,7 @@ mod tests {
         #[test]
         fn the_unicode_scanner_equals_the_reference_on_long_text(
             text in "([a-zA-Zéàßœ_0-9ДдЖжΩωΣ日本語한国😀]{1,30}[ \t\n.,’“”–\u{a0}\u{3000}£-]{1,3}){0,60}",
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = options(o);
             let key = word_key(2);
@@ -1890,7 +1898,7 @@ mod tests {
         // One byte off too: the two-byte characters at odd positions, some
         // of them a block's last byte.
         let off = format!("a{full}");
-        for o in 0..8 {
+        for o in 0..OPTIONS {
             let opts = options(o);
             for (full, (cut, _)) in [&full, &off].into_iter().flat_map(|f| {
                 f.char_indices()
@@ -1926,7 +1934,7 @@ mod tests {
         let long = "достаточно ВОССТАНОВИТЬ Переменных конфигурации \
                     обязательный-параметр файла. Нераспознанный исполняемого";
         let short = "a b c d e f g h i j k l m n o p q r s t u v w x y z ";
-        for o in 0..8 {
+        for o in 0..OPTIONS {
             let opts = options(o);
             for text in [
                 long.to_owned(),
@@ -1960,7 +1968,7 @@ mod tests {
         #[test]
         fn the_word_scanners_equal_the_reference_on_sparse_text(
             text in sparse_text(),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = options(o);
             let key = word_key(6);
@@ -1970,7 +1978,7 @@ mod tests {
         #[test]
         fn the_word_scanners_equal_the_reference_on_random_unicode(
             text in crate::text::unicode::random_unicode(300),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = options(o);
             let key = word_key(8);
