@@ -301,6 +301,59 @@ mod tests {
         }
     }
 
+    /// Version 2's words (a word per solo character with what attaches
+    /// to it) are the units, as the shingles cut them, and their spans
+    /// start and end at grapheme boundaries of the original, in both
+    /// versions and with every step of version 2.
+    #[test]
+    fn words_are_the_shingles_words_and_never_split_a_grapheme() {
+        use crate::text::tokens::words;
+        for o in crate::text::normalize::all_options() {
+            for text in [
+                "iPhone15发布会，2024年！",
+                "ソニーのPlayStation 5が発売された。ｶﾀｶﾅ",
+                "ภาษาไทย กินข้าว ที่นี่",
+                "㍻ ㌔ 𠀀𠀁 e\u{301}日\u{301}",
+                "Straße ΣΊΣΥΦΟΣ pаypal café гололёд",
+                "👩\u{200d}💻 日本 🇫🇷",
+            ] {
+                let a = align(text, &o);
+                let units: Vec<&str> = a.words().iter().map(|w| w.0).collect();
+                assert_eq!(
+                    units,
+                    words(&a.normalized, WordSplit::of(&o)),
+                    "{text:?} {o:?}"
+                );
+                let bounds: Vec<usize> = text
+                    .grapheme_indices(true)
+                    .map(|(i, _)| i)
+                    .chain([text.len()])
+                    .collect();
+                for (w, (s, e)) in a.words() {
+                    assert!(
+                        bounds.contains(&s) && bounds.contains(&e),
+                        "{w:?} at {s}..{e} of {text:?} ({o:?})"
+                    );
+                }
+            }
+        }
+        let a = align("iPhone15发布会", &NormalizeOptions::default());
+        let spans: Vec<(&str, &str)> = a
+            .words()
+            .iter()
+            .map(|(w, (s, e))| (*w, &"iPhone15发布会"[*s..*e]))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                ("iphone15", "iPhone15"),
+                ("发", "发"),
+                ("布", "布"),
+                ("会", "会")
+            ]
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
         #[test]

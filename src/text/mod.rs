@@ -29,6 +29,8 @@ pub mod words;
 mod fuzz_tests;
 #[cfg(test)]
 mod legacy_tests;
+#[cfg(test)]
+mod scripts_tests;
 
 pub use normalize::{
     normalize, normalize_into, NormalizeOptions, LEGACY_TEXT_VERSION, TEXT_VERSION,
