@@ -178,7 +178,9 @@ proptest! {
 
     /// Replacing, inserting or deleting one character inside a run of n
     /// CJK characters (with Latin text around it) changes at most k word
-    /// k-shingles of each text.
+    /// k-shingles of each text. Not with `confusables`: its skeleton maps
+    /// some ideographs to several characters (`丛` → `ᄉᄉー`), so one
+    /// edit there is several edits of the normalized text.
     #[test]
     fn a_one_character_edit_in_a_cjk_run_changes_at_most_2k_shingles(
         run in cjk_run(80),
@@ -189,7 +191,7 @@ proptest! {
         o in 0usize..OPTIONS,
     ) {
         let opts = all_options()[o];
-        prop_assume!(opts.version >= 2);
+        prop_assume!(opts.version >= 2 && !opts.confusables);
         let i = at.index(run.len());
         let mut changed = run.clone();
         match edit {

@@ -76,10 +76,23 @@ pub(crate) const BOUNDARY: u32 = 1 << 4;
 const MULTI: u32 = 1 << 5;
 /// Version 2 only: the output has a solo character (a word of its own,
 /// `super::tokens`: Han, kana, Thai...). Not a [`Kind`]: the normalizer
-/// reads the entry as it would without it; the word scanner treats the
-/// character as [`SLOW`], its zone normalized and cut into words by
-/// `tokens::for_each_word`.
+/// reads the entry as it would without it. The word scanner makes a
+/// [`Kind::Keep`] or [`Kind::Map`] one (its output is one solo
+/// character) a word of its own, and treats the others as [`SLOW`]
+/// (see [`solo_inline`]).
 pub(crate) const SOLO: u32 = 1 << 6;
+/// Version 2 only: the output has a kept attaching character (a combining
+/// vowel sign: `super::tokens`), which continues the word before it, a
+/// solo character's too: the word scanner checks what precedes it.
+pub(crate) const ATTACH: u32 = 1 << 7;
+
+/// Whether the word scanner cuts a [`SOLO`] character's word itself: its
+/// output is the one solo character (a [`Kind::Keep`] or [`Kind::Map`]
+/// entry), not several characters or a segment to normalize.
+#[inline(always)]
+pub(crate) fn solo_inline(entry: u32) -> bool {
+    entry & (SOLO | SLOW | MULTI) == SOLO
+}
 /// The output character of a [`Kind::Map`] entry is stored from this bit on.
 const CHAR_SHIFT: u32 = 8;
 
@@ -194,11 +207,16 @@ pub(crate) fn classify(c: char, opts: &NormalizeOptions) -> u32 {
         (false, true) if out.len() == 1 => Kind::Map,
         (false, true) => Kind::Multi,
     };
-    let solo = opts.version >= 2
-        && out.iter().any(|&o| {
-            class_of(o, opts) == Class::Kept && super::tokens::unit(o) == super::tokens::Unit::Solo
-        });
-    entry_of(kind, true, out.first().copied().unwrap_or('\0')) | if solo { SOLO } else { 0 }
+    let unit = |u| {
+        opts.version >= 2
+            && out
+                .iter()
+                .any(|&o| class_of(o, opts) == Class::Kept && super::tokens::unit(o) == u)
+    };
+    let flag = |yes: bool, bit: u32| if yes { bit } else { 0 };
+    entry_of(kind, true, out.first().copied().unwrap_or('\0'))
+        | flag(unit(super::tokens::Unit::Solo), SOLO)
+        | flag(unit(super::tokens::Unit::Attach), ATTACH)
 }
 
 /// The output of a boundary character `c` that is its own segment, each
@@ -234,6 +252,10 @@ pub(crate) const CLASS_FLAGGED: u8 = 4;
 /// ([`mapped_low`]; also [`CLASS_FLAGGED`]): [`CharTable::low_maps`] has
 /// its bytes.
 pub(crate) const CLASS_MAPPED: u8 = 8;
+/// A solo character that is its own output ([`SOLO`], [`Kind::Keep`]):
+/// a word of its own, which the scanner cuts without a lookup (not
+/// [`CLASS_FLAGGED`]).
+pub(crate) const CLASS_SOLO: u8 = 16;
 /// Code points of the BMP (up to three-byte UTF-8).
 pub(crate) const BMP: usize = 0x10000;
 /// Bytes of [`CharTable::bmp_classes`]: a class for each code point of the
@@ -241,10 +263,15 @@ pub(crate) const BMP: usize = 0x10000;
 pub(crate) const BMP_CLASSES: usize = BMP + 3;
 
 /// The class bits of `entry` ([`CLASS_KEPT`], [`CLASS_SPACE`],
-/// [`CLASS_FLAGGED`]: [`GATHER`], [`SLOW`] or [`SOLO`]).
+/// [`CLASS_FLAGGED`]: [`GATHER`], [`SLOW`], [`ATTACH`], or [`SOLO`] but
+/// for [`CLASS_SOLO`]).
 fn class_byte(entry: u32) -> u8 {
     let has = |bits: u32, class: u8| if entry & bits != 0 { class } else { 0 };
-    has(KEPT, CLASS_KEPT) | has(SPACE, CLASS_SPACE) | has(GATHER | SLOW | SOLO, CLASS_FLAGGED)
+    let plain_solo = entry & (SOLO | GATHER | SLOW) == SOLO;
+    has(KEPT, CLASS_KEPT)
+        | has(SPACE, CLASS_SPACE)
+        | has(GATHER | SLOW | ATTACH, CLASS_FLAGGED)
+        | if plain_solo { CLASS_SOLO } else { 0 }
 }
 
 /// The entries of the BMP for one option combination: the two-byte range

@@ -1027,6 +1027,12 @@ pub(crate) fn unicode_word_states(
     let (mut carry_kept, mut carry_drop) = (0u64, 0u64);
     // Kept bits of a character that runs past its block's end.
     let mut spill = 0u64;
+    // The same for a solo character's bytes (version 2: a solo character
+    // is a word of its own, see below).
+    let mut solo_spill = 0u64;
+    // A dirty position was pushed out of order (an attaching character's,
+    // found after its block's others).
+    let mut unsorted = false;
     // The last blocks' 128 bytes, zero-padded past the text's end.
     let mut tail = [0u8; 128];
     for (b, chunk) in text.chunks(64).enumerate() {
@@ -1051,6 +1057,10 @@ pub(crate) fn unicode_word_states(
         let (mut kept, mut space, cont) = (kept & valid, space & valid, cont & valid);
         // Which non-ASCII characters are kept or whitespace, by their lead byte.
         let mut kept_leads = 0u64;
+        // Version 2: the leads of solo characters the scanner cuts itself
+        // (`unicode::solo_inline`), and of attaching characters, which are
+        // checked once the block's classes are known.
+        let (mut solo_leads, mut attach_leads) = (0u64, 0u64);
         let mut leads = lead & valid;
         // Two- or three-byte characters (dense Cyrillic, Greek, CJK...; any
         // number of Latin-1 ones): those leads at once; the loop below takes
@@ -1068,6 +1078,7 @@ pub(crate) fn unicode_word_states(
         if let Some(t) = bmp.and_then(|bmp| kernels.bmp_entries(window, 0, leads, bmp, dst)) {
             kept_leads = t.kept;
             space |= t.space;
+            solo_leads = t.solo;
             leads = (leads & !t.handled) | t.flagged;
         }
         while leads != 0 {
@@ -1084,12 +1095,20 @@ pub(crate) fn unicode_word_states(
             };
             kept_leads |= u64::from(entry & unicode::KEPT) << i;
             space |= u64::from((entry & unicode::SPACE) >> 1) << i;
-            if entry & (unicode::GATHER | unicode::SLOW | unicode::SOLO) != 0 {
-                // A solo character's words are cut in its zone.
-                if entry & (unicode::SLOW | unicode::SOLO) != 0 {
+            let flags = unicode::GATHER | unicode::SLOW | unicode::SOLO | unicode::ATTACH;
+            if entry & flags != 0 {
+                // A solo character whose output is several characters is
+                // cut in its zone, as a slow one.
+                if entry & unicode::SLOW != 0
+                    || (entry & unicode::SOLO != 0 && !unicode::solo_inline(entry))
+                {
                     dirty.push(at as u32);
                 } else {
-                    gathers.push(at as u32);
+                    if entry & unicode::GATHER != 0 {
+                        gathers.push(at as u32);
+                    }
+                    solo_leads |= u64::from(entry & unicode::SOLO != 0) << i;
+                    attach_leads |= u64::from(entry & unicode::ATTACH != 0) << i;
                 }
             }
         }
@@ -1105,13 +1124,42 @@ pub(crate) fn unicode_word_states(
         let base = base as u32;
         let drop = valid & !(kept | space);
         let after_kept = (kept << 1) | carry_kept;
+        // Version 2's solo characters, each a run of its own that joins
+        // neither the run before it nor the one after it (even across
+        // stripped characters): their bytes, and the byte after each (a run
+        // boundary where that byte is kept, and no join across the
+        // stripped ones that start there). Latin, Cyrillic and version 1
+        // text has none, and pays two shifts and masks a block.
+        let mut solo = solo_leads | (solo_spill & cont);
+        solo |= (solo << 1) & cont;
+        solo |= (solo << 1) & cont;
+        solo |= (solo << 1) & cont;
+        let solo_ends = ((solo << 1) | solo_spill) & !cont;
+        if attach_leads != 0 {
+            // An attaching character continues the word before it: a
+            // word of the scanner's where the byte before it is of a kept
+            // character that is not solo; else (after a solo character, or
+            // stripped ones, whose word the text before decides) its zone
+            // cuts it as the reference does.
+            let kept_before = (kept << 1) | carry_kept;
+            let solo_before = (solo << 1) | solo_spill;
+            let mut check = attach_leads & !(kept_before & !solo_before);
+            while check != 0 {
+                dirty.push(base + check.trailing_zeros());
+                unsorted = true;
+                check &= check - 1;
+            }
+        }
+        solo_spill = solo >> 63;
         carry_kept = kept >> 63;
-        let run_starts = kept & !after_kept;
-        let run_ends = !kept & after_kept;
-        let (t, c1) = drop.overflowing_add(drop & after_kept);
+        let cut = solo_leads | solo_ends;
+        let run_starts = kept & (!after_kept | cut);
+        let run_ends = after_kept & (!kept | cut);
+        let joining = after_kept & !solo_ends;
+        let (t, c1) = drop.overflowing_add(drop & joining);
         let (t, c2) = t.overflowing_add(carry_drop);
         carry_drop = u64::from(c1 | c2);
-        let joins = t & !drop & kept;
+        let joins = t & !drop & kept & !solo_leads;
         push_runs(starts, run_starts, base, joins, kernels);
         push_runs(ends, run_ends, base, 0, kernels);
     }
@@ -1122,6 +1170,9 @@ pub(crate) fn unicode_word_states(
     debug_assert_eq!(starts.len(), ends.len());
     if starts.is_empty() {
         return;
+    }
+    if unsorted {
+        dirty.sort_unstable();
     }
     // Zones: from just after the ASCII whitespace before each slow
     // character to the ASCII whitespace after it, merged.

@@ -36,8 +36,12 @@ pub(crate) struct Entries {
     pub kept: u64,
     /// The whitespace characters.
     pub space: u64,
-    /// The `GATHER` or `SLOW` characters (also for the caller).
+    /// The `GATHER`, `SLOW` or `ATTACH` characters, and the `SOLO` ones
+    /// but the plain (`CLASS_SOLO`) ones (also for the caller).
     pub flagged: u64,
+    /// The plain solo characters (`CLASS_SOLO`: kept, each a word of its
+    /// own, nothing to transcode).
+    pub solo: u64,
     /// Whether the block's characters all lie in one 128-character block
     /// of the table (the byte-permute path), so that it wrote the block to
     /// `dst` with those that map to one two-byte character (`CLASS_MAPPED`:
@@ -61,7 +65,7 @@ pub(super) fn bmp_entries_vbmi2(
     bmp: BmpTables<'_>,
     dst: &mut [u8; 64],
 ) -> Option<Entries> {
-    use crate::text::unicode::{CLASS_FLAGGED, CLASS_KEPT, CLASS_MAPPED, CLASS_SPACE};
+    use crate::text::unicode::{CLASS_FLAGGED, CLASS_KEPT, CLASS_MAPPED, CLASS_SOLO, CLASS_SPACE};
     use std::arch::x86_64::{
         _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmpeq_epi8_mask,
         _mm512_cmpge_epu32_mask, _mm512_cmplt_epu8_mask, _mm512_cvtepu8_epi32,
@@ -152,6 +156,7 @@ pub(super) fn bmp_entries_vbmi2(
             kept: has(CLASS_KEPT),
             space: has(CLASS_SPACE),
             flagged: has(CLASS_FLAGGED) & !mapped,
+            solo: has(CLASS_SOLO),
             rewritten: true,
         });
     }
@@ -194,15 +199,16 @@ pub(super) fn bmp_entries_vbmi2(
             u64::from(_mm512_test_epi32_mask(e, splat(CLASS_KEPT.into()))),
             u64::from(_mm512_test_epi32_mask(e, splat(CLASS_SPACE.into()))),
             u64::from(_mm512_test_epi32_mask(e, splat(CLASS_FLAGGED.into()))),
+            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_SOLO.into()))),
         )
     };
-    let (mut kept, mut space, mut flagged) = classes(
+    let (mut kept, mut space, mut flagged, mut solo) = classes(
         _mm512_castsi512_si128(first),
         _mm512_castsi512_si128(second),
         _mm512_castsi512_si128(third),
     );
     if n > 16 {
-        let (k1, s1, f1) = classes(
+        let (k1, s1, f1, o1) = classes(
             _mm512_extracti32x4_epi32::<1>(first),
             _mm512_extracti32x4_epi32::<1>(second),
             _mm512_extracti32x4_epi32::<1>(third),
@@ -210,12 +216,14 @@ pub(super) fn bmp_entries_vbmi2(
         kept |= k1 << 16;
         space |= s1 << 16;
         flagged |= f1 << 16;
+        solo |= o1 << 16;
     }
     Some(Entries {
         handled: found,
         kept: _pdep_u64(kept & live, found),
         space: _pdep_u64(space & live, found),
         flagged: _pdep_u64(flagged & live, found),
+        solo: _pdep_u64(solo & live, found),
         rewritten: false,
     })
 }
@@ -236,9 +244,11 @@ mod tests {
     /// normalization option.
     #[test]
     fn bmp_entries_equals_the_lookups_one_at_a_time() {
-        use crate::text::unicode::{mapped_low, CharTable, GATHER, KEPT, SLOW, SOLO, SPACE};
+        use crate::text::unicode::{
+            mapped_low, CharTable, ATTACH, GATHER, KEPT, SLOW, SOLO, SPACE,
+        };
         #[rustfmt::skip]
-        const CHARS: [&str; 27] = [
+        const CHARS: [&str; 31] = [
             // ASCII and four-byte.
             "a", " ", ",", "😀",
             // Latin-1 (one block of the table: 0xC2/0xC3), of each class.
@@ -249,6 +259,9 @@ mod tests {
             "Ω", "\u{301}",
             // Three-byte.
             "€", "日", "’", "\u{3000}", "ﬁ", "Ａ", "カ", "\u{ffff}",
+            // Version 2's: solo (Thai, a half-width kana that maps to one,
+            // a square that is two), attaching.
+            "ก", "\u{e34}", "ｶ", "㍻",
         ];
         let mut state = 17u64;
         let mut next = |n: u64| crate::minhash::splitmix64(&mut state) % n;
@@ -265,10 +278,10 @@ mod tests {
                 (4, 9),
                 (9, 17),
                 (4, 19),
-                (19, 27),
-                (4, 27),
-                (0, 27),
-                (4, 27),
+                (19, 31),
+                (4, 31),
+                (0, 31),
+                (4, 31),
                 (4, 9),
             ][case % 8];
             let sparse = case % 8 >= 6;
@@ -326,7 +339,7 @@ mod tests {
                     if pairs.len() < BMP_MIN as usize {
                         sparse_taken += 1;
                     }
-                    let (mut handled, mut kept, mut space, mut flagged) = (0, 0, 0, 0);
+                    let (mut handled, mut kept, mut space, mut flagged, mut solo) = (0, 0, 0, 0, 0);
                     let mut block = bytes[base..base + 64].to_vec();
                     for i in (0..64).filter(|&i| ours(i)) {
                         let b = u32::from(bytes[base + i]);
@@ -339,7 +352,9 @@ mod tests {
                         handled |= 1 << i;
                         kept |= u64::from(e & KEPT != 0) << i;
                         space |= u64::from(e & SPACE != 0) << i;
-                        flagged |= u64::from(e & (GATHER | SLOW | SOLO) != 0) << i;
+                        let plain_solo = e & (SOLO | GATHER | SLOW) == SOLO;
+                        flagged |= u64::from(e & (GATHER | SLOW | ATTACH) != 0) << i;
+                        solo |= u64::from(plain_solo) << i;
                         if let Some(to) =
                             mapped_low(e).filter(|_| one_block && i < 63 && e & SOLO == 0)
                         {
@@ -354,6 +369,7 @@ mod tests {
                         kept,
                         space,
                         flagged,
+                        solo,
                         rewritten: one_block,
                     };
                     assert_eq!(t, want, "options {o}, block {base} of {text:?}");
