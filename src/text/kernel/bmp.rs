@@ -56,10 +56,20 @@ pub(crate) struct Entries {
 }
 
 /// [`ScanKernels::bmp_entries`] with AVX-512 VBMI and VBMI2 and BMI2.
+///
+/// Always inlined, into the VBMI2 build of the Unicode scanner (which has
+/// the features), with no `#[target_feature]` of its own (a function with
+/// one cannot be `inline(always)`) and no closures (a closure is a
+/// function of its own, without the caller's features), as
+/// `vbmi2::group_states`: once version 2 added its solo mask, LLVM stopped
+/// inlining the `#[target_feature]` version, and the call cost the Russian
+/// man pages' text stage 13% (17% of its samples in this function).
+///
+/// **Safety.** Call only where AVX-512 F, BW, VBMI and VBMI2 and BMI2 are
+/// enabled.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
-#[inline]
-pub(super) fn bmp_entries_vbmi2(
+#[inline(always)]
+pub(super) unsafe fn bmp_entries_vbmi2(
     window: &[u8; 128],
     leads: u64,
     bmp: BmpTables<'_>,
@@ -134,11 +144,15 @@ pub(super) fn bmp_entries_vbmi2(
             _mm512_and_si512(after, _mm512_set1_epi8(0x3f)),
         );
         let class = _mm512_permutex2var_epi8(tlo, at_index, thi);
-        let has = |bit: u8| _mm512_test_epi8_mask(class, _mm512_set1_epi8(bit as i8)) & found;
+        macro_rules! has {
+            ($bit:expr) => {
+                _mm512_test_epi8_mask(class, _mm512_set1_epi8($bit as i8)) & found
+            };
+        }
         // Capitals that map to one small letter: overwritten in a copy of
         // the block, so that their words need no transcoding (but one at
         // byte 63, whose continuation byte is the next block's).
-        let mapped = has(CLASS_MAPPED) & !(1 << 63);
+        let mapped = has!(CLASS_MAPPED) & !(1 << 63);
         // The block is written whether or not it has any: the branch on it
         // mispredicted (a third of the Russian blocks have a capital).
         // Russian 1.231 → 1.183 ns/byte (`text_bench`, 4 alternating runs,
@@ -153,10 +167,10 @@ pub(super) fn bmp_entries_vbmi2(
         unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), out) };
         return Some(Entries {
             handled: found,
-            kept: has(CLASS_KEPT),
-            space: has(CLASS_SPACE),
-            flagged: has(CLASS_FLAGGED) & !mapped,
-            solo: has(CLASS_SOLO),
+            kept: has!(CLASS_KEPT),
+            space: has!(CLASS_SPACE),
+            flagged: has!(CLASS_FLAGGED) & !mapped,
+            solo: has!(CLASS_SOLO),
             rewritten: true,
         });
     }
@@ -167,48 +181,58 @@ pub(super) fn bmp_entries_vbmi2(
     // (positions up to 65: `vpermi2b` reads the 128-byte window).
     let at = _mm512_maskz_compress_epi8(found, iota);
     let first = _mm512_permutexvar_epi8(at, lo);
-    let next = |k: i8| _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(k)), hi);
-    let second = next(1);
+    let second = _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(1)), hi);
     // Lanes past the last lead read position 0: cut them before depositing.
     let live = (1u64 << n) - 1;
-    let third = next(2);
-    let splat = |bits: u32| _mm512_set1_epi32(bits as i32);
-    let classes = |a, b, c| {
-        let (a, b, c) = (
-            _mm512_cvtepu8_epi32(a),
-            _mm512_cvtepu8_epi32(b),
-            _mm512_cvtepu8_epi32(c),
-        );
-        let b6 = _mm512_and_si512(b, splat(0x3f));
-        // Two bytes: 5 + 6 bits. Three: 4 + 6 + 6, so below 0x10000 (and
-        // below it too in the lanes past the last lead, whatever they read).
-        let two = _mm512_or_si512(_mm512_slli_epi32::<6>(_mm512_and_si512(a, splat(0x1f))), b6);
-        let three = _mm512_or_si512(
-            _mm512_or_si512(
-                _mm512_slli_epi32::<12>(_mm512_and_si512(a, splat(0x0f))),
-                _mm512_slli_epi32::<6>(b6),
-            ),
-            _mm512_and_si512(c, splat(0x3f)),
-        );
-        let cp = _mm512_mask_blend_epi32(_mm512_cmpge_epu32_mask(a, splat(0xe0)), two, three);
-        // SAFETY: `cp` has 16 bits, so the 4 bytes at it lie within the
-        // 65,536 + 3 of `bmp.classes`. The class is the first of them (the
-        // low byte of the lane), and the class bits are in its low 3 bits.
-        let e = unsafe { _mm512_i32gather_epi32::<1>(cp, bmp.classes.as_ptr().cast()) };
-        (
-            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_KEPT.into()))),
-            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_SPACE.into()))),
-            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_FLAGGED.into()))),
-            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_SOLO.into()))),
-        )
-    };
-    let (mut kept, mut space, mut flagged, mut solo) = classes(
+    let third = _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(2)), hi);
+    macro_rules! splat {
+        ($bits:expr) => {
+            _mm512_set1_epi32($bits as i32)
+        };
+    }
+    // The class masks of 16 characters, from their first, second and
+    // third bytes.
+    macro_rules! classes {
+        ($a:expr, $b:expr, $c:expr $(,)?) => {{
+            let (a, b, c) = (
+                _mm512_cvtepu8_epi32($a),
+                _mm512_cvtepu8_epi32($b),
+                _mm512_cvtepu8_epi32($c),
+            );
+            let b6 = _mm512_and_si512(b, splat!(0x3f));
+            // Two bytes: 5 + 6 bits. Three: 4 + 6 + 6, so below 0x10000 (and
+            // below it too in the lanes past the last lead, whatever they read).
+            let two = _mm512_or_si512(
+                _mm512_slli_epi32::<6>(_mm512_and_si512(a, splat!(0x1f))),
+                b6,
+            );
+            let three = _mm512_or_si512(
+                _mm512_or_si512(
+                    _mm512_slli_epi32::<12>(_mm512_and_si512(a, splat!(0x0f))),
+                    _mm512_slli_epi32::<6>(b6),
+                ),
+                _mm512_and_si512(c, splat!(0x3f)),
+            );
+            let cp = _mm512_mask_blend_epi32(_mm512_cmpge_epu32_mask(a, splat!(0xe0)), two, three);
+            // SAFETY: `cp` has 16 bits, so the 4 bytes at it lie within the
+            // 65,536 + 3 of `bmp.classes`. The class is the first of them (the
+            // low byte of the lane), and the class bits are in its low 3 bits.
+            let e = unsafe { _mm512_i32gather_epi32::<1>(cp, bmp.classes.as_ptr().cast()) };
+            (
+                u64::from(_mm512_test_epi32_mask(e, splat!(CLASS_KEPT))),
+                u64::from(_mm512_test_epi32_mask(e, splat!(CLASS_SPACE))),
+                u64::from(_mm512_test_epi32_mask(e, splat!(CLASS_FLAGGED))),
+                u64::from(_mm512_test_epi32_mask(e, splat!(CLASS_SOLO))),
+            )
+        }};
+    }
+    let (mut kept, mut space, mut flagged, mut solo) = classes!(
         _mm512_castsi512_si128(first),
         _mm512_castsi512_si128(second),
         _mm512_castsi512_si128(third),
     );
     if n > 16 {
-        let (k1, s1, f1, o1) = classes(
+        let (k1, s1, f1, o1) = classes!(
             _mm512_extracti32x4_epi32::<1>(first),
             _mm512_extracti32x4_epi32::<1>(second),
             _mm512_extracti32x4_epi32::<1>(third),
