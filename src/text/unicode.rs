@@ -249,8 +249,9 @@ pub(crate) const CLASS_KEPT: u8 = 1;
 pub(crate) const CLASS_SPACE: u8 = 2;
 pub(crate) const CLASS_FLAGGED: u8 = 4;
 /// A [`Kind::Map`] character that maps to one two-byte character
-/// ([`mapped_low`]; also [`CLASS_FLAGGED`]): [`CharTable::low_maps`] has
-/// its bytes.
+/// ([`mapped_low`]), or a [`Kind::Multi`] one whose output is two bytes
+/// (version 2's `ß` → `ss`; also [`CLASS_FLAGGED`]): [`CharTable::low_maps`]
+/// has its bytes.
 pub(crate) const CLASS_MAPPED: u8 = 8;
 /// A solo character that is its own output ([`SOLO`], [`Kind::Keep`]):
 /// a word of its own, which the scanner cuts without a lookup (not
@@ -306,10 +307,28 @@ impl CharTable {
         }
         let mut low_maps = Box::new([[0u8; LOW]; 2]);
         for (cp, &e) in low.iter().enumerate() {
-            if let Some(to) = mapped_low(e).filter(|_| e & SOLO == 0) {
+            if e & (SOLO | ATTACH) != 0 {
+                continue;
+            }
+            let two = if let Some(to) = mapped_low(e) {
+                Some([0xc0 | (to >> 6) as u8, 0x80 | (to & 0x3f) as u8])
+            } else if kind(e) == Kind::Multi {
+                // Two bytes of output, as version 2's `ß` → `ss`: written
+                // over the character's two bytes as a capital's are.
+                let mut out = String::new();
+                emit(
+                    char::from_u32(cp as u32).expect("below 0x800"),
+                    &opts,
+                    |c| out.push(c),
+                );
+                <[u8; 2]>::try_from(out.as_bytes()).ok()
+            } else {
+                None
+            };
+            if let Some([lead, cont]) = two {
                 low_classes[cp] |= CLASS_MAPPED;
-                low_maps[0][cp] = 0xc0 | (to >> 6) as u8;
-                low_maps[1][cp] = 0x80 | (to & 0x3f) as u8;
+                low_maps[0][cp] = lead;
+                low_maps[1][cp] = cont;
             }
         }
         Self {
@@ -404,6 +423,16 @@ impl CharTable {
             }
             all
         })
+    }
+
+    /// The two bytes that the two-byte character `cp` (0x80–0x7FF) becomes
+    /// if it is [`CLASS_MAPPED`] (a capital that maps to one two-byte
+    /// character, or a character that maps to two bytes: `ß` → `ss`).
+    #[inline(always)]
+    pub(crate) fn low_map(&self, cp: u32) -> Option<[u8; 2]> {
+        let cp = cp as usize & (LOW - 1);
+        (self.low_classes[cp] & CLASS_MAPPED != 0)
+            .then(|| [self.low_maps[0][cp], self.low_maps[1][cp]])
     }
 
     /// The entry of a code point of the BMP at or above 0x800 (three-byte UTF-8).

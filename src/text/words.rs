@@ -1518,8 +1518,9 @@ pub(super) fn is_ascii(bytes: &[u8]) -> bool {
 
 /// The lane of the word `bytes[start..end]` (one run, at most 16 bytes)
 /// whose transcoded characters, the positions in `gathers` before `end`,
-/// are all two-byte ones that map to one other two-byte character (a
-/// Cyrillic, Greek or accented Latin capital to its small letter): its 16
+/// are all two-byte ones that map to two other bytes (a Cyrillic, Greek
+/// or accented Latin capital to its small letter, version 2's `ß` to
+/// `ss`: `CharTable::low_map`): its 16
 /// bytes with those characters overwritten ([`overwrite_mapped`]), for
 /// [`short_states`] (which lowercases the ASCII letters); `None` if any
 /// other character is transcoded, for [`transcode`]. The Russian man pages
@@ -1589,12 +1590,10 @@ fn overwrite_mapped(
         if lead & 0xe0 != 0xc0 {
             return None;
         }
-        let entry = chars.entry_low((u32::from(lead & 0x1f) << 6) | u32::from(cont & 0x3f));
-        let to = unicode::mapped_low(entry)?;
+        let to = chars.low_map((u32::from(lead & 0x1f) << 6) | u32::from(cont & 0x3f))?;
         // `g + 1 < end`: both bytes are in the word.
         let at = g - start;
-        word[at] = 0xc0 | (to >> 6) as u8;
-        word[at + 1] = 0x80 | (to & 0x3f) as u8;
+        word[at..at + 2].copy_from_slice(&to);
     }
     Some(())
 }
