@@ -1,8 +1,13 @@
 //! Text → shingle set: the first two stages of the pipeline.
 //!
 //! Pure functions with no I/O. [`normalize()`] applies the recipe from
-//! `docs/examples.md` (NFKC, lowercase, strip everything that is neither a word
-//! character nor whitespace, collapse whitespace, trim); [`shingle`] cuts the
+//! `docs/examples.md` (NFKC, fold case, strip everything that is neither a word
+//! character nor whitespace, collapse whitespace, trim), in the version the
+//! options name (version 2, the default: full case folding, opt-in accent
+//! folding and look-alike mapping, `fold`; version 1, lowercasing, for data
+//! from before versions); [`tokens`] cuts its words (at spaces, and in
+//! version 2 around each character of the scripts written without spaces:
+//! Han, kana, Thai); [`shingle`] cuts the
 //! normalized string into word or character k-grams and hashes each one to a
 //! 32-bit value, word shingles from per-word hashes ([`words`]). The
 //! [`Tokenizer`] bundles both with reusable scratch buffers, and for word

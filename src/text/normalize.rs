@@ -1,7 +1,12 @@
 //! The normalization recipe (see `docs/examples.md`):
 //!
 //! 1. Unicode NFKC (ligatures, full-width forms and compatibility characters fold);
-//! 2. lowercase (full Unicode case mapping);
+//! 2. fold case: in version 2 ([`TEXT_VERSION`], the default) full Unicode
+//!    case folding (`ß` = `ss`, final sigma = sigma), then, if asked, fold
+//!    accents and map look-alikes to their prototypes; in version 1
+//!    ([`LEGACY_TEXT_VERSION`], data from before versions, kept bit for bit)
+//!    lowercasing. Per character, context-free: `super::fold` says what each
+//!    step does and why;
 //! 3. remove every character that is neither a word character nor whitespace —
 //!    removed, not replaced: `don't` becomes `dont`, `50,000` becomes `50000`;
 //! 4. collapse whitespace runs to one ASCII space and trim.
@@ -9,10 +14,15 @@
 //! A *word character* is a Unicode alphanumeric (`char::is_alphanumeric`: the
 //! Alphabetic and Numeric properties, which keep the combining vowel signs of
 //! Indic scripts inside their words) or `_`. Each step can be switched off.
+//! The words of the result (word shingles' units) are cut by
+//! `super::tokens`: at spaces, and in version 2 also around each character
+//! of the scripts written without spaces (Han, kana, Thai...); the string
+//! itself has no space added.
 //!
 //! The output is built in one pass into a caller-owned buffer; pure ASCII
 //! input skips NFKC (ASCII is NFKC-invariant) and takes a byte-level fast
-//! path; other text goes character by character through the lookup table
+//! path (but with `confusables`, which maps ASCII letters to others: `m` →
+//! `rn`); other text goes character by character through the lookup table
 //! of `super::unicode`, with the full NFKC algorithm only around the
 //! characters that interact with their neighbours. Both are tested against
 //! `reference_normalize` (in tests), the recipe spelled out step by step.

@@ -1,5 +1,5 @@
 //! Words of the normalized text: the units of word shingles, cut by one
-//! function ([`for_each_word`]) for every path that makes them (the
+//! function (`for_each_word`) for every path that makes them (the
 //! reference, the scanners' zones and fallbacks, the shingler on a
 //! normalized string, the alignment behind `/explain`).
 //!
@@ -73,7 +73,7 @@ pub(crate) enum Unit {
     Attach = 2,
 }
 
-/// [`Unit`] from the Unicode properties (the definition; [`unit`] caches it).
+/// [`Unit`] from the Unicode properties (the definition; [`unit()`] caches it).
 pub(crate) fn unit_of(c: char) -> Unit {
     let gcb = CodePointMapData::<GraphemeClusterBreak>::new().get(c);
     if matches!(

@@ -17,10 +17,14 @@
 //! table stores already lowercased and classified. Longer segments (a
 //! letter and the marks that follow it, jamo sequences, a mark at the start
 //! of the text) go through `unicode-normalization`'s NFKC, the same code the
-//! reference path runs on the whole text. Lowercasing (`char::to_lowercase`,
+//! reference path runs on the whole text. Case (lowercasing in version 1,
+//! case folding in version 2), accents and look-alikes (`super::fold`, all
 //! context-free) and the class of each resulting character (whitespace,
 //! word character, or stripped) are per-character steps after NFKC, so the
-//! table can store their result.
+//! table can store their result. In version 2 it also stores whether the
+//! output has a character that is a word of its own ([`SOLO`]: Han, kana,
+//! Thai) or that continues the word before it ([`ATTACH`]), for the word
+//! scanner (`super::tokens` defines both).
 //!
 //! The tests check the table against the crate for every BMP code point, the
 //! boundary property against every composition pair the crate knows, and
@@ -29,10 +33,13 @@
 //! Turkish İ, final sigma, ß/ẞ, joiners, emoji).
 //!
 //! **Table layout.** A 32-bit entry per BMP character: the [`Kind`] of its
-//! output, the boundary bit and, for [`Kind::Map`], the one character it
-//! becomes. Two levels (128-character blocks, identical blocks stored once:
-//! all of CJK is one block), ~80 KB, built on first use for each option
-//! combination. Characters beyond the BMP (emoji, rare CJK) are classified
+//! output, the boundary bit, the [`SOLO`] and [`ATTACH`] bits and, for
+//! [`Kind::Map`], the one character it becomes. Two levels (128-character
+//! blocks, identical blocks stored once: all of CJK is one block), ~80 KB,
+//! built on first use for each option combination (40: the 8 of version 1's
+//! three steps, the 32 of version 2's five; a version 2 table takes longer
+//! to make, its case folding and properties read through ICU4X, but only
+//! once). Characters beyond the BMP (emoji, rare CJK) are classified
 //! on the fly with the same function.
 
 use super::normalize::NormalizeOptions;
@@ -288,6 +295,12 @@ pub(crate) struct CharTable {
     /// The lead and the continuation byte of what each of `low` maps to
     /// ([`Self::low_maps`]).
     low_maps: Box<[[u8; LOW]; 2]>,
+    /// The output of each [`Kind::Multi`] code point of `low` (kept
+    /// characters only, as [`emit`] gives them), made with the table:
+    /// `confusables` maps ASCII letters to several (`m` → `rn`), and
+    /// [`emit`] runs the folding steps again at every occurrence (the ASCII
+    /// articles' text stage with `confusables` 13.3 ns/byte, 20% of it there).
+    low_multi: Box<[Option<Box<str>>]>,
     blocks: [OnceLock<Box<[u32; BLOCK]>>; BLOCKS],
     /// The class of every code point of the BMP, a byte each, for the
     /// vector kernels' gathers ([`Self::bmp_classes`]): made on first use,
@@ -305,6 +318,19 @@ impl CharTable {
         for (c, &e) in low_classes.iter_mut().zip(low.iter()) {
             *c = class_byte(e);
         }
+        let low_multi: Box<[Option<Box<str>>]> = (0..LOW)
+            .map(|cp| {
+                (kind(low[cp]) == Kind::Multi).then(|| {
+                    let mut out = String::new();
+                    emit(
+                        char::from_u32(cp as u32).expect("below 0x800"),
+                        &opts,
+                        |c| out.push(c),
+                    );
+                    out.into_boxed_str()
+                })
+            })
+            .collect();
         let mut low_maps = Box::new([[0u8; LOW]; 2]);
         for (cp, &e) in low.iter().enumerate() {
             if e & (SOLO | ATTACH) != 0 {
@@ -336,6 +362,7 @@ impl CharTable {
             low,
             low_classes,
             low_maps,
+            low_multi,
             blocks: [const { OnceLock::new() }; BLOCKS],
             bmp: OnceLock::new(),
         }
@@ -435,6 +462,23 @@ impl CharTable {
             .then(|| [self.low_maps[0][cp], self.low_maps[1][cp]])
     }
 
+    /// The kept output of the [`Kind::Multi`] character `c` if it is below
+    /// 0x800 (made with the table; [`emit`] otherwise).
+    #[inline]
+    pub(crate) fn multi_low(&self, c: char) -> Option<&str> {
+        self.low_multi.get(c as usize)?.as_deref()
+    }
+
+    /// Pass each kept character of the [`Kind::Multi`] character `c`'s
+    /// output to `f`: [`emit`], from the table below 0x800.
+    #[inline]
+    pub(crate) fn emit_multi(&self, c: char, f: impl FnMut(char)) {
+        match self.multi_low(c) {
+            Some(out) => out.chars().for_each(f),
+            None => emit(c, &self.opts, f),
+        }
+    }
+
     /// The entry of a code point of the BMP at or above 0x800 (three-byte UTF-8).
     #[inline(always)]
     pub(crate) fn entry_bmp(&self, cp: u32) -> u32 {
@@ -501,12 +545,14 @@ impl Sink<'_> {
 
     /// A boundary character that is its own segment, by its entry.
     #[inline(always)]
-    fn push_entry(&mut self, c: char, entry: u32, opts: &NormalizeOptions) {
+    fn push_entry(&mut self, c: char, entry: u32, table: &CharTable) {
+        let opts = table.options();
         match kind(entry) {
             Kind::Keep => self.keep(c),
             Kind::Space => self.space(),
             Kind::Drop => {}
             Kind::Map => self.keep(mapped(entry)),
+            Kind::Multi if c < '\u{800}' => table.emit_multi(c, |x| self.keep(x)),
             // Multi: kept and stripped characters only; Slow here: a
             // boundary whose output mixes whitespace in (rare).
             Kind::Multi | Kind::Slow => {
@@ -548,7 +594,7 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
         if b < 0x80 && !opts.confusables {
             // ASCII is always a boundary: flush the held one, hold this.
             if let Some((_, c, e)) = held.take() {
-                sink.push_entry(c, e, &opts);
+                sink.push_entry(c, e, table);
             }
             // Runs of ASCII followed by ASCII need no holding at all.
             let mut j = i;
@@ -569,7 +615,7 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
         let e = table.entry(c);
         if e & BOUNDARY != 0 {
             if let Some((_, hc, he)) = held.take() {
-                sink.push_entry(hc, he, &opts);
+                sink.push_entry(hc, he, table);
             }
             held = Some((i, c, e));
             i += c.len_utf8();
@@ -598,7 +644,7 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
         i = end;
     }
     if let Some((_, c, e)) = held {
-        sink.push_entry(c, e, &opts);
+        sink.push_entry(c, e, table);
     }
 }
 

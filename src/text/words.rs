@@ -24,6 +24,17 @@
 //! word is the kept bytes between two whitespace runs (stripped bytes join,
 //! they never split), and the words are what [`word_hashes`] reads back from
 //! the normalized string; a property test holds the two paths equal.
+//!
+//! **Version 2's words** (`super::tokens`: a character of the scripts
+//! written without spaces is a word of its own, with the attaching
+//! characters after it) never reach the ASCII scanner (ASCII has none).
+//! The Unicode scanner makes each plain solo character (the table's
+//! `SOLO`, one output character) a run of its own in its bit masks (see
+//! `unicode_word_states`), so Chinese and Japanese words are hashed in
+//! lanes as any short word is; the rarer cases (several output characters,
+//! an attaching character after a solo or stripped one) are in zones,
+//! normalized in full and cut by `tokens::for_each_word`, the function
+//! that cuts the reference's words.
 
 use super::kernel::{classify_utf8, ScanKernels};
 use super::normalize::AsciiTable;
@@ -953,7 +964,15 @@ fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
 /// under NFKC (a combining mark, a composing jamo) or whose output has
 /// whitespace inside is *slow*: the text around it, out to the nearest
 /// ASCII whitespace on either side, is a *zone* normalized by
-/// [`unicode::normalize_into`] and split into words there. ASCII whitespace
+/// [`unicode::normalize_into`] and split into words there
+/// (`tokens::for_each_word`). In version 2 a *solo* character (the table's
+/// [`unicode::SOLO`] with one output character: Han, kana, Thai; the BMP
+/// kernel's `solo` mask) is a run of its own: its lead and the byte after
+/// it cut runs, and no join crosses the stripped characters around it
+/// (`你好，世界` is four words, not `你好世界`); an attaching character
+/// ([`unicode::ATTACH`]) whose byte before is not of a kept character that
+/// is not solo takes a zone, so that it attaches as the tokenizer decides.
+/// In blocks without either this costs a test. ASCII whitespace
 /// is a normalization boundary on both sides (it is NFKC-stable and
 /// composes with nothing) and no word crosses it, so the zones' words and
 /// the scanned words, in text order, are the words of the normalized text.
@@ -1632,11 +1651,10 @@ fn transcode(
         let entry = chars.entry_of(cp);
         match unicode::kind(entry) {
             Kind::Map => push_char(word, unicode::mapped(entry)),
-            Kind::Multi => unicode::emit(
-                char::from_u32(cp).expect("decoded from valid UTF-8"),
-                chars.options(),
-                |l| push_char(word, l),
-            ),
+            Kind::Multi => chars
+                .emit_multi(char::from_u32(cp).expect("decoded from valid UTF-8"), |l| {
+                    push_char(word, l)
+                }),
             _ => push(word, bytes[at..at + 4].try_into().expect("4 bytes"), len),
         }
         at += len;
