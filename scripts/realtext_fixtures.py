@@ -76,6 +76,12 @@ def fits(lang: str, p: str) -> bool:
     return script >= 0.6 * len(chars)
 
 
+def trigrams(p: str) -> set[str]:
+    """Character trigrams of `p` without its whitespace."""
+    t = "".join(p.split())
+    return {t[i:i + 3] for i in range(len(t) - 2)}
+
+
 def thai_templates(path: Path) -> list[str]:
     """The Thai paragraphs of a debconf templates file: each short
     description, and each paragraph of each long description (lines joined
@@ -168,7 +174,18 @@ def main():
         pool = candidates[lang]
         if len(pool) < n:
             sys.exit(f"realtext_fixtures.py: only {len(pool)} {lang} paragraphs fit")
-        picked = rng.sample(pool, n)
+        # A seeded shuffle, skipping a paragraph alike to one already drawn
+        # (boilerplate shared by several man pages): tests need distinct texts.
+        picked, grams = [], []
+        for cand in rng.sample(pool, len(pool)):
+            g = trigrams(cand[0])
+            if all(len(g & h) < 0.3 * len(g | h) for h in grams):
+                picked.append(cand)
+                grams.append(g)
+            if len(picked) == n:
+                break
+        if len(picked) < n:
+            sys.exit(f"realtext_fixtures.py: only {len(picked)} distinct {lang} paragraphs")
         with open(out / f"{lang}.txt", "w", encoding="utf-8") as f:
             for i, (p, name, version, where) in enumerate(picked, 1):
                 f.write(p + "\n")
