@@ -23,8 +23,10 @@
 //! given together (an ASCII twin and its typographic original) see the same
 //! machine load.
 //!
-//! Only `neardup::text` is used, with its default options (NFKC, lowercase,
-//! strip punctuation; word 3-shingles), the engine's recipe.
+//! Only `neardup::text` is used, with its default options (recipe version 2:
+//! NFKC, case folding, strip punctuation; word 3-shingles), the engine's
+//! recipe; `--text-version 1`, `--fold-accents` and `--confusables` change
+//! the recipe.
 
 #[path = "common/median.rs"]
 mod median;
@@ -72,6 +74,16 @@ struct Args {
     /// Phases to run, comma-separated (all of them by default).
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(PHASES))]
     phases: Vec<String>,
+    /// The recipe's version (1: lowercase, whitespace words; 2, the
+    /// default: case folding, words in scripts written without spaces).
+    #[arg(long, default_value_t = neardup::text::TEXT_VERSION)]
+    text_version: u8,
+    /// Version 2's opt-in accent folding.
+    #[arg(long)]
+    fold_accents: bool,
+    /// Version 2's opt-in look-alike mapping.
+    #[arg(long)]
+    confusables: bool,
 }
 
 fn main() {
@@ -81,9 +93,16 @@ fn main() {
         .into_iter()
         .filter(|p| args.phases.is_empty() || args.phases.iter().any(|q| q == p))
         .collect();
-    let words = Tokenizer::new(NormalizeOptions::default(), ShingleOptions::default(), SEED);
+    let opts = NormalizeOptions {
+        version: args.text_version,
+        fold_accents: args.fold_accents,
+        confusables: args.confusables,
+        ..NormalizeOptions::default()
+    };
+    opts.check().unwrap_or_else(|e| panic!("{e}"));
+    let words = Tokenizer::new(opts, ShingleOptions::default(), SEED);
     let chars = Tokenizer::new(
-        NormalizeOptions::default(),
+        opts,
         ShingleOptions {
             kind: ShingleKind::Char,
             k: 5,
@@ -91,7 +110,6 @@ fn main() {
         },
         SEED,
     );
-    let opts = NormalizeOptions::default();
     let mut scratch = Scratch::default();
 
     // Per file: the whole file, then its groups.

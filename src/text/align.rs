@@ -16,6 +16,7 @@
 //! never splits a character, a combining sequence or an emoji.
 
 use super::normalize::{normalize, NormalizeOptions};
+use super::tokens::{for_each_word, WordSplit};
 use unicode_normalization::UnicodeNormalization;
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -52,29 +53,27 @@ pub struct Aligned {
     /// One per `char` of `normalized`, in order.
     pub spans: Vec<Span>,
     pub alignment: Alignment,
+    /// How `normalized` is cut into words (the recipe version's rule).
+    split: WordSplit,
 }
 
 impl Aligned {
-    /// The words of the normalized text (word shingles' units), each with
-    /// the span from its first character's origin to its last's.
+    /// The words of the normalized text (word shingles' units, cut as the
+    /// shingles cut them: `tokens::for_each_word`), each with the span from
+    /// its first character's origin to its last's. Words that come from one
+    /// piece of the original (two ideographs of one compatibility
+    /// character, `㍻` → `平` `成`) share its span, so a passage cut at
+    /// word spans still never splits a grapheme of the original.
     pub fn words(&self) -> Vec<(&str, Span)> {
+        // The byte offset of each character of `normalized`.
+        let starts: Vec<usize> = self.normalized.char_indices().map(|(i, _)| i).collect();
         let mut out = Vec::new();
-        let mut chars = self.normalized.char_indices().enumerate().peekable();
-        while let Some((first_i, (start, c))) = chars.next() {
-            if c == ' ' {
-                continue;
-            }
-            let (mut last_i, mut end) = (first_i, start + c.len_utf8());
-            while let Some(&(i, (at, c))) = chars.peek() {
-                if c == ' ' {
-                    break;
-                }
-                (last_i, end) = (i, at + c.len_utf8());
-                chars.next();
-            }
-            let span = (self.spans[first_i].0, self.spans[last_i].1);
-            out.push((&self.normalized[start..end], span));
-        }
+        for_each_word(&self.normalized, self.split, |s, e| {
+            let first = starts.partition_point(|&b| b < s);
+            let last = starts.partition_point(|&b| b < e) - 1;
+            let span = (self.spans[first].0, self.spans[last].1);
+            out.push((&self.normalized[s..e], span));
+        });
         out
     }
 
@@ -91,6 +90,7 @@ impl Aligned {
 /// Align `text` under the recipe `opts`.
 pub fn align(text: &str, opts: &NormalizeOptions) -> Aligned {
     let expected = normalize(text, opts);
+    let split = WordSplit::of(opts);
     if text.is_ascii() {
         // Every byte is a character, NFKC leaves it alone, and the one
         // multi-byte grapheme of ASCII (CR LF) is whitespace either way.
@@ -104,6 +104,7 @@ pub fn align(text: &str, opts: &NormalizeOptions) -> Aligned {
                 normalized: expected,
                 spans,
                 alignment: Alignment::Grapheme,
+                split,
             };
         }
     }
@@ -113,6 +114,7 @@ pub fn align(text: &str, opts: &NormalizeOptions) -> Aligned {
             normalized: expected,
             spans,
             alignment: Alignment::Grapheme,
+            split,
         };
     }
     if let Some(spans) = trace(whitespace_runs(text), opts, &expected) {
@@ -120,6 +122,7 @@ pub fn align(text: &str, opts: &NormalizeOptions) -> Aligned {
             normalized: expected,
             spans,
             alignment: Alignment::Word,
+            split,
         };
     }
     let spans = vec![(0, text.len()); expected.chars().count()];
@@ -127,6 +130,7 @@ pub fn align(text: &str, opts: &NormalizeOptions) -> Aligned {
         normalized: expected,
         spans,
         alignment: Alignment::Text,
+        split,
     }
 }
 
@@ -176,13 +180,7 @@ fn trace<'a>(
                 spans.push(span);
             }
         };
-        let mut lower = |c: char| {
-            if opts.lowercase && !c.is_lowercase() {
-                c.to_lowercase().for_each(&mut emit);
-            } else {
-                emit(c);
-            }
-        };
+        let mut lower = |c: char| super::fold::fold_char(c, opts, &mut emit);
         if opts.nfkc {
             piece.nfkc().for_each(&mut lower);
         } else {
@@ -301,6 +299,59 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Version 2's words (a word per solo character with what attaches
+    /// to it) are the units, as the shingles cut them, and their spans
+    /// start and end at grapheme boundaries of the original, in both
+    /// versions and with every step of version 2.
+    #[test]
+    fn words_are_the_shingles_words_and_never_split_a_grapheme() {
+        use crate::text::tokens::words;
+        for o in crate::text::normalize::all_options() {
+            for text in [
+                "iPhone15发布会，2024年！",
+                "ソニーのPlayStation 5が発売された。ｶﾀｶﾅ",
+                "ภาษาไทย กินข้าว ที่นี่",
+                "㍻ ㌔ 𠀀𠀁 e\u{301}日\u{301}",
+                "Straße ΣΊΣΥΦΟΣ pаypal café гололёд",
+                "👩\u{200d}💻 日本 🇫🇷",
+            ] {
+                let a = align(text, &o);
+                let units: Vec<&str> = a.words().iter().map(|w| w.0).collect();
+                assert_eq!(
+                    units,
+                    words(&a.normalized, WordSplit::of(&o)),
+                    "{text:?} {o:?}"
+                );
+                let bounds: Vec<usize> = text
+                    .grapheme_indices(true)
+                    .map(|(i, _)| i)
+                    .chain([text.len()])
+                    .collect();
+                for (w, (s, e)) in a.words() {
+                    assert!(
+                        bounds.contains(&s) && bounds.contains(&e),
+                        "{w:?} at {s}..{e} of {text:?} ({o:?})"
+                    );
+                }
+            }
+        }
+        let a = align("iPhone15发布会", &NormalizeOptions::default());
+        let spans: Vec<(&str, &str)> = a
+            .words()
+            .iter()
+            .map(|(w, (s, e))| (*w, &"iPhone15发布会"[*s..*e]))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                ("iphone15", "iPhone15"),
+                ("发", "发"),
+                ("布", "布"),
+                ("会", "会")
+            ]
+        );
     }
 
     proptest! {

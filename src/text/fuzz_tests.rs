@@ -3,22 +3,18 @@
 //! normalize → shingle (word and char, k 1..=6, set and multiset) → MinHash.
 //! Nothing may panic, and each stage's output contract must hold.
 
-use super::{normalize, NormalizeOptions, ShingleKind, ShingleOptions, Shingler, Tokenizer};
+use super::{
+    normalize, NormalizeOptions, ShingleKind, ShingleOptions, Shingler, Tokenizer, WordSplit,
+};
 use crate::minhash::{estimate, MinHasher};
 use proptest::prelude::*;
 
 const NUM_PERM: usize = 32;
 const SEED: u64 = 7;
 
+/// Every valid option combination, of both recipe versions.
 fn normalize_options() -> impl Strategy<Value = NormalizeOptions> {
-    (any::<bool>(), any::<bool>(), any::<bool>()).prop_map(|(nfkc, lowercase, strip)| {
-        NormalizeOptions {
-            nfkc,
-            lowercase,
-            strip_punctuation: strip,
-            ..NormalizeOptions::default()
-        }
-    })
+    (0..super::normalize::OPTIONS).prop_map(|o| super::normalize::all_options()[o])
 }
 
 fn shingle_options() -> impl Strategy<Value = ShingleOptions> {
@@ -82,7 +78,7 @@ proptest! {
         // sequence that NFKC composes further, e.g. "Ά\u{345}" → "ά\u{345}"
         // → "ᾴ", so normalize(normalize(x)) may differ in rare Greek cases.)
 
-        let shingler = Shingler::new(sopts, SEED);
+        let shingler = Shingler::new(sopts, SEED).with_split(WordSplit::of(&nopts));
         let result = shingler.shingle(&norm);
         // The one-call tokenizer (with its reused scratch buffers) agrees.
         let tokenizer = Tokenizer::new(nopts, sopts, SEED);

@@ -1,8 +1,13 @@
 //! Text → shingle set: the first two stages of the pipeline.
 //!
 //! Pure functions with no I/O. [`normalize()`] applies the recipe from
-//! `docs/examples.md` (NFKC, lowercase, strip everything that is neither a word
-//! character nor whitespace, collapse whitespace, trim); [`shingle`] cuts the
+//! `docs/examples.md` (NFKC, fold case, strip everything that is neither a word
+//! character nor whitespace, collapse whitespace, trim), in the version the
+//! options name (version 2, the default: full case folding, opt-in accent
+//! folding and look-alike mapping, `fold`; version 1, lowercasing, for data
+//! from before versions); [`tokens`] cuts its words (at spaces, and in
+//! version 2 around each character of the scripts written without spaces:
+//! Han, kana, Thai); [`shingle`] cuts the
 //! normalized string into word or character k-grams and hashes each one to a
 //! 32-bit value, word shingles from per-word hashes ([`words`]). The
 //! [`Tokenizer`] bundles both with reusable scratch buffers, and for word
@@ -17,19 +22,26 @@
 //! the original it came from (for explanations).
 
 pub mod align;
+mod fold;
 mod kernel;
 pub mod normalize;
 pub mod shingle;
+pub mod tokens;
 mod unicode;
 pub mod words;
 
 #[cfg(test)]
 mod fuzz_tests;
+#[cfg(test)]
+mod legacy_tests;
+#[cfg(test)]
+mod scripts_tests;
 
 pub use normalize::{
     normalize, normalize_into, recipe_version, NormalizeOptions, LEGACY_TEXT_VERSION, TEXT_VERSION,
 };
 pub use shingle::{Scratch, ShingleKind, ShingleOptions, ShingleSet, Shingler, TextError};
+pub use tokens::WordSplit;
 
 /// Normalizer + shingler with per-call scratch buffers; cheap to construct,
 /// `Sync`, so one instance serves every thread.
@@ -43,7 +55,7 @@ impl Tokenizer {
     pub fn new(normalize: NormalizeOptions, shingle: ShingleOptions, seed: u64) -> Self {
         Self {
             normalize,
-            shingler: Shingler::new(shingle, seed),
+            shingler: Shingler::new(shingle, seed).with_split(WordSplit::of(&normalize)),
         }
     }
 

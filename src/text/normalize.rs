@@ -1,7 +1,12 @@
 //! The normalization recipe (see `docs/examples.md`):
 //!
 //! 1. Unicode NFKC (ligatures, full-width forms and compatibility characters fold);
-//! 2. lowercase (full Unicode case mapping);
+//! 2. fold case: in version 2 ([`TEXT_VERSION`], the default) full Unicode
+//!    case folding (`ß` = `ss`, final sigma = sigma), then, if asked, fold
+//!    accents and map look-alikes to their prototypes; in version 1
+//!    ([`LEGACY_TEXT_VERSION`], data from before versions, kept bit for bit)
+//!    lowercasing. Per character, context-free: `super::fold` says what each
+//!    step does and why;
 //! 3. remove every character that is neither a word character nor whitespace —
 //!    removed, not replaced: `don't` becomes `dont`, `50,000` becomes `50000`;
 //! 4. collapse whitespace runs to one ASCII space and trim.
@@ -9,10 +14,15 @@
 //! A *word character* is a Unicode alphanumeric (`char::is_alphanumeric`: the
 //! Alphabetic and Numeric properties, which keep the combining vowel signs of
 //! Indic scripts inside their words) or `_`. Each step can be switched off.
+//! The words of the result (word shingles' units) are cut by
+//! `super::tokens`: at spaces, and in version 2 also around each character
+//! of the scripts written without spaces (Han, kana, Thai...); the string
+//! itself has no space added.
 //!
 //! The output is built in one pass into a caller-owned buffer; pure ASCII
 //! input skips NFKC (ASCII is NFKC-invariant) and takes a byte-level fast
-//! path; other text goes character by character through the lookup table
+//! path (but with `confusables`, which maps ASCII letters to others: `m` →
+//! `rn`); other text goes character by character through the lookup table
 //! of `super::unicode`, with the full NFKC algorithm only around the
 //! characters that interact with their neighbours. Both are tested against
 //! `reference_normalize` (in tests), the recipe spelled out step by step.
@@ -130,7 +140,8 @@ pub fn normalize(text: &str, opts: &NormalizeOptions) -> String {
 pub fn normalize_into(text: &str, opts: &NormalizeOptions, out: &mut String) {
     out.clear();
     out.reserve(text.len());
-    if text.is_ascii() {
+    // `confusables` maps ASCII too (`m` → `rn`): not a byte-for-byte table.
+    if text.is_ascii() && !opts.confusables {
         normalize_ascii(text.as_bytes(), opts, out);
         return;
     }
@@ -150,12 +161,51 @@ pub(crate) fn reference_normalize(text: &str, opts: &NormalizeOptions) -> String
         strip: opts.strip_punctuation,
     };
     if opts.nfkc {
-        push_all(&mut sink, text.nfkc(), opts.lowercase);
+        push_all(&mut sink, text.nfkc(), opts);
     } else {
-        push_all(&mut sink, text.chars(), opts.lowercase);
+        push_all(&mut sink, text.chars(), opts);
     }
     out
 }
+
+/// Every valid option combination: the 8 of version 1's three steps, then
+/// the 32 of version 2's five (tests loop or draw over them by index).
+#[cfg(test)]
+pub(crate) fn all_options() -> Vec<NormalizeOptions> {
+    let mut v = Vec::new();
+    for version in [LEGACY_TEXT_VERSION, TEXT_VERSION] {
+        let extra = if version >= 2 { 4 } else { 1 };
+        for x in 0..extra {
+            for o in 0..8 {
+                v.push(NormalizeOptions {
+                    version,
+                    nfkc: o & 4 == 0,
+                    lowercase: o & 2 == 0,
+                    strip_punctuation: o & 1 == 0,
+                    fold_accents: x & 1 != 0,
+                    confusables: x & 2 != 0,
+                });
+            }
+        }
+    }
+    v
+}
+
+/// A sample of [`all_options`] for the slower tests: of each version, all
+/// steps, none of the three, no NFKC; and version 2 with `fold_accents`,
+/// `confusables` and both.
+#[cfg(test)]
+pub(crate) fn some_options() -> Vec<NormalizeOptions> {
+    let all = all_options();
+    [0, 3, 4, 8, 11, 12, 16, 24, 32, 39]
+        .into_iter()
+        .map(|i| all[i])
+        .collect()
+}
+
+/// How many [`all_options`] there are.
+#[cfg(test)]
+pub(crate) const OPTIONS: usize = 40;
 
 /// The recipe for one ASCII byte, as a lookup: the byte to keep (already
 /// lowercased if asked), [`SPACE`](Self::SPACE) for whitespace or
@@ -234,16 +284,12 @@ fn normalize_ascii(text: &[u8], opts: &NormalizeOptions, out: &mut String) {
     *out = String::from_utf8(buf).expect("ASCII in, ASCII out");
 }
 
+/// Each character through the per-character steps (`super::fold`), then
+/// classified.
 #[cfg(test)]
-fn push_all(sink: &mut Sink<'_>, chars: impl Iterator<Item = char>, lowercase: bool) {
+fn push_all(sink: &mut Sink<'_>, chars: impl Iterator<Item = char>, opts: &NormalizeOptions) {
     for c in chars {
-        if lowercase && !c.is_lowercase() {
-            for l in c.to_lowercase() {
-                sink.push(l);
-            }
-        } else {
-            sink.push(c);
-        }
+        super::fold::fold_char(c, opts, |l| sink.push(l));
     }
 }
 
@@ -318,7 +364,13 @@ mod tests {
 
     #[test]
     fn unicode_lowercase_and_letters_survive() {
-        assert_eq!(norm("Straße ÉCOLE Ωμέγα"), "straße école ωμέγα");
+        // Version 2 folds case (ß = ss, final sigma = sigma); version 1 lowercases.
+        assert_eq!(norm("Straße ÉCOLE Ωμέγα"), "strasse école ωμέγα");
+        assert_eq!(norm("STRASSENBAHN"), norm("Straßenbahn"));
+        assert_eq!(norm("ΣΊΣΥΦΟΣ"), norm("σίσυφος"));
+        let v1 = NormalizeOptions::default().legacy();
+        assert_eq!(normalize("Straße ÉCOLE Ωμέγα", &v1), "straße école ωμέγα");
+        assert_ne!(normalize("ΣΊΣΥΦΟΣ", &v1), normalize("σίσυφος", &v1));
         assert_eq!(norm("日本語のテキスト。"), "日本語のテキスト");
         assert_eq!(norm("שלום, עולם"), "שלום עולם");
     }
@@ -347,7 +399,15 @@ mod tests {
             nfkc: false,
             ..Default::default()
         };
-        assert_eq!(normalize("ﬁne", &no_nfkc), "ﬁne");
+        // Case folding maps the ligature itself (CaseFolding.txt: ﬁ → fi);
+        // lowercasing (version 1) or no case step leaves it.
+        assert_eq!(normalize("ﬁne", &no_nfkc), "fine");
+        assert_eq!(normalize("ﬁne", &no_nfkc.legacy()), "ﬁne");
+        let neither = NormalizeOptions {
+            lowercase: false,
+            ..no_nfkc
+        };
+        assert_eq!(normalize("ﬁne", &neither), "ﬁne");
     }
 
     /// The `char` path, run on any input (the reference for the byte path).
@@ -360,7 +420,7 @@ mod tests {
                 strip: opts.strip_punctuation,
             },
             s.chars(),
-            opts.lowercase,
+            opts,
         );
         out
     }

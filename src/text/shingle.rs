@@ -34,6 +34,7 @@
 //! Jaccard score is the multiset one. The first occurrence keeps the plain
 //! hash, so documents without repeats have the same set in both modes.
 
+use super::tokens::{for_each_word, WordSplit};
 use super::words::{self, fmix64, word_key};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
@@ -124,6 +125,8 @@ impl ShingleSet {
 #[derive(Clone, Debug)]
 pub struct Shingler {
     opts: ShingleOptions,
+    /// How a normalized string is cut into words (the recipe version's rule).
+    split: WordSplit,
     seed: u64,
     /// Start of every word hash ([`words::word_key`]).
     word_key: u64,
@@ -181,11 +184,24 @@ impl Shingler {
             .collect();
         Self {
             opts,
+            split: WordSplit::Scripts,
             seed,
             word_key: word_key(seed),
             base,
             weights,
         }
+    }
+
+    /// This shingler, cutting normalized strings into words by `split`
+    /// (the default, [`WordSplit::Scripts`], is the current recipe
+    /// version's; [`Tokenizer`](super::Tokenizer) sets its recipe's).
+    pub fn with_split(self, split: WordSplit) -> Self {
+        Self { split, ..self }
+    }
+
+    /// How normalized strings are cut into words.
+    pub fn split(&self) -> WordSplit {
+        self.split
     }
 
     pub(crate) fn word_key(&self) -> u64 {
@@ -222,7 +238,7 @@ impl Shingler {
         match self.opts.kind {
             ShingleKind::Word => {
                 scratch.words.clear();
-                words::word_hashes(normalized, self.word_key, &mut scratch.words);
+                words::word_hashes(normalized, self.split, self.word_key, &mut scratch.words);
                 self.combine(&scratch.words, &mut scratch.hashes);
             }
             ShingleKind::Char => self.char_hashes(normalized, &mut scratch.hashes),
@@ -324,10 +340,10 @@ impl Shingler {
     pub fn hash_shingle_string(&self, shingle: &str) -> u32 {
         match self.opts.kind {
             ShingleKind::Word => {
-                let words: Vec<u64> = shingle
-                    .split(' ')
-                    .map(|w| words::word_hash(w.as_bytes(), self.word_key))
-                    .collect();
+                let mut words = Vec::new();
+                for_each_word(shingle, self.split, |s, e| {
+                    words.push(words::word_hash(&shingle.as_bytes()[s..e], self.word_key))
+                });
                 self.shingle_of(&words)
             }
             ShingleKind::Char => self.hash(shingle),

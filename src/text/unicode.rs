@@ -17,10 +17,14 @@
 //! table stores already lowercased and classified. Longer segments (a
 //! letter and the marks that follow it, jamo sequences, a mark at the start
 //! of the text) go through `unicode-normalization`'s NFKC, the same code the
-//! reference path runs on the whole text. Lowercasing (`char::to_lowercase`,
+//! reference path runs on the whole text. Case (lowercasing in version 1,
+//! case folding in version 2), accents and look-alikes (`super::fold`, all
 //! context-free) and the class of each resulting character (whitespace,
 //! word character, or stripped) are per-character steps after NFKC, so the
-//! table can store their result.
+//! table can store their result. In version 2 it also stores whether the
+//! output has a character that is a word of its own ([`SOLO`]: Han, kana,
+//! Thai) or that continues the word before it ([`ATTACH`]), for the word
+//! scanner (`super::tokens` defines both).
 //!
 //! The tests check the table against the crate for every BMP code point, the
 //! boundary property against every composition pair the crate knows, and
@@ -29,10 +33,13 @@
 //! Turkish İ, final sigma, ß/ẞ, joiners, emoji).
 //!
 //! **Table layout.** A 32-bit entry per BMP character: the [`Kind`] of its
-//! output, the boundary bit and, for [`Kind::Map`], the one character it
-//! becomes. Two levels (128-character blocks, identical blocks stored once:
-//! all of CJK is one block), ~80 KB, built on first use for each option
-//! combination. Characters beyond the BMP (emoji, rare CJK) are classified
+//! output, the boundary bit, the [`SOLO`] and [`ATTACH`] bits and, for
+//! [`Kind::Map`], the one character it becomes. Two levels (128-character
+//! blocks, identical blocks stored once: all of CJK is one block), ~80 KB,
+//! built on first use for each option combination (40: the 8 of version 1's
+//! three steps, the 32 of version 2's five; a version 2 table takes longer
+//! to make, its case folding and properties read through ICU4X, but only
+//! once). Characters beyond the BMP (emoji, rare CJK) are classified
 //! on the fly with the same function.
 
 use super::normalize::NormalizeOptions;
@@ -74,6 +81,25 @@ pub(crate) const SLOW: u32 = 1 << 3;
 pub(crate) const BOUNDARY: u32 = 1 << 4;
 /// With [`GATHER`]: the output is several characters ([`Kind::Multi`]).
 const MULTI: u32 = 1 << 5;
+/// Version 2 only: the output has a solo character (a word of its own,
+/// `super::tokens`: Han, kana, Thai...). Not a [`Kind`]: the normalizer
+/// reads the entry as it would without it. The word scanner makes a
+/// [`Kind::Keep`] or [`Kind::Map`] one (its output is one solo
+/// character) a word of its own, and treats the others as [`SLOW`]
+/// (see [`solo_inline`]).
+pub(crate) const SOLO: u32 = 1 << 6;
+/// Version 2 only: the output has a kept attaching character (a combining
+/// vowel sign: `super::tokens`), which continues the word before it, a
+/// solo character's too: the word scanner checks what precedes it.
+pub(crate) const ATTACH: u32 = 1 << 7;
+
+/// Whether the word scanner cuts a [`SOLO`] character's word itself: its
+/// output is the one solo character (a [`Kind::Keep`] or [`Kind::Map`]
+/// entry), not several characters or a segment to normalize.
+#[inline(always)]
+pub(crate) fn solo_inline(entry: u32) -> bool {
+    entry & (SOLO | SLOW | MULTI) == SOLO
+}
 /// The output character of a [`Kind::Map`] entry is stored from this bit on.
 const CHAR_SHIFT: u32 = 8;
 
@@ -138,15 +164,11 @@ fn class_of(c: char, opts: &NormalizeOptions) -> Class {
     }
 }
 
-/// Lowercase as the reference does: lowercase characters stay, others take
-/// their full (context-free) lowercase mapping.
+/// The recipe's per-character steps after NFKC (case, accents,
+/// look-alikes: `super::fold`), as the reference applies them.
 #[inline]
-pub(crate) fn lower(c: char, opts: &NormalizeOptions, mut f: impl FnMut(char)) {
-    if opts.lowercase && !c.is_lowercase() {
-        c.to_lowercase().for_each(f);
-    } else {
-        f(c)
-    }
+pub(crate) fn lower(c: char, opts: &NormalizeOptions, f: impl FnMut(char)) {
+    super::fold::fold_char(c, opts, f)
 }
 
 fn is_stable(c: char) -> bool {
@@ -192,7 +214,16 @@ pub(crate) fn classify(c: char, opts: &NormalizeOptions) -> u32 {
         (false, true) if out.len() == 1 => Kind::Map,
         (false, true) => Kind::Multi,
     };
+    let unit = |u| {
+        opts.version >= 2
+            && out
+                .iter()
+                .any(|&o| class_of(o, opts) == Class::Kept && super::tokens::unit(o) == u)
+    };
+    let flag = |yes: bool, bit: u32| if yes { bit } else { 0 };
     entry_of(kind, true, out.first().copied().unwrap_or('\0'))
+        | flag(unit(super::tokens::Unit::Solo), SOLO)
+        | flag(unit(super::tokens::Unit::Attach), ATTACH)
 }
 
 /// The output of a boundary character `c` that is its own segment, each
@@ -225,9 +256,14 @@ pub(crate) const CLASS_KEPT: u8 = 1;
 pub(crate) const CLASS_SPACE: u8 = 2;
 pub(crate) const CLASS_FLAGGED: u8 = 4;
 /// A [`Kind::Map`] character that maps to one two-byte character
-/// ([`mapped_low`]; also [`CLASS_FLAGGED`]): [`CharTable::low_maps`] has
-/// its bytes.
+/// ([`mapped_low`]), or a [`Kind::Multi`] one whose output is two bytes
+/// (version 2's `ß` → `ss`; also [`CLASS_FLAGGED`]): [`CharTable::low_maps`]
+/// has its bytes.
 pub(crate) const CLASS_MAPPED: u8 = 8;
+/// A solo character that is its own output ([`SOLO`], [`Kind::Keep`]):
+/// a word of its own, which the scanner cuts without a lookup (not
+/// [`CLASS_FLAGGED`]).
+pub(crate) const CLASS_SOLO: u8 = 16;
 /// Code points of the BMP (up to three-byte UTF-8).
 pub(crate) const BMP: usize = 0x10000;
 /// Bytes of [`CharTable::bmp_classes`]: a class for each code point of the
@@ -235,10 +271,15 @@ pub(crate) const BMP: usize = 0x10000;
 pub(crate) const BMP_CLASSES: usize = BMP + 3;
 
 /// The class bits of `entry` ([`CLASS_KEPT`], [`CLASS_SPACE`],
-/// [`CLASS_FLAGGED`]).
+/// [`CLASS_FLAGGED`]: [`GATHER`], [`SLOW`], [`ATTACH`], or [`SOLO`] but
+/// for [`CLASS_SOLO`]).
 fn class_byte(entry: u32) -> u8 {
     let has = |bits: u32, class: u8| if entry & bits != 0 { class } else { 0 };
-    has(KEPT, CLASS_KEPT) | has(SPACE, CLASS_SPACE) | has(GATHER | SLOW, CLASS_FLAGGED)
+    let plain_solo = entry & (SOLO | GATHER | SLOW) == SOLO;
+    has(KEPT, CLASS_KEPT)
+        | has(SPACE, CLASS_SPACE)
+        | has(GATHER | SLOW | ATTACH, CLASS_FLAGGED)
+        | if plain_solo { CLASS_SOLO } else { 0 }
 }
 
 /// The entries of the BMP for one option combination: the two-byte range
@@ -254,6 +295,12 @@ pub(crate) struct CharTable {
     /// The lead and the continuation byte of what each of `low` maps to
     /// ([`Self::low_maps`]).
     low_maps: Box<[[u8; LOW]; 2]>,
+    /// The output of each [`Kind::Multi`] code point of `low` (kept
+    /// characters only, as [`emit`] gives them), made with the table:
+    /// `confusables` maps ASCII letters to several (`m` → `rn`), and
+    /// [`emit`] runs the folding steps again at every occurrence (the ASCII
+    /// articles' text stage with `confusables` 13.3 ns/byte, 20% of it there).
+    low_multi: Box<[Option<Box<str>>]>,
     blocks: [OnceLock<Box<[u32; BLOCK]>>; BLOCKS],
     /// The class of every code point of the BMP, a byte each, for the
     /// vector kernels' gathers ([`Self::bmp_classes`]): made on first use,
@@ -271,12 +318,43 @@ impl CharTable {
         for (c, &e) in low_classes.iter_mut().zip(low.iter()) {
             *c = class_byte(e);
         }
+        let low_multi: Box<[Option<Box<str>>]> = (0..LOW)
+            .map(|cp| {
+                (kind(low[cp]) == Kind::Multi).then(|| {
+                    let mut out = String::new();
+                    emit(
+                        char::from_u32(cp as u32).expect("below 0x800"),
+                        &opts,
+                        |c| out.push(c),
+                    );
+                    out.into_boxed_str()
+                })
+            })
+            .collect();
         let mut low_maps = Box::new([[0u8; LOW]; 2]);
         for (cp, &e) in low.iter().enumerate() {
-            if let Some(to) = mapped_low(e) {
+            if e & (SOLO | ATTACH) != 0 {
+                continue;
+            }
+            let two = if let Some(to) = mapped_low(e) {
+                Some([0xc0 | (to >> 6) as u8, 0x80 | (to & 0x3f) as u8])
+            } else if kind(e) == Kind::Multi {
+                // Two bytes of output, as version 2's `ß` → `ss`: written
+                // over the character's two bytes as a capital's are.
+                let mut out = String::new();
+                emit(
+                    char::from_u32(cp as u32).expect("below 0x800"),
+                    &opts,
+                    |c| out.push(c),
+                );
+                <[u8; 2]>::try_from(out.as_bytes()).ok()
+            } else {
+                None
+            };
+            if let Some([lead, cont]) = two {
                 low_classes[cp] |= CLASS_MAPPED;
-                low_maps[0][cp] = 0xc0 | (to >> 6) as u8;
-                low_maps[1][cp] = 0x80 | (to & 0x3f) as u8;
+                low_maps[0][cp] = lead;
+                low_maps[1][cp] = cont;
             }
         }
         Self {
@@ -284,6 +362,7 @@ impl CharTable {
             low,
             low_classes,
             low_maps,
+            low_multi,
             blocks: [const { OnceLock::new() }; BLOCKS],
             bmp: OnceLock::new(),
         }
@@ -300,13 +379,19 @@ impl CharTable {
         b
     }
 
-    /// The table for `opts`, created on first use.
+    /// The table for `opts`, created on first use (each of the 8
+    /// combinations of version 1's steps, and the 32 of version 2's).
     pub(crate) fn get(opts: &NormalizeOptions) -> &'static CharTable {
-        static TABLES: [OnceLock<CharTable>; 8] = [const { OnceLock::new() }; 8];
-        let i = usize::from(opts.nfkc) * 4
+        static TABLES: [OnceLock<CharTable>; 40] = [const { OnceLock::new() }; 40];
+        let steps = usize::from(opts.nfkc) * 4
             + usize::from(opts.lowercase) * 2
             + usize::from(opts.strip_punctuation);
-        TABLES[i].get_or_init(|| CharTable::new(*opts))
+        let version = if opts.version >= 2 {
+            1 + usize::from(opts.fold_accents) + 2 * usize::from(opts.confusables)
+        } else {
+            0
+        };
+        TABLES[version * 8 + steps].get_or_init(|| CharTable::new(*opts))
     }
 
     pub(crate) fn options(&self) -> &NormalizeOptions {
@@ -365,6 +450,33 @@ impl CharTable {
             }
             all
         })
+    }
+
+    /// The two bytes that the two-byte character `cp` (0x80–0x7FF) becomes
+    /// if it is [`CLASS_MAPPED`] (a capital that maps to one two-byte
+    /// character, or a character that maps to two bytes: `ß` → `ss`).
+    #[inline(always)]
+    pub(crate) fn low_map(&self, cp: u32) -> Option<[u8; 2]> {
+        let cp = cp as usize & (LOW - 1);
+        (self.low_classes[cp] & CLASS_MAPPED != 0)
+            .then(|| [self.low_maps[0][cp], self.low_maps[1][cp]])
+    }
+
+    /// The kept output of the [`Kind::Multi`] character `c` if it is below
+    /// 0x800 (made with the table; [`emit`] otherwise).
+    #[inline]
+    pub(crate) fn multi_low(&self, c: char) -> Option<&str> {
+        self.low_multi.get(c as usize)?.as_deref()
+    }
+
+    /// Pass each kept character of the [`Kind::Multi`] character `c`'s
+    /// output to `f`: [`emit`], from the table below 0x800.
+    #[inline]
+    pub(crate) fn emit_multi(&self, c: char, f: impl FnMut(char)) {
+        match self.multi_low(c) {
+            Some(out) => out.chars().for_each(f),
+            None => emit(c, &self.opts, f),
+        }
     }
 
     /// The entry of a code point of the BMP at or above 0x800 (three-byte UTF-8).
@@ -433,12 +545,14 @@ impl Sink<'_> {
 
     /// A boundary character that is its own segment, by its entry.
     #[inline(always)]
-    fn push_entry(&mut self, c: char, entry: u32, opts: &NormalizeOptions) {
+    fn push_entry(&mut self, c: char, entry: u32, table: &CharTable) {
+        let opts = table.options();
         match kind(entry) {
             Kind::Keep => self.keep(c),
             Kind::Space => self.space(),
             Kind::Drop => {}
             Kind::Map => self.keep(mapped(entry)),
+            Kind::Multi if c < '\u{800}' => table.emit_multi(c, |x| self.keep(x)),
             // Multi: kept and stripped characters only; Slow here: a
             // boundary whose output mixes whitespace in (rare).
             Kind::Multi | Kind::Slow => {
@@ -475,10 +589,12 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        if b < 0x80 {
+        // With `confusables` ASCII maps to other characters (`m` → `rn`):
+        // its entries, below, not the byte table.
+        if b < 0x80 && !opts.confusables {
             // ASCII is always a boundary: flush the held one, hold this.
             if let Some((_, c, e)) = held.take() {
-                sink.push_entry(c, e, &opts);
+                sink.push_entry(c, e, table);
             }
             // Runs of ASCII followed by ASCII need no holding at all.
             let mut j = i;
@@ -499,7 +615,7 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
         let e = table.entry(c);
         if e & BOUNDARY != 0 {
             if let Some((_, hc, he)) = held.take() {
-                sink.push_entry(hc, he, &opts);
+                sink.push_entry(hc, he, table);
             }
             held = Some((i, c, e));
             i += c.len_utf8();
@@ -511,7 +627,7 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
         let mut end = i + c.len_utf8();
         while end < bytes.len() {
             let next = text[end..].chars().next().expect("a char starts here");
-            if next.is_ascii() || table.entry(next) & BOUNDARY != 0 {
+            if table.entry(next) & BOUNDARY != 0 {
                 break;
             }
             end += next.len_utf8();
@@ -528,7 +644,7 @@ pub(crate) fn normalize_into(text: &str, table: &CharTable, out: &mut String) {
         i = end;
     }
     if let Some((_, c, e)) = held {
-        sink.push_entry(c, e, &opts);
+        sink.push_entry(c, e, table);
     }
 }
 
@@ -546,9 +662,11 @@ fn ascii_entry(class: u8) -> u32 {
 }
 
 #[cfg(test)]
-/// Strings of the hard cases for NFKC, lowercasing and classes (combining
+/// Strings of the hard cases for NFKC, case and classes (combining
 /// marks, jamo, compatibility characters, İ, sigma, ß, joiners, emoji,
-/// Tibetan and Kannada vowels that decompose or compose), mixed with ASCII
+/// Tibetan and Kannada vowels that decompose or compose) and of version 2
+/// (solo characters and what attaches to them, accents that fold or stay,
+/// look-alikes, unassigned and private-use code points), mixed with ASCII
 /// letters, spaces and punctuation.
 pub(crate) fn hard_text(max_len: usize) -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::prelude::*;
@@ -603,8 +721,47 @@ pub(crate) fn hard_text(max_len: usize) -> impl proptest::strategy::Strategy<Val
         Just('Ω'),
         Just('\u{2126}'),
     ];
+    // Version 2's cases: solo characters (Han, kana, Thai, an astral
+    // ideograph) and what attaches to them, accents that fold or stay,
+    // look-alikes (ASCII ones too).
+    let scripts = prop_oneof![
+        Just('日'),
+        Just('本'),
+        Just('の'),
+        Just('カ'),
+        Just('ー'),
+        Just('ァ'),
+        Just('\u{20000}'),
+        Just('ก'),
+        Just('ไ'),
+        Just('\u{e34}'),
+        Just('\u{e33}'),
+        Just('\u{e48}'),
+        Just('ຫ'),
+        Just('ក'),
+        Just('\u{17b6}'),
+        Just('ह'),
+        Just('\u{93f}'),
+        Just('\u{64e}'),
+        Just('\u{5b8}'),
+        Just('ё'),
+        Just('Ё'),
+        Just('а'),
+        Just('А'),
+        Just('Ρ'),
+        Just('m'),
+        Just('0'),
+        Just('1'),
+        Just('I'),
+        Just('ǅ'),
+        Just('\u{1e900}'),
+        Just('\u{e0001}'),
+        Just('\u{10ffff}'),
+        Just('\u{378}'),
+    ];
     let ch = prop_oneof![
         3 => hard,
+        2 => scripts,
         2 => proptest::char::range('a', 'f'),
         1 => Just(' '),
         1 => Just('.'),
@@ -621,7 +778,9 @@ pub(crate) fn hard_text(max_len: usize) -> impl proptest::strategy::Strategy<Val
 /// presentation forms (U+FB00–FB4F), fullwidth and halfwidth forms,
 /// enclosed and squared compatibility characters, emoji with skin tones,
 /// ZWJ and variation selectors, Latin, Greek, Cyrillic and CJK letters,
-/// and ASCII letters, spaces and punctuation between them.
+/// the scripts of version 2's words and accents (Thai, Lao, Khmer,
+/// Myanmar, Devanagari, Arabic, Hebrew), and ASCII letters, spaces and
+/// punctuation between them.
 pub(crate) fn random_unicode(max_len: usize) -> impl proptest::strategy::Strategy<Value = String> {
     use proptest::char::range;
     use proptest::prelude::*;
@@ -666,6 +825,17 @@ pub(crate) fn random_unicode(max_len: usize) -> impl proptest::strategy::Strateg
             range('\u{2f00}', '\u{2fdf}'),
         ],
         1 => prop_oneof![range('\u{2000}', '\u{206f}'), range('\u{a0}', '\u{bf}')],
+        // Scripts written without spaces, and marks that are or are not
+        // accents: Thai, Lao, Khmer, Myanmar, Devanagari, Arabic, Hebrew.
+        2 => prop_oneof![
+            range('\u{e00}', '\u{e7f}'),
+            range('\u{e80}', '\u{eff}'),
+            range('\u{1780}', '\u{17ff}'),
+            range('\u{1000}', '\u{109f}'),
+            range('\u{900}', '\u{97f}'),
+            range('\u{600}', '\u{6ff}'),
+            range('\u{590}', '\u{5ff}'),
+        ],
     ];
     proptest::collection::vec(ch, 0..max_len).prop_map(|v| v.into_iter().collect())
 }
@@ -676,22 +846,7 @@ mod tests {
     use crate::text::normalize::reference_normalize;
     use proptest::prelude::*;
 
-    fn all_options() -> Vec<NormalizeOptions> {
-        let mut v = Vec::new();
-        for nfkc in [true, false] {
-            for lowercase in [true, false] {
-                for strip_punctuation in [true, false] {
-                    v.push(NormalizeOptions {
-                        nfkc,
-                        lowercase,
-                        strip_punctuation,
-                        ..NormalizeOptions::default()
-                    });
-                }
-            }
-        }
-        v
-    }
+    use crate::text::normalize::{all_options, OPTIONS};
 
     fn fast(text: &str, opts: &NormalizeOptions) -> String {
         let mut out = String::new();
@@ -863,10 +1018,24 @@ mod tests {
         assert_eq!(k('\u{1161}'), Kind::Slow);
         assert_eq!(k('¨'), Kind::Slow);
         assert_eq!(k('😀'), Kind::Drop);
-        assert_eq!(k('ß'), Kind::Keep);
-        assert_eq!(k('ẞ'), Kind::Map);
+        // Version 2 folds case: ß and ẞ become ss, ς becomes σ.
+        assert_eq!(k('ß'), Kind::Multi);
+        assert_eq!(k('ẞ'), Kind::Multi);
         assert_eq!(k('Σ'), Kind::Map);
-        assert_eq!(k('ς'), Kind::Keep);
+        assert_eq!(k('ς'), Kind::Map);
+        assert_eq!(mapped(t.entry('ς')), 'σ');
+        // Solo characters (a word each) are flagged in version 2 only.
+        assert_ne!(t.entry('日') & SOLO, 0);
+        assert_ne!(t.entry('カ') & SOLO, 0);
+        assert_ne!(t.entry('ｶ') & SOLO, 0, "half-width kana, NFKC'd to カ");
+        assert_eq!(t.entry('가') & SOLO, 0);
+        assert_eq!(t.entry('\u{e34}') & SOLO, 0, "an attaching Thai vowel");
+        let v1 = CharTable::get(&opts.legacy());
+        let k1 = |c: char| kind(v1.entry(c));
+        assert_eq!(k1('ß'), Kind::Keep);
+        assert_eq!(k1('ẞ'), Kind::Map);
+        assert_eq!(k1('ς'), Kind::Keep);
+        assert_eq!(v1.entry('日') & SOLO, 0);
     }
 
     proptest! {
@@ -874,7 +1043,7 @@ mod tests {
         #[test]
         fn the_fast_normalizer_equals_the_reference_on_hard_text(
             text in hard_text(40),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = all_options()[o];
             prop_assert_eq!(fast(&text, &opts), reference_normalize(&text, &opts), "{:?}", text);
@@ -883,7 +1052,7 @@ mod tests {
         #[test]
         fn the_fast_normalizer_equals_the_reference_on_random_unicode(
             text in random_unicode(60),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = all_options()[o];
             prop_assert_eq!(fast(&text, &opts), reference_normalize(&text, &opts), "{:?}", text);
@@ -892,7 +1061,7 @@ mod tests {
         #[test]
         fn the_fast_normalizer_equals_the_reference_on_any_text(
             text in any::<String>(),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = all_options()[o];
             prop_assert_eq!(fast(&text, &opts), reference_normalize(&text, &opts));

@@ -24,9 +24,21 @@
 //! word is the kept bytes between two whitespace runs (stripped bytes join,
 //! they never split), and the words are what [`word_hashes`] reads back from
 //! the normalized string; a property test holds the two paths equal.
+//!
+//! **Version 2's words** (`super::tokens`: a character of the scripts
+//! written without spaces is a word of its own, with the attaching
+//! characters after it) never reach the ASCII scanner (ASCII has none).
+//! The Unicode scanner makes each plain solo character (the table's
+//! `SOLO`, one output character) a run of its own in its bit masks (see
+//! `unicode_word_states`), so Chinese and Japanese words are hashed in
+//! lanes as any short word is; the rarer cases (several output characters,
+//! an attaching character after a solo or stripped one) are in zones,
+//! normalized in full and cut by `tokens::for_each_word`, the function
+//! that cuts the reference's words.
 
 use super::kernel::{classify_utf8, ScanKernels};
 use super::normalize::AsciiTable;
+use super::tokens::{for_each_word, WordSplit};
 use super::unicode::{self, CharTable, Kind};
 
 /// Multiplier of the chunk step (odd; from SplitMix64's output constants).
@@ -99,23 +111,25 @@ fn word_state(word: &[u8], key: u64) -> u64 {
     unfinished(h, word.len())
 }
 
-/// Append the hash of every word of `normalized` (words separated by single
-/// spaces, as [`normalize`](super::normalize()) leaves them) to `out`.
-pub fn word_hashes(normalized: &str, key: u64, out: &mut Vec<u64>) {
+/// Append the hash of every word of `normalized` (as
+/// [`normalize`](super::normalize()) leaves it: single spaces, none at
+/// either end) to `out`, the words cut by `split` (the recipe version's
+/// rule, [`super::tokens`]).
+pub fn word_hashes(normalized: &str, split: WordSplit, key: u64, out: &mut Vec<u64>) {
     if normalized.is_empty() {
         return;
     }
     let first = out.len();
-    word_states(normalized, key, out);
+    word_states(normalized, split, key, out);
     finish_lanes(&mut out[first..]);
 }
 
 /// [`word_hashes`], unfinished: the words' states.
-fn word_states(normalized: &str, key: u64, out: &mut Vec<u64>) {
-    if normalized.is_empty() {
-        return;
-    }
-    out.extend(normalized.split(' ').map(|w| word_state(w.as_bytes(), key)));
+fn word_states(normalized: &str, split: WordSplit, key: u64, out: &mut Vec<u64>) {
+    let bytes = normalized.as_bytes();
+    for_each_word(normalized, split, |s, e| {
+        out.push(word_state(&bytes[s..e], key))
+    });
 }
 
 /// `MASKS[l]` keeps the low `l` bytes of a little-endian chunk.
@@ -950,7 +964,15 @@ fn decode(bytes: &[u8], at: usize) -> (u32, usize) {
 /// under NFKC (a combining mark, a composing jamo) or whose output has
 /// whitespace inside is *slow*: the text around it, out to the nearest
 /// ASCII whitespace on either side, is a *zone* normalized by
-/// [`unicode::normalize_into`] and split into words there. ASCII whitespace
+/// [`unicode::normalize_into`] and split into words there
+/// (`tokens::for_each_word`). In version 2 a *solo* character (the table's
+/// [`unicode::SOLO`] with one output character: Han, kana, Thai; the BMP
+/// kernel's `solo` mask) is a run of its own: its lead and the byte after
+/// it cut runs, and no join crosses the stripped characters around it
+/// (`你好，世界` is four words, not `你好世界`); an attaching character
+/// ([`unicode::ATTACH`]) whose byte before is not of a kept character that
+/// is not solo takes a zone, so that it attaches as the tokenizer decides.
+/// In blocks without either this costs a test. ASCII whitespace
 /// is a normalization boundary on both sides (it is NFKC-stable and
 /// composes with nothing) and no word crosses it, so the zones' words and
 /// the scanned words, in text order, are the words of the normalized text.
@@ -978,10 +1000,14 @@ pub(crate) fn unicode_word_states(
     out: &mut Vec<u64>,
 ) {
     let opts = *chars.options();
-    if text.len() >= FLAGGED {
+    let split = WordSplit::of(&opts);
+    // `confusables` maps ASCII bytes too (`m` → `rn`), which the scanner
+    // reads as themselves: such texts take the character table's
+    // normalizer, then the words (its cost: docs/benchmarks.md).
+    if text.len() >= FLAGGED || opts.confusables {
         let mut norm = std::mem::take(&mut scratch.norm);
         super::normalize_into(text, &opts, &mut norm);
-        word_states(&norm, key, out);
+        word_states(&norm, split, key, out);
         scratch.norm = norm;
         return;
     }
@@ -1020,6 +1046,12 @@ pub(crate) fn unicode_word_states(
     let (mut carry_kept, mut carry_drop) = (0u64, 0u64);
     // Kept bits of a character that runs past its block's end.
     let mut spill = 0u64;
+    // The same for a solo character's bytes (version 2: a solo character
+    // is a word of its own, see below).
+    let mut solo_spill = 0u64;
+    // A dirty position was pushed out of order (an attaching character's,
+    // found after its block's others).
+    let mut unsorted = false;
     // The last blocks' 128 bytes, zero-padded past the text's end.
     let mut tail = [0u8; 128];
     for (b, chunk) in text.chunks(64).enumerate() {
@@ -1044,6 +1076,10 @@ pub(crate) fn unicode_word_states(
         let (mut kept, mut space, cont) = (kept & valid, space & valid, cont & valid);
         // Which non-ASCII characters are kept or whitespace, by their lead byte.
         let mut kept_leads = 0u64;
+        // Version 2: the leads of solo characters the scanner cuts itself
+        // (`unicode::solo_inline`), and of attaching characters, which are
+        // checked once the block's classes are known.
+        let (mut solo_leads, mut attach_leads) = (0u64, 0u64);
         let mut leads = lead & valid;
         // Two- or three-byte characters (dense Cyrillic, Greek, CJK...; any
         // number of Latin-1 ones): those leads at once; the loop below takes
@@ -1061,6 +1097,7 @@ pub(crate) fn unicode_word_states(
         if let Some(t) = bmp.and_then(|bmp| kernels.bmp_entries(window, 0, leads, bmp, dst)) {
             kept_leads = t.kept;
             space |= t.space;
+            solo_leads = t.solo;
             leads = (leads & !t.handled) | t.flagged;
         }
         while leads != 0 {
@@ -1077,11 +1114,20 @@ pub(crate) fn unicode_word_states(
             };
             kept_leads |= u64::from(entry & unicode::KEPT) << i;
             space |= u64::from((entry & unicode::SPACE) >> 1) << i;
-            if entry & (unicode::GATHER | unicode::SLOW) != 0 {
-                if entry & unicode::SLOW != 0 {
+            let flags = unicode::GATHER | unicode::SLOW | unicode::SOLO | unicode::ATTACH;
+            if entry & flags != 0 {
+                // A solo character whose output is several characters is
+                // cut in its zone, as a slow one.
+                if entry & unicode::SLOW != 0
+                    || (entry & unicode::SOLO != 0 && !unicode::solo_inline(entry))
+                {
                     dirty.push(at as u32);
                 } else {
-                    gathers.push(at as u32);
+                    if entry & unicode::GATHER != 0 {
+                        gathers.push(at as u32);
+                    }
+                    solo_leads |= u64::from(entry & unicode::SOLO != 0) << i;
+                    attach_leads |= u64::from(entry & unicode::ATTACH != 0) << i;
                 }
             }
         }
@@ -1097,13 +1143,53 @@ pub(crate) fn unicode_word_states(
         let base = base as u32;
         let drop = valid & !(kept | space);
         let after_kept = (kept << 1) | carry_kept;
-        carry_kept = kept >> 63;
-        let run_starts = kept & !after_kept;
-        let run_ends = !kept & after_kept;
-        let (t, c1) = drop.overflowing_add(drop & after_kept);
+        // Version 2's solo characters, each a run of its own that joins
+        // neither the run before it nor the one after it (even across
+        // stripped characters): their bytes, and the byte after each (a run
+        // boundary where that byte is kept, and no join across the
+        // stripped ones that start there). Latin, Cyrillic and version 1
+        // text has none and takes the branch without them: computed for
+        // every block, the masks cost the Russian man pages' text stage
+        // 10% (the French and Spanish 9%).
+        let (run_starts, run_ends, joining, not_solo) =
+            if solo_leads | solo_spill | attach_leads == 0 {
+                carry_kept = kept >> 63;
+                (kept & !after_kept, !kept & after_kept, after_kept, u64::MAX)
+            } else {
+                let mut solo = solo_leads | (solo_spill & cont);
+                solo |= (solo << 1) & cont;
+                solo |= (solo << 1) & cont;
+                solo |= (solo << 1) & cont;
+                let solo_ends = ((solo << 1) | solo_spill) & !cont;
+                if attach_leads != 0 {
+                    // An attaching character continues the word before it:
+                    // a word of the scanner's where the byte before it is
+                    // of a kept character that is not solo; else (after a
+                    // solo character, or stripped ones, whose word the text
+                    // before decides) its zone cuts it as the reference does.
+                    let kept_before = (kept << 1) | carry_kept;
+                    let solo_before = (solo << 1) | solo_spill;
+                    let mut check = attach_leads & !(kept_before & !solo_before);
+                    while check != 0 {
+                        dirty.push(base + check.trailing_zeros());
+                        unsorted = true;
+                        check &= check - 1;
+                    }
+                }
+                solo_spill = solo >> 63;
+                carry_kept = kept >> 63;
+                let cut = solo_leads | solo_ends;
+                (
+                    kept & (!after_kept | cut),
+                    after_kept & (!kept | cut),
+                    after_kept & !solo_ends,
+                    !solo_leads,
+                )
+            };
+        let (t, c1) = drop.overflowing_add(drop & joining);
         let (t, c2) = t.overflowing_add(carry_drop);
         carry_drop = u64::from(c1 | c2);
-        let joins = t & !drop & kept;
+        let joins = t & !drop & kept & not_solo;
         push_runs(starts, run_starts, base, joins, kernels);
         push_runs(ends, run_ends, base, 0, kernels);
     }
@@ -1114,6 +1200,9 @@ pub(crate) fn unicode_word_states(
     debug_assert_eq!(starts.len(), ends.len());
     if starts.is_empty() {
         return;
+    }
+    if unsorted {
+        dirty.sort_unstable();
     }
     // Zones: from just after the ASCII whitespace before each slow
     // character to the ASCII whitespace after it, merged.
@@ -1280,7 +1369,7 @@ fn word_loop<L: Lane>(
             unicode::normalize_into(zone, chars, norm);
             // `out` lends its tail (past any room kept for the kernel).
             let from = out.len();
-            word_states(norm, key, out);
+            word_states(norm, WordSplit::of(opts), key, out);
             let count = out.len() - from;
             for z in 0..count {
                 let state = out[from + z];
@@ -1426,7 +1515,8 @@ pub(super) fn utf8_word_states<const ASCII: bool>(
     scratch: &mut AsciiScratch,
     out: &mut Vec<u64>,
 ) {
-    if ASCII {
+    // `confusables` maps ASCII too: the Unicode scanner's path for it.
+    if ASCII && !chars.options().confusables {
         let table = AsciiTable::new(chars.options());
         ascii_word_states(kernels, text.as_bytes(), table, key, scratch, out);
     } else {
@@ -1447,8 +1537,9 @@ pub(super) fn is_ascii(bytes: &[u8]) -> bool {
 
 /// The lane of the word `bytes[start..end]` (one run, at most 16 bytes)
 /// whose transcoded characters, the positions in `gathers` before `end`,
-/// are all two-byte ones that map to one other two-byte character (a
-/// Cyrillic, Greek or accented Latin capital to its small letter): its 16
+/// are all two-byte ones that map to two other bytes (a Cyrillic, Greek
+/// or accented Latin capital to its small letter, version 2's `ß` to
+/// `ss`: `CharTable::low_map`): its 16
 /// bytes with those characters overwritten ([`overwrite_mapped`]), for
 /// [`short_states`] (which lowercases the ASCII letters); `None` if any
 /// other character is transcoded, for [`transcode`]. The Russian man pages
@@ -1518,12 +1609,10 @@ fn overwrite_mapped(
         if lead & 0xe0 != 0xc0 {
             return None;
         }
-        let entry = chars.entry_low((u32::from(lead & 0x1f) << 6) | u32::from(cont & 0x3f));
-        let to = unicode::mapped_low(entry)?;
+        let to = chars.low_map((u32::from(lead & 0x1f) << 6) | u32::from(cont & 0x3f))?;
         // `g + 1 < end`: both bytes are in the word.
         let at = g - start;
-        word[at] = 0xc0 | (to >> 6) as u8;
-        word[at + 1] = 0x80 | (to & 0x3f) as u8;
+        word[at..at + 2].copy_from_slice(&to);
     }
     Some(())
 }
@@ -1562,11 +1651,10 @@ fn transcode(
         let entry = chars.entry_of(cp);
         match unicode::kind(entry) {
             Kind::Map => push_char(word, unicode::mapped(entry)),
-            Kind::Multi => unicode::emit(
-                char::from_u32(cp).expect("decoded from valid UTF-8"),
-                chars.options(),
-                |l| push_char(word, l),
-            ),
+            Kind::Multi => chars
+                .emit_multi(char::from_u32(cp).expect("decoded from valid UTF-8"), |l| {
+                    push_char(word, l)
+                }),
             _ => push(word, bytes[at..at + 4].try_into().expect("4 bytes"), len),
         }
         at += len;
@@ -1581,6 +1669,7 @@ const FLAGGED: usize = JOINED as usize;
 mod tests {
     use super::*;
     use crate::text::kernel::Scalar;
+    use crate::text::normalize::{all_options, OPTIONS};
     use crate::text::{normalize, NormalizeOptions};
     use proptest::prelude::*;
 
@@ -1680,7 +1769,7 @@ mod tests {
 
     fn two_pass(text: &str, opts: &NormalizeOptions, key: u64) -> Vec<u64> {
         let mut out = Vec::new();
-        word_hashes(&normalize(text, opts), key, &mut out);
+        word_hashes(&normalize(text, opts), WordSplit::of(opts), key, &mut out);
         out
     }
 
@@ -1706,6 +1795,7 @@ mod tests {
         let mut out = Vec::new();
         word_hashes(
             &crate::text::normalize::reference_normalize(text, opts),
+            WordSplit::of(opts),
             key,
             &mut out,
         );
@@ -1731,13 +1821,9 @@ mod tests {
         out
     }
 
+    /// Option combination `o` of [`OPTIONS`], both versions.
     fn options(o: usize) -> NormalizeOptions {
-        NormalizeOptions {
-            nfkc: o & 4 == 0,
-            lowercase: o & 2 == 0,
-            strip_punctuation: o & 1 == 0,
-            ..NormalizeOptions::default()
-        }
+        all_options()[o]
     }
 
     #[test]
@@ -1769,8 +1855,9 @@ mod tests {
     #[test]
     fn the_unicode_scanner_equals_the_ascii_scanner_on_ascii() {
         let key = word_key(9);
-        for o in 0..4 {
-            let opts = options(o);
+        // Both versions (but `confusables`, which the ASCII scanner never
+        // takes: it maps ASCII letters).
+        for opts in all_options().into_iter().filter(|o| !o.confusables) {
             let text = "Don't stop -- the MOON is red, 50,000 a_b\tx\x0by";
             assert_eq!(unicode(text, &opts, key), fused(text, &opts, key));
         }
@@ -1781,7 +1868,7 @@ mod tests {
         #[test]
         fn the_unicode_scanner_equals_the_reference_on_hard_text(
             text in crate::text::unicode::hard_text(200),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
             seed: u64,
         ) {
             let opts = options(o);
@@ -1792,7 +1879,7 @@ mod tests {
         #[test]
         fn the_unicode_scanner_equals_the_reference_on_any_text(
             text in any::<String>(),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = options(o);
             let key = word_key(1);
@@ -1804,7 +1891,7 @@ mod tests {
         #[test]
         fn the_unicode_scanner_equals_the_reference_on_long_text(
             text in "([a-zA-Zéàßœ_0-9ДдЖжΩωΣ日本語한国😀]{1,30}[ \t\n.,’“”–\u{a0}\u{3000}£-]{1,3}){0,60}",
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = options(o);
             let key = word_key(2);
@@ -1890,7 +1977,7 @@ mod tests {
         // One byte off too: the two-byte characters at odd positions, some
         // of them a block's last byte.
         let off = format!("a{full}");
-        for o in 0..8 {
+        for o in 0..OPTIONS {
             let opts = options(o);
             for (full, (cut, _)) in [&full, &off].into_iter().flat_map(|f| {
                 f.char_indices()
@@ -1926,7 +2013,7 @@ mod tests {
         let long = "достаточно ВОССТАНОВИТЬ Переменных конфигурации \
                     обязательный-параметр файла. Нераспознанный исполняемого";
         let short = "a b c d e f g h i j k l m n o p q r s t u v w x y z ";
-        for o in 0..8 {
+        for o in 0..OPTIONS {
             let opts = options(o);
             for text in [
                 long.to_owned(),
@@ -1960,7 +2047,7 @@ mod tests {
         #[test]
         fn the_word_scanners_equal_the_reference_on_sparse_text(
             text in sparse_text(),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = options(o);
             let key = word_key(6);
@@ -1970,7 +2057,7 @@ mod tests {
         #[test]
         fn the_word_scanners_equal_the_reference_on_random_unicode(
             text in crate::text::unicode::random_unicode(300),
-            o in 0usize..8,
+            o in 0usize..OPTIONS,
         ) {
             let opts = options(o);
             let key = word_key(8);

@@ -25,6 +25,7 @@ mod openapi;
 mod ops;
 mod reindex;
 mod retention;
+mod scripts;
 mod shedding;
 mod similar;
 mod texts;

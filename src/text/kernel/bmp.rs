@@ -36,8 +36,12 @@ pub(crate) struct Entries {
     pub kept: u64,
     /// The whitespace characters.
     pub space: u64,
-    /// The `GATHER` or `SLOW` characters (also for the caller).
+    /// The `GATHER`, `SLOW` or `ATTACH` characters, and the `SOLO` ones
+    /// but the plain (`CLASS_SOLO`) ones (also for the caller).
     pub flagged: u64,
+    /// The plain solo characters (`CLASS_SOLO`: kept, each a word of its
+    /// own, nothing to transcode).
+    pub solo: u64,
     /// Whether the block's characters all lie in one 128-character block
     /// of the table (the byte-permute path), so that it wrote the block to
     /// `dst` with those that map to one two-byte character (`CLASS_MAPPED`:
@@ -52,16 +56,26 @@ pub(crate) struct Entries {
 }
 
 /// [`ScanKernels::bmp_entries`] with AVX-512 VBMI and VBMI2 and BMI2.
+///
+/// Always inlined, into the VBMI2 build of the Unicode scanner (which has
+/// the features), with no `#[target_feature]` of its own (a function with
+/// one cannot be `inline(always)`) and no closures (a closure is a
+/// function of its own, without the caller's features), as
+/// `vbmi2::group_states`: once version 2 added its solo mask, LLVM stopped
+/// inlining the `#[target_feature]` version, and the call cost the Russian
+/// man pages' text stage 13% (17% of its samples in this function).
+///
+/// **Safety.** Call only where AVX-512 F, BW, VBMI and VBMI2 and BMI2 are
+/// enabled.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vbmi,avx512vbmi2,bmi2")]
-#[inline]
-pub(super) fn bmp_entries_vbmi2(
+#[inline(always)]
+pub(super) unsafe fn bmp_entries_vbmi2(
     window: &[u8; 128],
     leads: u64,
     bmp: BmpTables<'_>,
     dst: &mut [u8; 64],
 ) -> Option<Entries> {
-    use crate::text::unicode::{CLASS_FLAGGED, CLASS_KEPT, CLASS_MAPPED, CLASS_SPACE};
+    use crate::text::unicode::{CLASS_FLAGGED, CLASS_KEPT, CLASS_MAPPED, CLASS_SOLO, CLASS_SPACE};
     use std::arch::x86_64::{
         _mm512_add_epi8, _mm512_and_si512, _mm512_castsi512_si128, _mm512_cmpeq_epi8_mask,
         _mm512_cmpge_epu32_mask, _mm512_cmplt_epu8_mask, _mm512_cvtepu8_epi32,
@@ -130,11 +144,15 @@ pub(super) fn bmp_entries_vbmi2(
             _mm512_and_si512(after, _mm512_set1_epi8(0x3f)),
         );
         let class = _mm512_permutex2var_epi8(tlo, at_index, thi);
-        let has = |bit: u8| _mm512_test_epi8_mask(class, _mm512_set1_epi8(bit as i8)) & found;
+        macro_rules! has {
+            ($bit:expr) => {
+                _mm512_test_epi8_mask(class, _mm512_set1_epi8($bit as i8)) & found
+            };
+        }
         // Capitals that map to one small letter: overwritten in a copy of
         // the block, so that their words need no transcoding (but one at
         // byte 63, whose continuation byte is the next block's).
-        let mapped = has(CLASS_MAPPED) & !(1 << 63);
+        let mapped = has!(CLASS_MAPPED) & !(1 << 63);
         // The block is written whether or not it has any: the branch on it
         // mispredicted (a third of the Russian blocks have a capital).
         // Russian 1.231 → 1.183 ns/byte (`text_bench`, 4 alternating runs,
@@ -149,9 +167,10 @@ pub(super) fn bmp_entries_vbmi2(
         unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), out) };
         return Some(Entries {
             handled: found,
-            kept: has(CLASS_KEPT),
-            space: has(CLASS_SPACE),
-            flagged: has(CLASS_FLAGGED) & !mapped,
+            kept: has!(CLASS_KEPT),
+            space: has!(CLASS_SPACE),
+            flagged: has!(CLASS_FLAGGED) & !mapped,
+            solo: has!(CLASS_SOLO),
             rewritten: true,
         });
     }
@@ -162,47 +181,58 @@ pub(super) fn bmp_entries_vbmi2(
     // (positions up to 65: `vpermi2b` reads the 128-byte window).
     let at = _mm512_maskz_compress_epi8(found, iota);
     let first = _mm512_permutexvar_epi8(at, lo);
-    let next = |k: i8| _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(k)), hi);
-    let second = next(1);
+    let second = _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(1)), hi);
     // Lanes past the last lead read position 0: cut them before depositing.
     let live = (1u64 << n) - 1;
-    let third = next(2);
-    let splat = |bits: u32| _mm512_set1_epi32(bits as i32);
-    let classes = |a, b, c| {
-        let (a, b, c) = (
-            _mm512_cvtepu8_epi32(a),
-            _mm512_cvtepu8_epi32(b),
-            _mm512_cvtepu8_epi32(c),
-        );
-        let b6 = _mm512_and_si512(b, splat(0x3f));
-        // Two bytes: 5 + 6 bits. Three: 4 + 6 + 6, so below 0x10000 (and
-        // below it too in the lanes past the last lead, whatever they read).
-        let two = _mm512_or_si512(_mm512_slli_epi32::<6>(_mm512_and_si512(a, splat(0x1f))), b6);
-        let three = _mm512_or_si512(
-            _mm512_or_si512(
-                _mm512_slli_epi32::<12>(_mm512_and_si512(a, splat(0x0f))),
-                _mm512_slli_epi32::<6>(b6),
-            ),
-            _mm512_and_si512(c, splat(0x3f)),
-        );
-        let cp = _mm512_mask_blend_epi32(_mm512_cmpge_epu32_mask(a, splat(0xe0)), two, three);
-        // SAFETY: `cp` has 16 bits, so the 4 bytes at it lie within the
-        // 65,536 + 3 of `bmp.classes`. The class is the first of them (the
-        // low byte of the lane), and the class bits are in its low 3 bits.
-        let e = unsafe { _mm512_i32gather_epi32::<1>(cp, bmp.classes.as_ptr().cast()) };
-        (
-            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_KEPT.into()))),
-            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_SPACE.into()))),
-            u64::from(_mm512_test_epi32_mask(e, splat(CLASS_FLAGGED.into()))),
-        )
-    };
-    let (mut kept, mut space, mut flagged) = classes(
+    let third = _mm512_permutex2var_epi8(lo, _mm512_add_epi8(at, _mm512_set1_epi8(2)), hi);
+    macro_rules! splat {
+        ($bits:expr) => {
+            _mm512_set1_epi32($bits as i32)
+        };
+    }
+    // The class masks of 16 characters, from their first, second and
+    // third bytes.
+    macro_rules! classes {
+        ($a:expr, $b:expr, $c:expr $(,)?) => {{
+            let (a, b, c) = (
+                _mm512_cvtepu8_epi32($a),
+                _mm512_cvtepu8_epi32($b),
+                _mm512_cvtepu8_epi32($c),
+            );
+            let b6 = _mm512_and_si512(b, splat!(0x3f));
+            // Two bytes: 5 + 6 bits. Three: 4 + 6 + 6, so below 0x10000 (and
+            // below it too in the lanes past the last lead, whatever they read).
+            let two = _mm512_or_si512(
+                _mm512_slli_epi32::<6>(_mm512_and_si512(a, splat!(0x1f))),
+                b6,
+            );
+            let three = _mm512_or_si512(
+                _mm512_or_si512(
+                    _mm512_slli_epi32::<12>(_mm512_and_si512(a, splat!(0x0f))),
+                    _mm512_slli_epi32::<6>(b6),
+                ),
+                _mm512_and_si512(c, splat!(0x3f)),
+            );
+            let cp = _mm512_mask_blend_epi32(_mm512_cmpge_epu32_mask(a, splat!(0xe0)), two, three);
+            // SAFETY: `cp` has 16 bits, so the 4 bytes at it lie within the
+            // 65,536 + 3 of `bmp.classes`. The class is the first of them (the
+            // low byte of the lane), and the class bits are in its low 3 bits.
+            let e = unsafe { _mm512_i32gather_epi32::<1>(cp, bmp.classes.as_ptr().cast()) };
+            (
+                u64::from(_mm512_test_epi32_mask(e, splat!(CLASS_KEPT))),
+                u64::from(_mm512_test_epi32_mask(e, splat!(CLASS_SPACE))),
+                u64::from(_mm512_test_epi32_mask(e, splat!(CLASS_FLAGGED))),
+                u64::from(_mm512_test_epi32_mask(e, splat!(CLASS_SOLO))),
+            )
+        }};
+    }
+    let (mut kept, mut space, mut flagged, mut solo) = classes!(
         _mm512_castsi512_si128(first),
         _mm512_castsi512_si128(second),
         _mm512_castsi512_si128(third),
     );
     if n > 16 {
-        let (k1, s1, f1) = classes(
+        let (k1, s1, f1, o1) = classes!(
             _mm512_extracti32x4_epi32::<1>(first),
             _mm512_extracti32x4_epi32::<1>(second),
             _mm512_extracti32x4_epi32::<1>(third),
@@ -210,12 +240,14 @@ pub(super) fn bmp_entries_vbmi2(
         kept |= k1 << 16;
         space |= s1 << 16;
         flagged |= f1 << 16;
+        solo |= o1 << 16;
     }
     Some(Entries {
         handled: found,
         kept: _pdep_u64(kept & live, found),
         space: _pdep_u64(space & live, found),
         flagged: _pdep_u64(flagged & live, found),
+        solo: _pdep_u64(solo & live, found),
         rewritten: false,
     })
 }
@@ -236,10 +268,9 @@ mod tests {
     /// normalization option.
     #[test]
     fn bmp_entries_equals_the_lookups_one_at_a_time() {
-        use crate::text::unicode::{mapped_low, CharTable, GATHER, KEPT, SLOW, SPACE};
-        use crate::text::NormalizeOptions;
+        use crate::text::unicode::{CharTable, ATTACH, GATHER, KEPT, SLOW, SOLO, SPACE};
         #[rustfmt::skip]
-        const CHARS: [&str; 27] = [
+        const CHARS: [&str; 31] = [
             // ASCII and four-byte.
             "a", " ", ",", "😀",
             // Latin-1 (one block of the table: 0xC2/0xC3), of each class.
@@ -250,6 +281,9 @@ mod tests {
             "Ω", "\u{301}",
             // Three-byte.
             "€", "日", "’", "\u{3000}", "ﬁ", "Ａ", "カ", "\u{ffff}",
+            // Version 2's: solo (Thai, a half-width kana that maps to one,
+            // a square that is two), attaching.
+            "ก", "\u{e34}", "ｶ", "㍻",
         ];
         let mut state = 17u64;
         let mut next = |n: u64| crate::minhash::splitmix64(&mut state) % n;
@@ -266,10 +300,10 @@ mod tests {
                 (4, 9),
                 (9, 17),
                 (4, 19),
-                (19, 27),
-                (4, 27),
-                (0, 27),
-                (4, 27),
+                (19, 31),
+                (4, 31),
+                (0, 31),
+                (4, 31),
                 (4, 9),
             ][case % 8];
             let sparse = case % 8 >= 6;
@@ -287,13 +321,10 @@ mod tests {
             }
             let mut bytes = text.as_bytes().to_vec();
             bytes.extend_from_slice(&[0; 64]);
-            for o in [0, 3, 4] {
-                let opts = NormalizeOptions {
-                    nfkc: o & 4 == 0,
-                    lowercase: o & 2 == 0,
-                    strip_punctuation: o & 1 == 0,
-                    ..NormalizeOptions::default()
-                };
+            for (o, opts) in crate::text::normalize::some_options()
+                .into_iter()
+                .enumerate()
+            {
                 let chars = CharTable::get(&opts);
                 assert_eq!(Scalar.bmp_table(chars), None);
                 let Some((k, bmp)) = Vbmi2::detect().map(|k| (k, k.bmp_table(chars).unwrap()))
@@ -330,7 +361,7 @@ mod tests {
                     if pairs.len() < BMP_MIN as usize {
                         sparse_taken += 1;
                     }
-                    let (mut handled, mut kept, mut space, mut flagged) = (0, 0, 0, 0);
+                    let (mut handled, mut kept, mut space, mut flagged, mut solo) = (0, 0, 0, 0, 0);
                     let mut block = bytes[base..base + 64].to_vec();
                     for i in (0..64).filter(|&i| ours(i)) {
                         let b = u32::from(bytes[base + i]);
@@ -343,11 +374,14 @@ mod tests {
                         handled |= 1 << i;
                         kept |= u64::from(e & KEPT != 0) << i;
                         space |= u64::from(e & SPACE != 0) << i;
-                        flagged |= u64::from(e & (GATHER | SLOW) != 0) << i;
-                        if let Some(to) = mapped_low(e).filter(|_| one_block && i < 63) {
-                            let mut utf8 = [0; 4];
-                            let to = char::from_u32(to).unwrap().encode_utf8(&mut utf8);
-                            block[i..i + 2].copy_from_slice(to.as_bytes());
+                        let plain_solo = e & (SOLO | GATHER | SLOW) == SOLO;
+                        flagged |= u64::from(e & (GATHER | SLOW | ATTACH) != 0) << i;
+                        solo |= u64::from(plain_solo) << i;
+                        let two = (b < 0xe0)
+                            .then(|| chars.low_map(((b & 0x1f) << 6) | c(1)))
+                            .flatten();
+                        if let Some(to) = two.filter(|_| one_block && i < 63) {
+                            block[i..i + 2].copy_from_slice(&to);
                             flagged &= !(1 << i);
                         }
                     }
@@ -356,6 +390,7 @@ mod tests {
                         kept,
                         space,
                         flagged,
+                        solo,
                         rewritten: one_block,
                     };
                     assert_eq!(t, want, "options {o}, block {base} of {text:?}");

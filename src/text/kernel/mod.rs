@@ -490,14 +490,10 @@ mod tests {
     fn assert_builds_agree(text: &str) {
         use super::super::unicode::CharTable;
         use super::super::words::AsciiScratch;
-        use super::super::NormalizeOptions;
-        for o in [0, 3, 4] {
-            let opts = NormalizeOptions {
-                nfkc: o & 4 == 0,
-                lowercase: o & 2 == 0,
-                strip_punctuation: o & 1 == 0,
-                ..NormalizeOptions::default()
-            };
+        for (o, opts) in super::super::normalize::some_options()
+            .into_iter()
+            .enumerate()
+        {
             let chars = CharTable::get(&opts);
             let mut want = Vec::new();
             word_states_portable(text, chars, 9, &mut AsciiScratch::default(), &mut want);
