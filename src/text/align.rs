@@ -169,7 +169,7 @@ fn trace<'a>(
         let mut emit = |c: char| {
             if c.is_whitespace() {
                 pending.get_or_insert(span);
-            } else if !opts.strip_punctuation || c.is_alphanumeric() || c == '_' {
+            } else if !opts.strip_punctuation || super::tokens::is_word_char(c, opts) {
                 if let Some(space) = pending.take() {
                     if !out.is_empty() {
                         out.push(' ');

@@ -53,7 +53,7 @@ fn check_normalized(norm: &str, opts: &NormalizeOptions) -> Result<(), TestCaseE
         );
         if opts.strip_punctuation {
             prop_assert!(
-                c == ' ' || c == '_' || c.is_alphanumeric(),
+                c == ' ' || super::tokens::is_word_char(c, opts),
                 "{c:?} survived stripping in {norm:?}"
             );
         }

@@ -159,6 +159,7 @@ pub(crate) fn reference_normalize(text: &str, opts: &NormalizeOptions) -> String
         out: &mut out,
         pending_space: false,
         strip: opts.strip_punctuation,
+        opts: *opts,
     };
     if opts.nfkc {
         push_all(&mut sink, text.nfkc(), opts);
@@ -299,6 +300,7 @@ struct Sink<'a> {
     /// A whitespace run was seen after the last kept character.
     pending_space: bool,
     strip: bool,
+    opts: NormalizeOptions,
 }
 
 #[cfg(test)]
@@ -307,7 +309,7 @@ impl Sink<'_> {
     fn push(&mut self, c: char) {
         if c.is_whitespace() {
             self.pending_space = true;
-        } else if !self.strip || c.is_alphanumeric() || c == '_' {
+        } else if !self.strip || super::tokens::is_word_char(c, &self.opts) {
             if self.pending_space && !self.out.is_empty() {
                 self.out.push(' ');
             }
@@ -418,6 +420,7 @@ mod tests {
                 out: &mut out,
                 pending_space: false,
                 strip: opts.strip_punctuation,
+                opts: *opts,
             },
             s.chars(),
             opts,

@@ -135,9 +135,14 @@ fn chinese_and_japanese_words_are_characters_and_latin_runs() {
 fn thai_words_are_its_grapheme_clusters() {
     let o = v2();
     assert_words("ภาษาไทย", o, &["ภ", "า", "ษ", "า", "ไ", "ท", "ย"]);
-    // The vowel signs attach; the tone mark (U+0E48, not Alphabetic) is
-    // stripped with the punctuation, as in version 1.
-    assert_words("กิน ที่นี่", o, &["กิ", "น", "ที", "นี"]);
+    // The vowel signs and the tone marks (U+0E48, U+0E49: not Alphabetic,
+    // but they spell the word) attach to their consonant.
+    assert_words("กิน ที่นี่", o, &["กิ", "น", "ที่", "นี่"]);
+    assert_words("ข้าว ขาว", o, &["ข้", "า", "ว", "ข", "า", "ว"]);
+    assert_ne!(normalize("ข้าว", &o), normalize("ขาว", &o));
+    // Version 1 strips the tone marks with the punctuation: rice is white.
+    let v1 = o.legacy();
+    assert_eq!(normalize("ข้าว", &v1), normalize("ขาว", &v1));
 }
 
 /// Sixty characters of Chinese.

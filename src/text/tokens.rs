@@ -95,6 +95,31 @@ pub(crate) fn unit_of(c: char) -> Unit {
     }
 }
 
+/// Whether `c` is a word character of the recipe `opts` (kept when
+/// punctuation is stripped): a Unicode alphanumeric or `_`, and in version
+/// 2 also a mark of the scripts written without spaces (Line_Break SA:
+/// Thai, Lao, Khmer, Myanmar), whose tone marks and some vowel signs are
+/// not Alphabetic but spell the word: `ข้าว` (rice) is not `ขาว` (white).
+/// Version 1 strips those marks; other scripts' marks that are not
+/// Alphabetic (Hebrew points, a lone U+0301) are stripped in both.
+#[inline]
+pub(crate) fn is_word_char(c: char, opts: &NormalizeOptions) -> bool {
+    c.is_alphanumeric() || c == '_' || (opts.version >= 2 && is_spelling_mark(c))
+}
+
+/// A mark (General_Category M) of a script with Line_Break SA.
+pub(crate) fn is_spelling_mark(c: char) -> bool {
+    use icu_properties::props::GeneralCategory;
+    !c.is_ascii()
+        && matches!(
+            CodePointMapData::<GeneralCategory>::new().get(c),
+            GeneralCategory::NonspacingMark
+                | GeneralCategory::SpacingMark
+                | GeneralCategory::EnclosingMark
+        )
+        && CodePointMapData::<LineBreak>::new().get(c) == LineBreak::ComplexContext
+}
+
 /// [`unit_of`], from a table of the BMP (64 KiB, made on first use, ~1 ms)
 /// and on the fly beyond it.
 #[inline]

@@ -157,7 +157,7 @@ enum Class {
 fn class_of(c: char, opts: &NormalizeOptions) -> Class {
     if c.is_whitespace() {
         Class::Space
-    } else if !opts.strip_punctuation || c.is_alphanumeric() || c == '_' {
+    } else if !opts.strip_punctuation || super::tokens::is_word_char(c, opts) {
         Class::Kept
     } else {
         Class::Dropped

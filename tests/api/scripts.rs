@@ -66,7 +66,17 @@ fn attaching(c: char) -> bool {
 fn reference_normalize(text: &str) -> String {
     let mut out = String::new();
     let mut pending_space = false;
-    for c in text.nfkc().flat_map(char::to_lowercase) {
+    // Case folding is lowercasing for every character these texts hold but
+    // `ß` (→ `ss`) and a final `ς` (→ `σ`).
+    let folded = text
+        .nfkc()
+        .flat_map(char::to_lowercase)
+        .flat_map(|c| match c {
+            'ß' => vec!['s', 's'],
+            'ς' => vec!['σ'],
+            c => vec![c],
+        });
+    for c in folded {
         if c.is_whitespace() {
             pending_space = true;
         } else if c.is_alphanumeric() || c == '_' || (attaching(c) && c != '\u{200D}') {
