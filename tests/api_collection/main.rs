@@ -31,5 +31,7 @@ mod explain;
 mod hostile;
 #[path = "../api/retention.rs"]
 mod retention;
+#[path = "../api/scripts.rs"]
+mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;

@@ -35,6 +35,8 @@ mod explain;
 mod hostile;
 #[path = "../api/retention.rs"]
 mod retention;
+#[path = "../api/scripts.rs"]
+mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
 // Not run here: texts.rs (snapshots, segment files and damaged files on
