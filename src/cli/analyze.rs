@@ -246,7 +246,7 @@ pub fn run(config: &Config, args: &AnalyzeArgs) -> anyhow::Result<i32> {
             .map_err(std::io::Error::from)
             .and_then(|()| out.write_all(b"\n"))
     } else {
-        write_tables(&mut out, &report, recipe.kind)
+        write_tables(&mut out, &report, &recipe)
     };
     match written.and_then(|()| out.flush()) {
         Ok(()) => Ok(0),
@@ -255,17 +255,19 @@ pub fn run(config: &Config, args: &AnalyzeArgs) -> anyhow::Result<i32> {
     }
 }
 
-fn write_tables(
-    out: &mut impl Write,
-    r: &Report,
-    kind: crate::text::ShingleKind,
-) -> std::io::Result<()> {
+fn write_tables(out: &mut impl Write, r: &Report, recipe: &Recipe) -> std::io::Result<()> {
     let pairs = r.histograms.first().map_or(0, |h| h.pairs);
-    let kind = format!("{kind:?}").to_lowercase();
+    let kind = format!("{:?}", recipe.kind).to_lowercase();
     writeln!(
         out,
-        "{} texts sampled from {} lines ({} skipped); {kind} shingles, the rest of the recipe as configured; banding (b, r) = ({}, {}); {:.1} s",
-        r.texts, r.lines, r.skipped, r.bands, r.rows, r.seconds
+        "{} texts sampled from {} lines ({} skipped); {kind} shingles, text recipe {}, the rest of the recipe as configured; banding (b, r) = ({}, {}); {:.1} s",
+        r.texts,
+        r.lines,
+        r.skipped,
+        recipe.normalize.recipe_name(),
+        r.bands,
+        r.rows,
+        r.seconds
     )?;
     writeln!(out)?;
     writeln!(
