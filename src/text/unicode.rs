@@ -266,6 +266,9 @@ pub(crate) const CLASS_MAPPED: u8 = 8;
 pub(crate) const CLASS_SOLO: u8 = 16;
 /// Code points of the BMP (up to three-byte UTF-8).
 pub(crate) const BMP: usize = 0x10000;
+/// The CJK Unified Ideographs' BMP block, U+4E00–U+9FFF
+/// ([`CharTable::han_class`]).
+pub(crate) const HAN: std::ops::Range<usize> = 0x4e00..0xa000;
 /// Bytes of [`CharTable::bmp_classes`]: a class for each code point of the
 /// BMP and 3 bytes more, so that a 4-byte read at any of them stays inside.
 pub(crate) const BMP_CLASSES: usize = BMP + 3;
@@ -306,6 +309,9 @@ pub(crate) struct CharTable {
     /// vector kernels' gathers ([`Self::bmp_classes`]): made on first use,
     /// whole (a gather cannot build a block on the way).
     bmp: OnceLock<Box<[u8; BMP_CLASSES]>>,
+    /// The one class of every code point of [`HAN`], if they have one
+    /// ([`Self::han_class`]).
+    han: OnceLock<Option<u8>>,
 }
 
 impl CharTable {
@@ -365,6 +371,7 @@ impl CharTable {
             low_multi,
             blocks: [const { OnceLock::new() }; BLOCKS],
             bmp: OnceLock::new(),
+            han: OnceLock::new(),
         }
     }
 
@@ -449,6 +456,19 @@ impl CharTable {
                 }
             }
             all
+        })
+    }
+
+    /// The class ([`Self::bmp_classes`]) of every code point of [`HAN`]
+    /// (the CJK Unified Ideographs' BMP block), if it is one for all of
+    /// them (`CLASS_SOLO` in version 2, `CLASS_KEPT` in version 1): the
+    /// vector kernel takes it for them instead of a gather.
+    #[inline]
+    pub(crate) fn han_class(&self) -> Option<u8> {
+        *self.han.get_or_init(|| {
+            let classes = &self.bmp_classes()[HAN];
+            let first = classes[0];
+            classes.iter().all(|&c| c == first).then_some(first)
         })
     }
 

@@ -60,6 +60,7 @@ impl ScanKernels for Vbmi2 {
             classes: chars.bmp_classes(),
             low_classes: chars.low_classes(),
             low_maps: chars.low_maps(),
+            han: chars.han_class(),
         })
     }
 
