@@ -543,6 +543,11 @@ async fn the_worked_examples_of_examples_md_hold() {
             .await;
         assert_eq!(resp.status(), 200, "{}: POST /explain", w.name);
         let ex: Value = resp.json().await.unwrap();
+        // Passages are marked on the texts as sent, to the character, also
+        // under fold_accents and confusables.
+        for side in ["a", "b"] {
+            assert_eq!(ex[side]["alignment"], "grapheme", "{}: {ex}", w.name);
+        }
         assert_eq!(
             (ex["a"]["units"].as_u64(), ex["b"]["units"].as_u64()),
             (Some(w.units.0), Some(w.units.1)),
