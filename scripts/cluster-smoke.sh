@@ -248,10 +248,19 @@ done
 pass "redis-init formed the cluster: cluster_state:ok on all 6 nodes, 3 replicas synced, $(secs_since "$UP_MS")s after up"
 
 # Topology: 3 primaries with slots, 3 replicas, each announced by service name.
-nodes=$(rcli redis-1 cluster nodes)
-masters=$(awk '$3 ~ /master/ && NF >= 9' <<<"$nodes" | wc -l)
-replicas=$(awk '$3 ~ /slave/' <<<"$nodes" | wc -l)
-names=$(awk '{ split($2, a, ","); print a[2] }' <<<"$nodes" | sort | tr '\n' ' ')
+# As redis-1 sees it: a role set by CLUSTER REPLICATE on another node reaches
+# redis-1 by gossip, a moment after that replica is synced (once seen: 3
+# primaries and 2 replicas), so the view is read until it agrees or 10 s pass.
+topology_deadline=$(( $(date +%s) + 10 ))
+while :; do
+  nodes=$(rcli redis-1 cluster nodes)
+  masters=$(awk '$3 ~ /master/ && NF >= 9' <<<"$nodes" | wc -l)
+  replicas=$(awk '$3 ~ /slave/' <<<"$nodes" | wc -l)
+  names=$(awk '{ split($2, a, ","); print a[2] }' <<<"$nodes" | sort | tr '\n' ' ')
+  { [ "$masters" = 3 ] && [ "$replicas" = 3 ]; } && break
+  [ "$(date +%s)" -lt "$topology_deadline" ] || break
+  sleep 0.2
+done
 if [ "$masters" = 3 ] && [ "$replicas" = 3 ] && [ "$names" = "redis-1 redis-2 redis-3 redis-4 redis-5 redis-6 " ]; then
   pass "topology: 3 primaries with slots, 3 replicas, announced as redis-1..redis-6"
 else
