@@ -612,17 +612,6 @@ impl Config {
         self.version_pinned
     }
 
-    /// This configuration with `normalize.version` set to `version` (the
-    /// `default` collection's, when the configuration leaves it to the
-    /// data), its engine parameters checked again.
-    pub fn with_normalize_version(&self, version: u8) -> Result<Config, ConfigError> {
-        let mut settings = self.settings.clone();
-        settings.normalize.version = version;
-        let mut config = settings.validate()?;
-        config.version_pinned = self.version_pinned;
-        Ok(config)
-    }
-
     /// The listen address (`server.bind`).
     pub fn bind_addr(&self) -> SocketAddr {
         self.bind

@@ -464,9 +464,6 @@ impl Collections {
         }
     }
 
-    /// Open a collection kept in Redis (blocking; on a blocking thread of
-    /// the runtime): retried until Redis answers, so a node started before
-    /// its cluster becomes ready when the cluster does.
     /// The `default` collection with the text recipe version its keys in
     /// Redis are written with, unless the configuration names one (the
     /// data directory's record is this node's own; the keys are every
@@ -512,6 +509,9 @@ impl Collections {
         self.default_collection()
     }
 
+    /// Open a collection kept in Redis (blocking; on a blocking thread of
+    /// the runtime): retried until Redis answers, so a node started before
+    /// its cluster becomes ready when the cluster does.
     fn open_in_redis(&self, c: &Collection, shared: &SharedCatalog) {
         let handle = tokio::runtime::Handle::current();
         let mut wait = std::time::Duration::from_millis(100);

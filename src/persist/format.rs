@@ -99,11 +99,6 @@ impl Fingerprint {
         }
     }
 
-    /// The text recipe's version the data was written with.
-    pub fn text_version(&self) -> u8 {
-        crate::text::recipe_version(&self.family_and_recipe().1)
-    }
-
     /// Human-readable differences, `stored → configured`.
     pub fn differences(&self, configured: &Fingerprint) -> Vec<String> {
         let mut out = Vec::new();
@@ -524,9 +519,9 @@ mod tests {
         // Version 1 names no recipe: files of earlier releases match it.
         let v1 = with(NormalizeOptions::default().legacy());
         assert_eq!(v1.hash_family, HASH_FAMILY);
-        assert_eq!(v1.text_version(), 1);
+
         let v2 = with(NormalizeOptions::default());
-        assert_eq!(v2.text_version(), 2);
+        assert_eq!(v2.hash_family, format!("{HASH_FAMILY} | text recipe 2"));
         let d = v1.differences(&v2).join("; ");
         assert_eq!(
             d,
