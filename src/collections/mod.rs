@@ -24,8 +24,8 @@ pub use recipe::Recipe;
 pub use reindex::{ReindexJob, ReindexProgress, ReindexState};
 
 pub use settings::{
-    empty_body, integral_floats_to_integers, CollectionName, CollectionSettings, InvalidName,
-    Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
+    empty_body, integral_floats_to_integers, stored_normalize, CollectionName, CollectionSettings,
+    InvalidName, Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
 };
 
 use crate::backend::{Backend, SharedCatalog};
@@ -38,6 +38,32 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
+
+/// `call` until Redis answers it (blocking; on a blocking thread of the
+/// runtime), backing off from 100 ms to 5 s: a node started before its
+/// cluster becomes ready when the cluster does. An `Internal` error (a bug
+/// or corrupt data, which waiting does not mend) ends it.
+fn until_redis_answers<T, F>(
+    collection: &CollectionName,
+    mut call: impl FnMut() -> F,
+) -> Result<T, String>
+where
+    F: std::future::Future<Output = Result<T, crate::backend::BackendError>>,
+{
+    let handle = tokio::runtime::Handle::current();
+    let mut wait = std::time::Duration::from_millis(100);
+    loop {
+        match handle.block_on(call()) {
+            Ok(answer) => return Ok(answer),
+            Err(crate::backend::BackendError::Internal(e)) => return Err(e),
+            Err(e) => {
+                tracing::warn!(collection = %collection, error = %e, retry_in_ms = wait.as_millis() as u64, "redis is not reachable yet; not ready");
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(std::time::Duration::from_secs(5));
+            }
+        }
+    }
+}
 
 /// A named collection's manifest (`collection.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -472,17 +498,9 @@ impl Collections {
         if self.version_pinned {
             return c;
         }
-        let handle = tokio::runtime::Handle::current();
-        let mut wait = std::time::Duration::from_millis(100);
-        let written = loop {
-            match handle.block_on(shared.default_text_version()) {
-                Ok(v) => break v,
-                Err(e) => {
-                    tracing::warn!(error = %e, retry_in_ms = wait.as_millis() as u64, "redis is not reachable yet; not ready");
-                    std::thread::sleep(wait);
-                    wait = (wait * 2).min(std::time::Duration::from_secs(5));
-                }
-            }
+        let Ok(written) = until_redis_answers(&c.name, || shared.default_text_version()) else {
+            // Unreadable: opening the collection reports it.
+            return c;
         };
         let mut settings = c.settings();
         match written {
@@ -513,31 +531,22 @@ impl Collections {
     /// the runtime): retried until Redis answers, so a node started before
     /// its cluster becomes ready when the cluster does.
     fn open_in_redis(&self, c: &Collection, shared: &SharedCatalog) {
-        let handle = tokio::runtime::Handle::current();
-        let mut wait = std::time::Duration::from_millis(100);
-        loop {
-            let opened = handle.block_on(shared.open(
+        let opened = until_redis_answers(&c.name, || {
+            shared.open(
                 Arc::clone(c.recipe.engine()),
                 c.name.as_str(),
                 &c.incarnation,
-            ));
-            match opened {
-                Err(crate::backend::BackendError::Internal(e)) => {
-                    tracing::error!(collection = %c.name, error = %e, "collection cannot be opened in redis; it answers 503 until it is repaired or deleted");
-                    let _ = c.failure.set(e);
-                    return;
-                }
-                Ok(backend) => {
-                    backend.set_store_text(c.settings().store_text);
-                    tracing::info!(collection = %c.name, documents = backend.documents(), "collection opened in redis");
-                    let _ = c.backend.set(backend);
-                    return;
-                }
-                Err(e) => {
-                    tracing::warn!(collection = %c.name, error = %e, retry_in_ms = wait.as_millis() as u64, "redis is not reachable yet; not ready");
-                    std::thread::sleep(wait);
-                    wait = (wait * 2).min(std::time::Duration::from_secs(5));
-                }
+            )
+        });
+        match opened {
+            Ok(backend) => {
+                backend.set_store_text(c.settings().store_text);
+                tracing::info!(collection = %c.name, documents = backend.documents(), "collection opened in redis");
+                let _ = c.backend.set(backend);
+            }
+            Err(e) => {
+                tracing::error!(collection = %c.name, error = %e, "collection cannot be opened in redis; it answers 503 until it is repaired or deleted");
+                let _ = c.failure.set(e);
             }
         }
     }

@@ -82,15 +82,32 @@ pub fn stored<'de, D: serde::Deserializer<'de>>(d: D) -> Result<CollectionSettin
     use serde::de::Error;
     let mut value = Value::deserialize(d)?;
     if let Some(sections) = value.as_object_mut() {
-        let normalize = sections
-            .entry("normalize")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Some(keys) = normalize.as_object_mut() {
-            keys.entry("version")
-                .or_insert(crate::text::LEGACY_TEXT_VERSION.into());
-        }
+        name_legacy_version(
+            sections
+                .entry("normalize")
+                .or_insert_with(|| Value::Object(Map::new())),
+        );
     }
     serde_json::from_value(value).map_err(D::Error::custom)
+}
+
+/// A `normalize` section as stored data has it (an export header's too,
+/// `deserialize_with`): version 1 if it names none.
+pub fn stored_normalize<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<NormalizeOptions, D::Error> {
+    use serde::de::Error;
+    let mut value = Value::deserialize(d)?;
+    name_legacy_version(&mut value);
+    serde_json::from_value(value).map_err(D::Error::custom)
+}
+
+/// The stored `normalize` object `section` with `version` 1 if it names none.
+fn name_legacy_version(section: &mut Value) {
+    if let Some(keys) = section.as_object_mut() {
+        keys.entry("version")
+            .or_insert(crate::text::LEGACY_TEXT_VERSION.into());
+    }
 }
 
 /// Why a settings body was refused; names the key.

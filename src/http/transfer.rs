@@ -62,23 +62,10 @@ struct Recipe {
     shingle: ShingleOptions,
     /// An export of a release before recipes had versions names none: its
     /// shingles are version 1's.
-    #[serde(deserialize_with = "exported_normalize")]
+    #[serde(deserialize_with = "crate::collections::stored_normalize")]
     normalize: NormalizeOptions,
     /// `index.seed`: it also seeds the shingle hashes.
     seed: u64,
-}
-
-/// `normalize` as an export header has it: version 1 if it names none.
-fn exported_normalize<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<NormalizeOptions, D::Error> {
-    use serde::de::Error;
-    let mut value = serde_json::Value::deserialize(d)?;
-    if let Some(keys) = value.as_object_mut() {
-        keys.entry("version")
-            .or_insert(crate::text::LEGACY_TEXT_VERSION.into());
-    }
-    serde_json::from_value(value).map_err(D::Error::custom)
 }
 
 impl Recipe {
