@@ -140,7 +140,7 @@ impl Backend {
         q: &Query,
     ) -> Result<QueryOutcome, BackendError> {
         match self {
-            Backend::Memory(m) => Ok(m.engine.similar_to(doc, exclude, q)),
+            Backend::Memory(m) => Ok(m.engine.similar_to(doc, exclude, q)?),
             Backend::Redis(r) => r.similar_to(doc, exclude, q).await,
         }
     }

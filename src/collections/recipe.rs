@@ -98,6 +98,6 @@ impl Recipe {
     /// A prepared document from its shingles (an import's line): signed
     /// again, `None` unless they are sorted and distinct.
     pub fn prepared_from_shingles(&self, shingles: Vec<u32>) -> Option<Prepared> {
-        self.0.prepared_from_shingles(shingles)
+        self.0.prepared_from_shingles(shingles, None)
     }
 }

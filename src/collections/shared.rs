@@ -558,6 +558,7 @@ impl Collections {
                         engine.prepared_from_parts(
                             record.signature().into(),
                             record.shingles().to_vec(),
+                            Some(record.selection().into()),
                         )
                     })
                     .flatten();

@@ -237,7 +237,10 @@ impl Restore<'_> {
             // Batch k's buckets on the pool while batch k − 1 (whose
             // buckets the previous push inserted) is published.
             rayon::join(
-                || engine.lsh.insert_bulk(&signatures),
+                || {
+                    engine.lsh.insert_bulk(&signatures);
+                    engine.index_passages_bulk(&staged);
+                },
                 || engine.publish_staged(previous, scratch),
             );
         }
@@ -282,12 +285,13 @@ impl Engine {
         let staged: Vec<(Slot, Arc<Record>, &Prepared)> = items
             .into_iter()
             .map(|w| {
-                let record = Arc::new(Record::new(
+                let record = Arc::new(Record::with_selection(
                     w.id,
                     w.metadata,
                     w.stamp,
                     &w.doc.signature,
                     w.doc.shingles.as_slice(),
+                    &w.doc.selection,
                 ));
                 let slot = self.alloc_slot();
                 self.account(&record, true);
@@ -301,6 +305,9 @@ impl Engine {
             .collect();
         self.lsh.insert_batch(&signatures);
         drop(signatures);
+        for (slot, record, _) in &staged {
+            self.index_passages(*slot, record);
+        }
         // 2. Publish, in order.
         staged
             .into_iter()

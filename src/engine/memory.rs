@@ -35,6 +35,11 @@ pub struct MemoryStats {
     pub id_map_bytes: usize,
     pub doc_map_bytes: usize,
     pub lsh_bytes: usize,
+    /// Every record's bitmap of its passage fingerprints (kept whether or
+    /// not the passage index is on, so it can be switched on at any time).
+    pub fingerprints_bytes: usize,
+    /// The passage index (`passage_index`; 0 while it is off).
+    pub passage_index_bytes: usize,
     pub total_bytes: usize,
     /// What the index costs with no document in it (table shards and their
     /// first buckets): part of `total_bytes`, not of `bytes_per_document`.
@@ -65,7 +70,13 @@ impl Engine {
         // data block (glibc's) and on a long id's block (estimated from
         // the average sizes).
         let per_doc = |total: usize| total.checked_div(docs).unwrap_or(0);
-        let data = per_doc(signatures_bytes + shingles_bytes);
+        let fingerprints_bytes = self.selection_words.load(Ordering::Relaxed) * 4;
+        let passage_index_bytes = if self.passage_index() {
+            self.postings.heap_bytes()
+        } else {
+            0
+        };
+        let data = per_doc(signatures_bytes + shingles_bytes + fingerprints_bytes);
         let id = id_bytes.checked_div(heap_ids).unwrap_or(0);
         let arc_record = small_block(2 * size_of::<usize>() + size_of::<Record>());
         let rounding = malloc_block(data) - data;
@@ -82,7 +93,9 @@ impl Engine {
             + records_overhead_bytes
             + id_map_bytes
             + doc_map_bytes
-            + lsh_bytes;
+            + lsh_bytes
+            + fingerprints_bytes
+            + passage_index_bytes;
         MemoryStats {
             shingles_bytes,
             signatures_bytes,
@@ -92,6 +105,8 @@ impl Engine {
             id_map_bytes,
             doc_map_bytes,
             lsh_bytes,
+            fingerprints_bytes,
+            passage_index_bytes,
             total_bytes,
             fixed_bytes: self.fixed_bytes + self.lsh.fixed_bytes(),
             bytes_per_document: if docs == 0 {

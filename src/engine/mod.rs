@@ -43,6 +43,8 @@ mod id;
 mod journal;
 mod memory;
 mod params;
+mod passages;
+mod postings;
 mod query;
 mod record;
 mod retention;
@@ -56,7 +58,8 @@ pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;
 pub use params::{EngineParams, EngineParamsError, IndexParams, ValidParams, MAX_SHINGLE_K};
-pub use query::{Comparison, Match, Query, QueryOutcome, Threshold};
+pub use passages::{Passage, PassageHit, PassageOutcome};
+pub use query::{Comparison, Match, Measure, PassageWork, Query, QueryOutcome, Threshold};
 use record::{Current, RecordTable};
 pub use record::{Record, Stamp};
 pub use retention::{Clock, ManualClock, SystemClock};
@@ -82,6 +85,9 @@ pub const HASH_FAMILY: &str = "neardup-v2: word shingles = fmix64 of a weighted 
 pub struct Prepared {
     shingles: ShingleSet,
     signature: Box<[u32]>,
+    /// The bitmap over `shingles` of its passage fingerprints
+    /// ([`crate::text::winnow`]).
+    selection: Box<[u32]>,
     /// Bytes the journal logs with the record (the store's compressed
     /// text); opaque to the engine, never kept in memory after the insert.
     payload: Option<Box<[u8]>>,
@@ -103,6 +109,16 @@ impl Prepared {
 
     pub fn signature(&self) -> &[u32] {
         &self.signature
+    }
+
+    /// The bitmap over [`Self::shingles`] of its passage fingerprints.
+    pub fn selection(&self) -> &[u32] {
+        &self.selection
+    }
+
+    /// Its passage fingerprints, increasing.
+    pub fn fingerprints(&self) -> impl Iterator<Item = u32> + '_ {
+        crate::text::winnow::fingerprints(self.shingles.as_slice(), &self.selection)
     }
 }
 
@@ -157,6 +173,13 @@ pub enum EngineError {
          (its index.threshold is {tuned}); an index tuned for a lower index.threshold can be queried lower"
     )]
     ThresholdBelowTuned { value: f64, min: f64, tuned: f64 },
+    /// A containment query or passage lookup on a collection without the
+    /// passage index.
+    #[error(
+        "{0} needs the passage index, which this collection does not keep: \
+         set index.passage_index (a reindex of a named collection, or the configuration of `default`)"
+    )]
+    PassageIndexOff(&'static str),
 }
 
 /// Shards of the `ids` map: scans (snapshots, `records()`) hold one shard's
@@ -186,12 +209,18 @@ pub struct Engine {
     /// reused), so a sharded vector indexed by slot: 8 bytes a document.
     docs: RecordTable,
     lsh: LshIndex,
+    /// The passage index (fingerprint → slots), maintained while
+    /// `passages_on` (see `postings.rs`).
+    postings: postings::Postings,
+    passages_on: std::sync::atomic::AtomicBool,
     /// Slots released by deletes and replaces, reused before `next_slot` grows.
     /// Lock-free so that allocation is not a global lock on the write path.
     free_slots: SegQueue<Slot>,
     next_slot: AtomicU32,
     /// Sum of shingle-set sizes of stored records (memory report).
     shingle_values: AtomicUsize,
+    /// Sum of fingerprint-bitmap lengths (words) of stored records.
+    selection_words: AtomicUsize,
     /// Bytes and count of ids in blocks of their own (`DocId`; memory report).
     id_bytes: AtomicUsize,
     heap_ids: AtomicUsize,
@@ -242,12 +271,15 @@ impl Engine {
             tokenizer: Tokenizer::new(params.normalize, params.shingle, params.index.seed),
             minhasher: MinHasher::new(params.index.num_perm, params.index.seed),
             lsh,
+            postings: Default::default(),
+            passages_on: std::sync::atomic::AtomicBool::new(params.index.passage_index),
             ids: DashMap::with_shard_amount(ID_SHARDS),
             docs,
             fixed_bytes,
             free_slots: SegQueue::new(),
             next_slot: AtomicU32::new(0),
             shingle_values: AtomicUsize::new(0),
+            selection_words: AtomicUsize::new(0),
             id_bytes: AtomicUsize::new(0),
             heap_ids: AtomicUsize::new(0),
             metadata_bytes: AtomicUsize::new(0),
@@ -293,11 +325,12 @@ impl Engine {
     /// Normalize, shingle and sign `text`. Pure CPU work: callers run it on
     /// whatever thread suits them (in parallel for batches).
     pub fn prepare(&self, text: &str) -> Result<Prepared, TextError> {
-        let shingles = self.tokenizer.shingles(text)?;
+        let (shingles, selection) = self.tokenizer.shingles_selected(text)?;
         let signature = self.minhasher.sign(shingles.as_slice());
         Ok(Prepared {
             shingles,
             signature,
+            selection,
             payload: None,
         })
     }
@@ -341,12 +374,13 @@ impl Engine {
         journal: &dyn Journal,
     ) -> Result<(WriteOutcome, u64), EngineError> {
         // Built before the id's entry is taken: the entry's key is the record.
-        let record = Arc::new(Record::new(
+        let record = Arc::new(Record::with_selection(
             id,
             metadata,
             stamp,
             &doc.signature,
             doc.shingles.as_slice(),
+            &doc.selection,
         ));
         let entry = self.ids.entry(Current(Arc::clone(&record)));
         let live_before = self.live_under(&entry);
@@ -360,6 +394,7 @@ impl Engine {
         self.account(&record, true);
         self.docs.insert(slot, Arc::clone(&record));
         self.lsh.insert(slot, record.signature());
+        self.index_passages(slot, &record);
         Ok((self.publish(entry, slot, live_before), seq))
     }
 
@@ -448,6 +483,9 @@ impl Engine {
     fn release(&self, slot: Slot) {
         if let Some((_, record)) = self.docs.remove(&slot) {
             self.lsh.remove(slot, record.signature());
+            if self.passage_index() {
+                self.postings.remove(slot, record.fingerprints());
+            }
             self.account(&record, false);
         }
         self.free_slots.push(slot);
@@ -463,6 +501,7 @@ impl Engine {
             }
         };
         op(&self.shingle_values, record.shingles().len());
+        op(&self.selection_words, record.selection().len());
         self.expiries
             .lock()
             .expect("expiry counts lock")
@@ -528,17 +567,40 @@ impl Engine {
     /// A prepared document from a stored shingle set (sorted, distinct,
     /// non-empty, else `None`), its signature recomputed: a backend that
     /// stores shingles only signs them again when it reads them.
-    pub fn prepared_from_shingles(&self, shingles: Vec<u32>) -> Option<Prepared> {
+    ///
+    /// `selection` is the stored bitmap of its passage fingerprints; a
+    /// record stored without one (or with one of the wrong length) gets
+    /// the sampled stand-in ([`crate::text::winnow::sampled_bitmap`]).
+    pub fn prepared_from_shingles(
+        &self,
+        shingles: Vec<u32>,
+        selection: Option<Box<[u32]>>,
+    ) -> Option<Prepared> {
         let sorted = shingles.windows(2).all(|w| w[0] < w[1]);
         if !sorted || shingles.is_empty() {
             return None;
         }
         let signature = self.minhasher.sign(&shingles);
+        let selection = self.selection_or_sampled(&shingles, selection);
         Some(Prepared {
             shingles: ShingleSet::from_hashes(shingles),
             signature,
+            selection,
             payload: None,
         })
+    }
+
+    /// `selection` if it is a bitmap over `shingles`, else the sampled one.
+    pub(crate) fn selection_or_sampled(
+        &self,
+        shingles: &[u32],
+        selection: Option<Box<[u32]>>,
+    ) -> Box<[u32]> {
+        use crate::text::winnow;
+        match selection {
+            Some(bits) if bits.len() == winnow::bitmap_words(shingles.len()) => bits,
+            _ => winnow::sampled_bitmap(shingles, self.tokenizer.window()),
+        }
     }
 
     /// A record of `doc` as stored under `id` with `stamp` (for a backend
@@ -550,7 +612,14 @@ impl Engine {
         metadata: Option<Box<str>>,
         stamp: Stamp,
     ) -> Record {
-        Record::new(id, metadata, stamp, &doc.signature, doc.shingles.as_slice())
+        Record::with_selection(
+            id,
+            metadata,
+            stamp,
+            &doc.signature,
+            doc.shingles.as_slice(),
+            &doc.selection,
+        )
     }
 
     /// Rebuild a prepared document from stored parts (restore path): the
@@ -560,10 +629,12 @@ impl Engine {
         &self,
         signature: Box<[u32]>,
         shingles: Vec<u32>,
+        selection: Option<Box<[u32]>>,
     ) -> Option<Prepared> {
         let sorted = shingles.windows(2).all(|w| w[0] < w[1]);
         (signature.len() == self.params().index.num_perm && sorted && !shingles.is_empty()).then(
             || Prepared {
+                selection: self.selection_or_sampled(&shingles, selection),
                 shingles: ShingleSet::from_hashes(shingles),
                 signature,
                 payload: None,

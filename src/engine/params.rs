@@ -29,6 +29,12 @@ pub struct IndexParams {
     pub rows: Option<usize>,
     /// Most distinct candidates verified per query (hot-bucket guard).
     pub max_candidates: usize,
+    /// Keep the passage index (containment queries, passage lookups,
+    /// containment pairs): ~450 bytes more a 400-word article.
+    pub passage_index: bool,
+    /// A fingerprint held by more documents than this is common: queries
+    /// skip it and say so.
+    pub common_fingerprint_docs: usize,
 }
 
 impl Default for IndexParams {
@@ -40,6 +46,8 @@ impl Default for IndexParams {
             bands: None,
             rows: None,
             max_candidates: 10_000,
+            passage_index: false,
+            common_fingerprint_docs: 1_000,
         }
     }
 }
@@ -71,6 +79,8 @@ pub enum EngineParamsError {
     Banding(#[from] ParamsError),
     #[error("shingle.k must be between 1 and {MAX_SHINGLE_K}, got {0}")]
     ShingleSize(usize),
+    #[error("index.common_fingerprint_docs must be at least 1")]
+    CommonFingerprintDocs,
     #[error("index.max_candidates must be at least 1")]
     MaxCandidates,
     #[error("{0}")]
@@ -122,6 +132,9 @@ impl EngineParams {
             .check()
             .map_err(EngineParamsError::Normalize)?;
         let index = &self.index;
+        if index.common_fingerprint_docs == 0 {
+            return Err(EngineParamsError::CommonFingerprintDocs);
+        }
         if index.max_candidates == 0 {
             return Err(EngineParamsError::MaxCandidates);
         }

@@ -32,6 +32,60 @@ impl Threshold {
     }
 }
 
+/// Which score a query's threshold applies to, and its answer is sorted by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Measure {
+    /// |Q ∩ D| / |Q ∪ D|: near-duplicates (candidates from the LSH bands).
+    #[default]
+    Jaccard,
+    /// |Q ∩ D| / |Q|: the query is inside a stored document (an excerpt
+    /// or quote of it). Candidates from the passage index.
+    QueryInStored,
+    /// |Q ∩ D| / |D|: a stored document is inside the query (the query
+    /// embeds it). Candidates from the passage index.
+    StoredInQuery,
+    /// The larger of the two containments: either text inside the other.
+    Containment,
+}
+
+impl Measure {
+    pub const ALL: [Measure; 4] = [
+        Measure::Jaccard,
+        Measure::QueryInStored,
+        Measure::StoredInQuery,
+        Measure::Containment,
+    ];
+
+    /// Its name in the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Measure::Jaccard => "jaccard",
+            Measure::QueryInStored => "query_in_stored",
+            Measure::StoredInQuery => "stored_in_query",
+            Measure::Containment => "containment",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == name)
+    }
+
+    /// A containment measure (answered from the passage index).
+    pub fn is_containment(self) -> bool {
+        self != Measure::Jaccard
+    }
+
+    /// The score this measure reads from a match.
+    pub fn score(self, m: &Match) -> f64 {
+        match self {
+            Measure::Jaccard => m.jaccard,
+            Measure::QueryInStored => m.query_in_stored,
+            Measure::StoredInQuery => m.stored_in_query,
+            Measure::Containment => m.query_in_stored.max(m.stored_in_query),
+        }
+    }
+}
+
 /// What a similarity query asks for.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Query {
@@ -40,6 +94,8 @@ pub struct Query {
     pub limit: usize,
     /// Only documents stored at or after this instant (ms since the epoch).
     pub since: Option<u64>,
+    /// The score the threshold applies to.
+    pub measure: Measure,
 }
 
 impl Query {
@@ -48,11 +104,16 @@ impl Query {
             threshold,
             limit,
             since: None,
+            measure: Measure::Jaccard,
         }
     }
 
     pub fn since(self, since: Option<u64>) -> Self {
         Self { since, ..self }
+    }
+
+    pub fn measure(self, measure: Measure) -> Self {
+        Self { measure, ..self }
     }
 }
 
@@ -64,8 +125,56 @@ pub struct Match {
     pub created_ms: u64,
     /// Exact Jaccard similarity of the shingle sets.
     pub jaccard: f64,
+    /// Exact |Q ∩ D| / |Q|: how much of the query is in this document.
+    pub query_in_stored: f64,
+    /// Exact |Q ∩ D| / |D|: how much of this document is in the query.
+    pub stored_in_query: f64,
     /// MinHash estimate (fraction of equal signature slots).
     pub estimate: f64,
+}
+
+impl Match {
+    /// A match of a query of `query_len` shingles with `record`, given their
+    /// exact Jaccard `jaccard` (their intersection follows from it and the
+    /// sizes: Jaccard is a ratio of integers below 2³², so rounding
+    /// recovers it exactly).
+    pub(crate) fn from_jaccard(
+        record: &Record,
+        query_len: usize,
+        jaccard: f64,
+        estimate: f64,
+    ) -> Self {
+        let stored_len = record.shingles().len();
+        let intersection =
+            (jaccard * (query_len + stored_len) as f64 / (1.0 + jaccard)).round() as usize;
+        Self::with_intersection(record, query_len, intersection, jaccard, estimate)
+    }
+
+    pub(crate) fn with_intersection(
+        record: &Record,
+        query_len: usize,
+        intersection: usize,
+        jaccard: f64,
+        estimate: f64,
+    ) -> Self {
+        let stored_len = record.shingles().len();
+        Self {
+            id: record.id().clone(),
+            created_ms: record.created_ms(),
+            jaccard,
+            query_in_stored: ratio(intersection, query_len),
+            stored_in_query: ratio(intersection, stored_len),
+            estimate,
+        }
+    }
+}
+
+fn ratio(a: usize, b: usize) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
 }
 
 /// The answer to a similarity query, with the work it took.
@@ -79,6 +188,21 @@ pub struct QueryOutcome {
     pub rejected: usize,
     /// True when the candidate list hit `max_candidates` and was cut.
     pub truncated: bool,
+    /// Containment queries: what the passage index was asked and skipped.
+    pub passages: Option<PassageWork>,
+}
+
+/// The passage-index side of a containment query or passage lookup.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PassageWork {
+    /// The query's fingerprints looked up.
+    pub fingerprints: usize,
+    /// Of those, held by more documents than a query reads
+    /// (`index.common_fingerprint_docs`): skipped, as boilerplate.
+    pub common: usize,
+    /// The document counts of the skipped fingerprints (largest first, at
+    /// most ten).
+    pub common_docs: Vec<usize>,
 }
 
 /// `GET /compare`: both scores and the raw counts.
@@ -160,6 +284,25 @@ impl Engine {
         }
     }
 
+    /// Check a query threshold for `measure`: a Jaccard threshold against
+    /// the range the banding serves, a containment one in (0, 1] (the
+    /// passage index is not tuned to a threshold). The default is the
+    /// index's threshold either way.
+    pub fn threshold_for(
+        &self,
+        measure: Measure,
+        value: Option<f64>,
+    ) -> Result<Threshold, EngineError> {
+        if !measure.is_containment() {
+            return self.threshold(value);
+        }
+        let value = value.unwrap_or(self.params().index.threshold);
+        if !(value > 0.0 && value <= 1.0) {
+            return Err(EngineError::ThresholdOutOfRange(value));
+        }
+        Ok(Threshold(value))
+    }
+
     /// Check a query threshold against the range this index serves.
     pub fn threshold(&self, value: Option<f64>) -> Result<Threshold, EngineError> {
         let Some(value) = value else {
@@ -183,6 +326,17 @@ impl Engine {
         let (slot, record) = self
             .get_with_slot(id)
             .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        if q.measure.is_containment() {
+            let fingerprints: Vec<u32> = record.fingerprints().collect();
+            return self.contained(
+                record.shingles(),
+                record.signature(),
+                &fingerprints,
+                Some(id),
+                Some(slot),
+                q,
+            );
+        }
         let bands = self.shared_bands(slot, &record);
         if bands == 0 {
             return Ok(QueryOutcome::default());
@@ -218,16 +372,32 @@ impl Engine {
     }
 
     /// Near-duplicates of an unstored document; `exclude` skips one id.
-    pub fn similar_to(&self, doc: &Prepared, exclude: Option<&str>, q: &Query) -> QueryOutcome {
+    pub fn similar_to(
+        &self,
+        doc: &Prepared,
+        exclude: Option<&str>,
+        q: &Query,
+    ) -> Result<QueryOutcome, EngineError> {
         let own_slot = exclude.and_then(|id| self.ids.get(id).map(|s| *s));
-        self.query(
+        if q.measure.is_containment() {
+            let fingerprints: Vec<u32> = doc.fingerprints().collect();
+            return self.contained(
+                doc.shingles.as_slice(),
+                &doc.signature,
+                &fingerprints,
+                exclude,
+                own_slot,
+                q,
+            );
+        }
+        Ok(self.query(
             doc.shingles.as_slice(),
             &doc.signature,
             ALL_BANDS,
             exclude,
             own_slot,
             q,
-        )
+        ))
     }
 
     /// `own_slot` is `exclude`'s slot, if it is stored; `bands` the band
@@ -284,12 +454,12 @@ impl Engine {
                     }
                     Verdict::Match(record, jaccard) => {
                         out.candidates += 1;
-                        out.matches.push(Match {
-                            id: record.id().clone(),
-                            created_ms: record.created_ms(),
+                        out.matches.push(Match::from_jaccard(
+                            &record,
+                            shingles.len(),
                             jaccard,
-                            estimate: minhash::estimate(signature, record.signature()),
-                        });
+                            minhash::estimate(signature, record.signature()),
+                        ));
                     }
                 }
             }
@@ -334,12 +504,12 @@ impl Engine {
                 Judgement::Match(j) => j,
             };
             out.candidates += 1;
-            out.matches.push(Match {
-                id: record.id().clone(),
-                created_ms: record.created_ms(),
-                jaccard: j,
-                estimate: minhash::estimate(&doc.signature, record.signature()),
-            });
+            out.matches.push(Match::from_jaccard(
+                &record,
+                shingles.len(),
+                j,
+                minhash::estimate(&doc.signature, record.signature()),
+            ));
         }
         finish(&mut out, q);
         out
@@ -371,16 +541,17 @@ impl Engine {
 /// Order the matches (Jaccard descending, then id) and cut them at the
 /// query's limit. A replace racing a query can let both versions of one id
 /// pass verification at different instants; the one verified last is kept.
-fn finish(out: &mut QueryOutcome, q: &Query) {
+pub(crate) fn finish(out: &mut QueryOutcome, q: &Query) {
     if out.matches.len() > 1 {
         let mut by_id: Vec<(usize, Match)> = out.matches.drain(..).enumerate().collect();
         by_id.sort_by(|(i, a), (j, b)| a.id.cmp(&b.id).then(j.cmp(i)));
         by_id.dedup_by(|later, earlier| later.1.id == earlier.1.id);
         out.matches = by_id.into_iter().map(|(_, m)| m).collect();
     }
+    let m = q.measure;
     out.matches.sort_by(|a, b| {
-        b.jaccard
-            .total_cmp(&a.jaccard)
+        m.score(b)
+            .total_cmp(&m.score(a))
             .then_with(|| a.id.cmp(&b.id))
     });
     out.matches.truncate(q.limit);

@@ -618,9 +618,13 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
         check_outcome(&full, &truth, Some(id), t, 1000)?;
         // By text, and with a limit: the same answer, or a prefix of it.
         let prepared = engine.prepare(text).expect("stored texts have words");
-        let by_text = engine.similar_to(&prepared, Some(id), &Query::new(threshold, 1000));
+        let by_text = engine
+            .similar_to(&prepared, Some(id), &Query::new(threshold, 1000))
+            .unwrap();
         prop_assert_eq!(&by_text.matches, &full.matches);
-        let limited = engine.similar_to(&prepared, Some(id), &Query::new(threshold, c.limit));
+        let limited = engine
+            .similar_to(&prepared, Some(id), &Query::new(threshold, c.limit))
+            .unwrap();
         check_outcome(&limited, &truth, Some(id), t, c.limit)?;
         prop_assert_eq!(
             &limited.matches[..],
@@ -651,7 +655,9 @@ fn run_case(c: &Case) -> Result<(), TestCaseError> {
     let text = corpus.unstored_variant();
     let prepared = engine.prepare(&text).expect("generated texts have words");
     let truth = brute_force(&records, prepared.shingles(), None);
-    let q = engine.similar_to(&prepared, None, &Query::new(threshold, 1000));
+    let q = engine
+        .similar_to(&prepared, None, &Query::new(threshold, 1000))
+        .unwrap();
     check_outcome(&q, &truth, None, t, 1000)?;
     Ok(())
 }

@@ -5,6 +5,7 @@
 use super::DocId;
 use crate::lsh::index::Slot;
 use crate::prefetch::{prefetch, prefetch_slice};
+use crate::text::winnow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -46,11 +47,17 @@ pub struct Record {
     /// the engine; the store sets it when it logs the text and moves it
     /// when a snapshot compacts the texts (`persist::texts`).
     text: AtomicU64,
-    /// `num_perm` signature values, then the sorted, distinct shingle hashes.
+    /// `num_perm` signature values, the sorted, distinct shingle hashes,
+    /// then the bitmap over them of the passage fingerprints (its length
+    /// follows from theirs: [`winnow::shingles_in`]).
     data: Box<[u32]>,
 }
 
 impl Record {
+    /// A record whose passage fingerprints are sampled from its set (tests,
+    /// and records stored before fingerprints: see
+    /// [`winnow::sampled_bitmap`]).
+    #[cfg(test)]
     pub(crate) fn new(
         id: DocId,
         metadata: Option<Box<str>>,
@@ -58,9 +65,25 @@ impl Record {
         signature: &[u32],
         shingles: &[u32],
     ) -> Self {
-        let mut data = Vec::with_capacity(signature.len() + shingles.len());
+        let selection = winnow::sampled_bitmap(shingles, winnow::WORD_WINDOW);
+        Self::with_selection(id, metadata, stamp, signature, shingles, &selection)
+    }
+
+    /// A record with its passage fingerprints, `selection` a bitmap over
+    /// `shingles` ([`winnow::selection_bitmap`]).
+    pub(crate) fn with_selection(
+        id: DocId,
+        metadata: Option<Box<str>>,
+        stamp: Stamp,
+        signature: &[u32],
+        shingles: &[u32],
+        selection: &[u32],
+    ) -> Self {
+        debug_assert_eq!(selection.len(), winnow::bitmap_words(shingles.len()));
+        let mut data = Vec::with_capacity(signature.len() + shingles.len() + selection.len());
         data.extend_from_slice(signature);
         data.extend_from_slice(shingles);
+        data.extend_from_slice(selection);
         Self::from_parts(
             id,
             metadata,
@@ -70,8 +93,8 @@ impl Record {
         )
     }
 
-    /// A record over `data` = signature (`num_perm` values) then shingles,
-    /// already in their final allocation (the restore path decodes straight
+    /// A record over `data` = signature (`num_perm` values), shingles, then
+    /// the bitmap of its passage fingerprints, already in their final allocation (the restore path decodes straight
     /// into it). The caller has checked the parts.
     pub(crate) fn from_parts(
         id: DocId,
@@ -133,7 +156,21 @@ impl Record {
     }
 
     pub fn shingles(&self) -> &[u32] {
-        &self.data[self.num_perm()..]
+        let p = self.num_perm();
+        &self.data[p..p + winnow::shingles_in(self.data.len() - p)]
+    }
+
+    /// The bitmap over [`Self::shingles`] of its passage fingerprints.
+    pub fn selection(&self) -> &[u32] {
+        let p = self.num_perm();
+        &self.data[p + winnow::shingles_in(self.data.len() - p)..]
+    }
+
+    /// Its passage fingerprints (the shingles the bitmap marks), increasing.
+    pub fn fingerprints(&self) -> impl Iterator<Item = u32> + '_ {
+        let p = self.num_perm();
+        let n = winnow::shingles_in(self.data.len() - p);
+        winnow::fingerprints(&self.data[p..p + n], &self.data[p + n..])
     }
 }
 
@@ -389,9 +426,10 @@ mod tests {
             None,
             Stamp::default(),
             2,
-            vec![1, 2, 3, 4].into(),
+            vec![1, 2, 3, 4, 0b10].into(),
         );
         assert_eq!((r.signature(), r.shingles()), (&[1, 2][..], &[3, 4][..]));
+        assert_eq!(r.fingerprints().collect::<Vec<_>>(), vec![4]);
     }
 
     #[test]

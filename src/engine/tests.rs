@@ -185,7 +185,9 @@ fn queries_answered_by_the_shared_bands_equal_the_full_lookup() {
         for (key, text) in &texts {
             let q = Query::new(t, 100);
             let by_id = e.similar_to_id(key, &q).unwrap();
-            let full = e.similar_to(&e.prepare(text).unwrap(), Some(key), &q);
+            let full = e
+                .similar_to(&e.prepare(text).unwrap(), Some(key), &q)
+                .unwrap();
             assert_eq!(by_id, full, "round {round}, {key}: {text}");
             let (slot, record) = e.get_with_slot(key).unwrap();
             let bands = e.shared_bands(slot, &record);
@@ -331,7 +333,9 @@ fn candidate_cap_reports_truncation() {
         put(&e, &format!("d{i}"), DOC1);
     }
     let t = e.threshold(None).unwrap();
-    let out = e.similar_to(&e.prepare(DOC1).unwrap(), None, &Query::new(t, 100));
+    let out = e
+        .similar_to(&e.prepare(DOC1).unwrap(), None, &Query::new(t, 100))
+        .unwrap();
     assert!(out.truncated);
     assert_eq!(out.matches.len(), 5);
 }
@@ -341,14 +345,18 @@ fn restored_parts_rebuild_the_same_document() {
     let e = engine_with(ShingleKind::Word, 3, 0.8);
     let doc = e.prepare(DOC1).unwrap();
     let again = e
-        .prepared_from_parts(doc.signature().into(), doc.shingles().to_vec())
+        .prepared_from_parts(
+            doc.signature().into(),
+            doc.shingles().to_vec(),
+            Some(doc.selection().into()),
+        )
         .unwrap();
     assert_eq!(again, doc);
     assert!(e
-        .prepared_from_parts(vec![1; 3].into(), doc.shingles().to_vec())
+        .prepared_from_parts(vec![1; 3].into(), doc.shingles().to_vec(), None)
         .is_none());
     assert!(e
-        .prepared_from_parts(doc.signature().into(), vec![3, 2])
+        .prepared_from_parts(doc.signature().into(), vec![3, 2], None)
         .is_none());
 }
 

@@ -74,7 +74,7 @@ impl Engine {
             limit: q.limit.max(1),
             ..*q
         };
-        let found = self.similar_to(doc, None, &q);
+        let found = self.similar_to(doc, None, &q)?;
         if !found.matches.is_empty() {
             return Ok(UniqueOutcome::Duplicate(found));
         }

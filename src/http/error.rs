@@ -170,6 +170,11 @@ impl ApiError {
                     "threshold-below-tuning",
                     "Threshold below what the index is tuned for",
                 ),
+                EngineError::PassageIndexOff(_) => (
+                    S::CONFLICT,
+                    "passage-index-off",
+                    "The collection keeps no passage index",
+                ),
             },
             ApiError::InvalidId(_) => (S::BAD_REQUEST, "invalid-id", "Invalid document id"),
             ApiError::InvalidCollectionName(_) => (

@@ -29,8 +29,15 @@
 //! document's zstd-compressed text when its collection stores texts; a
 //! snapshot (format version 3) record ends with `text: u64`, the offset of
 //! the document's text in the snapshot's `texts-<seq>.seg` (0: none). New
-//! files are always format 3; formats 1 and 2 are read as documents
-//! without a stored text.
+//! files of format 3 are read as documents without passage fingerprints.
+//!
+//! Format 4 (log segments `NDUPWAL4`, snapshot format version 4) ends a
+//! record's stamp with `selection: Vec<u32>`, the bitmap over its shingles
+//! of its passage fingerprints ([`crate::text::winnow`]); a snapshot record
+//! then has its text offset, as in format 3. New files are always format 4;
+//! records of formats 1 to 3 get the sampled stand-in
+//! ([`crate::text::winnow::sampled_bitmap`]) until they are written again.
+//! Formats 1 and 2 are read as documents without a stored text.
 
 use crate::engine::{DocId, EngineParams, Record, Stamp, HASH_FAMILY};
 use bincode::{Decode, Encode};
@@ -175,6 +182,9 @@ pub enum Layout {
     /// memory is `text_file` (`None`: the snapshot has no text segment; see
     /// [`texts`](super::texts)).
     V3 { text_file: Option<u32> },
+    /// Format 4: format 2 and the fingerprint bitmap (in snapshots, then
+    /// the text offset of format 3).
+    V4 { text_file: Option<u32> },
 }
 
 /// A stored document, borrowed for writing (format 2).
@@ -186,6 +196,8 @@ pub struct RecordRef<'a> {
     pub shingles: &'a [u32],
     pub created_ms: u64,
     pub expires_ms: u64,
+    /// The bitmap of its passage fingerprints over `shingles`.
+    pub selection: &'a [u32],
 }
 
 impl<'a> From<&'a Record> for RecordRef<'a> {
@@ -198,6 +210,7 @@ impl<'a> From<&'a Record> for RecordRef<'a> {
             shingles: r.shingles(),
             created_ms: stamp.created_ms,
             expires_ms: stamp.expires_ms.unwrap_or(0),
+            selection: r.selection(),
         }
     }
 }
@@ -211,6 +224,33 @@ pub struct StoredRecord {
     pub shingles: Vec<u32>,
     pub created_ms: u64,
     pub expires_ms: u64,
+    /// Empty for a record of formats 1 to 3 (no fingerprints stored).
+    pub selection: Vec<u32>,
+}
+
+/// A record of formats 2 and 3 (no fingerprints).
+#[derive(Debug, Clone, PartialEq, Decode)]
+pub struct StoredRecordV2 {
+    pub id: String,
+    pub metadata: Option<String>,
+    pub signature: Vec<u32>,
+    pub shingles: Vec<u32>,
+    pub created_ms: u64,
+    pub expires_ms: u64,
+}
+
+impl From<StoredRecordV2> for StoredRecord {
+    fn from(r: StoredRecordV2) -> Self {
+        StoredRecord {
+            id: r.id,
+            metadata: r.metadata,
+            signature: r.signature,
+            shingles: r.shingles,
+            created_ms: r.created_ms,
+            expires_ms: r.expires_ms,
+            selection: Vec::new(),
+        }
+    }
 }
 
 impl StoredRecord {
@@ -241,6 +281,7 @@ impl StoredRecordV1 {
             shingles: self.shingles,
             created_ms,
             expires_ms: 0,
+            selection: Vec::new(),
         }
     }
 }
@@ -255,7 +296,15 @@ impl StoredRecordV1 {
 /// set, and no trailing bytes. A frame with a good checksum fails these
 /// only if it was written by a different or broken writer, so the error is
 /// reported as corruption.
-pub fn decode_record(payload: &[u8], num_perm: usize, layout: Layout) -> Result<Record, String> {
+///
+/// `window` is the recipe's winnowing window, for the sampled stand-in of
+/// a record stored without fingerprints (formats 1 to 3).
+pub fn decode_record(
+    payload: &[u8],
+    num_perm: usize,
+    layout: Layout,
+    window: usize,
+) -> Result<Record, String> {
     let mut r = Reader(payload);
     let id = r.str("id")?;
     let id = DocId::parse(id).map_err(|e| format!("record {id:?} has an invalid id: {e}"))?;
@@ -278,7 +327,7 @@ pub fn decode_record(payload: &[u8], num_perm: usize, layout: Layout) -> Result<
             created_ms,
             expires_ms: None,
         },
-        Layout::V2 | Layout::V3 { .. } => {
+        Layout::V2 | Layout::V3 { .. } | Layout::V4 { .. } => {
             let created_ms = r.u64("creation time")?;
             let expires_ms = r.u64("expiry")?;
             Stamp {
@@ -287,8 +336,20 @@ pub fn decode_record(payload: &[u8], num_perm: usize, layout: Layout) -> Result<
             }
         }
     };
+    let selection = match layout {
+        Layout::V4 { .. } => {
+            let n = r.len("fingerprints")?;
+            if n != crate::text::winnow::bitmap_words(sh_len) {
+                return Err(format!(
+                    "record {id} has a fingerprint bitmap of {n} words for {sh_len} shingles"
+                ));
+            }
+            Some(r.take(n.saturating_mul(4), "fingerprints")?)
+        }
+        _ => None,
+    };
     let text = match layout {
-        Layout::V3 { text_file } => match r.u64("text offset")? {
+        Layout::V3 { text_file } | Layout::V4 { text_file } => match r.u64("text offset")? {
             0 => 0,
             offset if !(16..1 << 40).contains(&offset) => {
                 return Err(format!(
@@ -309,12 +370,20 @@ pub fn decode_record(payload: &[u8], num_perm: usize, layout: Layout) -> Result<
     if !r.0.is_empty() {
         return Err(format!("record {id} has {} trailing bytes", r.0.len()));
     }
-    let mut data = Vec::with_capacity(sig_len + sh_len);
+    let words_of_bitmap = crate::text::winnow::bitmap_words(sh_len);
+    let mut data = Vec::with_capacity(sig_len + sh_len + words_of_bitmap);
     data.extend(words(sig));
     data.extend(words(sh));
     let shingles = &data[sig_len..];
     if shingles.is_empty() || !shingles.windows(2).all(|w| w[0] < w[1]) {
         return Err(format!("record {id} has an empty or unsorted shingle set"));
+    }
+    match selection {
+        Some(bits) => data.extend(words(bits)),
+        None => {
+            let bits = crate::text::winnow::sampled_bitmap(&data[sig_len..], window);
+            data.extend_from_slice(&bits);
+        }
     }
     let record = Record::from_parts(id, metadata, stamp, sig_len, data.into_boxed_slice());
     record.set_text_locator(text);
@@ -444,6 +513,7 @@ mod tests {
             metadata: Some(r#"{"£":"“x”"}"#),
             signature: &[1, u32::MAX, 7],
             shingles: &[3, 5, 8, 13],
+            selection: &[0b1010],
             created_ms: 1_700_000_000_123,
             expires_ms: 0,
         };
@@ -549,9 +619,12 @@ mod tests {
                 shingles: &[3, 9, 0x8000_0000],
                 created_ms: 1_700_000_000_123,
                 expires_ms,
+                selection: &[0b101],
             };
-            let bytes = bincode::encode_to_vec(&r, config()).unwrap();
-            let back = decode_record(&bytes, 3, Layout::V2).unwrap();
+            let mut bytes = bincode::encode_to_vec(&r, config()).unwrap();
+            bytes.extend_from_slice(&0u64.to_le_bytes());
+            let back = decode_record(&bytes, 3, Layout::V4 { text_file: None }, 20).unwrap();
+            assert_eq!(back.selection(), r.selection);
             assert_eq!(back.id().as_str(), r.id);
             assert_eq!(back.metadata(), r.metadata);
             assert_eq!(back.signature(), r.signature);
@@ -580,7 +653,7 @@ mod tests {
             shingles: &[3, 4],
         };
         let bytes = bincode::encode_to_vec(&v1, config()).unwrap();
-        let back = decode_record(&bytes, 2, Layout::V1 { created_ms: 42 }).unwrap();
+        let back = decode_record(&bytes, 2, Layout::V1 { created_ms: 42 }, 20).unwrap();
         assert_eq!(
             back.stamp(),
             Stamp {
@@ -590,7 +663,7 @@ mod tests {
         );
         assert_eq!(back.shingles(), [3, 4]);
         // Read as format 2, the same bytes are short: refused, not misread.
-        assert!(decode_record(&bytes, 2, Layout::V2).is_err());
+        assert!(decode_record(&bytes, 2, Layout::V2, 20).is_err());
         let (old, _): (StoredRecordV1, usize) =
             bincode::decode_from_slice(&bytes, config()).unwrap();
         assert_eq!(old.upgrade(42).stamp().created_ms, 42);
@@ -598,8 +671,13 @@ mod tests {
 
     #[test]
     fn decode_record_refuses_malformed_payloads() {
-        let enc = |r: &RecordRef<'_>| bincode::encode_to_vec(r, config()).unwrap();
-        let decode = |b: &[u8], n: usize| decode_record(b, n, Layout::V2);
+        // Format 4 snapshot records: the record, then its text offset.
+        let enc = |r: &RecordRef<'_>| {
+            let mut b = bincode::encode_to_vec(r, config()).unwrap();
+            b.extend_from_slice(&0u64.to_le_bytes());
+            b
+        };
+        let decode = |b: &[u8], n: usize| decode_record(b, n, Layout::V4 { text_file: None }, 20);
         let good = RecordRef {
             id: "x",
             metadata: None,
@@ -607,6 +685,7 @@ mod tests {
             shingles: &[3, 4],
             created_ms: 5,
             expires_ms: 0,
+            selection: &[0b11],
         };
         let bytes = enc(&good);
         // Every truncation and every extra byte is refused, never a panic.
@@ -632,6 +711,13 @@ mod tests {
             ..good
         });
         assert!(decode(&empty, 2).is_err());
+        let short_bitmap = enc(&RecordRef {
+            selection: &[],
+            ..good
+        });
+        assert!(decode(&short_bitmap, 2)
+            .unwrap_err()
+            .contains("fingerprint bitmap"));
         let bad_id = enc(&RecordRef { id: "a\nb", ..good });
         assert!(decode(&bad_id, 2).unwrap_err().contains("invalid id"));
         let mut bad_tag = bytes.clone();
@@ -651,6 +737,7 @@ mod tests {
             shingles: &[3],
             created_ms: 7,
             expires_ms: 9,
+            selection: &[1],
         };
         let bytes = bincode::encode_to_vec(&r, config()).unwrap();
         let (back, _): (StoredRecord, usize) =
@@ -664,6 +751,7 @@ mod tests {
                 shingles: vec![3],
                 created_ms: 7,
                 expires_ms: 9,
+                selection: vec![1],
             }
         );
     }

@@ -102,8 +102,8 @@ fn text_payload(loc: Option<u64>, compressed: &[u8]) -> Box<[u8]> {
     payload.into_boxed_slice()
 }
 
-/// A document's shingle set and signature, as a tap keeps them.
-pub type Signed = (Box<[u32]>, Box<[u32]>);
+/// A document's shingle set, signature and fingerprint bitmap, as a tap keeps them.
+pub type Signed = (Box<[u32]>, Box<[u32]>, Box<[u32]>);
 
 /// A write as a reindex replays it on the new index (see `Store::tap`).
 #[derive(Debug, Clone)]
@@ -233,10 +233,13 @@ impl Journal for StoreJournal<'_> {
                     metadata: r.metadata().map(Into::into),
                     stamp: r.stamp(),
                     text: text.map(Into::into),
-                    signed: store
-                        .tap_signed
-                        .load(Ordering::Relaxed)
-                        .then(|| (r.shingles().into(), r.signature().into())),
+                    signed: store.tap_signed.load(Ordering::Relaxed).then(|| {
+                        (
+                            r.shingles().into(),
+                            r.signature().into(),
+                            r.selection().into(),
+                        )
+                    }),
                 },
                 JournalEntry::Delete(id) => TapOp::Delete(id.to_owned()),
             });

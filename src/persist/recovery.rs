@@ -182,6 +182,7 @@ fn load_snapshot(
     let file_len = std::fs::metadata(path).map_err(fsops::io_err(path))?.len();
     engine.reserve(planned.documents.min(file_len / 64) as usize);
     let num_perm = engine.params().index.num_perm;
+    let window = engine.passage_window();
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Record>>(4);
     let mut loaded = 0u64;
     let mut last_log = Instant::now();
@@ -194,7 +195,7 @@ fn load_snapshot(
                     path,
                     RESTORE_BATCH,
                     |payload, header| {
-                        format::decode_record(payload, num_perm, header.layout(text_file))
+                        format::decode_record(payload, num_perm, header.layout(text_file), window)
                     },
                     |batch| {
                         tx.send(batch).map_err(|_| {
@@ -387,7 +388,11 @@ fn restore_record(
         .map_err(|e| corrupt(format!("record {:?} has an invalid id: {e}", rec.id)))?;
     let stamp = rec.stamp();
     let mut doc = engine
-        .prepared_from_parts(rec.signature.into(), rec.shingles)
+        .prepared_from_parts(
+            rec.signature.into(),
+            rec.shingles,
+            Some(rec.selection.into()),
+        )
         .ok_or_else(|| {
             corrupt(format!(
                 "record {:?} has an invalid signature or shingle set",

@@ -24,7 +24,7 @@ const MAGIC: &[u8; 8] = b"NDUPSNP1";
 const END: &[u8; 8] = b"NDUPEND1";
 /// The version written; every version since the first is read (format 1
 /// records have no stamp, format 2 no text offset: see [`format`](mod@super::format)).
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, PartialEq, Encode, Decode)]
 pub struct SnapshotHeader {
@@ -191,7 +191,8 @@ impl SnapshotHeader {
                 created_ms: self.created_unix_ms,
             },
             2 => format::Layout::V2,
-            _ => format::Layout::V3 { text_file },
+            3 => format::Layout::V3 { text_file },
+            _ => format::Layout::V4 { text_file },
         }
     }
 }
@@ -212,10 +213,16 @@ pub fn read(
             match header.layout(None) {
                 // Format 3 records are format 2 records and a text offset.
                 format::Layout::V2 | format::Layout::V3 { .. } => {
-                    bincode::decode_from_slice(payload, format::config())
-                        .map(|(rec, _)| rec)
-                        .map_err(unreadable)
+                    bincode::decode_from_slice::<format::StoredRecordV2, _>(
+                        payload,
+                        format::config(),
+                    )
+                    .map(|(rec, _)| rec.into())
+                    .map_err(unreadable)
                 }
+                format::Layout::V4 { .. } => bincode::decode_from_slice(payload, format::config())
+                    .map(|(rec, _)| rec)
+                    .map_err(unreadable),
                 format::Layout::V1 { created_ms } => bincode::decode_from_slice::<
                     format::StoredRecordV1,
                     _,

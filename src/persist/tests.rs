@@ -965,9 +965,19 @@ fn texts_survive_a_snapshot_and_log_replay() {
 #[test]
 fn format_2_snapshots_and_logs_are_read_as_documents_without_texts() {
     use bincode::Encode;
+    /// A record as formats 2 and 3 wrote it (no fingerprints).
+    #[derive(Encode)]
+    struct RefV2<'a> {
+        id: &'a str,
+        metadata: Option<&'a str>,
+        signature: &'a [u32],
+        shingles: &'a [u32],
+        created_ms: u64,
+        expires_ms: u64,
+    }
     #[derive(Encode)]
     enum OpV2<'a> {
-        Upsert(format::RecordRef<'a>),
+        Upsert(RefV2<'a>),
         #[allow(dead_code)]
         Delete(&'a str),
     }
@@ -976,7 +986,7 @@ fn format_2_snapshots_and_logs_are_read_as_documents_without_texts() {
     let fp = format::Fingerprint::of(engine.params());
     let a = engine.prepare(&text(1)).unwrap();
     let b = engine.prepare(&text(2)).unwrap();
-    let rec = |id: &'static str, d: &'static crate::engine::Prepared| format::RecordRef {
+    let rec = |id: &'static str, d: &'static crate::engine::Prepared| RefV2 {
         id,
         metadata: None,
         signature: d.signature(),
@@ -1037,7 +1047,7 @@ fn format_2_snapshots_and_logs_are_read_as_documents_without_texts() {
     assert_eq!(s.recovery.replayed_records, 1);
     assert!(s.engine().get("a").is_some() && s.engine().get("b").is_some());
     assert_eq!(s.text("a").unwrap(), None, "format 2 kept no text");
-    // New writes keep theirs; the next snapshot is format 3 and reads back.
+    // New writes keep theirs; the next snapshot is format 4 and reads back.
     put_text(&s, "c", "a new text after the upgrade “ü”");
     s.snapshot().unwrap();
     drop(s);
@@ -1057,6 +1067,19 @@ fn format_2_snapshots_and_logs_are_read_as_documents_without_texts() {
         )
         .unwrap()
         .format_version,
-        3
+        snapshot::FORMAT_VERSION
+    );
+    // The new document kept its winnowed fingerprints through the
+    // snapshot; the old ones have the sampled stand-in.
+    let c = s.engine().get("c").unwrap();
+    let fresh = s
+        .engine()
+        .prepare("a new text after the upgrade “ü”")
+        .unwrap();
+    assert_eq!(c.selection(), fresh.selection());
+    let a = s.engine().get("a").unwrap();
+    assert_eq!(
+        a.selection(),
+        &crate::text::winnow::sampled_bitmap(a.shingles(), s.engine().passage_window())[..]
     );
 }

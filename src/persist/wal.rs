@@ -25,7 +25,9 @@
 //! later write is refused until a restart re-reads the disk, because after a
 //! failed fsync nobody can say what reached it.
 
-use super::format::{self, Fingerprint, Frame, Layout, RecordRef, StoredRecord, StoredRecordV1};
+use super::format::{
+    self, Fingerprint, Frame, Layout, RecordRef, StoredRecord, StoredRecordV1, StoredRecordV2,
+};
 use super::fsops::{io_err, list_numbered, sync_dir};
 use super::PersistError;
 use crate::config::WalFsync;
@@ -38,9 +40,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// Segments written now: format 3, an upsert carries its document's
-/// compressed text, if the store keeps it (see [`format`](mod@super::format)).
-const MAGIC: &[u8; 8] = b"NDUPWAL3";
+/// Segments written now: format 4, an upsert carries its document's
+/// compressed text, if the store keeps it, and its record its fingerprint
+/// bitmap (see [`format`](mod@super::format)).
+const MAGIC: &[u8; 8] = b"NDUPWAL4";
+/// Segments of format 3 (records without fingerprints), still read.
+const MAGIC_V3: &[u8; 8] = b"NDUPWAL3";
 /// Segments of format 2 (records without a text), still read.
 const MAGIC_V2: &[u8; 8] = b"NDUPWAL2";
 /// Segments of format 1 (records without a stamp), still read.
@@ -69,15 +74,31 @@ pub enum WalOp {
 /// A logged write of a format-2 segment.
 #[derive(Decode)]
 enum WalOpV2 {
-    Upsert(StoredRecord),
+    Upsert(StoredRecordV2),
     Delete(String),
 }
 
 impl From<WalOpV2> for WalOp {
     fn from(op: WalOpV2) -> Self {
         match op {
-            WalOpV2::Upsert(r) => WalOp::Upsert(r, None),
+            WalOpV2::Upsert(r) => WalOp::Upsert(r.into(), None),
             WalOpV2::Delete(id) => WalOp::Delete(id),
+        }
+    }
+}
+
+/// A logged write of a format-3 segment.
+#[derive(Decode)]
+enum WalOpV3 {
+    Upsert(StoredRecordV2, Option<Vec<u8>>),
+    Delete(String),
+}
+
+impl From<WalOpV3> for WalOp {
+    fn from(op: WalOpV3) -> Self {
+        match op {
+            WalOpV3::Upsert(r, text) => WalOp::Upsert(r.into(), text),
+            WalOpV3::Delete(id) => WalOp::Delete(id),
         }
     }
 }
@@ -154,7 +175,9 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
     let starts = |magic: &[u8; 8]| data[..magic_len] == magic[..magic_len];
     // `v2`: a format 1 or 2 segment, whose upserts carry no text.
     let (layout, v2) = if starts(MAGIC) {
-        (Layout::V2, false)
+        (Layout::V4 { text_file: None }, false)
+    } else if starts(MAGIC_V3) {
+        (Layout::V3 { text_file: None }, false)
     } else if starts(MAGIC_V2) {
         (Layout::V2, true)
     } else if starts(MAGIC_V1) {
@@ -212,6 +235,14 @@ pub fn read_segment(path: &Path) -> Result<SegmentContents, PersistError> {
                         (lsn, op.into())
                     }
                     Layout::V2 | Layout::V3 { .. } => {
+                        let ((lsn, op), _) = bincode::decode_from_slice::<(u64, WalOpV3), _>(
+                            payload,
+                            format::config(),
+                        )
+                        .map_err(unreadable)?;
+                        (lsn, op.into())
+                    }
+                    Layout::V4 { .. } => {
                         bincode::decode_from_slice::<(u64, WalOp), _>(payload, format::config())
                             .map_err(unreadable)?
                             .0

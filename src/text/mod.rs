@@ -28,6 +28,7 @@ pub mod normalize;
 pub mod shingle;
 pub mod tokens;
 mod unicode;
+pub mod winnow;
 pub mod words;
 
 #[cfg(test)]
@@ -100,6 +101,64 @@ impl Tokenizer {
                 n.map(|n| &scratch.hashes[..n])
             }
         }
+    }
+
+    /// Every shingle hash of `text` in text order, repeats kept (a
+    /// passage lookup follows runs of them), left in `scratch`.
+    pub fn ordered_hashes<'s>(&self, text: &str, scratch: &'s mut Scratch) -> &'s [u32] {
+        let shingler = &self.shingler;
+        scratch.hashes.clear();
+        match shingler.options().kind {
+            ShingleKind::Word => {
+                self.word_hashes(text, scratch);
+                shingler.combine(&scratch.words, &mut scratch.hashes);
+            }
+            ShingleKind::Char => {
+                let mut norm = std::mem::take(&mut scratch.norm);
+                normalize_into(text, &self.normalize, &mut norm);
+                shingler.ordered_hashes_with(&norm, scratch);
+                scratch.norm = norm;
+            }
+        }
+        &scratch.hashes
+    }
+
+    /// The window that selects this recipe's passage fingerprints
+    /// ([`winnow`]): a token is a word or a character.
+    pub fn window(&self) -> usize {
+        match self.shingler.options().kind {
+            ShingleKind::Word => winnow::WORD_WINDOW,
+            ShingleKind::Char => winnow::CHAR_WINDOW,
+        }
+    }
+
+    /// Normalize and shingle `text`, and select its passage fingerprints:
+    /// the set, and the bitmap over it of the shingles winnowing keeps
+    /// ([`winnow`], with [`Self::window`]).
+    pub fn shingles_selected(&self, text: &str) -> Result<(ShingleSet, Box<[u32]>), TextError> {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Scratch> =
+                std::cell::RefCell::new(Scratch::default());
+        }
+        let w = self.window();
+        SCRATCH.with(|cell| {
+            let scratch = &mut *cell.borrow_mut();
+            self.ordered_hashes(text, scratch);
+            let mut selected = std::mem::take(&mut scratch.selected);
+            selected.clear();
+            winnow::winnow(&scratch.hashes, w, &mut selected);
+            let set = self
+                .shingler
+                .finish(&mut scratch.hashes, &mut scratch.spare)
+                .map(ShingleSet::from_sorted);
+            let out = set.map(|set| {
+                let bits = winnow::selection_bitmap(set.as_slice(), &mut selected);
+                (set, bits)
+            });
+            scratch.selected = selected;
+            scratch.trim();
+            out
+        })
     }
 
     /// Make now the lookup tables that the first text with non-ASCII

@@ -150,6 +150,8 @@ pub struct Scratch {
     pub(crate) norm: String,
     pub(crate) words: Vec<u64>,
     pub(crate) hashes: Vec<u32>,
+    /// The winnowed fingerprints of a text, before they are marked in its set.
+    pub(crate) selected: Vec<u32>,
     /// Work space of [`sort_hashes`].
     pub(crate) spare: Vec<u32>,
     pub(crate) ascii: words::AsciiScratch,
@@ -169,6 +171,9 @@ impl Scratch {
         }
         if self.spare.capacity() > 1 << 14 {
             self.spare = Vec::new();
+        }
+        if self.selected.capacity() > 1 << 16 {
+            self.selected = Vec::new();
         }
         self.ascii.trim();
     }
@@ -234,6 +239,13 @@ impl Shingler {
         normalized: &str,
         scratch: &'s mut Scratch,
     ) -> Result<&'s [u32], TextError> {
+        self.ordered_hashes_with(normalized, scratch);
+        self.finish(&mut scratch.hashes, &mut scratch.spare)
+    }
+
+    /// Every shingle hash of `normalized` in text order, repeats kept, left
+    /// in `scratch.hashes` (what [`finish`](Self::finish) makes a set of).
+    pub fn ordered_hashes_with<'s>(&self, normalized: &str, scratch: &'s mut Scratch) -> &'s [u32] {
         scratch.hashes.clear();
         match self.opts.kind {
             ShingleKind::Word => {
@@ -243,7 +255,7 @@ impl Shingler {
             }
             ShingleKind::Char => self.char_hashes(normalized, &mut scratch.hashes),
         }
-        self.finish(&mut scratch.hashes, &mut scratch.spare)
+        &scratch.hashes
     }
 
     /// Raw shingle hashes → the set: sort, number repeats in multiset mode,

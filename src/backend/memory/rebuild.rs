@@ -145,7 +145,7 @@ impl Rebuild {
                     })?;
                     let signed = self
                         .signs_alike
-                        .then(|| (r.shingles().into(), r.signature().into()));
+                        .then(|| (r.shingles().into(), r.signature().into(), r.selection().into()));
                     Ok(self.prepare(r.id().clone(), r.metadata().map(Into::into), r.stamp(), text, signed))
                 })
                 .collect();
@@ -210,9 +210,9 @@ impl Rebuild {
         text: String,
         signed: Option<Signed>,
     ) -> Option<(NewDoc, Stamp)> {
-        let reused = signed.and_then(|(shingles, signature)| {
+        let reused = signed.and_then(|(shingles, signature, selection)| {
             self.engine
-                .prepared_from_parts(signature, shingles.into_vec())
+                .prepared_from_parts(signature, shingles.into_vec(), Some(selection))
         });
         let doc = match reused {
             Some(doc) => doc,

@@ -45,7 +45,7 @@ impl RedisIndex {
             DocId::parse(&s.id).map_err(|e| BackendError::Internal(format!("stored id: {e}")))?;
         let prepared = self
             .engine
-            .prepared_from_shingles(s.shingles)
+            .prepared_from_shingles(s.shingles, None)
             .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
         let stamp = Stamp {
             created_ms: s.created_ms,
@@ -317,7 +317,7 @@ impl RedisIndex {
             .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
         let doc = self
             .engine
-            .prepared_from_shingles(record.shingles().to_vec())
+            .prepared_from_shingles(record.shingles().to_vec(), Some(record.selection().into()))
             .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
         self.similar_to(&doc, Some(id), q).await
     }

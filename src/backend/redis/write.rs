@@ -211,7 +211,7 @@ impl RedisIndex {
         let mut docs = Vec::with_capacity(olds.len());
         for (iid, bytes) in olds {
             let stored = decode_record(bytes).map_err(|e| corrupt(&self.keys.record(*iid), e))?;
-            let Some(prepared) = self.engine.prepared_from_shingles(stored.shingles) else {
+            let Some(prepared) = self.engine.prepared_from_shingles(stored.shingles, None) else {
                 return Err(corrupt(&self.keys.record(*iid), "an empty shingle set"));
             };
             docs.push((

@@ -1,0 +1,414 @@
+//! Containment queries and passage lookups, answered from the passage
+//! index (`postings.rs`) and verified exactly on the stored shingle sets.
+//!
+//! ```text
+//!   query fingerprints ─postings→ slots, with how many fingerprints each shares
+//!     ─(common fingerprints skipped and reported)─▶ candidates sharing enough
+//!     ─docs→ records ─exact |Q ∩ D|─▶ matches by the measure asked
+//! ```
+//!
+//! **Which candidates are verified.** Winnowing guarantees a shared
+//! fingerprint for every shared run of a window of shingles
+//! (`text::winnow`), so a document that holds most of the query's
+//! shingles in the query's order holds most of its fingerprints too. A
+//! candidate is verified when it shares at least [`SHARE`] · t of the
+//! fingerprints of the text that must be contained (the query's for
+//! `query_in_stored`, the document's for `stored_in_query`; fingerprints
+//! skipped as common count as shared), and at least one. Every answer is
+//! then exact: |Q ∩ D| is computed, not estimated. The rule is measured,
+//! not proven: docs/containment-study.md gives the recall against brute
+//! force on excerpts, abridged copies and quotes of real text.
+//!
+//! **Bounded work.** A fingerprint held by more than
+//! `index.common_fingerprint_docs` documents is not read (a footer, a
+//! licence sentence): the answer counts it as common and gives the
+//! document counts of the largest ones. A query reads at most
+//! [`MAX_READ`] bucket entries in all and verifies at most
+//! `index.max_candidates` documents, the best-sharing first; past either
+//! its answer says `truncated`.
+
+use super::query::{finish, Measure, PassageWork, Query, QueryOutcome};
+use super::{DocId, Engine, EngineError, Match, Prepared, Record};
+use crate::lsh::index::Slot;
+use crate::lsh::table::Bucket;
+use crate::minhash;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The share of the contained text's fingerprints (times the threshold) a
+/// candidate must hold to be verified.
+pub const SHARE: f64 = 0.25;
+/// Bucket entries one query reads at most.
+pub const MAX_READ: usize = 200_000;
+/// Document counts of common fingerprints an answer lists.
+const COMMON_LISTED: usize = 10;
+
+/// A stored document that shares a passage with a looked-up text.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassageHit {
+    pub id: DocId,
+    pub created_ms: u64,
+    /// The longest run of consecutive shingles of the passage (in its
+    /// order) that are all in the document.
+    pub longest_run: usize,
+    /// Distinct shingles of the passage in the document.
+    pub shared: usize,
+    /// The passage's distinct shingles.
+    pub passage_shingles: usize,
+    /// Its stored text's locator (0: none), for the caller to find where.
+    pub text_locator: u64,
+}
+
+/// The answer to a passage lookup.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PassageOutcome {
+    /// Longest run descending, then shared, then id; at most the limit.
+    pub hits: Vec<PassageHit>,
+    /// Documents that shared a fingerprint and were checked.
+    pub candidates: usize,
+    pub truncated: bool,
+    pub work: PassageWork,
+    /// Shingles in the passage's text order (its length in shingles).
+    pub passage_len: usize,
+}
+
+/// The shingle hashes of a looked-up passage, in text order, with its set.
+#[derive(Clone, Debug)]
+pub struct Passage {
+    pub ordered: Vec<u32>,
+    pub doc: Prepared,
+}
+
+/// What the passage index gave for a set of fingerprints.
+pub(crate) struct Gathered {
+    /// (slot, shared fingerprints), slots distinct, most shared first.
+    pub shared: Vec<(Slot, u32)>,
+    pub work: PassageWork,
+    pub truncated: bool,
+}
+
+impl Engine {
+    /// The window that selects this recipe's passage fingerprints.
+    pub fn passage_window(&self) -> usize {
+        self.tokenizer.window()
+    }
+
+    /// Whether the passage index is kept (the collection's `passage_index`).
+    pub fn passage_index(&self) -> bool {
+        self.passages_on.load(Ordering::Acquire)
+    }
+
+    /// Switch the passage index on (building it from every stored record's
+    /// fingerprints) or off (dropping it).
+    pub fn set_passage_index(&self, on: bool) {
+        if self.passages_on.swap(on, Ordering::AcqRel) == on {
+            return;
+        }
+        if on {
+            // A write racing this loop may add its slot twice: harmless
+            // (candidates are distinct slots, verified exactly).
+            let entries: Vec<(Slot, Arc<Record>)> = self
+                .ids
+                .iter()
+                .map(|e| (*e.value(), Arc::clone(&e.key().0)))
+                .collect();
+            use rayon::prelude::*;
+            entries.par_chunks(4096).for_each(|chunk| {
+                for (slot, record) in chunk {
+                    self.postings.insert(*slot, record.fingerprints());
+                }
+            });
+        } else {
+            self.postings.clear();
+        }
+    }
+
+    /// Index `record`'s fingerprints at `slot` if the index is on.
+    #[inline]
+    pub(crate) fn index_passages(&self, slot: Slot, record: &Record) {
+        if self.passage_index() {
+            self.postings.insert(slot, record.fingerprints());
+        }
+    }
+
+    /// [`Self::index_passages`] of a restored batch, on the rayon pool.
+    pub(crate) fn index_passages_bulk(&self, staged: &[(Slot, Arc<Record>)]) {
+        if !self.passage_index() {
+            return;
+        }
+        use rayon::prelude::*;
+        staged.par_chunks(1024).for_each(|chunk| {
+            for (slot, record) in chunk {
+                self.postings.insert(*slot, record.fingerprints());
+            }
+        });
+    }
+
+    /// Distinct fingerprints in the passage index.
+    pub fn passage_keys(&self) -> usize {
+        self.postings.keys()
+    }
+
+    /// Read the buckets of `fingerprints` (sorted, distinct): every slot
+    /// that holds one, with how many it holds (`own` left out).
+    pub(crate) fn gather(&self, fingerprints: &[u32], own: Option<Slot>) -> Gathered {
+        let common_at = self.params().index.common_fingerprint_docs;
+        let mut work = PassageWork {
+            fingerprints: fingerprints.len(),
+            ..Default::default()
+        };
+        let mut slots: Vec<Slot> = Vec::with_capacity(fingerprints.len() * 2);
+        let mut truncated = false;
+        for &fp in fingerprints {
+            if slots.len() >= MAX_READ {
+                truncated = true;
+                break;
+            }
+            self.postings.with(fp, |bucket| match bucket {
+                None => {}
+                Some(Bucket::One(s)) => slots.push(s),
+                Some(Bucket::Many(many)) if many.len() > common_at => {
+                    work.common += 1;
+                    work.common_docs.push(many.len());
+                }
+                Some(Bucket::Many(many)) => slots.extend_from_slice(many),
+            });
+        }
+        work.common_docs.sort_unstable_by(|a, b| b.cmp(a));
+        work.common_docs.truncate(COMMON_LISTED);
+        slots.sort_unstable();
+        let mut shared: Vec<(Slot, u32)> = Vec::new();
+        for s in slots {
+            if Some(s) == own {
+                continue;
+            }
+            match shared.last_mut() {
+                Some((last, n)) if *last == s => *n += 1,
+                _ => shared.push((s, 1)),
+            }
+        }
+        shared.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        Gathered {
+            shared,
+            work,
+            truncated,
+        }
+    }
+
+    /// The fewest shared fingerprints that make a candidate worth verifying
+    /// when `of` fingerprints must be contained at threshold `t` and
+    /// `common` of the looked-up ones were skipped.
+    pub fn fingerprints_needed(of: usize, t: f64, common: usize) -> usize {
+        let need = (SHARE * t * of as f64).ceil() as usize;
+        need.saturating_sub(common).max(1)
+    }
+
+    /// Verify `record` against a query set by a containment `q`: the exact
+    /// match, or `None` (below, expired, older than `since`). Shared by
+    /// every backend, as [`Engine::judge`] is for Jaccard.
+    pub fn judge_contained(
+        &self,
+        shingles: &[u32],
+        signature: &[u32],
+        record: &Record,
+        q: &Query,
+        now: u64,
+    ) -> Option<Match> {
+        if !self.is_live(record, now) || q.since.is_some_and(|s| record.created_ms() < s) {
+            return None;
+        }
+        let (qn, dn) = (shingles.len(), record.shingles().len());
+        let t = q.threshold.value();
+        // Size bounds: |Q ∩ D| ≤ min(|Q|, |D|).
+        let possible = match q.measure {
+            Measure::QueryInStored => dn as f64 >= t * qn as f64 - 1e-9,
+            Measure::StoredInQuery => qn as f64 >= t * dn as f64 - 1e-9,
+            _ => true,
+        };
+        if !possible {
+            return None;
+        }
+        let overlap = crate::jaccard::overlap(shingles, record.shingles());
+        let m = Match::with_intersection(
+            record,
+            qn,
+            overlap.intersection,
+            overlap.jaccard(),
+            minhash::estimate(signature, record.signature()),
+        );
+        (q.measure.score(&m) >= t).then_some(m)
+    }
+
+    /// Whether a candidate sharing `shared` fingerprints is verified (see
+    /// the module docs); `record_fps` is the document's own count.
+    pub(crate) fn worth_verifying(
+        q: &Query,
+        query_fps: usize,
+        record_fps: usize,
+        shared: usize,
+        common: usize,
+    ) -> bool {
+        let t = q.threshold.value();
+        let by_query = shared >= Self::fingerprints_needed(query_fps, t, common);
+        let by_doc = shared >= Self::fingerprints_needed(record_fps, t, common);
+        match q.measure {
+            Measure::QueryInStored => by_query,
+            Measure::StoredInQuery => by_doc,
+            _ => by_query || by_doc,
+        }
+    }
+
+    /// A containment query in this engine (the measure is not Jaccard).
+    pub(crate) fn contained(
+        &self,
+        shingles: &[u32],
+        signature: &[u32],
+        fingerprints: &[u32],
+        exclude: Option<&str>,
+        own: Option<Slot>,
+        q: &Query,
+    ) -> Result<QueryOutcome, EngineError> {
+        if !self.passage_index() {
+            return Err(EngineError::PassageIndexOff(q.measure.as_str()));
+        }
+        let gathered = self.gather(fingerprints, own);
+        let cap = self.params().index.max_candidates;
+        let now = self.now_ms();
+        let mut out = QueryOutcome {
+            truncated: gathered.truncated,
+            ..Default::default()
+        };
+        let common = gathered.work.common;
+        let mut verified = 0usize;
+        for &(slot, shared) in &gathered.shared {
+            // Without the document's own count, only the query's side can
+            // rule a candidate out before its record is read.
+            if q.measure == Measure::QueryInStored
+                && !Self::worth_verifying(q, fingerprints.len(), 0, shared as usize, common)
+            {
+                continue;
+            }
+            let Some(record) = self.docs.get(&slot) else {
+                continue;
+            };
+            if exclude == Some(record.id().as_str()) {
+                continue;
+            }
+            let record_fps = crate::text::winnow::count(record.selection());
+            if !Self::worth_verifying(q, fingerprints.len(), record_fps, shared as usize, common) {
+                continue;
+            }
+            if verified == cap {
+                out.truncated = true;
+                break;
+            }
+            verified += 1;
+            out.candidates += 1;
+            match self.judge_contained(shingles, signature, &record, q, now) {
+                Some(m) if self.is_current(&record) => out.matches.push(m),
+                Some(_) => {}
+                None => out.rejected += 1,
+            }
+        }
+        out.passages = Some(gathered.work);
+        finish(&mut out, q);
+        Ok(out)
+    }
+
+    /// Shingle a looked-up passage: its hashes in text order and its set.
+    pub fn passage(&self, text: &str) -> Result<Passage, EngineError> {
+        let doc = self.prepare(text)?;
+        let mut scratch = crate::text::Scratch::default();
+        let ordered = self.tokenizer.ordered_hashes(text, &mut scratch).to_vec();
+        Ok(Passage { ordered, doc })
+    }
+
+    /// The longest run of `ordered` (a passage's shingles in its order)
+    /// whose shingles are all in `set`, and how many distinct shingles of
+    /// `distinct` (the passage's set) are in it.
+    pub fn passage_in(ordered: &[u32], distinct: &[u32], set: &[u32]) -> (usize, usize) {
+        let (mut best, mut run) = (0, 0);
+        for h in ordered {
+            if set.binary_search(h).is_ok() {
+                run += 1;
+                best = best.max(run);
+            } else {
+                run = 0;
+            }
+        }
+        let shared = crate::jaccard::overlap(distinct, set).intersection;
+        (best, shared)
+    }
+
+    /// Stored documents sharing a run of at least `min_run` consecutive
+    /// shingles with `passage`: at most `limit`, longest run first.
+    pub fn passages(
+        &self,
+        passage: &Passage,
+        min_run: usize,
+        limit: usize,
+        since: Option<u64>,
+    ) -> Result<PassageOutcome, EngineError> {
+        if !self.passage_index() {
+            return Err(EngineError::PassageIndexOff("passages"));
+        }
+        let fps: Vec<u32> = passage.doc.fingerprints().collect();
+        let gathered = self.gather(&fps, None);
+        let cap = self.params().index.max_candidates;
+        let now = self.now_ms();
+        let mut out = PassageOutcome {
+            truncated: gathered.truncated,
+            passage_len: passage.ordered.len(),
+            ..Default::default()
+        };
+        for &(slot, _) in &gathered.shared {
+            let Some(record) = self.docs.get(&slot) else {
+                continue;
+            };
+            if !self.is_live(&record, now) || since.is_some_and(|s| record.created_ms() < s) {
+                continue;
+            }
+            if out.candidates == cap {
+                out.truncated = true;
+                break;
+            }
+            out.candidates += 1;
+            if let Some(hit) = passage_hit(passage, &record, min_run) {
+                if self.is_current(&record) {
+                    out.hits.push(hit);
+                }
+            }
+        }
+        out.work = gathered.work;
+        finish_passages(&mut out, limit);
+        Ok(out)
+    }
+}
+
+/// `record` as a hit of `passage`, if it holds a long enough run.
+pub fn passage_hit(passage: &Passage, record: &Record, min_run: usize) -> Option<PassageHit> {
+    let (longest_run, shared) =
+        Engine::passage_in(&passage.ordered, passage.doc.shingles(), record.shingles());
+    (longest_run >= min_run.max(1)).then(|| PassageHit {
+        id: record.id().clone(),
+        created_ms: record.created_ms(),
+        longest_run,
+        shared,
+        passage_shingles: passage.doc.shingles().len(),
+        text_locator: record.text_locator(),
+    })
+}
+
+/// Order the hits (longest run, then shared shingles, descending; then id)
+/// and cut them at `limit`.
+pub fn finish_passages(out: &mut PassageOutcome, limit: usize) {
+    out.hits.sort_by(|a, b| a.id.cmp(&b.id));
+    out.hits.dedup_by(|later, earlier| later.id == earlier.id);
+    out.hits.sort_by(|a, b| {
+        b.longest_run
+            .cmp(&a.longest_run)
+            .then(b.shared.cmp(&a.shared))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    out.hits.truncate(limit);
+}
