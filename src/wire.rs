@@ -18,7 +18,10 @@ pub struct GroupOut<'a> {
 pub struct MemberOut<'a> {
     pub id: &'a str,
     pub best_match: &'a str,
+    /// Exact Jaccard with `best_match`.
     pub jaccard: f64,
+    /// The larger exact containment of the two (either inside the other).
+    pub containment: f64,
 }
 
 impl<'a> From<&'a Group> for GroupOut<'a> {
@@ -33,6 +36,7 @@ impl<'a> From<&'a Group> for GroupOut<'a> {
                     id: m.record.id().as_str(),
                     best_match: m.best_match.id().as_str(),
                     jaccard: m.jaccard,
+                    containment: m.containment,
                 })
                 .collect(),
         }
@@ -45,6 +49,10 @@ pub struct PairOut<'a> {
     pub a: &'a str,
     pub b: &'a str,
     pub jaccard: f64,
+    /// Exact |A ∩ B| / |A|: how much of `a` is in `b`.
+    pub a_in_b: f64,
+    /// Exact |A ∩ B| / |B|.
+    pub b_in_a: f64,
 }
 
 impl<'a> From<&'a Edge> for PairOut<'a> {
@@ -53,6 +61,8 @@ impl<'a> From<&'a Edge> for PairOut<'a> {
             a: e.a.id().as_str(),
             b: e.b.id().as_str(),
             jaccard: e.jaccard,
+            a_in_b: e.a_in_b,
+            b_in_a: e.b_in_a,
         }
     }
 }

@@ -25,8 +25,9 @@ pub use crate::persist::{PersistError, SnapshotInfo};
 
 use crate::config::StorageSettings;
 use crate::engine::{
-    Comparison, Engine, EngineError, Groups, MemoryStats, NewDoc, Prepared, Query, QueryOutcome,
-    Record, ScanStats, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
+    Comparison, Edge, Engine, EngineError, Groups, Measure, MemoryStats, NewDoc, Passage,
+    PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Threshold, UniqueOutcome,
+    WriteMode, WriteOutcome,
 };
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -153,6 +154,44 @@ impl Backend {
         }
     }
 
+    /// Stored documents sharing a run of at least `min_run` consecutive
+    /// shingles with `passage` (at most `limit`, longest run first), from
+    /// the passage index.
+    pub async fn passages(
+        &self,
+        passage: &Passage,
+        min_run: usize,
+        limit: usize,
+        since: Option<u64>,
+    ) -> Result<PassageOutcome, BackendError> {
+        match self {
+            Backend::Memory(m) => Ok(m.engine.passages(passage, min_run, limit, since)?),
+            Backend::Redis(r) => r.passages(passage, min_run, limit, since).await,
+        }
+    }
+
+    /// Whether the passage index is kept (`index.passage_index`).
+    pub fn passage_index(&self) -> bool {
+        match self {
+            Backend::Memory(m) => m.engine.passage_index(),
+            Backend::Redis(r) => r.passage_index(),
+        }
+    }
+
+    /// Keep the passage index (built from every stored document's
+    /// fingerprints), or drop it.
+    pub async fn set_passage_index(&self, on: bool) -> Result<(), BackendError> {
+        match self {
+            Backend::Memory(m) => {
+                let engine = Arc::clone(&m.engine);
+                tokio::task::spawn_blocking(move || engine.set_passage_index(on))
+                    .await
+                    .map_err(|e| BackendError::Internal(format!("passage index task: {e}")))
+            }
+            Backend::Redis(r) => r.set_passage_index(on).await,
+        }
+    }
+
     /// Exact and estimated similarity of two stored documents.
     pub async fn compare(&self, a: &str, b: &str) -> Result<Comparison, BackendError> {
         match self {
@@ -249,32 +288,36 @@ impl Backend {
         }
     }
 
-    /// Every verified pair at `threshold`, handed to `sink` (a, b, exact
-    /// Jaccard) as found; `sink` returns false to stop the scan. Blocking:
-    /// call it off the async workers (the memory scan runs on `pool`, the
-    /// redis scan reads the cluster band by band on this thread).
+    /// Every verified pair at `threshold` by `measure` (Jaccard, or either
+    /// text inside the other for a containment measure), handed to `sink`
+    /// as found; `sink` returns false to stop the scan. Blocking: call it
+    /// off the async workers (the memory scan runs on `pool`, the redis
+    /// scan reads the cluster on this thread).
     pub fn scan_pairs(
         &self,
         threshold: Threshold,
+        measure: Measure,
         pool: &rayon::ThreadPool,
-        sink: &mut (dyn FnMut(&str, &str, f64) -> bool + Send),
+        sink: &mut (dyn FnMut(&Edge) -> bool + Send),
     ) -> Result<ScanStats, BackendError> {
+        self.check_measure(measure)?;
         match self {
             Backend::Memory(m) => Ok(pool.install(|| {
-                m.engine.scan_pairs(threshold, None, &mut |edges| {
-                    for e in &edges {
-                        if !sink(e.a.id().as_str(), e.b.id().as_str(), e.jaccard) {
-                            return ControlFlow::Break(());
+                m.engine
+                    .scan_pairs_by(threshold, measure, None, &mut |edges| {
+                        for e in &edges {
+                            if !sink(e) {
+                                return ControlFlow::Break(());
+                            }
                         }
-                    }
-                    ControlFlow::Continue(())
-                })
+                        ControlFlow::Continue(())
+                    })
             })),
             Backend::Redis(r) => {
-                let (pairs, mut stats) =
-                    tokio::runtime::Handle::current().block_on(r.scan_pairs(threshold))?;
-                for p in &pairs {
-                    if !sink(p.a.id().as_str(), p.b.id().as_str(), p.jaccard) {
+                let (edges, mut stats) =
+                    tokio::runtime::Handle::current().block_on(r.scan_edges(threshold, measure))?;
+                for e in &edges {
+                    if !sink(e) {
                         stats.complete = false;
                         break;
                     }
@@ -284,25 +327,35 @@ impl Backend {
         }
     }
 
-    /// The groups of near-duplicates at `threshold` with at least
-    /// `min_size` members. Blocking, like [`Self::scan_pairs`].
+    /// The groups of near-duplicates at `threshold` by `measure` with at
+    /// least `min_size` members. Blocking, like [`Self::scan_pairs`].
     pub fn duplicate_groups(
         &self,
         threshold: Threshold,
+        measure: Measure,
         min_size: usize,
         pool: &rayon::ThreadPool,
     ) -> Result<Groups, BackendError> {
+        self.check_measure(measure)?;
         match self {
-            Backend::Memory(m) => {
-                Ok(pool.install(|| m.engine.duplicate_groups(threshold, min_size, None)))
-            }
+            Backend::Memory(m) => Ok(pool.install(|| {
+                m.engine
+                    .duplicate_groups_by(threshold, measure, min_size, None)
+            })),
             Backend::Redis(r) => {
-                let (pairs, stats) =
-                    tokio::runtime::Handle::current().block_on(r.scan_pairs(threshold))?;
-                let pairs = pairs.into_iter().map(|p| (p.a, p.b, p.jaccard)).collect();
-                Ok(Groups::from_pairs(pairs, min_size, stats))
+                let (edges, stats) =
+                    tokio::runtime::Handle::current().block_on(r.scan_edges(threshold, measure))?;
+                Ok(Groups::from_edges(edges, measure, min_size, stats))
             }
         }
+    }
+
+    /// A containment measure needs the passage index.
+    fn check_measure(&self, measure: Measure) -> Result<(), BackendError> {
+        if measure.is_containment() && !self.passage_index() {
+            return Err(EngineError::PassageIndexOff(measure.as_str()).into());
+        }
+        Ok(())
     }
 
     /// Delete every document that has expired; how many went.

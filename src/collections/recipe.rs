@@ -10,7 +10,8 @@
 //! nothing there. So it cannot ask.
 
 use crate::engine::{
-    DocId, Engine, EngineError, EngineParams, Explanation, Prepared, Record, Stamp, Threshold,
+    DocId, Engine, EngineError, EngineParams, Explanation, Measure, Passage, Prepared, Record,
+    Stamp, Threshold,
 };
 use crate::lsh::BandParams;
 use crate::text::TextError;
@@ -54,6 +55,27 @@ impl Recipe {
     }
 
     /// Normalize, shingle and sign `text`.
+    /// A threshold for `measure` (a containment one is not bound to the
+    /// banding: see [`Engine::threshold_for`]).
+    pub fn threshold_for(
+        &self,
+        measure: Measure,
+        value: Option<f64>,
+    ) -> Result<Threshold, EngineError> {
+        self.0.threshold_for(measure, value)
+    }
+
+    /// A text to look up as a passage: its shingles in order and its set.
+    pub fn passage(&self, text: &str) -> Result<Passage, EngineError> {
+        self.0.passage(text)
+    }
+
+    /// The number of consecutive shingles every shared passage of which
+    /// the passage index is sure to find (the winnowing window).
+    pub fn passage_window(&self) -> usize {
+        self.0.passage_window()
+    }
+
     pub fn prepare(&self, text: &str) -> Result<Prepared, TextError> {
         self.0.prepare(text)
     }

@@ -20,7 +20,7 @@
 //! valid (ids, best matches) even if a member is deleted afterwards; the
 //! memory held is that of the duplicates only, never of the whole corpus.
 
-use super::query::Verdict;
+use super::query::{Measure, Verdict};
 use super::{Engine, Record, Threshold};
 use crate::lsh::index::Slot;
 use rayon::prelude::*;
@@ -41,8 +41,62 @@ pub struct Edge {
     pub b: Arc<Record>,
     /// Exact Jaccard similarity of the shingle sets.
     pub jaccard: f64,
+    /// Exact |A ∩ B| / |A|: how much of `a` is in `b`.
+    pub a_in_b: f64,
+    /// Exact |A ∩ B| / |B|.
+    pub b_in_a: f64,
     /// The slots `a` and `b` were read from.
     slots: (Slot, Slot),
+}
+
+impl Edge {
+    /// The larger containment: either text inside the other.
+    pub fn containment(&self) -> f64 {
+        self.a_in_b.max(self.b_in_a)
+    }
+
+    /// The score a scan by `measure` ranks by.
+    pub fn score(&self, measure: Measure) -> f64 {
+        match measure {
+            Measure::Jaccard => self.jaccard,
+            _ => self.containment(),
+        }
+    }
+
+    /// The edge between `x` and `y`, which share `intersection` shingles
+    /// (for a backend that finds pairs outside the engine).
+    pub fn new(x: Arc<Record>, y: Arc<Record>, intersection: usize) -> Self {
+        Self::between(x, 0, y, 0, intersection)
+    }
+
+    /// The edge between `x` (in slot `sx`) and `y` with `intersection`
+    /// shared shingles, `a` the one with the smaller id.
+    fn between(x: Arc<Record>, sx: Slot, y: Arc<Record>, sy: Slot, intersection: usize) -> Self {
+        let (nx, ny) = (x.shingles().len(), y.shingles().len());
+        let union = nx + ny - intersection;
+        let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        let jaccard = ratio(intersection, union);
+        let (x_in_y, y_in_x) = (ratio(intersection, nx), ratio(intersection, ny));
+        if x.id() < y.id() {
+            Edge {
+                a: x,
+                b: y,
+                jaccard,
+                a_in_b: x_in_y,
+                b_in_a: y_in_x,
+                slots: (sx, sy),
+            }
+        } else {
+            Edge {
+                a: y,
+                b: x,
+                jaccard,
+                a_in_b: y_in_x,
+                b_in_a: x_in_y,
+                slots: (sy, sx),
+            }
+        }
+    }
 }
 
 /// What a scan did.
@@ -62,9 +116,13 @@ pub struct ScanStats {
 #[derive(Clone, Debug)]
 pub struct GroupMember {
     pub record: Arc<Record>,
-    /// The member with the highest exact Jaccard to this one (ties: smallest id).
+    /// The member with the highest score to this one by the scan's measure
+    /// (exact Jaccard, or the larger containment; ties: smallest id).
     pub best_match: Arc<Record>,
+    /// Exact Jaccard with `best_match`.
     pub jaccard: f64,
+    /// The larger exact containment of the two (either inside the other).
+    pub containment: f64,
 }
 
 /// A connected component of the verified-pair graph, members sorted by id.
@@ -130,6 +188,20 @@ impl Engine {
         progress: Option<Progress<'_>>,
         sink: &mut dyn FnMut(Vec<Edge>) -> ControlFlow<()>,
     ) -> ScanStats {
+        self.scan_pairs_by(threshold, Measure::Jaccard, progress, sink)
+    }
+
+    /// [`Self::scan_pairs`] by `measure`: Jaccard (candidates from the LSH
+    /// bands), or any containment measure, which for a pair means either
+    /// text inside the other at ≥ the threshold (candidates from the
+    /// passage index, which must be on).
+    pub fn scan_pairs_by(
+        &self,
+        threshold: Threshold,
+        measure: Measure,
+        progress: Option<Progress<'_>>,
+        sink: &mut dyn FnMut(Vec<Edge>) -> ControlFlow<()>,
+    ) -> ScanStats {
         let span = self.slot_span();
         let chunks = span.div_ceil(CHUNK_SLOTS);
         let documents = AtomicUsize::new(0);
@@ -148,8 +220,11 @@ impl Engine {
                 let _ = (0..chunks).into_par_iter().try_for_each_with(tx, |tx, c| {
                     let lo = c * CHUNK_SLOTS;
                     let hi = (lo + CHUNK_SLOTS).min(span);
-                    let (edges, docs, cands) =
-                        self.scan_chunk(lo as Slot, hi as Slot, span, threshold);
+                    let (edges, docs, cands) = if measure.is_containment() {
+                        self.scan_chunk_contained(lo as Slot, hi as Slot, span, threshold)
+                    } else {
+                        self.scan_chunk(lo as Slot, hi as Slot, span, threshold)
+                    };
                     documents.fetch_add(docs, Ordering::Relaxed);
                     candidates.fetch_add(cands, Ordering::Relaxed);
                     let done = scanned.fetch_add(hi - lo, Ordering::Relaxed) + (hi - lo);
@@ -224,22 +299,76 @@ impl Engine {
                         (peer, j)
                     }
                 };
-                let edge = if record.id() < peer.id() {
-                    Edge {
-                        a: Arc::clone(&record),
-                        b: peer,
-                        jaccard: j,
-                        slots: (slot, other),
-                    }
-                } else {
-                    Edge {
-                        a: peer,
-                        b: Arc::clone(&record),
-                        jaccard: j,
-                        slots: (other, slot),
-                    }
+                let (na, nb) = (record.shingles().len(), peer.shingles().len());
+                let intersection = (j * (na + nb) as f64 / (1.0 + j)).round() as usize;
+                edges.push(Edge::between(
+                    Arc::clone(&record),
+                    slot,
+                    peer,
+                    other,
+                    intersection,
+                ));
+            }
+        }
+        (edges, documents, verified)
+    }
+
+    /// [`Self::scan_chunk`] by containment: candidates from the passage
+    /// index (common fingerprints skipped), either text inside the other.
+    fn scan_chunk_contained(
+        &self,
+        lo: Slot,
+        hi: Slot,
+        span: usize,
+        threshold: Threshold,
+    ) -> (Vec<Edge>, usize, usize) {
+        let q = super::Query::new(threshold, usize::MAX).measure(Measure::Containment);
+        let t = threshold.value();
+        let now = self.now_ms();
+        let mut edges = Vec::new();
+        let mut fps = Vec::new();
+        let (mut documents, mut verified) = (0, 0);
+        for slot in lo..hi {
+            let Some(record) = self.current(slot, now) else {
+                continue;
+            };
+            documents += 1;
+            fps.clear();
+            fps.extend(record.fingerprints());
+            let gathered = self.gather(&fps, Some(slot));
+            let own_fps = fps.len();
+            let n = record.shingles().len();
+            for &(other, shared) in &gathered.shared {
+                if other <= slot || other as usize >= span {
+                    continue;
+                }
+                let Some(peer) = self.current(other, now) else {
+                    continue;
                 };
-                edges.push(edge);
+                let peer_fps = crate::text::winnow::count(peer.selection());
+                if !Self::worth_verifying(
+                    &q,
+                    own_fps,
+                    peer_fps,
+                    shared as usize,
+                    gathered.work.common,
+                ) {
+                    continue;
+                }
+                let m = peer.shingles().len();
+                verified += 1;
+                let intersection =
+                    crate::jaccard::overlap(record.shingles(), peer.shingles()).intersection;
+                let c = intersection as f64 / n.min(m).max(1) as f64;
+                if c >= t {
+                    edges.push(Edge::between(
+                        Arc::clone(&record),
+                        slot,
+                        peer,
+                        other,
+                        intersection,
+                    ));
+                }
             }
         }
         (edges, documents, verified)
@@ -255,31 +384,35 @@ impl Engine {
         min_size: usize,
         progress: Option<Progress<'_>>,
     ) -> Groups {
+        self.duplicate_groups_by(threshold, Measure::Jaccard, min_size, progress)
+    }
+
+    /// [`Self::duplicate_groups`] by `measure` (see [`Self::scan_pairs_by`]).
+    pub fn duplicate_groups_by(
+        &self,
+        threshold: Threshold,
+        measure: Measure,
+        min_size: usize,
+        progress: Option<Progress<'_>>,
+    ) -> Groups {
         let span = self.slot_span();
         let mut forest = Forest::new(span);
-        // Per member slot: its record and best (jaccard, other record).
-        let mut best: HashMap<Slot, (Arc<Record>, f64, Arc<Record>)> = HashMap::new();
+        // Per member slot: its record and best (score, jaccard, containment, other record).
+        let mut best: HashMap<Slot, Best> = HashMap::new();
         // False if `slot` already holds a different record (the slot was
         // freed and reused during the scan): that edge is skipped.
-        let mut offer = |slot: Slot, me: &Arc<Record>, other: &Arc<Record>, j: f64| {
-            let e = best
-                .entry(slot)
-                .or_insert_with(|| (Arc::clone(me), -1.0, Arc::clone(other)));
-            if !Arc::ptr_eq(&e.0, me) {
+        let mut offer = |slot: Slot, me: &Arc<Record>, other: &Arc<Record>, edge: &Edge| {
+            let e = best.entry(slot).or_insert_with(|| Best::new(me, other));
+            if !Arc::ptr_eq(&e.record, me) {
                 return false;
             }
-            if j > e.1 || (j == e.1 && other.id() < e.2.id()) {
-                e.1 = j;
-                e.2 = Arc::clone(other);
-            }
+            e.offer(other, edge, measure);
             true
         };
-        let stats = self.scan_pairs(threshold, progress, &mut |edges| {
+        let stats = self.scan_pairs_by(threshold, measure, progress, &mut |edges| {
             for edge in edges {
                 let (sa, sb) = edge.slots;
-                if offer(sa, &edge.a, &edge.b, edge.jaccard)
-                    && offer(sb, &edge.b, &edge.a, edge.jaccard)
-                {
+                if offer(sa, &edge.a, &edge.b, &edge) && offer(sb, &edge.b, &edge.a, &edge) {
                     forest.union(sa, sb);
                 }
             }
@@ -299,23 +432,38 @@ impl Groups {
         min_size: usize,
         stats: ScanStats,
     ) -> Groups {
+        let edges = pairs
+            .into_iter()
+            .map(|(a, b, j)| {
+                let (na, nb) = (a.shingles().len(), b.shingles().len());
+                let intersection = (j * (na + nb) as f64 / (1.0 + j)).round() as usize;
+                Edge::between(a, 0, b, 0, intersection)
+            })
+            .collect();
+        Self::from_edges(edges, Measure::Jaccard, min_size, stats)
+    }
+
+    /// [`Self::from_pairs`] of edges found by `measure`.
+    pub fn from_edges(
+        edges: Vec<Edge>,
+        measure: Measure,
+        min_size: usize,
+        stats: ScanStats,
+    ) -> Groups {
         let mut index: HashMap<super::DocId, Slot> = HashMap::new();
-        let mut best: HashMap<Slot, (Arc<Record>, f64, Arc<Record>)> = HashMap::new();
+        let mut best: HashMap<Slot, Best> = HashMap::new();
+        let pairs = edges;
         let mut edges = Vec::with_capacity(pairs.len());
-        for (a, b, j) in pairs {
+        for edge in &pairs {
             let mut node = |me: &Arc<Record>, other: &Arc<Record>| {
                 let next = index.len() as Slot;
                 let n = *index.entry(me.id().clone()).or_insert(next);
-                let e = best
-                    .entry(n)
-                    .or_insert_with(|| (Arc::clone(me), -1.0, Arc::clone(other)));
-                if j > e.1 || (j == e.1 && other.id() < e.2.id()) {
-                    e.1 = j;
-                    e.2 = Arc::clone(other);
-                }
+                best.entry(n)
+                    .or_insert_with(|| Best::new(me, other))
+                    .offer(other, edge, measure);
                 n
             };
-            let (na, nb) = (node(&a, &b), node(&b, &a));
+            let (na, nb) = (node(&edge.a, &edge.b), node(&edge.b, &edge.a));
             edges.push((na, nb));
         }
         let mut forest = Forest::new(index.len());
@@ -328,20 +476,21 @@ impl Groups {
     /// Components of `forest` over the members in `best` (each with its
     /// best match), of at least `min_size` members, ordered by first id.
     fn assemble(
-        best: HashMap<Slot, (Arc<Record>, f64, Arc<Record>)>,
+        best: HashMap<Slot, Best>,
         forest: &mut Forest,
         min_size: usize,
         stats: ScanStats,
     ) -> Groups {
         let mut components: HashMap<Slot, Vec<GroupMember>> = HashMap::new();
-        for (slot, (record, jaccard, best_match)) in best {
+        for (slot, b) in best {
             components
                 .entry(forest.find(slot))
                 .or_default()
                 .push(GroupMember {
-                    record,
-                    best_match,
-                    jaccard,
+                    record: b.record,
+                    best_match: b.other,
+                    jaccard: b.jaccard,
+                    containment: b.containment,
                 });
         }
         let mut members = 0;
@@ -359,6 +508,37 @@ impl Groups {
             groups,
             stats,
             members,
+        }
+    }
+}
+
+/// A member's best match so far.
+struct Best {
+    record: Arc<Record>,
+    score: f64,
+    jaccard: f64,
+    containment: f64,
+    other: Arc<Record>,
+}
+
+impl Best {
+    fn new(me: &Arc<Record>, other: &Arc<Record>) -> Self {
+        Self {
+            record: Arc::clone(me),
+            score: -1.0,
+            jaccard: 0.0,
+            containment: 0.0,
+            other: Arc::clone(other),
+        }
+    }
+
+    fn offer(&mut self, other: &Arc<Record>, edge: &Edge, measure: Measure) {
+        let score = edge.score(measure);
+        if score > self.score || (score == self.score && other.id() < self.other.id()) {
+            self.score = score;
+            self.jaccard = edge.jaccard;
+            self.containment = edge.containment();
+            self.other = Arc::clone(other);
         }
     }
 }

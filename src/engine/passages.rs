@@ -241,7 +241,7 @@ impl Engine {
 
     /// Whether a candidate sharing `shared` fingerprints is verified (see
     /// the module docs); `record_fps` is the document's own count.
-    pub(crate) fn worth_verifying(
+    pub fn worth_verifying(
         q: &Query,
         query_fps: usize,
         record_fps: usize,
@@ -313,6 +313,92 @@ impl Engine {
         out.passages = Some(gathered.work);
         finish(&mut out, q);
         Ok(out)
+    }
+
+    /// A containment query answered from candidates found outside this
+    /// engine (a backend that keeps the passage index elsewhere): each
+    /// candidate is the current version of its document as read by the
+    /// caller, with how many of `fingerprints` (the query's) it shares,
+    /// best-sharing first. The same rule as [`Self::contained`]: the
+    /// fingerprint share, then the exact containment.
+    #[allow(clippy::too_many_arguments)]
+    pub fn verify_contained_candidates(
+        &self,
+        doc: &Prepared,
+        fingerprints: usize,
+        exclude: Option<&str>,
+        q: &Query,
+        candidates: impl IntoIterator<Item = (Arc<Record>, usize)>,
+        work: PassageWork,
+        truncated: bool,
+    ) -> QueryOutcome {
+        let cap = self.params().index.max_candidates;
+        let now = self.now_ms();
+        let mut out = QueryOutcome {
+            truncated,
+            ..Default::default()
+        };
+        let mut verified = 0usize;
+        for (record, shared) in candidates {
+            if exclude == Some(record.id().as_str()) {
+                continue;
+            }
+            let record_fps = crate::text::winnow::count(record.selection());
+            if !Self::worth_verifying(q, fingerprints, record_fps, shared, work.common) {
+                continue;
+            }
+            if verified == cap {
+                out.truncated = true;
+                break;
+            }
+            verified += 1;
+            out.candidates += 1;
+            match self.judge_contained(doc.shingles(), doc.signature(), &record, q, now) {
+                Some(m) => out.matches.push(m),
+                None => out.rejected += 1,
+            }
+        }
+        out.passages = Some(work);
+        finish(&mut out, q);
+        out
+    }
+
+    /// A passage lookup answered from candidates found outside this engine
+    /// (current versions, read by the caller), as [`Self::passages`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn verify_passage_candidates(
+        &self,
+        passage: &Passage,
+        min_run: usize,
+        limit: usize,
+        since: Option<u64>,
+        candidates: impl IntoIterator<Item = Arc<Record>>,
+        work: PassageWork,
+        truncated: bool,
+    ) -> PassageOutcome {
+        let cap = self.params().index.max_candidates;
+        let now = self.now_ms();
+        let mut out = PassageOutcome {
+            truncated,
+            passage_len: passage.ordered.len(),
+            work,
+            ..Default::default()
+        };
+        for record in candidates {
+            if !self.is_live(&record, now) || since.is_some_and(|s| record.created_ms() < s) {
+                continue;
+            }
+            if out.candidates == cap {
+                out.truncated = true;
+                break;
+            }
+            out.candidates += 1;
+            if let Some(hit) = passage_hit(passage, &record, min_run) {
+                out.hits.push(hit);
+            }
+        }
+        finish_passages(&mut out, limit);
+        out
     }
 
     /// Shingle a looked-up passage: its hashes in text order and its set.

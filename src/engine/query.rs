@@ -33,7 +33,8 @@ impl Threshold {
 }
 
 /// Which score a query's threshold applies to, and its answer is sorted by.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Measure {
     /// |Q ∩ D| / |Q ∪ D|: near-duplicates (candidates from the LSH bands).
     #[default]

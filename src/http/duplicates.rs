@@ -15,7 +15,7 @@ use super::extract::{accepts, ApiQuery, Coll, Limit};
 use super::state::{backend, AppState};
 use crate::backend::{Backend, BackendError};
 use crate::collections::Collection;
-use crate::engine::{Groups, ScanStats, Threshold};
+use crate::engine::{EngineError, Groups, Measure, ScanStats, Threshold};
 use crate::service::scans::{GroupsKey, ScanError};
 use crate::wire::{GroupOut, PairOut};
 use axum::body::{Body, Bytes};
@@ -41,6 +41,7 @@ const ANSWER_MARGIN: Duration = Duration::from_millis(250);
 #[serde(deny_unknown_fields)]
 pub struct GroupsParams {
     threshold: Option<f64>,
+    measure: Option<Measure>,
     min_size: Option<usize>,
     limit: Option<usize>,
     cursor: Option<String>,
@@ -50,12 +51,15 @@ pub struct GroupsParams {
 #[serde(deny_unknown_fields)]
 pub struct PairsParams {
     threshold: Option<f64>,
+    measure: Option<Measure>,
 }
 
 /// `GET /duplicates` as `application/json`: one page.
 #[derive(Debug, Serialize)]
 pub struct GroupsPage<'a> {
     pub threshold: f64,
+    /// `jaccard`, or `containment` (either text inside the other).
+    pub measure: Measure,
     pub min_size: usize,
     /// Groups in the whole answer (all pages).
     pub total_groups: usize,
@@ -91,6 +95,24 @@ fn decode_cursor(cursor: &str) -> Result<Vec<u8>, ApiError> {
         .map_err(|_| bad())
 }
 
+/// 409 before a scan by containment starts on a collection without the
+/// passage index (a streamed answer could only fail after its status).
+fn needs_index(backend: &Backend, measure: Measure) -> Result<(), ApiError> {
+    if measure.is_containment() && !backend.passage_index() {
+        return Err(EngineError::PassageIndexOff(measure.as_str()).into());
+    }
+    Ok(())
+}
+
+/// A pair is unordered: every containment measure asks for either text
+/// inside the other.
+fn pair_measure(m: Option<Measure>) -> Measure {
+    match m.unwrap_or_default() {
+        Measure::Jaccard => Measure::Jaccard,
+        _ => Measure::Containment,
+    }
+}
+
 fn min_size(raw: Option<usize>) -> Result<usize, ApiError> {
     match raw.unwrap_or(2) {
         n @ 2.. => Ok(n),
@@ -107,13 +129,16 @@ pub async fn groups(
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<GroupsParams>,
 ) -> Result<Response, ApiError> {
-    let threshold = coll.recipe().threshold(params.threshold)?;
+    let measure = pair_measure(params.measure);
+    let threshold = coll.recipe().threshold_for(measure, params.threshold)?;
     let key = GroupsKey {
         collection: coll.id,
         threshold: threshold.value(),
+        measure,
         min_size: min_size(params.min_size)?,
     };
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
+    needs_index(backend(&coll)?, measure)?;
     if wants_ndjson(&headers) {
         if params.limit.is_some() {
             return Err(ApiError::InvalidParameter(
@@ -135,6 +160,7 @@ pub async fn groups(
         .flatten();
     Ok(Json(GroupsPage {
         threshold: key.threshold,
+        measure,
         min_size: key.min_size,
         total_groups: groups.groups.len(),
         total_members: groups.members,
@@ -277,9 +303,10 @@ pub async fn pairs(
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<PairsParams>,
 ) -> Result<Response, ApiError> {
-    let threshold = coll.recipe().threshold(params.threshold)?;
+    let measure = pair_measure(params.measure);
+    let threshold = coll.recipe().threshold_for(measure, params.threshold)?;
     let ndjson = wants_ndjson(&headers);
-    backend(&coll)?;
+    needs_index(backend(&coll)?, measure)?;
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
         let permit = app.scans.permit().await;
@@ -291,7 +318,7 @@ pub async fn pairs(
             let Some(backend) = scanned.backend() else {
                 return Err(BackendError::Internal("the collection is not ready".into()));
             };
-            let result = write_pairs(backend, scans.pool(), threshold, ndjson, &mut out);
+            let result = write_pairs(backend, scans.pool(), threshold, measure, ndjson, &mut out);
             match &result {
                 Ok(stats) if stats.complete => {
                     out.flush();
@@ -334,21 +361,23 @@ fn write_pairs(
     backend: &Backend,
     pool: &rayon::ThreadPool,
     threshold: Threshold,
+    measure: Measure,
     ndjson: bool,
     out: &mut ChunkWriter,
 ) -> Result<ScanStats, BackendError> {
     let mut first = true;
     if !ndjson {
         let head = format!(
-            "{{\"threshold\":{},\"pairs\":[",
-            serde_json::to_string(&threshold.value()).expect("a float serializes")
+            "{{\"threshold\":{},\"measure\":\"{}\",\"pairs\":[",
+            serde_json::to_string(&threshold.value()).expect("a float serializes"),
+            measure.as_str()
         );
         if !out.raw(head.as_bytes()) {
             return Ok(ScanStats::default());
         }
     }
-    let stats = backend.scan_pairs(threshold, pool, &mut |a, b, jaccard| {
-        let pair = PairOut { a, b, jaccard };
+    let stats = backend.scan_pairs(threshold, measure, pool, &mut |edge| {
+        let pair = PairOut::from(edge);
         if ndjson {
             out.value(&pair, b"\n")
         } else {

@@ -22,7 +22,7 @@
 use super::metrics::Metrics;
 use crate::backend::Backend;
 use crate::collections::Collection;
-use crate::engine::{Groups, Threshold};
+use crate::engine::{Groups, Measure, Threshold};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -44,6 +44,8 @@ pub struct GroupsKey {
     /// created again under an old name never sees the old answers).
     pub collection: u64,
     pub threshold: f64,
+    /// Jaccard, or (any containment measure) either text inside the other.
+    pub measure: Measure,
     pub min_size: usize,
 }
 
@@ -166,7 +168,7 @@ impl ScanScheduler {
                         .backend()
                         .ok_or_else(|| format!("collection {:?} is not ready", worker.name))?;
                     backend
-                        .duplicate_groups(threshold, key.min_size, scheduler.pool())
+                        .duplicate_groups(threshold, key.measure, key.min_size, scheduler.pool())
                         .map_err(|e| e.to_string())
                 })
                 .await

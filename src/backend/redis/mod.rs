@@ -27,6 +27,7 @@ pub mod codec;
 pub mod conn;
 mod metrics;
 
+mod passages;
 mod read;
 mod scan;
 mod sweep;
