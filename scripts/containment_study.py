@@ -3,7 +3,7 @@
 and passage search (issue 43) on real Debian prose, against brute force.
 
     python3 scripts/containment_study.py [--docs 2000] [--queries 300] [--seed 43]
-        [--out target/study43] [--ws 8,12,16,20,24] [--no-ensemble]
+        [--out target/study43] [--ws 8,12,16,20,23,24] [--caps 20,100] [--cap-ws 20,23] [--no-ensemble]
 
 Needs numpy; the LSH Ensemble rows need datasketch (run it with the bench kit's
 venv: python3 -m venv V && V/bin/pip install -r /work/shared/bench/requirements.txt).
@@ -62,6 +62,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 K = 3
+EMPTY: frozenset = frozenset()
 
 # ------------------------------------------------------------------ corpus --
 
@@ -384,7 +385,9 @@ def main():
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--seed", type=int, default=43)
     ap.add_argument("--out", default=str(ROOT / "target/study43"))
-    ap.add_argument("--ws", default="8,12,16,20,24")
+    ap.add_argument("--ws", default="8,12,16,20,23,24")
+    ap.add_argument("--caps", default="20,100", help="posting-list caps for the capped winnowing rows ('' for none)")
+    ap.add_argument("--cap-ws", default="20,23", help="windows of the capped winnowing rows")
     ap.add_argument("--man-pages", type=int, default=6000, help="man pages to render (sample)")
     ap.add_argument("--no-ensemble", action="store_true")
     args = ap.parse_args()
@@ -392,6 +395,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(args.seed)
     ws_list = [int(x) for x in args.ws.split(",")]
+    args.caps = [int(x) for x in args.caps.split(",") if x]
+
 
     t0 = time.time()
     arts = build_corpus(sources(out, random.Random(args.seed), args.man_pages), rng, args.docs)
@@ -443,7 +448,7 @@ def main():
     rows = []
     KINDS = ["excerpt", "abridged", "quote", "quote25"]
 
-    def evaluate(name, fp_of, extra_bytes):
+    def evaluate(name, fp_of, extra_bytes, cap=None):
         t1 = time.time()
         fps = [fp_of(s) for s in seqs]
         index = collections.defaultdict(set)
@@ -456,18 +461,21 @@ def main():
         row = {"design": name, "fp/doc": per_doc, "B/400w": 12 * per_sh * sh400 + (sh400 / 8 if extra_bytes else 0),
                "B/doc": 12 * per_doc + extra_bytes, "max posting": max(len(v) for v in index.values())}
         for k in KINDS:
-            found = total = 0
+            found = total = src = 0
             ncand = []
-            for qs, g in zip(qseqs[k], gt[k]):
+            for (ai, _), qs, g in zip(queries[k], qseqs[k], gt[k]):
                 qf = set(qs) if k.startswith("quote") else fp_of(qs)
                 cand = set()
                 for h in qf:
-                    cand |= index.get(h, set())
+                    post = index.get(h, EMPTY)
+                    if cap is None or len(post) <= cap:
+                        cand |= post
+                src += ai in cand
                 ncand.append(len(cand))
                 total += len(g)
                 found += len(g & cand)
             row[k] = (found / total if total else float("nan"), statistics.mean(ncand), total - found,
-                      statistics.median(ncand))
+                      statistics.median(ncand), src / len(qseqs[k]))
         row["secs"] = time.time() - t1
         rows.append(row)
         print(f"[{name}] {row['secs']:.1f}s", file=sys.stderr)
@@ -475,6 +483,9 @@ def main():
     bitmap = mean_sh / 8
     for w in ws_list:
         evaluate(f"winnow w={w} (+n/8 bitmap)", lambda s, w=w: winnow(s, w), bitmap)
+    for w in [int(x) for x in args.cap_ws.split(",") if x]:
+        for cap in args.caps:
+            evaluate(f"winnow w={w}, skip postings > {cap}", lambda s, w=w: winnow(s, w), bitmap, cap)
     for w in ws_list:
         keep = sampler(w)
         evaluate(f"sample 2/(w+1), w={w}", lambda s, keep=keep: {h for h in s if keep(h)}, 0)
@@ -517,14 +528,16 @@ def main():
                         print(f"[ensemble w={weights} part={part} {k} t={thr}] build {build:.1f}s", file=sys.stderr)
 
     def cell(v):
-        r, c, miss, med = v
-        return f"{r:.4f} / {c:.0f} ({med:.0f})" + (f" **{miss} missed**" if miss else "")
+        r, c, miss, med, src = v
+        return f"{r:.4f} / {src:.3f} / {c:.0f} ({med:.0f})" + (f" **{miss} missed**" if miss else "")
 
     md = ["# Containment study (issue 43)", "",
           f"Command: `python3 scripts/containment_study.py --docs {args.docs} --queries {args.queries} --seed {args.seed}`", "",
           "## Corpus", "", *stats, "",
           "## Candidate recall / mean candidates per query", "",
-          "Cells: pair recall against brute force / mean (median) candidate documents per query; missed pairs. "
+          "Cells: pair recall against brute force / share of queries whose source article is a candidate / "
+          "mean (median) candidate documents per query; missed pairs. Capped rows skip, at query time, "
+          "fingerprints held by more than C documents (bounded work; the skipped ones would be reported). "
           "B/doc: 12 bytes per posting (+ n/8 bytes selection bitmap for winnowing, n = shingles/doc; "
           "sampling needs no bitmap: selection is a function of the hash). B/400w: the same for a 400-word "
           "article (398 shingles) at this corpus's fingerprints per shingle.", "",
