@@ -79,6 +79,15 @@ pub struct Passage {
     pub doc: Prepared,
 }
 
+impl Passage {
+    /// What a lookup reads from the passage index: every distinct shingle
+    /// of the passage (a stored document's fingerprint inside any shared
+    /// run is one of them), not only the passage's own fingerprints.
+    pub fn keys(&self) -> &[u32] {
+        self.doc.shingles()
+    }
+}
+
 /// What the passage index gave for a set of fingerprints.
 pub(crate) struct Gathered {
     /// (slot, shared fingerprints), slots distinct, most shared first.
@@ -121,6 +130,12 @@ impl Engine {
         } else {
             self.postings.clear();
         }
+    }
+
+    /// Set whether the passage index is kept without building or dropping
+    /// anything (a backend that keeps it outside the engine).
+    pub fn set_passage_index_flag(&self, on: bool) {
+        self.passages_on.store(on, Ordering::Release);
     }
 
     /// Index `record`'s fingerprints at `slot` if the index is on.
@@ -438,8 +453,7 @@ impl Engine {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff("passages"));
         }
-        let fps: Vec<u32> = passage.doc.fingerprints().collect();
-        let gathered = self.gather(&fps, None);
+        let gathered = self.gather(passage.keys(), None);
         let cap = self.params().index.max_candidates;
         let now = self.now_ms();
         let mut out = PassageOutcome {

@@ -216,7 +216,8 @@ pub async fn create(
     let backend = backend(&coll)?;
     let mut similar = if params.similar {
         let found = backend.similar_to(&new.doc, Some(id.as_str()), &q).await?;
-        app.metrics.observe_query(coll.name.as_str(), &found);
+        app.metrics
+            .observe_measure(coll.name.as_str(), measure, &found);
         Some(found)
     } else {
         None
@@ -302,7 +303,7 @@ async fn create_if_unique(
                 .into_response()
         }
         UniqueOutcome::Duplicate(found) => {
-            app.metrics.observe_query(name, &found);
+            app.metrics.observe_measure(name, q.measure, &found);
             app.metrics.observe_write(name, "rejected_duplicate");
             let body = WrittenOut {
                 id: id.to_string(),

@@ -265,7 +265,9 @@ pub struct StatusOut {
 }
 
 /// An optional non-negative integer that may be written as `5` or `5.0`.
-fn integral_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+pub(super) fn integral_count<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<usize>, D::Error> {
     Option::<serde_json::Number>::deserialize(d)?
         .map(|n| count(&n))
         .transpose()

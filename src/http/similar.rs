@@ -46,7 +46,8 @@ pub async fn by_id(
     .since(since(p.since.as_deref())?)
     .measure(measure);
     let found = backend(&coll)?.similar_to_id(&p.id, &q).await?;
-    app.metrics.observe_query(coll.name.as_str(), &found);
+    app.metrics
+        .observe_measure(coll.name.as_str(), q.measure, &found);
     Ok(Json(similar_out(Some(p.id), &q, found)))
 }
 
@@ -72,7 +73,8 @@ pub async fn by_text(
     .measure(measure);
     let prepared = app.prepare(&coll, text).await?;
     let found = backend(&coll)?.similar_to(&prepared, None, &q).await?;
-    app.metrics.observe_query(coll.name.as_str(), &found);
+    app.metrics
+        .observe_measure(coll.name.as_str(), q.measure, &found);
     Ok(Json(similar_out(None, &q, found)))
 }
 
