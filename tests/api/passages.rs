@@ -499,3 +499,66 @@ async fn without_the_passage_index_a_containment_query_is_409() {
     assert_eq!(same["results"][0]["query_in_stored"], 1.0);
     assert!(same.get("passages").is_none());
 }
+
+#[tokio::test]
+async fn the_cli_dedups_by_containment_as_the_server_does() {
+    let (app, arts) = app_with_articles().await;
+    let mut lines: Vec<String> = arts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| json!({"id": format!("art{i}"), "text": a}).to_string())
+        .collect();
+    for (i, a) in arts.iter().enumerate().filter(|(i, _)| i % 2 == 0) {
+        let w = words(a);
+        let excerpt = w[w.len() / 3..w.len() * 2 / 3].join(" ");
+        let r = app
+            .put_json(&format!("/documents/ex{i}"), &json!({"text": excerpt}))
+            .await;
+        assert_eq!(r.status(), 201);
+        lines.push(json!({"id": format!("ex{i}"), "text": excerpt}).to_string());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("corpus.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    for pairs in [true, false] {
+        let mut cmd = crate::helpers::neardup();
+        cmd.args([
+            "dedup",
+            "-q",
+            "--measure",
+            "containment",
+            "--threshold",
+            "0.9",
+        ]);
+        if pairs {
+            cmd.arg("--pairs");
+        }
+        let out = cmd.arg(&file).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("containment"), "{stderr}");
+        let path = if pairs {
+            "/duplicates/pairs?measure=containment&threshold=0.9"
+        } else {
+            "/duplicates?measure=containment&threshold=0.9"
+        };
+        let served = app
+            .client
+            .get(app.read_url(path))
+            .header("accept", "application/x-ndjson")
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let sorted = |s: &str| {
+            let mut l: Vec<String> = s.lines().map(str::to_owned).collect();
+            l.sort();
+            l
+        };
+        let offline = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(sorted(&offline), sorted(&served), "pairs: {pairs}");
+        assert_eq!(offline.lines().count(), arts.len().div_ceil(2), "{offline}");
+    }
+}
