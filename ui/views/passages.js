@@ -63,7 +63,7 @@ export default async function passages(root) {
 
   function show(answer, docs) {
     const n = answer.results.length;
-    minRun.placeholder = `${answer.guaranteed_run} (always found)`;
+    minRun.placeholder = String(answer.guaranteed_run);
     status.textContent = `${n} document${n === 1 ? '' : 's'} hold${n === 1 ? 's' : ''} a run of at least ${num(answer.min_run)} consecutive shingles of this passage `
       + `(${num(answer.passage_shingles)} shingles, ${num(answer.passage_distinct)} distinct; runs of ${num(answer.guaranteed_run)} or more are always found). `
       + `${num(answer.candidates)} candidate${answer.candidates === 1 ? '' : 's'} checked${answer.truncated ? ' (truncated)' : ''}.`;
@@ -80,11 +80,11 @@ export default async function passages(root) {
       }, 'document');
       rows.push(h('tr', { testid: 'passage-row', dataset: { id: r.id } },
         h('td', { class: 'id' }, r.id, h('div', { class: 'muted small' }, r.created_at)),
-        h('td', { class: 'n', dataset: { score: 'longest_run' } }, num(r.longest_run)),
-        h('td', { class: 'n', dataset: { score: 'shared' } }, `${num(r.shared)} / ${num(answer.passage_distinct)}`,
-          h('div', { class: 'muted small' }, `${Math.round(r.share * 100)}%`)),
+        h('td', { class: 'n', 'data-label': 'longest run', dataset: { score: 'longest_run' } }, num(r.longest_run)),
+        h('td', { class: 'n', 'data-label': 'shared shingles', dataset: { score: 'shared' } }, `${num(r.shared)} / ${num(answer.passage_distinct)}`,
+          h('span', { class: 'muted small' }, ` (${Math.round(r.share * 100)}%)`)),
         h('td', { class: 'where' }, where(r, docs[i])),
-        h('td', {},
+        h('td', { class: 'actions' },
           h('button', {
             type: 'button', class: 'link', testid: 'passage-compare', title: 'compare the passage with this document',
             onclick: () => {
@@ -96,7 +96,7 @@ export default async function passages(root) {
         detail);
     });
     results.append(
-      h('div', { class: 'table-wrap' }, h('table', { testid: 'passages-results' },
+      h('div', { class: 'table-wrap' }, h('table', { testid: 'passages-results', class: 'stack' },
         h('thead', {}, h('tr', {},
           h('th', {}, 'document'),
           h('th', { title: 'the longest run of the passage’s consecutive shingles all in this document' }, 'longest run'),

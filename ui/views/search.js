@@ -1,9 +1,10 @@
 // Search: a pasted text (POST /similar) or a stored id (GET /similar),
 // by a measure (Jaccard, or containment in either direction), with a
 // threshold starting at the collection's and bounded by its tuned minimum
-// (Jaccard) or anything above 0 (containment); a result row opens Compare. The one write control stores the
-// pasted text (disabled with a read-only key, which may search: the
-// server counts POST /similar as a read).
+// (Jaccard) or anything above 0 (containment); a result row opens
+// Compare. The one write control stores the pasted text (disabled with a
+// read-only key, which may search: the server counts POST /similar as a
+// read).
 
 import { api, canWrite, collectionBase } from '../api.js';
 import { h, fill, num, errorBox } from '../dom.js';
@@ -103,12 +104,12 @@ export default async function search(root, params) {
       onkeydown: (ev) => { if (ev.key === 'Enter') openCompare(r.id); },
     },
     h('td', { class: 'id' }, r.id),
-    cols.map((c, j) => h('td', { class: j === 0 ? 'n primary' : 'n', dataset: { score: c.key } }, num(c.value(r)))),
-    h('td', { class: 'n', dataset: { score: 'estimate' } }, num(r.estimate)),
-    h('td', {}, r.created_at),
+    cols.map((c, j) => h('td', { class: j === 0 ? 'n primary' : 'n', 'data-label': c.name, dataset: { score: c.key } }, num(c.value(r)))),
+    h('td', { class: 'n', 'data-label': 'estimate', dataset: { score: 'estimate' } }, num(r.estimate)),
+    h('td', { 'data-label': 'created_at' }, r.created_at),
     h('td', { class: 'meta' }, docs[i] && docs[i].metadata != null ? JSON.stringify(docs[i].metadata) : '')));
     results.append(
-      h('div', { class: 'table-wrap' }, h('table', { testid: 'search-results', dataset: { measure: asked } },
+      h('div', { class: 'table-wrap' }, h('table', { testid: 'search-results', class: 'stack', dataset: { measure: asked } },
         h('thead', {}, h('tr', {},
           h('th', {}, 'id'),
           cols.map((c, j) => h('th', { title: c.help, class: j === 0 ? 'primary' : null }, c.name)),
