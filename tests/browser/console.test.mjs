@@ -90,6 +90,12 @@ const EXCERPT = ARTICLE_PARAS.slice(0, 2).join('\n\n');
 const QUOTE = 'A temporary footbridge will carry walkers across the channel while the work goes on, '
   + 'and the towpath between the mill and the church will be closed on weekdays. Local historians asked for the iron gearing of the eastern sluice to be saved';
 
+// A footer on more stored documents than the passage index reads
+// (index.common_fingerprint_docs = 4 on that server): boilerplate.
+const FOOTER = 'This notice was sent to every member of the allotment society. Replies go to the secretary, who reads them on the first '
+  + 'Monday of each month and answers in the newsletter; please do not reply to this address, which nobody watches.';
+const NOTICES = filler(125).slice(120).map((d, i) => ({ id: `notice-${i}`, text: `${d.text}. ${FOOTER}` }));
+
 const PLANTED = [
   ...filler(120),
   { id: 'twin-a', text: TWIN_A, metadata: { source: 'harbour', lang: 'en+ru+ja' } },
@@ -169,10 +175,10 @@ before(async () => {
   [open, keyed, passaged] = await Promise.all([
     startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true' }),
     startServer({ NEARDUP_AUTH__API_KEYS: '["full-key-u"]', NEARDUP_AUTH__READ_ONLY_KEYS: '["reader-key"]' }),
-    startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true', NEARDUP_INDEX__PASSAGE_INDEX: 'true' }),
+    startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true', NEARDUP_INDEX__PASSAGE_INDEX: 'true', NEARDUP_INDEX__COMMON_FINGERPRINT_DOCS: '4' }),
   ]);
   await Promise.all([plant(open.base), plant(keyed.base, 'full-key-u'),
-    plant(passaged.base, null, [...PLANTED, { id: 'article', text: ARTICLE, metadata: { source: 'river news' } }])]);
+    plant(passaged.base, null, [...PLANTED, ...NOTICES, { id: 'article', text: ARTICLE, metadata: { source: 'river news' } }])]);
   textsStored = (await fetch(`${open.base}/explain`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ a: { id: 'twin-a' }, b: { id: 'twin-b' } }),
@@ -566,6 +572,23 @@ test('search by "query inside a stored document" finds the article from its exce
   await s.page.getByTestId('show-excerpt').click();
   assert.ok(await s.page.getByTestId('compare-b').locator('mark.flash').count() === 1, 'the excerpt is marked in the longer text');
   await s.shot('compare-excerpt');
+  await s.close();
+});
+
+test('a containment search says how many common passages (boilerplate) it skipped', async () => {
+  const s = await session(passaged);
+  await s.view('search');
+  await s.page.getByTestId('search-text').fill(`${ARTICLE}\n\n${FOOTER}`);
+  await s.page.getByTestId('search-measure').selectOption('stored_in_query');
+  await s.page.getByTestId('threshold-input').fill('0.9');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  const ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.deepEqual(ids, ['article'], 'the article is inside the query; the notices only share their footer');
+  assert.match(await s.page.getByTestId('common-passages').textContent(),
+    /^\d+ common passages? skipped \(held by up to 5 documents\)/);
+  assert.deepEqual(await s.page.getByTestId('search-results').locator('th').allTextContents().then((h) => h.slice(1, 4)),
+    ['it in this text', 'Jaccard', 'this text in it']);
   await s.close();
 });
 
