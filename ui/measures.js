@@ -31,7 +31,7 @@ export function thresholdFloor(measure, tunedMin) {
 
 /** A measure's select; `onchange(value)` when it changes. */
 export function measureSelect(testid, value, options, onchange) {
-  const select = h('select', { testid, 'aria-label': 'measure', onchange: () => onchange(select.value) },
+  const select = h('select', { testid, class: 'measure', 'aria-label': 'measure', onchange: () => onchange(select.value) },
     options.map((m) => h('option', { value: m.value }, m.label)));
   select.value = value;
   return select;

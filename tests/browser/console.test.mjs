@@ -703,5 +703,10 @@ test('hostile documents stay inert in the passages view, and it fits a 420-px wi
     links: document.querySelectorAll('main a').length,
   }));
   assert.deepEqual(live, { pwned: undefined, scripts: 0, images: 0, links: 0 });
+  // The other views fit too, with their measure choices.
+  for (const name of ['search', 'groups', 'overview']) {
+    await s.view(name);
+    assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), `${name} fits 420 px`);
+  }
   await s.close();
 });
