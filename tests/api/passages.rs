@@ -562,3 +562,48 @@ async fn the_cli_dedups_by_containment_as_the_server_does() {
         assert_eq!(offline.lines().count(), arts.len().div_ceil(2), "{offline}");
     }
 }
+
+/// The worked example of docs/examples.md ("Containment: an excerpt and an
+/// embedding of document 1"), held to by the API.
+#[tokio::test]
+async fn the_worked_containment_example() {
+    let app = spawn_app_with(settings()).await;
+    let r = app
+        .put_json("/documents/d", &json!({"text": "The night is dark and the moon is red."}))
+        .await;
+    assert_eq!(r.status(), 201);
+    let q1 = similar_text(
+        &app,
+        json!({"text": "the night is dark and the moon", "measure": "query_in_stored", "threshold": 1.0}),
+    )
+    .await;
+    let m = &q1["results"][0];
+    assert_eq!(m["id"], "d");
+    assert_eq!(m["query_in_stored"], 1.0);
+    assert!(approx_eq(m["stored_in_query"].as_f64().unwrap(), 5.0 / 7.0));
+    assert!(approx_eq(m["jaccard"].as_f64().unwrap(), 5.0 / 7.0));
+    let by_jaccard = similar_text(&app, json!({"text": "the night is dark and the moon"})).await;
+    assert_eq!(by_jaccard["results"], json!([]));
+    let q2 = similar_text(
+        &app,
+        json!({"text": "I said the night is dark and the moon is red tonight",
+               "measure": "stored_in_query", "threshold": 1.0}),
+    )
+    .await;
+    let m = &q2["results"][0];
+    assert_eq!(m["stored_in_query"], 1.0);
+    assert!(approx_eq(m["query_in_stored"].as_f64().unwrap(), 0.7));
+    assert!(approx_eq(m["jaccard"].as_f64().unwrap(), 0.7));
+    let r = app
+        .post_json(
+            "/passages",
+            &json!({"text": "the night is dark and the moon", "min_run": 5}),
+        )
+        .await;
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["results"][0]["id"], "d", "{p}");
+    assert_eq!(p["results"][0]["longest_run"], 5);
+    assert_eq!(p["results"][0]["shared"], 5);
+    assert_eq!(p["results"][0]["share"], 1.0);
+    assert_eq!(p["passage_distinct"], 5);
+}
