@@ -71,11 +71,12 @@ impl Engine {
         // the average sizes).
         let per_doc = |total: usize| total.checked_div(docs).unwrap_or(0);
         let fingerprints_bytes = self.selection_words.load(Ordering::Relaxed) * 4;
-        let passage_index_bytes = if self.passage_index() {
-            self.postings.heap_bytes()
+        let (passage_index_bytes, passage_fixed) = if self.passage_index() {
+            (self.postings.heap_bytes(), self.postings.fixed_bytes())
         } else {
-            0
+            (0, 0)
         };
+        let fixed = self.fixed_bytes + self.lsh.fixed_bytes() + passage_fixed;
         let data = per_doc(signatures_bytes + shingles_bytes + fingerprints_bytes);
         let id = id_bytes.checked_div(heap_ids).unwrap_or(0);
         let arc_record = small_block(2 * size_of::<usize>() + size_of::<Record>());
@@ -108,12 +109,11 @@ impl Engine {
             fingerprints_bytes,
             passage_index_bytes,
             total_bytes,
-            fixed_bytes: self.fixed_bytes + self.lsh.fixed_bytes(),
+            fixed_bytes: fixed,
             bytes_per_document: if docs == 0 {
                 0.0
             } else {
-                total_bytes.saturating_sub(self.fixed_bytes + self.lsh.fixed_bytes()) as f64
-                    / docs as f64
+                total_bytes.saturating_sub(fixed) as f64 / docs as f64
             },
         }
     }

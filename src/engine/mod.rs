@@ -176,8 +176,9 @@ pub enum EngineError {
     /// A containment query or passage lookup on a collection without the
     /// passage index.
     #[error(
-        "{0} needs the passage index, which this collection does not keep: \
-         set index.passage_index (a reindex of a named collection, or the configuration of `default`)"
+        "{0} needs the passage index, which this collection does not keep: switch it on with \
+         PATCH /collections/{{name}} {{\"passage_index\": true}} (for `default`: index.passage_index \
+         in the configuration, NEARDUP_INDEX__PASSAGE_INDEX=true)"
     )]
     PassageIndexOff(&'static str),
 }

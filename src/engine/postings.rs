@@ -94,6 +94,11 @@ impl Postings {
         self.shards.iter().map(|s| s.read().len()).sum()
     }
 
+    /// What the index costs with nothing in it (its shard array).
+    pub(crate) fn fixed_bytes(&self) -> usize {
+        self.shards.len() * std::mem::size_of::<Shard>()
+    }
+
     pub(crate) fn heap_bytes(&self) -> usize {
         self.shards
             .iter()

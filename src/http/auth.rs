@@ -130,7 +130,7 @@ fn authorize(
         || (method == Method::POST && reads_by_post(path));
     if grant.read_only && !reads {
         return Err(ApiError::Forbidden(
-            "this key is read-only: it may only read (GET and HEAD routes, POST /similar and /explain)",
+            "this key is read-only: it may only read (GET and HEAD routes, POST /similar, /explain, /passages and the analyses)",
         ));
     }
     let Some(names) = grant.collections else {

@@ -32,6 +32,7 @@ fn describe(c: &Collection) -> Value {
             "rows": b.rows,
             "recall_at_threshold": b.recall_at_threshold,
             "min_query_threshold": b.min_query_threshold,
+            "passage_guaranteed_run": c.recipe().passage_window(),
         },
     })
 }

@@ -29,7 +29,8 @@ const SPAN_TEXT_CHARS: usize = 400;
 pub struct PassagesIn {
     pub text: String,
     /// The shortest run of consecutive shingles that counts (default: the
-    /// run the index is sure to find, `guaranteed_run`).
+    /// run the index is sure to find, `guaranteed_run`, or the whole
+    /// passage when it is shorter).
     #[serde(default, deserialize_with = "super::dto::integral_count")]
     pub min_run: Option<usize>,
     #[serde(default, deserialize_with = "super::dto::integral_count")]
@@ -104,7 +105,8 @@ pub async fn lookup(
     let recipe = coll.recipe().clone();
     let guaranteed_run = recipe.passage_window();
     let min_run = match req.min_run {
-        None => guaranteed_run,
+        // Filled in below: the guarantee, or the whole passage if shorter.
+        None => 0,
         Some(0) => {
             return Err(ApiError::InvalidBody(
                 "min_run must be at least 1 (shingles)".into(),
@@ -126,6 +128,11 @@ pub async fn lookup(
             passage.ordered.len()
         )));
     }
+    let min_run = if min_run == 0 {
+        guaranteed_run.min(passage.ordered.len())
+    } else {
+        min_run
+    };
     let backend = backend(&coll)?;
     let found = backend.passages(&passage, min_run, limit, since).await?;
     app.metrics.observe_passages(coll.name.as_str(), &found);
