@@ -305,8 +305,9 @@ impl Engine {
             .collect();
         self.lsh.insert_batch(&signatures);
         drop(signatures);
-        for (slot, record, _) in &staged {
-            self.index_passages(*slot, record);
+        if self.passage_index() {
+            self.postings
+                .insert_many(staged.iter().map(|(slot, record, _)| (*slot, &**record)));
         }
         // 2. Publish, in order.
         staged

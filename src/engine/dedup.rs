@@ -335,26 +335,24 @@ impl Engine {
             documents += 1;
             fps.clear();
             fps.extend(record.fingerprints());
-            let gathered = self.gather(&fps, Some(slot));
+            // Each pair once: only the higher slots (below the span).
+            let gathered = self.gather_where(&fps, |s| s > slot && (s as usize) < span);
             let own_fps = fps.len();
             let n = record.shingles().len();
             for &(other, shared) in &gathered.shared {
-                if other <= slot || other as usize >= span {
-                    continue;
-                }
-                let Some(peer) = self.current(other, now) else {
-                    continue;
-                };
-                let peer_fps = crate::text::winnow::count(peer.selection());
+                // The share rule from the index's counts, before any read.
                 if !Self::worth_verifying(
                     &q,
                     own_fps,
-                    peer_fps,
+                    self.postings.count(other),
                     shared as usize,
                     gathered.work.common,
                 ) {
                     continue;
                 }
+                let Some(peer) = self.current(other, now) else {
+                    continue;
+                };
                 let m = peer.shingles().len();
                 verified += 1;
                 let intersection =

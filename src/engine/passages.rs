@@ -90,7 +90,7 @@ impl Passage {
 
 /// What the passage index gave for a set of fingerprints.
 pub(crate) struct Gathered {
-    /// (slot, shared fingerprints), slots distinct, most shared first.
+    /// (slot, shared fingerprints), slots distinct and increasing.
     pub shared: Vec<(Slot, u32)>,
     pub work: PassageWork,
     pub truncated: bool,
@@ -123,9 +123,8 @@ impl Engine {
                 .collect();
             use rayon::prelude::*;
             entries.par_chunks(4096).for_each(|chunk| {
-                for (slot, record) in chunk {
-                    self.postings.insert(*slot, record.fingerprints());
-                }
+                self.postings
+                    .insert_many(chunk.iter().map(|(slot, record)| (*slot, &**record)));
             });
         } else {
             self.postings.clear();
@@ -180,9 +179,8 @@ impl Engine {
         }
         use rayon::prelude::*;
         staged.par_chunks(1024).for_each(|chunk| {
-            for (slot, record) in chunk {
-                self.postings.insert(*slot, record.fingerprints());
-            }
+            self.postings
+                .insert_many(chunk.iter().map(|(slot, record)| (*slot, &**record)));
         });
     }
 
@@ -194,6 +192,11 @@ impl Engine {
     /// Read the buckets of `fingerprints` (sorted, distinct): every slot
     /// that holds one, with how many it holds (`own` left out).
     pub(crate) fn gather(&self, fingerprints: &[u32], own: Option<Slot>) -> Gathered {
+        self.gather_where(fingerprints, |s| Some(s) != own)
+    }
+
+    /// [`Self::gather`] of the slots `keep` accepts.
+    pub(crate) fn gather_where(&self, fingerprints: &[u32], keep: impl Fn(Slot) -> bool) -> Gathered {
         let common_at = self.params().index.common_fingerprint_docs;
         let mut work = PassageWork {
             fingerprints: fingerprints.len(),
@@ -208,28 +211,21 @@ impl Engine {
             }
             self.postings.with(fp, |bucket| match bucket {
                 None => {}
-                Some(Bucket::One(s)) => slots.push(s),
+                Some(Bucket::One(s)) => {
+                    if keep(s) {
+                        slots.push(s)
+                    }
+                }
                 Some(Bucket::Many(many)) if many.len() > common_at => {
                     work.common += 1;
                     work.common_docs.push(many.len());
                 }
-                Some(Bucket::Many(many)) => slots.extend_from_slice(many),
+                Some(Bucket::Many(many)) => slots.extend(many.iter().copied().filter(|&s| keep(s))),
             });
         }
         work.common_docs.sort_unstable_by(|a, b| b.cmp(a));
         work.common_docs.truncate(COMMON_LISTED);
-        slots.sort_unstable();
-        let mut shared: Vec<(Slot, u32)> = Vec::new();
-        for s in slots {
-            if Some(s) == own {
-                continue;
-            }
-            match shared.last_mut() {
-                Some((last, n)) if *last == s => *n += 1,
-                _ => shared.push((s, 1)),
-            }
-        }
-        shared.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let shared = count_slots(&slots);
         Gathered {
             shared,
             work,
@@ -322,23 +318,28 @@ impl Engine {
         };
         let common = gathered.work.common;
         let query_fps = self.query_fingerprints(shingles.len(), fingerprints.len());
+        // The share rule from the index alone (each slot's fingerprint
+        // count is kept beside it): no record is read for a candidate it
+        // rules out. The survivors are verified best-sharing first.
+        let mut worth: Vec<(Slot, u32)> = gathered
+            .shared
+            .into_iter()
+            .filter(|&(slot, shared)| {
+                // The document's count is read only where the rule needs it.
+                let record_fps = match q.measure {
+                    Measure::QueryInStored => 0,
+                    _ => self.postings.count(slot),
+                };
+                Self::worth_verifying(q, query_fps, record_fps, shared as usize, common)
+            })
+            .collect();
+        worth.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         let mut verified = 0usize;
-        for &(slot, shared) in &gathered.shared {
-            // Without the document's own count, only the query's side can
-            // rule a candidate out before its record is read.
-            if q.measure == Measure::QueryInStored
-                && !Self::worth_verifying(q, query_fps, 0, shared as usize, common)
-            {
-                continue;
-            }
+        for &(slot, _) in &worth {
             let Some(record) = self.docs.get(&slot) else {
                 continue;
             };
             if exclude == Some(record.id().as_str()) {
-                continue;
-            }
-            let record_fps = crate::text::winnow::count(record.selection());
-            if !Self::worth_verifying(q, query_fps, record_fps, shared as usize, common) {
                 continue;
             }
             if verified == cap {
@@ -490,7 +491,9 @@ impl Engine {
             passage_len: passage.ordered.len(),
             ..Default::default()
         };
-        for &(slot, _) in &gathered.shared {
+        let mut shared = gathered.shared;
+        shared.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        for &(slot, _) in &shared {
             let Some(record) = self.docs.get(&slot) else {
                 continue;
             };
@@ -512,6 +515,55 @@ impl Engine {
         finish_passages(&mut out, limit);
         Ok(out)
     }
+}
+
+/// How often each slot occurs in `slots`, as (slot, count), in no order:
+/// an open-addressing table at most half full (cheaper than sorting the
+/// hundreds of entries a query gathers: `passage_bench`).
+fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
+    thread_local! {
+        static TABLE: std::cell::RefCell<Vec<(u32, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if slots.len() <= 1 {
+        return slots.iter().map(|&s| (s, 1)).collect();
+    }
+    TABLE.with(|cell| {
+        let table = &mut *cell.borrow_mut();
+        let bits = (2 * slots.len()).next_power_of_two().trailing_zeros().max(4);
+        table.clear();
+        // A key is slot + 1 (0 marks an empty cell); slots are below 2^30.
+        table.resize(1 << bits, (0, 0));
+        let mask = (1usize << bits) - 1;
+        let mut distinct = 0;
+        for &s in slots {
+            let key = s + 1;
+            let mut i = (key.wrapping_mul(0x9e37_79b1) >> (32 - bits)) as usize;
+            loop {
+                let cell = &mut table[i];
+                if cell.0 == key {
+                    cell.1 += 1;
+                    break;
+                }
+                if cell.0 == 0 {
+                    *cell = (key, 1);
+                    distinct += 1;
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+        }
+        let mut out = Vec::with_capacity(distinct);
+        out.extend(
+            table
+                .iter()
+                .filter(|c| c.0 != 0)
+                .map(|&(key, n)| (key - 1, n)),
+        );
+        if table.len() > 1 << 20 {
+            *table = Vec::new();
+        }
+        out
+    })
 }
 
 /// `record` as a hit of `passage`, if it holds a long enough run.
@@ -540,4 +592,9 @@ pub fn finish_passages(out: &mut PassageOutcome, limit: usize) {
             .then_with(|| a.id.cmp(&b.id))
     });
     out.hits.truncate(limit);
+}
+
+#[cfg(test)]
+pub(crate) fn count_slots_for_tests(slots: &[Slot]) -> Vec<(Slot, u32)> {
+    count_slots(slots)
 }

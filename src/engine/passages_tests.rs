@@ -337,3 +337,16 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #[test]
+    fn counting_slots_equals_sorting_them(slots in proptest::collection::vec(0u32..500, 0..2000)) {
+        let mut got = super::passages::count_slots_for_tests(&slots);
+        got.sort_unstable();
+        let mut want: BTreeMap<u32, u32> = BTreeMap::new();
+        for s in &slots {
+            *want.entry(*s).or_default() += 1;
+        }
+        prop_assert_eq!(got, want.into_iter().collect::<Vec<_>>());
+    }
+}

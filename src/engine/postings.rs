@@ -41,13 +41,65 @@ impl Shard {
 
 pub(crate) struct Postings {
     shards: Box<[Shard]>,
+    /// How many fingerprints each slot's document has, so a candidate can
+    /// be ruled out by its share before its record is read.
+    counts: SlotCounts,
 }
 
 impl Default for Postings {
     fn default() -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
+            counts: SlotCounts::default(),
         }
+    }
+}
+
+/// A `u16` per slot, lock-free: chunk `c` holds slots
+/// `1024 · (2^c − 1) .. 1024 · (2^(c+1) − 1)`, made by the first write to
+/// it (2 bytes a slot; a count above `u16::MAX` is kept as `u16::MAX`).
+struct SlotCounts {
+    chunks: [std::sync::OnceLock<Box<[std::sync::atomic::AtomicU16]>>; 22],
+}
+
+impl Default for SlotCounts {
+    fn default() -> Self {
+        Self {
+            chunks: std::array::from_fn(|_| std::sync::OnceLock::new()),
+        }
+    }
+}
+
+impl SlotCounts {
+    #[inline]
+    fn locate(slot: Slot) -> (usize, usize) {
+        let x = u64::from(slot) / 1024 + 1;
+        let c = 63 - x.leading_zeros() as usize;
+        let start = ((1u64 << c) - 1) * 1024;
+        (c, (u64::from(slot) - start) as usize)
+    }
+
+    fn set(&self, slot: Slot, n: usize) {
+        use std::sync::atomic::{AtomicU16, Ordering};
+        let (c, i) = Self::locate(slot);
+        let chunk = self.chunks[c].get_or_init(|| (0..1024usize << c).map(|_| AtomicU16::new(0)).collect());
+        chunk[i].store(n.min(u16::MAX as usize) as u16, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn get(&self, slot: Slot) -> usize {
+        let (c, i) = Self::locate(slot);
+        self.chunks[c].get().map_or(0, |chunk| {
+            usize::from(chunk[i].load(std::sync::atomic::Ordering::Relaxed))
+        })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.chunks
+            .iter()
+            .filter_map(|c| c.get())
+            .map(|c| c.len() * 2)
+            .sum()
     }
 }
 
@@ -60,9 +112,36 @@ fn place(fp: u32) -> (usize, u32) {
 
 impl Postings {
     pub(crate) fn insert(&self, slot: Slot, fingerprints: impl Iterator<Item = u32>) {
+        let mut n = 0;
         for fp in fingerprints {
             let (shard, key) = place(fp);
             self.shards[shard].write().insert(key, slot);
+            n += 1;
+        }
+        self.counts.set(slot, n);
+    }
+
+    /// [`Self::insert`] of many documents: their entries grouped by shard,
+    /// each shard locked once.
+    pub(crate) fn insert_many<'a>(
+        &self,
+        docs: impl Iterator<Item = (Slot, &'a super::Record)>,
+    ) {
+        let mut entries: Vec<(u16, u32, Slot)> = Vec::new();
+        for (slot, record) in docs {
+            let before = entries.len();
+            entries.extend(record.fingerprints().map(|fp| {
+                let (shard, key) = place(fp);
+                (shard as u16, key, slot)
+            }));
+            self.counts.set(slot, entries.len() - before);
+        }
+        entries.sort_unstable_by_key(|e| e.0);
+        for run in entries.chunk_by(|a, b| a.0 == b.0) {
+            let mut table = self.shards[run[0].0 as usize].write();
+            for &(_, key, slot) in run {
+                table.insert(key, slot);
+            }
         }
     }
 
@@ -71,6 +150,13 @@ impl Postings {
             let (shard, key) = place(fp);
             self.shards[shard].write().remove(key, slot);
         }
+        self.counts.set(slot, 0);
+    }
+
+    /// How many fingerprints the document in `slot` has (0: none indexed).
+    #[inline]
+    pub(crate) fn count(&self, slot: Slot) -> usize {
+        self.counts.get(slot)
     }
 
     /// Documents holding `fp`: calls `f` with the bucket (under the
@@ -86,6 +172,11 @@ impl Postings {
     pub(crate) fn clear(&self) {
         for shard in self.shards.iter() {
             *shard.write() = Table::default();
+        }
+        for chunk in self.counts.chunks.iter().filter_map(|c| c.get()) {
+            for n in chunk.iter() {
+                n.store(0, std::sync::atomic::Ordering::Relaxed);
+            }
         }
     }
 
@@ -105,6 +196,7 @@ impl Postings {
             .map(|s| s.read().heap_bytes())
             .sum::<usize>()
             + self.shards.len() * std::mem::size_of::<Shard>()
+            + self.counts.heap_bytes()
     }
 }
 
@@ -135,5 +227,19 @@ mod tests {
         assert!(slots(&p, 10).is_empty());
         p.clear();
         assert_eq!(p.keys(), 0);
+    }
+
+    #[test]
+    fn slot_counts_cover_every_slot() {
+        let c = SlotCounts::default();
+        for slot in [0, 1, 1023, 1024, 3071, 3072, 1 << 20, (1 << 30) - 1] {
+            c.set(slot, slot as usize % 1000 + 1);
+        }
+        for slot in [0, 1, 1023, 1024, 3071, 3072, 1 << 20, (1 << 30) - 1] {
+            assert_eq!(c.get(slot), slot as usize % 1000 + 1, "slot {slot}");
+        }
+        assert_eq!(c.get(5), 0);
+        c.set(7, 1 << 20);
+        assert_eq!(c.get(7), u16::MAX as usize);
     }
 }

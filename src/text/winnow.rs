@@ -65,25 +65,64 @@ pub fn winnow(hashes: &[u32], w: usize, out: &mut Vec<u32>) {
         out.push(hashes[at]);
         return;
     }
-    // The position of the current window's minimum; rescanned only when it
-    // leaves the window (amortized O(1) per shingle for random hashes).
-    let mut min_at = usize::MAX;
-    for end in w..=hashes.len() {
-        let start = end - w;
-        if min_at == usize::MAX || min_at < start {
-            let mut at = start;
-            for i in start..end {
-                if hashes[i] <= hashes[at] {
-                    at = i;
+    // Every window's minimum, by doubling spans (a window of w = the sum
+    // of the powers of two in w): each pass is an element-wise min of two
+    // shifted slices, which the compiler vectorizes, so ~6 branch-free
+    // passes instead of a branchy scan (~1.2 µs → ~0.2 µs a 400-shingle
+    // article, `passage_bench`). Which position of a tie is "the" minimum
+    // does not change the values kept, only positions, which a set of
+    // fingerprints does not record.
+    let n = hashes.len();
+    WINDOWS.with(|cell| {
+        let (level, next, acc) = &mut *cell.borrow_mut();
+        level.clear();
+        level.extend_from_slice(hashes);
+        acc.clear();
+        // `level[i]` = min of hashes[i..i + p]; `acc[i]` = min of
+        // hashes[i..i + r]. Every pass reads two slices and writes a third
+        // (no aliasing), so each is one vectorized loop.
+        let (mut p, mut r, mut bits) = (1usize, 0usize, w);
+        loop {
+            if bits & 1 == 1 {
+                if r == 0 {
+                    acc.extend_from_slice(&level[..n - p + 1]);
+                } else {
+                    let len = n - (r + p) + 1;
+                    acc.truncate(len);
+                    for (a, &l) in acc.iter_mut().zip(&level[r..r + len]) {
+                        *a = (*a).min(l);
+                    }
                 }
+                r += p;
             }
-            min_at = at;
-            out.push(hashes[at]);
-        } else if hashes[end - 1] <= hashes[min_at] {
-            min_at = end - 1;
-            out.push(hashes[min_at]);
+            bits >>= 1;
+            if bits == 0 {
+                break;
+            }
+            let len = n - 2 * p + 1;
+            next.clear();
+            next.extend(level[..len].iter().zip(&level[p..p + len]).map(|(&a, &b)| a.min(b)));
+            std::mem::swap(level, next);
+            p *= 2;
         }
-    }
+        let mut last = None;
+        for &m in acc.iter() {
+            if last != Some(m) {
+                out.push(m);
+                last = Some(m);
+            }
+        }
+        if acc.capacity() > 1 << 16 {
+            *acc = Vec::new();
+            *level = Vec::new();
+            *next = Vec::new();
+        }
+    });
+}
+
+thread_local! {
+    /// Work space of [`winnow`]: the doubled spans and the window minima.
+    static WINDOWS: std::cell::RefCell<(Vec<u32>, Vec<u32>, Vec<u32>)> = Default::default();
 }
 
 /// The bitmap over `set` (sorted, distinct) of the values in `selected`
@@ -93,21 +132,36 @@ pub fn selection_bitmap(set: &[u32], selected: &mut Vec<u32>) -> Box<[u32]> {
     selected.sort_unstable();
     selected.dedup();
     let mut bits = vec![0u32; bitmap_words(set.len())];
-    let mut i = 0;
+    let mut from = 0;
     for &v in selected.iter() {
-        // `set` is sorted and `selected` too: a galloping merge.
-        match set[i..].binary_search(&v) {
-            Ok(at) => {
-                i += at;
-                bits[i / 32] |= 1 << (i % 32);
-            }
-            Err(at) => i += at,
+        // Both are sorted: each search starts where the last one ended.
+        let i = from + lower_bound(&set[from..], v);
+        if i < set.len() && set[i] == v {
+            bits[i / 32] |= 1 << (i % 32);
         }
-        if i >= set.len() {
+        from = i;
+        if from >= set.len() {
             break;
         }
     }
     bits.into_boxed_slice()
+}
+
+/// The first index of `s` (sorted) whose value is not below `v`: a binary
+/// search with no unpredictable branch (conditional moves), ~9 steps for
+/// a 400-shingle article.
+#[inline]
+fn lower_bound(s: &[u32], v: u32) -> usize {
+    if s.is_empty() {
+        return 0;
+    }
+    let (mut base, mut len) = (0usize, s.len());
+    while len > 1 {
+        let half = len / 2;
+        base = if s[base + half - 1] < v { base + half } else { base };
+        len -= half;
+    }
+    base + usize::from(s[base] < v)
 }
 
 /// The order-free stand-in for records that were stored without a
@@ -188,7 +242,9 @@ mod tests {
         ];
         let mut out = Vec::new();
         winnow(&h, 4, &mut out);
-        assert_eq!(out, vec![17, 17, 8, 39, 17]);
+        // Each window's minimum, consecutive repeats once: the values of
+        // the paper's selection (17, 17, 8, 39, 17 by position).
+        assert_eq!(out, vec![17, 8, 39, 17]);
     }
 
     proptest! {
