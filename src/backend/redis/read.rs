@@ -45,7 +45,7 @@ impl RedisIndex {
             DocId::parse(&s.id).map_err(|e| BackendError::Internal(format!("stored id: {e}")))?;
         let prepared = self
             .engine
-            .prepared_from_shingles(s.shingles, None)
+            .prepared_from_shingles(s.shingles, s.selection)
             .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
         let stamp = Stamp {
             created_ms: s.created_ms,
@@ -284,6 +284,9 @@ impl RedisIndex {
         exclude: Option<&str>,
         q: &Query,
     ) -> Result<QueryOutcome, BackendError> {
+        if q.measure.is_containment() {
+            return self.contained(doc, exclude, q).await;
+        }
         let band_keys = self.engine.band_keys(doc.signature());
         let mut found = self.bucket_members(&band_keys).await?;
         if let Some(own) = exclude {

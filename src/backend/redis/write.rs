@@ -25,7 +25,8 @@ pub(super) static APPEND: LazyLock<Script> =
 
 /// Remove exactly these members from fields of one bucket hash (a field
 /// left empty goes). `KEYS[1]` the hash; ARGV: field, member, …
-static REMOVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/remove.lua")));
+pub(super) static REMOVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/remove.lua")));
 
 /// The commit of a write. `KEYS[1]` the record, `KEYS[2]` its text (`KEYS[3]`
 /// the pending key of an if_unique write, which must still hold `ARGV[1]`);
@@ -58,6 +59,9 @@ pub(super) struct Staged {
     pub(super) id: DocId,
     pub(super) value: Vec<u8>,
     pub(super) band_keys: Vec<u64>,
+    /// Its passage fingerprints (posting buckets), when the collection
+    /// keeps the passage index; empty otherwise.
+    pub(super) fingerprints: Vec<u32>,
     /// Its due bucket (kind, minute).
     pub(super) due: (Due, u64),
     /// The text to keep (zstd), when the collection stores texts.
@@ -124,6 +128,7 @@ impl RedisIndex {
             new.id.as_str(),
             new.metadata.as_deref(),
             new.doc.shingles(),
+            Some(new.doc.selection()),
         );
         Staged {
             iid: iid(new.id.as_str()),
@@ -131,6 +136,11 @@ impl RedisIndex {
             id: new.id.clone(),
             value,
             band_keys: self.engine.band_keys(new.doc.signature()),
+            fingerprints: if self.passage_index() {
+                new.doc.fingerprints().collect()
+            } else {
+                Vec::new()
+            },
             due: due_of(created_ms, expires_ms),
             text: new
                 .text
@@ -141,16 +151,23 @@ impl RedisIndex {
     }
 
     /// The bucket commands for `docs`' members (append or remove), one
-    /// script call per bucket hash.
+    /// script call per bucket hash: band buckets by band key, posting
+    /// buckets by fingerprint (a posting bucket is a band bucket in
+    /// another hash, with a 4-byte field).
     pub(super) fn bucket_calls<'a>(
         &self,
-        docs: impl IntoIterator<Item = (u64, u32, &'a [u64])>,
+        docs: impl IntoIterator<Item = (u64, u32, &'a [u64], &'a [u32])>,
     ) -> BTreeMap<String, Vec<Vec<u8>>> {
         let mut by_hash: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
-        for (iid, gen, band_keys) in docs {
+        for (iid, gen, band_keys, fingerprints) in docs {
             for (band, &key) in band_keys.iter().enumerate() {
                 let args = by_hash.entry(self.keys.group(band, key)).or_default();
                 args.push(key.to_le_bytes().to_vec());
+                args.push(member(iid, gen).to_vec());
+            }
+            for &fp in fingerprints {
+                let args = by_hash.entry(self.keys.posting(fp)).or_default();
+                args.push(fp.to_le_bytes().to_vec());
                 args.push(member(iid, gen).to_vec());
             }
         }
@@ -206,21 +223,34 @@ impl RedisIndex {
     }
 
     /// The entries of the stored records `olds` (band keys recomputed from
-    /// their shingles) as removal calls.
+    /// their shingles; their postings too, from the stored fingerprints,
+    /// while this node keeps the passage index) as removal calls.
     pub(super) fn removal_calls(&self, olds: &[(u64, Vec<u8>)]) -> Result<Vec<Call>, BackendError> {
         let mut docs = Vec::with_capacity(olds.len());
         for (iid, bytes) in olds {
             let stored = decode_record(bytes).map_err(|e| corrupt(&self.keys.record(*iid), e))?;
-            let Some(prepared) = self.engine.prepared_from_shingles(stored.shingles, None) else {
+            let Some(prepared) = self
+                .engine
+                .prepared_from_shingles(stored.shingles, stored.selection)
+            else {
                 return Err(corrupt(&self.keys.record(*iid), "an empty shingle set"));
+            };
+            let fingerprints: Vec<u32> = if self.passage_index() {
+                prepared.fingerprints().collect()
+            } else {
+                Vec::new()
             };
             docs.push((
                 *iid,
                 stored.gen,
                 self.engine.band_keys(prepared.signature()),
+                fingerprints,
             ));
         }
-        let calls = self.bucket_calls(docs.iter().map(|(i, g, k)| (*i, *g, k.as_slice())));
+        let calls = self.bucket_calls(
+            docs.iter()
+                .map(|(i, g, k, f)| (*i, *g, k.as_slice(), f.as_slice())),
+        );
         Ok(Self::bucket_script_calls(&REMOVE, calls))
     }
 
@@ -310,11 +340,14 @@ impl RedisIndex {
                 .iter()
                 .map(|&i| (i, self.stage(&items[i], now)))
                 .collect();
-            let calls = self.bucket_calls(
-                staged
-                    .iter()
-                    .map(|(_, s)| (s.iid, s.gen, s.band_keys.as_slice())),
-            );
+            let calls = self.bucket_calls(staged.iter().map(|(_, s)| {
+                (
+                    s.iid,
+                    s.gen,
+                    s.band_keys.as_slice(),
+                    s.fingerprints.as_slice(),
+                )
+            }));
             // Trip 1: every entry, and the counter as if every write
             // created a document (corrected with the cleanup below), so the
             // count is exact once a write is answered, in 2 trips.
