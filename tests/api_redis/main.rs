@@ -46,6 +46,7 @@ mod similar;
 
 mod due_index;
 mod failover;
+mod passages;
 mod recipe;
 mod reindex;
 mod texts;

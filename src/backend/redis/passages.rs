@@ -89,6 +89,10 @@ enum Bucket {
     Common(usize),
 }
 
+/// What a containment scan gathered for one record: the later documents'
+/// versions sharing its fingerprints, with how many; its common ones.
+type Gathered = (HashMap<(u64, u32), usize>, usize);
+
 /// What the posting buckets of a query's fingerprints gave.
 pub(super) struct Postings {
     /// (iid, gen) → fingerprints of the query that version shares.
@@ -583,8 +587,7 @@ impl RedisIndex {
             let buckets = self.posting_buckets(&all).await?;
             // Per own record: the later documents' versions it shares
             // fingerprints with, and how many; its common fingerprints.
-            let mut gathered: Vec<(HashMap<(u64, u32), usize>, usize)> =
-                Vec::with_capacity(own.len());
+            let mut gathered: Vec<Gathered> = Vec::with_capacity(own.len());
             let mut peers: Vec<u64> = Vec::new();
             for (i, _, fps) in &own {
                 let mut shared: HashMap<(u64, u32), usize> = HashMap::new();
