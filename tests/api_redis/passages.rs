@@ -523,3 +523,71 @@ async fn answers_equal_brute_force_and_the_memory_engine_on_a_corpus_of_excerpts
         assert_eq!(e.a_in_b, i / e.a.shingles().len() as f64);
     }
 }
+
+/// Measured, not asserted (run by hand, release build):
+/// `cargo test --release --test api_redis passages::latency -- --ignored --nocapture`.
+/// The same documents written to two collections, the passage index on
+/// in one and off in the other: ingest time of each, then the median and
+/// 95th percentile of Jaccard queries (a near-duplicate of a stored
+/// document) and of containment queries (an excerpt of one), on the same
+/// node in the same run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: run by hand"]
+async fn latency_of_containment_and_jaccard_queries() {
+    let n: usize = std::env::var("PASSAGES_DOCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let clock = Arc::new(ManualClock::default());
+    let on = node(&fresh_prefix(), params(true, 1_000), &clock).await;
+    let off = node(&fresh_prefix(), params(false, 1_000), &clock).await;
+    let texts: Vec<Vec<String>> = (0..n as u64).map(|i| words(i, 400)).collect();
+    for (name, target) in [("index off", &off), ("index on", &on)] {
+        let started = std::time::Instant::now();
+        for (c, part) in texts.chunks(500).enumerate() {
+            let docs = part
+                .iter()
+                .enumerate()
+                .map(|(i, w)| new_doc(&target.engine, &format!("d{}", c * 500 + i), &w.join(" ")))
+                .collect();
+            target
+                .index
+                .insert_many(docs, WriteMode::Create)
+                .await
+                .unwrap();
+        }
+        println!(
+            "ingest {n} documents of 400 words, {name}: {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let mut rng = StdRng::seed_from_u64(5);
+    let mut timings: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for round in 0..300 {
+        let i = rng.gen_range(0..n);
+        let mut near = texts[i].clone();
+        near[round % 400] = "edited".into();
+        let excerpt = texts[i][100..260].join(" ");
+        for (name, text, query) in [
+            ("jaccard", near.join(" "), q(0.8, Measure::Jaccard)),
+            ("query_in_stored", excerpt, q(0.9, Measure::QueryInStored)),
+        ] {
+            let started = std::time::Instant::now();
+            let out = by_text(&on, &text, &query).await;
+            timings
+                .entry(name)
+                .or_default()
+                .push(started.elapsed().as_secs_f64() * 1e3);
+            assert_eq!(ids(&out), [format!("d{i}")]);
+        }
+    }
+    for (name, mut ms) in timings {
+        ms.sort_by(f64::total_cmp);
+        println!(
+            "{name}: median {:.2} ms, p95 {:.2} ms ({} queries, {n} documents)",
+            ms[ms.len() / 2],
+            ms[ms.len() * 95 / 100],
+            ms.len()
+        );
+    }
+}

@@ -121,13 +121,13 @@ impl Postings {
         self.shared.get(&(iid, gen)).copied()
     }
 
-    /// The versions of `iid` met.
-    pub(super) fn gens(&self, iid: u64) -> Vec<u32> {
-        self.shared
-            .keys()
-            .filter(|(i, _)| *i == iid)
-            .map(|&(_, g)| g)
-            .collect()
+    /// The versions met of each document.
+    pub(super) fn gens(&self) -> HashMap<u64, Vec<u32>> {
+        let mut out: HashMap<u64, Vec<u32>> = HashMap::new();
+        for &(i, g) in self.shared.keys() {
+            out.entry(i).or_default().push(g);
+        }
+        out
     }
 }
 

@@ -111,8 +111,11 @@ impl RedisIndex {
             let truncated = postings.truncated || ranked.len() > cap;
             ranked.truncate(cap);
             let iids: Vec<u64> = ranked.iter().map(|&(i, _)| i).collect();
-            let found: HashMap<u64, Vec<u32>> =
-                iids.iter().map(|&i| (i, postings.gens(i))).collect();
+            let mut gens = postings.gens();
+            let found: HashMap<u64, Vec<u32>> = iids
+                .iter()
+                .map(|&i| (i, gens.remove(&i).unwrap_or_default()))
+                .collect();
             (found, Some(postings), iids, truncated)
         } else {
             let mut found = self.bucket_members(&doc.band_keys).await?;
