@@ -127,7 +127,7 @@ impl RedisIndex {
         let recipe = engine.params().normalize.recipe_name();
         // A new collection's postings are complete if it keeps the index.
         let meta = format!(
-            "layout=1;group_bits={wanted};text={recipe};{}",
+            "layout=1;group_bits={wanted};{};text={recipe}",
             passages::layout_field(engine.passage_index())
         );
         let mut set = redis::cmd("SET");

@@ -2,7 +2,9 @@
 //! and exports of the stored texts, queries (similar_to, similar_to_id) and
 //! compare. A bucket member counts only if the record read for it has the
 //! member's `gen` (the write path commits the record last); candidates are
-//! verified exactly by the engine, as on the memory backend.
+//! verified exactly by the engine, as on the memory backend. A query by a
+//! containment measure is answered from the passage index instead
+//! (`passages.rs`).
 
 use super::codec::{decode_record, iid, members, own_expiry, StoredRecord};
 use super::{corrupt, BackendError, Conn, RedisIndex};
