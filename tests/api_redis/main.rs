@@ -46,7 +46,7 @@ mod similar;
 
 mod due_index;
 mod failover;
-mod passages;
+mod passage_index;
 mod recipe;
 mod reindex;
 mod texts;

@@ -525,7 +525,7 @@ async fn answers_equal_brute_force_and_the_memory_engine_on_a_corpus_of_excerpts
 }
 
 /// Measured, not asserted (run by hand, release build):
-/// `cargo test --release --test api_redis passages::latency -- --ignored --nocapture`.
+/// `cargo test --release --test api_redis passage_index::latency -- --ignored --nocapture`.
 /// The same documents written to two collections, the passage index on
 /// in one and off in the other: ingest time of each, then the median and
 /// 95th percentile of Jaccard queries (a near-duplicate of a stored
