@@ -502,7 +502,7 @@ fn similar_end_to_end(c: &mut Criterion) {
         b.iter(|| {
             let p = &w.planted[i.next()];
             let doc = w.engine.prepare(black_box(&p.base_text)).unwrap();
-            let q = w.engine.similar_to(&doc, None, &Query::new(t, 10));
+            let q = w.engine.similar_to(&doc, None, &Query::new(t, 10)).unwrap();
             assert_eq!(q.matches.len(), 2);
             assert_eq!(
                 (q.matches[0].id.as_str(), q.matches[0].jaccard),

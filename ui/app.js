@@ -4,12 +4,13 @@ import { api, discover, useKey, needsKey, whenUnauthorized } from './api.js';
 import { h, fill, errorBox, errorText } from './dom.js';
 import { ctx, begin, ready, current, loadInfo, parseHash } from './shell.js';
 import search from './views/search.js';
+import passages from './views/passages.js';
 import compare from './views/compare.js';
 import groups from './views/groups.js';
 import tune from './views/tune.js';
 import overview from './views/overview.js';
 
-const views = { search, compare, groups, tune, overview };
+const views = { search, passages, compare, groups, tune, overview };
 const $ = (id) => document.getElementById(id);
 
 async function render() {

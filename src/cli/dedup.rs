@@ -16,7 +16,7 @@
 use super::lines::JsonLines;
 use super::progress::Progress;
 use crate::config::Config;
-use crate::engine::{DocId, Engine, EngineError, Groups, Prepared, Threshold, WriteMode};
+use crate::engine::{DocId, Engine, EngineError, Groups, Measure, Prepared, Threshold, WriteMode};
 use crate::wire::{GroupOut, PairOut};
 use anyhow::Context;
 use rayon::prelude::*;
@@ -39,13 +39,20 @@ pub struct DedupArgs {
     /// stdin) or a directory (every regular file below it is one document,
     /// its path relative to the directory the id).
     pub input: PathBuf,
-    /// Write every verified pair `{"a", "b", "jaccard"}` instead of groups.
+    /// Write every verified pair `{"a", "b", "jaccard", "a_in_b", "b_in_a"}`
+    /// instead of groups.
     #[arg(long)]
     pub pairs: bool,
-    /// Exact Jaccard at or above which two documents are near-duplicates
-    /// (default: index.threshold); the offline index is tuned for it.
+    /// Exact score at or above which two documents are duplicates
+    /// (default: index.threshold); for Jaccard the offline index is tuned
+    /// for it.
     #[arg(long)]
     pub threshold: Option<f64>,
+    /// `jaccard` (near-duplicates), or `containment`: either text inside
+    /// the other at ≥ the threshold (excerpts, abridged copies, a text that
+    /// embeds another), from a passage index built for this run.
+    #[arg(long, value_enum, default_value_t = DedupMeasure::Jaccard)]
+    pub measure: DedupMeasure,
     /// Smallest group written.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
     pub min_size: u64,
@@ -55,6 +62,22 @@ pub struct DedupArgs {
     /// Exit with status 1 if any input was skipped.
     #[arg(long)]
     pub strict: bool,
+}
+
+/// The score `neardup dedup` groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DedupMeasure {
+    Jaccard,
+    Containment,
+}
+
+impl DedupMeasure {
+    fn measure(self) -> Measure {
+        match self {
+            DedupMeasure::Jaccard => Measure::Jaccard,
+            DedupMeasure::Containment => Measure::Containment,
+        }
+    }
 }
 
 /// What a run did, printed at the end.
@@ -102,11 +125,16 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let start = Instant::now();
     // The offline index lives for this run only: tune it for the threshold
     // asked for (explicit index.bands/rows, if configured, still apply).
-    let params = match args.threshold {
-        None => config.engine().clone(),
-        Some(t) => {
+    let measure = args.measure.measure();
+    let params = match (args.threshold, measure) {
+        (None, Measure::Jaccard) => config.engine().clone(),
+        (t, _) => {
             let mut params = config.engine_params();
-            params.index.threshold = t;
+            if measure == Measure::Jaccard {
+                params.index.threshold = t.unwrap_or(params.index.threshold);
+            }
+            // A containment scan reads the passage index.
+            params.index.passage_index |= measure.is_containment();
             params
                 .validate()
                 .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?
@@ -114,7 +142,7 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     };
     let engine = Engine::new(params);
     let threshold = engine
-        .threshold(None)
+        .threshold_for(measure, args.threshold)
         .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
     let mut problems = Problems::default();
     let max_text = config.limits.max_text_bytes;
@@ -134,9 +162,16 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let scan_start = Instant::now();
     let written = if args.pairs {
-        write_pairs(&engine, threshold, args.quiet, &mut out, &mut summary)
+        write_pairs(
+            &engine,
+            threshold,
+            measure,
+            args.quiet,
+            &mut out,
+            &mut summary,
+        )
     } else {
-        write_groups(&engine, threshold, args, &mut out, &mut summary)
+        write_groups(&engine, threshold, measure, args, &mut out, &mut summary)
     };
     match written.and_then(|()| out.flush()) {
         Ok(()) => {}
@@ -155,10 +190,15 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
         )
     };
     eprintln!(
-        "neardup dedup: {} documents ({} skipped), {found} at Jaccard ≥ {}; \
+        "neardup dedup: {} documents ({} skipped), {found} at {} ≥ {}; \
          read {:.1} s, scan {:.1} s, total {:.1} s",
         summary.documents,
         summary.skipped,
+        if measure == Measure::Jaccard {
+            "Jaccard"
+        } else {
+            "containment (either inside the other)"
+        },
         threshold.value(),
         summary.read_seconds,
         summary.scan_seconds,
@@ -174,6 +214,7 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
 fn write_groups(
     engine: &Engine,
     threshold: Threshold,
+    measure: Measure,
     args: &DedupArgs,
     out: &mut impl Write,
     summary: &mut Summary,
@@ -184,7 +225,8 @@ fn write_groups(
             format!("{done}/{total} documents")
         });
     };
-    let groups: Groups = engine.duplicate_groups(threshold, args.min_size as usize, Some(&report));
+    let groups: Groups =
+        engine.duplicate_groups_by(threshold, measure, args.min_size as usize, Some(&report));
     progress.finish();
     summary.groups = groups.groups.len();
     summary.duplicates = groups.redundant();
@@ -199,6 +241,7 @@ fn write_groups(
 fn write_pairs(
     engine: &Engine,
     threshold: Threshold,
+    measure: Measure,
     quiet: bool,
     out: &mut impl Write,
     summary: &mut Summary,
@@ -214,7 +257,7 @@ fn write_pairs(
         });
     };
     let mut failure = None;
-    let stats = engine.scan_pairs(threshold, Some(&report), &mut |edges| {
+    let stats = engine.scan_pairs_by(threshold, measure, Some(&report), &mut |edges| {
         found.fetch_add(edges.len() as u64, Ordering::Relaxed);
         for edge in &edges {
             let line = serde_json::to_writer(&mut *out, &PairOut::from(edge))

@@ -694,11 +694,16 @@ impl Collections {
     /// applies at once to every document without an expiry of its own;
     /// `store_text` on keeps the texts of writes from now on, off stops and
     /// drops the stored texts at the next snapshot.
+    ///
+    /// `passage_index` on builds the passage index from the stored
+    /// documents' fingerprints before this returns (every node's writes
+    /// keep it from when they see the change); off drops it.
     pub fn change(
         &self,
         name: &str,
         retention: Option<Retention>,
         store_text: Option<bool>,
+        passage_index: Option<bool>,
     ) -> Result<Arc<Collection>, CollectionError> {
         if let Some(r) = &retention {
             r.check().map_err(SettingsError::Retention)?;
@@ -710,8 +715,10 @@ impl Collections {
         if c.name.is_default() {
             return Err(CollectionError::Protected(if retention.is_some() {
                 "the default collection's retention comes from the server configuration (retention.ttl_secs)"
-            } else {
+            } else if store_text.is_some() {
                 "whether the default collection stores texts comes from the server configuration (storage.store_text)"
+            } else {
+                "whether the default collection keeps the passage index comes from the server configuration (index.passage_index)"
             }));
         }
         if self.shared.is_some() {
@@ -721,6 +728,9 @@ impl Collections {
             }
             if let Some(on) = store_text {
                 settings.store_text = on;
+            }
+            if let Some(on) = passage_index {
+                settings.index.passage_index = on;
             }
             self.change_shared(&c, settings)?;
             return Ok(c);
@@ -742,6 +752,10 @@ impl Collections {
         if let Some(on) = store_text {
             settings.store_text = on;
         }
+        if let Some(on) = passage_index {
+            settings.index.passage_index = on;
+            tokio::runtime::Handle::current().block_on(backend.set_passage_index(on))?;
+        }
         let manifest = Manifest {
             version: MANIFEST_VERSION,
             created_ms: c.created_ms,
@@ -752,7 +766,7 @@ impl Collections {
         *c.settings.write().expect("settings lock") = settings.clone();
         c.recipe.engine().set_retention(settings.retention.ttl());
         backend.set_store_text(settings.store_text);
-        tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, "collection settings changed");
+        tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, passage_index = settings.index.passage_index, "collection settings changed");
         Ok(c)
     }
 

@@ -152,7 +152,12 @@ impl Collections {
         if let Some(backend) = c.backend() {
             backend.set_store_text(entry.settings.store_text);
         }
-        tracing::info!(collection = %c.name, ttl_secs = entry.settings.retention.ttl_secs, store_text = entry.settings.store_text, "collection settings changed on another node");
+        // The index's contents are in Redis (the node that changed the
+        // setting built them): here only whether writes keep it.
+        c.recipe
+            .engine()
+            .set_passage_index_flag(entry.settings.index.passage_index);
+        tracing::info!(collection = %c.name, ttl_secs = entry.settings.retention.ttl_secs, store_text = entry.settings.store_text, passage_index = entry.settings.index.passage_index, "collection settings changed on another node");
     }
 
     /// Bring this node's collections in line with the catalog: open the
@@ -326,6 +331,14 @@ impl Collections {
         if !self.swap_entry(c, Some(&settings))? {
             self.map.write().expect("map lock").remove(c.name.as_str());
             return Err(CollectionError::NotFound(c.name.to_string()));
+        }
+        if settings.index.passage_index != c.settings().index.passage_index {
+            // This node builds (or drops) the index; the others start or
+            // stop keeping it when they see the entry (`apply`).
+            if let Some(backend) = c.backend() {
+                tokio::runtime::Handle::current()
+                    .block_on(backend.set_passage_index(settings.index.passage_index))?;
+            }
         }
         Self::apply(
             c,

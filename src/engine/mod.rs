@@ -651,3 +651,6 @@ mod recall_tests;
 
 #[cfg(test)]
 mod dedup_tests;
+
+#[cfg(test)]
+mod passages_tests;

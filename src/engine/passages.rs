@@ -79,6 +79,15 @@ pub struct Passage {
     pub doc: Prepared,
 }
 
+impl Passage {
+    /// What a lookup reads from the passage index: every distinct shingle
+    /// of the passage (a stored document's fingerprint inside any shared
+    /// run is one of them), not only the passage's own fingerprints.
+    pub fn keys(&self) -> &[u32] {
+        self.doc.shingles()
+    }
+}
+
 /// What the passage index gave for a set of fingerprints.
 pub(crate) struct Gathered {
     /// (slot, shared fingerprints), slots distinct, most shared first.
@@ -121,6 +130,39 @@ impl Engine {
         } else {
             self.postings.clear();
         }
+    }
+
+    /// What a containment query looks up in the passage index: the query's
+    /// fingerprints, or, for a query shorter than a window (whose one
+    /// fingerprint is only its smallest hash), every shingle it has (fewer
+    /// than a window's worth). Sorted and distinct.
+    pub fn containment_keys(
+        &self,
+        shingles: &[u32],
+        fingerprints: impl Iterator<Item = u32>,
+    ) -> Vec<u32> {
+        if shingles.len() < self.passage_window() {
+            shingles.to_vec()
+        } else {
+            fingerprints.collect()
+        }
+    }
+
+    /// The fingerprint count the candidate rule holds a query to: none
+    /// (any shared key will do) for a query shorter than a window, which
+    /// looks up every shingle ([`Self::containment_keys`]).
+    fn query_fingerprints(&self, query_shingles: usize, keys: usize) -> usize {
+        if query_shingles < self.passage_window() {
+            0
+        } else {
+            keys
+        }
+    }
+
+    /// Set whether the passage index is kept without building or dropping
+    /// anything (a backend that keeps it outside the engine).
+    pub fn set_passage_index_flag(&self, on: bool) {
+        self.passages_on.store(on, Ordering::Release);
     }
 
     /// Index `record`'s fingerprints at `slot` if the index is on.
@@ -279,12 +321,13 @@ impl Engine {
             ..Default::default()
         };
         let common = gathered.work.common;
+        let query_fps = self.query_fingerprints(shingles.len(), fingerprints.len());
         let mut verified = 0usize;
         for &(slot, shared) in &gathered.shared {
             // Without the document's own count, only the query's side can
             // rule a candidate out before its record is read.
             if q.measure == Measure::QueryInStored
-                && !Self::worth_verifying(q, fingerprints.len(), 0, shared as usize, common)
+                && !Self::worth_verifying(q, query_fps, 0, shared as usize, common)
             {
                 continue;
             }
@@ -295,7 +338,7 @@ impl Engine {
                 continue;
             }
             let record_fps = crate::text::winnow::count(record.selection());
-            if !Self::worth_verifying(q, fingerprints.len(), record_fps, shared as usize, common) {
+            if !Self::worth_verifying(q, query_fps, record_fps, shared as usize, common) {
                 continue;
             }
             if verified == cap {
@@ -338,13 +381,14 @@ impl Engine {
             truncated,
             ..Default::default()
         };
+        let query_fps = self.query_fingerprints(doc.shingles().len(), fingerprints);
         let mut verified = 0usize;
         for (record, shared) in candidates {
             if exclude == Some(record.id().as_str()) {
                 continue;
             }
             let record_fps = crate::text::winnow::count(record.selection());
-            if !Self::worth_verifying(q, fingerprints, record_fps, shared, work.common) {
+            if !Self::worth_verifying(q, query_fps, record_fps, shared, work.common) {
                 continue;
             }
             if verified == cap {
@@ -438,8 +482,7 @@ impl Engine {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff("passages"));
         }
-        let fps: Vec<u32> = passage.doc.fingerprints().collect();
-        let gathered = self.gather(&fps, None);
+        let gathered = self.gather(passage.keys(), None);
         let cap = self.params().index.max_candidates;
         let now = self.now_ms();
         let mut out = PassageOutcome {

@@ -328,7 +328,7 @@ impl Engine {
             .get_with_slot(id)
             .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
         if q.measure.is_containment() {
-            let fingerprints: Vec<u32> = record.fingerprints().collect();
+            let fingerprints = self.containment_keys(record.shingles(), record.fingerprints());
             return self.contained(
                 record.shingles(),
                 record.signature(),
@@ -381,7 +381,7 @@ impl Engine {
     ) -> Result<QueryOutcome, EngineError> {
         let own_slot = exclude.and_then(|id| self.ids.get(id).map(|s| *s));
         if q.measure.is_containment() {
-            let fingerprints: Vec<u32> = doc.fingerprints().collect();
+            let fingerprints = self.containment_keys(doc.shingles(), doc.fingerprints());
             return self.contained(
                 doc.shingles.as_slice(),
                 &doc.signature,

@@ -114,6 +114,10 @@ struct Patch {
     retention: Option<RetentionPatch>,
     #[serde(default, deserialize_with = "not_null")]
     store_text: Option<bool>,
+    /// `index.passage_index`: keep the passage index (built from the
+    /// stored documents' fingerprints when switched on).
+    #[serde(default, deserialize_with = "not_null")]
+    passage_index: Option<bool>,
 }
 
 /// A field that may be left out but not null.
@@ -147,7 +151,8 @@ pub async fn patch(
     let hint = |detail: String| {
         ApiError::InvalidBody(format!(
             "{detail}; PATCH changes only {{\"retention\": {{\"ttl_secs\": n or null}}}} and \
-             {{\"store_text\": true or false}}: the recipe and index parameters change by \
+             {{\"store_text\": true or false}} and {{\"passage_index\": true or false}}: the \
+             recipe and the other index parameters change by \
              POST /collections/{{name}}/reindex"
         ))
     };
@@ -163,9 +168,10 @@ pub async fn patch(
         None => None,
     };
     let store_text = patch.store_text;
+    let passage_index = patch.passage_index;
     let collections = Arc::clone(&app.collections);
     let c = tokio::task::spawn_blocking(move || {
-        collections.change(name.as_str(), retention, store_text)
+        collections.change(name.as_str(), retention, store_text, passage_index)
     })
     .await
     .map_err(|e| ApiError::Internal(format!("collection task failed: {e}")))??;

@@ -2,7 +2,7 @@
 
 use super::dto::{
     format_time, BatchDocumentIn, BatchIn, BatchItemOut, BatchOut, DocumentIn, DocumentOut,
-    DocumentPut, ItemId, MatchOut, WrittenOut,
+    DocumentPut, ItemId, MatchOut, PassagesOut, WrittenOut,
 };
 use super::error::ApiError;
 use super::extract::{
@@ -12,7 +12,7 @@ use super::state::{backend, AppState};
 use crate::backend::StoredText;
 use crate::collections::{Collection, Retention};
 use crate::engine::{
-    DocId, EngineError, IdError, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome,
+    DocId, EngineError, IdError, Measure, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -169,6 +169,8 @@ pub struct CreateParams {
     limit: Option<usize>,
     /// With `similar` or `if_unique`: only documents stored since then count.
     since: Option<String>,
+    /// With `similar` or `if_unique`: the score the threshold applies to.
+    measure: Option<Measure>,
 }
 
 /// `POST /documents`.
@@ -191,11 +193,13 @@ pub async fn create(
         coll.recipe().now_ms(),
     )?;
     // Checked even without `similar=true`: a bad value is never silently ignored.
+    let measure = params.measure.unwrap_or_default();
     let q = Query::new(
-        coll.recipe().threshold(params.threshold)?,
+        coll.recipe().threshold_for(measure, params.threshold)?,
         Limit::parse(params.limit, &app.config.query)?.get(),
     )
-    .since(since(params.since.as_deref())?);
+    .since(since(params.since.as_deref())?)
+    .measure(measure);
     let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
     let new = NewDoc {
@@ -210,9 +214,10 @@ pub async fn create(
         return create_if_unique(&app, &coll, new, q).await;
     }
     let backend = backend(&coll)?;
-    let similar = if params.similar {
+    let mut similar = if params.similar {
         let found = backend.similar_to(&new.doc, Some(id.as_str()), &q).await?;
-        app.metrics.observe_query(coll.name.as_str(), &found);
+        app.metrics
+            .observe_measure(coll.name.as_str(), measure, &found);
         Some(found)
     } else {
         None
@@ -232,6 +237,11 @@ pub async fn create(
         shingles,
         inserted: None,
         truncated: similar.as_ref().map(|q| q.truncated),
+        measure: similar.as_ref().map(|_| measure),
+        passages: similar
+            .as_mut()
+            .and_then(|q| q.passages.take())
+            .map(PassagesOut::from),
         similar: similar.map(|q| q.matches.into_iter().map(MatchOut::from).collect()),
     };
     Ok((
@@ -282,6 +292,8 @@ async fn create_if_unique(
                 inserted: Some(true),
                 similar: Some(Vec::new()),
                 truncated: Some(false),
+                measure: Some(q.measure),
+                passages: None,
             };
             (
                 StatusCode::CREATED,
@@ -291,13 +303,15 @@ async fn create_if_unique(
                 .into_response()
         }
         UniqueOutcome::Duplicate(found) => {
-            app.metrics.observe_query(name, &found);
+            app.metrics.observe_measure(name, q.measure, &found);
             app.metrics.observe_write(name, "rejected_duplicate");
             let body = WrittenOut {
                 id: id.to_string(),
                 shingles,
                 inserted: Some(false),
                 truncated: Some(found.truncated),
+                measure: Some(q.measure),
+                passages: found.passages.map(PassagesOut::from),
                 similar: Some(found.matches.into_iter().map(MatchOut::from).collect()),
             };
             (StatusCode::OK, Json(body)).into_response()
@@ -346,6 +360,8 @@ pub async fn put(
         inserted: None,
         similar: None,
         truncated: None,
+        measure: None,
+        passages: None,
     });
     Ok(match outcome {
         WriteOutcome::Created => {

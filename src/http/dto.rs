@@ -2,7 +2,7 @@
 //! The shapes of groups and pairs, which the offline command writes too,
 //! are in [`crate::wire`].
 
-use crate::engine::{DocId, Match};
+use crate::engine::{DocId, Match, Measure, PassageWork};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -97,12 +97,19 @@ pub struct SimilarTextIn {
     /// Only documents stored at or after this RFC 3339 time.
     #[serde(default)]
     pub since: Option<String>,
+    /// The score the threshold applies to (default `jaccard`).
+    #[serde(default)]
+    pub measure: Option<Measure>,
 }
 
 #[derive(Debug, Serialize)]
 pub struct MatchOut {
     pub id: String,
     pub jaccard: f64,
+    /// Exact |Q ∩ D| / |Q|: how much of the query is in this document.
+    pub query_in_stored: f64,
+    /// Exact |Q ∩ D| / |D|: how much of this document is in the query.
+    pub stored_in_query: f64,
     pub estimate: f64,
     /// When the matched document was stored (RFC 3339).
     pub created_at: String,
@@ -113,6 +120,8 @@ impl From<Match> for MatchOut {
         Self {
             id: m.id.to_string(),
             jaccard: m.jaccard,
+            query_in_stored: m.query_in_stored,
+            stored_in_query: m.stored_in_query,
             estimate: m.estimate,
             created_at: format_time(m.created_ms),
         }
@@ -132,6 +141,34 @@ pub struct WrittenOut {
     /// Set when `similar` was computed from a truncated candidate list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// With `similar` or `if_unique`: the measure the threshold applied to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub measure: Option<Measure>,
+    /// With a containment measure: what the passage index skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passages: Option<PassagesOut>,
+}
+
+/// What a containment query read of the passage index.
+#[derive(Debug, Serialize)]
+pub struct PassagesOut {
+    /// The query's passage fingerprints looked up.
+    pub fingerprints: usize,
+    /// Of those, held by more than `index.common_fingerprint_docs`
+    /// documents: skipped as boilerplate (they still count as shared).
+    pub common: usize,
+    /// The document counts of the largest skipped ones (at most ten).
+    pub common_documents: Vec<usize>,
+}
+
+impl From<PassageWork> for PassagesOut {
+    fn from(w: PassageWork) -> Self {
+        Self {
+            fingerprints: w.fingerprints,
+            common: w.common,
+            common_documents: w.common_docs,
+        }
+    }
 }
 
 /// `GET /documents/{id}`.
@@ -156,11 +193,17 @@ pub struct SimilarOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     pub threshold: f64,
+    /// The score `threshold` applies to and `results` are sorted by.
+    pub measure: Measure,
     pub results: Vec<MatchOut>,
-    /// Distinct LSH candidates verified for this answer.
+    /// Distinct candidates verified for this answer (from the LSH bands,
+    /// or from the passage index for a containment measure).
     pub candidates: usize,
     /// True when candidates were cut at `index.max_candidates`.
     pub truncated: bool,
+    /// With a containment measure: what the passage index skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passages: Option<PassagesOut>,
 }
 
 /// `GET /compare`.
@@ -222,7 +265,9 @@ pub struct StatusOut {
 }
 
 /// An optional non-negative integer that may be written as `5` or `5.0`.
-fn integral_count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+pub(super) fn integral_count<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<usize>, D::Error> {
     Option::<serde_json::Number>::deserialize(d)?
         .map(|n| count(&n))
         .transpose()

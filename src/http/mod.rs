@@ -15,6 +15,7 @@ pub mod extract;
 mod middleware;
 pub mod openapi;
 mod ops;
+mod passages;
 mod routes;
 mod similar;
 pub mod state;
@@ -69,6 +70,7 @@ fn collection_routes() -> Router<AppState> {
         .route("/similar", get(similar::by_id).post(similar::by_text))
         .route("/compare", get(similar::compare))
         .route("/explain", post(explain::explain))
+        .route("/passages", post(passages::lookup))
         .route("/analysis/histogram", post(analysis::histogram))
         .route("/analysis/accuracy", post(analysis::accuracy))
         .route("/duplicates", get(duplicates::groups))

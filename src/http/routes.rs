@@ -16,6 +16,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/similar"),
     ("GET", "/compare"),
     ("POST", "/explain"),
+    ("POST", "/passages"),
     ("POST", "/analysis/histogram"),
     ("POST", "/analysis/accuracy"),
     ("GET", "/duplicates"),
@@ -38,6 +39,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/collections/{name}/similar"),
     ("GET", "/collections/{name}/compare"),
     ("POST", "/collections/{name}/explain"),
+    ("POST", "/collections/{name}/passages"),
     ("POST", "/collections/{name}/analysis/histogram"),
     ("POST", "/collections/{name}/analysis/accuracy"),
     ("GET", "/collections/{name}/duplicates"),
@@ -74,6 +76,7 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/similar",
     "/compare",
     "/explain",
+    "/passages",
     "/analysis/histogram",
     "/analysis/accuracy",
     "/duplicates",
@@ -117,6 +120,7 @@ pub fn refuses_query(method: &str, route: &str) -> bool {
 pub const READ_POSTS: &[&str] = &[
     "/similar",
     "/explain",
+    "/passages",
     "/analysis/histogram",
     "/analysis/accuracy",
 ];

@@ -1,11 +1,11 @@
 //! `/similar` and `/compare`: the read side, for the request's collection.
 
 use super::documents::since;
-use super::dto::{CompareOut, MatchOut, SimilarOut, SimilarTextIn};
+use super::dto::{CompareOut, MatchOut, PassagesOut, SimilarOut, SimilarTextIn};
 use super::error::ApiError;
 use super::extract::{parse_json, parse_since, ApiQuery, Coll, JsonBody, Limit, Text};
 use super::state::{backend, AppState};
-use crate::engine::{Query, QueryOutcome};
+use crate::engine::{Measure, Query, QueryOutcome};
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
@@ -17,15 +17,18 @@ pub struct SimilarParams {
     threshold: Option<f64>,
     limit: Option<usize>,
     since: Option<String>,
+    measure: Option<Measure>,
 }
 
-fn similar_out(id: Option<String>, threshold: f64, q: QueryOutcome) -> SimilarOut {
+fn similar_out(id: Option<String>, query: &Query, q: QueryOutcome) -> SimilarOut {
     SimilarOut {
         id,
-        threshold,
+        threshold: query.threshold.value(),
+        measure: query.measure,
         candidates: q.candidates,
         truncated: q.truncated,
         results: q.matches.into_iter().map(MatchOut::from).collect(),
+        passages: q.passages.map(PassagesOut::from),
     }
 }
 
@@ -35,14 +38,17 @@ pub async fn by_id(
     Coll(coll): Coll,
     ApiQuery(p): ApiQuery<SimilarParams>,
 ) -> Result<Json<SimilarOut>, ApiError> {
+    let measure = p.measure.unwrap_or_default();
     let q = Query::new(
-        coll.recipe().threshold(p.threshold)?,
+        coll.recipe().threshold_for(measure, p.threshold)?,
         Limit::parse(p.limit, &app.config.query)?.get(),
     )
-    .since(since(p.since.as_deref())?);
+    .since(since(p.since.as_deref())?)
+    .measure(measure);
     let found = backend(&coll)?.similar_to_id(&p.id, &q).await?;
-    app.metrics.observe_query(coll.name.as_str(), &found);
-    Ok(Json(similar_out(Some(p.id), q.threshold.value(), found)))
+    app.metrics
+        .observe_measure(coll.name.as_str(), q.measure, &found);
+    Ok(Json(similar_out(Some(p.id), &q, found)))
 }
 
 /// `POST /similar`: query with a text that is not stored.
@@ -53,8 +59,9 @@ pub async fn by_text(
 ) -> Result<Json<SimilarOut>, ApiError> {
     let req: SimilarTextIn = parse_json(&body.0)?;
     let text = Text::parse(req.text, &app.config.limits)?;
+    let measure = req.measure.unwrap_or_default();
     let q = Query::new(
-        coll.recipe().threshold(req.threshold)?,
+        coll.recipe().threshold_for(measure, req.threshold)?,
         Limit::parse(req.limit, &app.config.query)?.get(),
     )
     .since(
@@ -62,11 +69,13 @@ pub async fn by_text(
             .as_deref()
             .map(|s| parse_since(s).map_err(ApiError::InvalidBody))
             .transpose()?,
-    );
+    )
+    .measure(measure);
     let prepared = app.prepare(&coll, text).await?;
     let found = backend(&coll)?.similar_to(&prepared, None, &q).await?;
-    app.metrics.observe_query(coll.name.as_str(), &found);
-    Ok(Json(similar_out(None, q.threshold.value(), found)))
+    app.metrics
+        .observe_measure(coll.name.as_str(), q.measure, &found);
+    Ok(Json(similar_out(None, &q, found)))
 }
 
 #[derive(Debug, Deserialize)]

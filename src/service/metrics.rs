@@ -10,7 +10,7 @@
 
 use crate::backend::{LogStats, SnapshotInfo};
 use crate::collections::{Collection, Collections, Status};
-use crate::engine::QueryOutcome;
+use crate::engine::{Measure, PassageOutcome, QueryOutcome};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -51,6 +51,12 @@ struct OutcomeLabels {
 struct KindLabels {
     collection: String,
     kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MeasureLabels {
+    collection: String,
+    measure: &'static str,
 }
 
 fn of(collection: &str) -> CollectionLabels {
@@ -99,6 +105,10 @@ pub struct Metrics {
     collections: Gauge,
     collection_up: Family<CollectionLabels, Gauge>,
     text_version: Family<CollectionLabels, Gauge>,
+    passage_index: Family<CollectionLabels, Gauge>,
+    queries_by_measure: Family<MeasureLabels, Counter>,
+    passage_lookups: Family<CollectionLabels, Counter>,
+    common_fingerprints: Family<CollectionLabels, Counter>,
     ready: Gauge,
     documents: Family<CollectionLabels, Gauge>,
     memory: Family<ComponentLabels, Gauge>,
@@ -196,6 +206,26 @@ impl Default for Metrics {
             "collection_text_version",
             "The version of the text recipe a collection's data is written with (normalize.version; 1: data of releases before versions, until a reindex)",
             Family::<CollectionLabels, Gauge>::default()
+        );
+        let passage_index = reg!(
+            "collection_passage_index",
+            "1 when a collection keeps the passage index (index.passage_index: containment queries, passage lookups)",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let queries_by_measure = reg!(
+            "queries_by_measure",
+            "Similarity queries by the measure asked (jaccard, query_in_stored, stored_in_query, containment)",
+            Family::<MeasureLabels, Counter>::default()
+        );
+        let passage_lookups = reg!(
+            "passage_lookups",
+            "Passage lookups (POST /passages)",
+            Family::<CollectionLabels, Counter>::default()
+        );
+        let common_fingerprints = reg!(
+            "common_fingerprints_skipped",
+            "Fingerprints a containment query or passage lookup skipped for being held by more than index.common_fingerprint_docs documents",
+            Family::<CollectionLabels, Counter>::default()
         );
         let ready = reg!("ready", "1 when /readyz answers 200", Gauge::default());
         let documents = reg!(
@@ -367,6 +397,10 @@ impl Default for Metrics {
             collections,
             collection_up,
             text_version,
+            passage_index,
+            queries_by_measure,
+            passage_lookups,
+            common_fingerprints,
             ready,
             documents,
             memory,
@@ -407,6 +441,32 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Record the verification work of one query on `collection`.
+    /// A passage lookup's answer.
+    pub fn observe_passages(&self, collection: &str, p: &PassageOutcome) {
+        let l = of(collection);
+        self.passage_lookups.get_or_create(&l).inc();
+        self.common_fingerprints
+            .get_or_create(&l)
+            .inc_by(p.work.common as u64);
+    }
+
+    /// A similarity query by `measure` (a write's `similar` or `if_unique`
+    /// included).
+    pub fn observe_measure(&self, collection: &str, measure: Measure, q: &QueryOutcome) {
+        self.queries_by_measure
+            .get_or_create(&MeasureLabels {
+                collection: collection.to_owned(),
+                measure: measure.as_str(),
+            })
+            .inc();
+        if let Some(w) = &q.passages {
+            self.common_fingerprints
+                .get_or_create(&of(collection))
+                .inc_by(w.common as u64);
+        }
+        self.observe_query(collection, q);
+    }
+
     pub fn observe_query(&self, collection: &str, q: &QueryOutcome) {
         let l = of(collection);
         self.query_candidates
@@ -572,6 +632,7 @@ impl Metrics {
         // Gauges describe what exists now: a deleted collection's go.
         self.collection_up.clear();
         self.text_version.clear();
+        self.passage_index.clear();
         self.documents.clear();
         self.memory.clear();
         self.wal_bytes.clear();
@@ -594,6 +655,9 @@ impl Metrics {
                 .get_or_create(&of(name))
                 .set(i64::from(c.settings().normalize.version));
             let Some(backend) = c.backend() else { continue };
+            self.passage_index
+                .get_or_create(&of(name))
+                .set(i64::from(backend.passage_index()));
             self.documents
                 .get_or_create(&of(name))
                 .set(backend.documents() as i64);
@@ -610,6 +674,8 @@ impl Metrics {
                 ("id_map", m.id_map_bytes),
                 ("doc_map", m.doc_map_bytes),
                 ("lsh", m.lsh_bytes),
+                ("fingerprints", m.fingerprints_bytes),
+                ("passage_index", m.passage_index_bytes),
             ] {
                 self.memory
                     .get_or_create(&ComponentLabels {
@@ -661,6 +727,14 @@ impl Metrics {
             let _ = self.candidates_rejected.get_or_create(&l);
             let _ = self.rejected_ratio.get_or_create(&l);
             let _ = self.truncated_queries.get_or_create(&l);
+            let _ = self.passage_lookups.get_or_create(&l);
+            let _ = self.common_fingerprints.get_or_create(&l);
+            for m in Measure::ALL {
+                let _ = self.queries_by_measure.get_or_create(&MeasureLabels {
+                    collection: (*name).to_owned(),
+                    measure: m.as_str(),
+                });
+            }
             let _ = self.purged.get_or_create(&l);
             let _ = self.snapshot_failures.get_or_create(&l);
             for outcome in WRITE_OUTCOMES {
@@ -700,6 +774,14 @@ impl Metrics {
             self.candidates_rejected.remove(&l);
             self.rejected_ratio.remove(&l);
             self.truncated_queries.remove(&l);
+            self.passage_lookups.remove(&l);
+            self.common_fingerprints.remove(&l);
+            for m in Measure::ALL {
+                self.queries_by_measure.remove(&MeasureLabels {
+                    collection: name.clone(),
+                    measure: m.as_str(),
+                });
+            }
             self.purged.remove(&l);
             self.snapshot_seconds.remove(&l);
             self.snapshot_bytes.remove(&l);

@@ -38,7 +38,7 @@ pub const fn bitmap_words(n: usize) -> usize {
 /// increasing, so exactly one `n` has it).
 #[inline]
 pub const fn shingles_in(len: usize) -> usize {
-    len - (len + 32) / 33
+    len - len.div_ceil(33)
 }
 
 /// Append the winnowed fingerprints of `hashes` (one document's shingle
@@ -114,11 +114,11 @@ pub fn selection_bitmap(set: &[u32], selected: &mut Vec<u32>) -> Box<[u32]> {
 /// selection: the shingles whose mixed hash is 0 modulo `(w + 1) / 2`, and
 /// the set's smallest one if none is (so every document has one).
 pub fn sampled_bitmap(set: &[u32], w: usize) -> Box<[u32]> {
-    let p = ((w as u64 + 1) / 2).max(1);
+    let p = (w as u64).div_ceil(2).max(1);
     let mut bits = vec![0u32; bitmap_words(set.len())];
     let mut any = false;
     for (i, &h) in set.iter().enumerate() {
-        if super::words::fmix64(u64::from(h) ^ SAMPLE_SALT) % p == 0 {
+        if super::words::fmix64(u64::from(h) ^ SAMPLE_SALT).is_multiple_of(p) {
             bits[i / 32] |= 1 << (i % 32);
             any = true;
         }

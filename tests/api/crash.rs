@@ -980,3 +980,91 @@ async fn a_reindex_killed_midway_restarts_on_the_old_recipe_and_a_finished_one_o
     assert_eq!(body["text"], json!(text_for(5, 77)));
     server.kill9();
 }
+
+/// The passage index after kill -9: every acknowledged write is found by
+/// containment again (log replay, then from a snapshot), and a document
+/// deleted before the kill stays out of it.
+#[tokio::test]
+async fn the_passage_index_is_restored_after_kill_9_from_the_log_and_from_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("NEARDUP_INDEX__PASSAGE_INDEX", "true"),
+        // Snapshots only when asked: the first restart replays the log.
+        ("NEARDUP_STORAGE__SNAPSHOT_INTERVAL_SECS", "3600"),
+    ];
+    let article =
+        |i: u64| text_for(i as usize, 1000 + i) + " " + &text_for(i as usize + 7, 2000 + i);
+    let server = start(dir.path(), &env).await;
+    for i in 0..40u64 {
+        let r = server
+            .client
+            .put(format!("{}/documents/a{i}", server.base))
+            .json(&json!({"text": article(i)}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    let r = server
+        .client
+        .delete(format!("{}/documents/a3", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 204);
+    let excerpt = |i: u64| {
+        let t = article(i);
+        let w: Vec<&str> = t.split_whitespace().collect();
+        w[w.len() / 4..w.len() * 3 / 4].join(" ")
+    };
+    let found = |server: &Server, i: u64| {
+        let (client, base, text) = (server.client.clone(), server.base.clone(), excerpt(i));
+        async move {
+            let v: Value = client
+                .post(format!("{base}/similar"))
+                .json(&json!({"text": text, "measure": "query_in_stored", "threshold": 0.95}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    server.kill9();
+    // From the log.
+    let server = start(dir.path(), &env).await;
+    for i in 0..40u64 {
+        let want: Vec<String> = if i == 3 {
+            vec![]
+        } else {
+            vec![format!("a{i}")]
+        };
+        assert_eq!(found(&server, i).await, want, "after replay, a{i}");
+    }
+    let r = server
+        .client
+        .post(format!("{}/admin/snapshot", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    server.kill9();
+    // From the snapshot (format 4: the fingerprints are in it).
+    let server = start(dir.path(), &env).await;
+    for i in 0..40u64 {
+        let want: Vec<String> = if i == 3 {
+            vec![]
+        } else {
+            vec![format!("a{i}")]
+        };
+        assert_eq!(found(&server, i).await, want, "after the snapshot, a{i}");
+    }
+    server.kill9();
+}

@@ -426,3 +426,53 @@ async fn char_shingles_of_five_on_a_one_mebibyte_text() {
     assert_eq!(resp.status(), 201);
     assert_healthy(&app).await;
 }
+
+/// Ten megabytes of distinct words as a containment query and a stored
+/// document (every 3-shingle distinct: ~170,000 fingerprints): answered in
+/// bounded time (the passage index reads at most a fixed number of
+/// entries), with the embedded article found; a passage lookup of it is
+/// refused with the limit named.
+#[tokio::test]
+async fn a_ten_megabyte_containment_query_is_bounded() {
+    let mut settings = test_settings();
+    settings.server.max_body_bytes = 12 << 20;
+    settings.limits.max_text_bytes = 11 << 20;
+    settings.index.passage_index = true;
+    let app = spawn_app_with(settings).await;
+    let article = (0..300)
+        .map(|i| format!("article{i}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let resp = within(app.post_json("/documents", &json!({"id": "a", "text": article}))).await;
+    assert_eq!(resp.status(), 201);
+    let mut huge = String::with_capacity(10 << 20);
+    let mut i = 0u64;
+    while huge.len() < (10 << 20) - 4000 {
+        huge.push_str(&format!("w{i} "));
+        i += 1;
+    }
+    huge.push_str(&article);
+    for measure in ["stored_in_query", "containment"] {
+        let body: Value = within(app.post_json(
+            "/similar",
+            &json!({"text": huge, "measure": measure, "threshold": 0.9}),
+        ))
+        .await
+        .json()
+        .await
+        .unwrap();
+        assert_eq!(body["results"][0]["id"], "a", "{measure}: {body}");
+        assert_eq!(body["results"][0]["stored_in_query"], 1.0);
+    }
+    let resp = within(app.post_json("/documents", &json!({"id": "huge", "text": huge}))).await;
+    assert_eq!(resp.status(), 201);
+    let body: Value = within(app.get("/similar?id=a&measure=query_in_stored&threshold=0.9"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["results"][0]["id"], "huge", "{body}");
+    let resp = within(app.post_json("/passages", &json!({"text": huge}))).await;
+    assert_eq!(resp.status(), 422);
+    assert_healthy(&app).await;
+}

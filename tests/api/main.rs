@@ -23,6 +23,7 @@ mod hostile;
 mod hugepages;
 mod openapi;
 mod ops;
+mod passages;
 mod reindex;
 mod retention;
 mod scripts;

@@ -33,6 +33,8 @@ mod errors;
 mod explain;
 #[path = "../api/hostile.rs"]
 mod hostile;
+#[path = "../api/passages.rs"]
+mod passages;
 #[path = "../api/retention.rs"]
 mod retention;
 #[path = "../api/scripts.rs"]

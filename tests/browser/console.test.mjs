@@ -69,6 +69,33 @@ function filler(n) {
   }));
 }
 
+// An article, and texts inside it: an excerpt (its first paragraphs) and a
+// quote (two sentences from its middle).
+const ARTICLE_PARAS = [
+  'The river authority confirmed on Tuesday that the old weir below the paper mill will be removed before the spring floods, '
+    + 'ending a dispute that has divided the valley for almost a decade. Engineers said the concrete structure had cracked in two places '
+    + 'during the storms of last November and could no longer be repaired at a reasonable cost.',
+  'Anglers welcomed the decision. For years they have argued that the weir blocks salmon and sea trout from the spawning gravels upstream, '
+    + 'and a survey published by the county wildlife trust found fewer than forty adult fish above the mill last autumn. '
+    + 'Farmers downstream were more cautious and asked who would pay if the lower meadows flooded more often once the water ran freely.',
+  'The authority plans to lower the weir in three stages over six weeks, starting with the eastern sluice, so that the silt trapped behind it '
+    + 'is released slowly rather than in a single surge. A temporary footbridge will carry walkers across the channel while the work goes on, '
+    + 'and the towpath between the mill and the church will be closed on weekdays.',
+  'Local historians asked for the iron gearing of the eastern sluice to be saved and shown in the village museum, and the contractor agreed '
+    + 'to lift it out in one piece. The parish council will hold a public meeting in the school hall next month to answer questions about '
+    + 'the timetable, the footbridge and the compensation scheme for the meadow owners.',
+];
+const ARTICLE = ARTICLE_PARAS.join('\n\n');
+const EXCERPT = ARTICLE_PARAS.slice(0, 2).join('\n\n');
+const QUOTE = 'A temporary footbridge will carry walkers across the channel while the work goes on, '
+  + 'and the towpath between the mill and the church will be closed on weekdays. Local historians asked for the iron gearing of the eastern sluice to be saved';
+
+// A footer on more stored documents than the passage index reads
+// (index.common_fingerprint_docs = 4 on that server): boilerplate.
+const FOOTER = 'This notice was sent to every member of the allotment society. Replies go to the secretary, who reads them on the first '
+  + 'Monday of each month and answers in the newsletter; please do not reply to this address, which nobody watches.';
+const NOTICES = filler(125).slice(120).map((d, i) => ({ id: `notice-${i}`, text: `${d.text}. ${FOOTER}` }));
+
 const PLANTED = [
   ...filler(120),
   { id: 'twin-a', text: TWIN_A, metadata: { source: 'harbour', lang: 'en+ru+ja' } },
@@ -129,26 +156,29 @@ async function startServer(env = {}) {
   };
 }
 
-async function plant(base, key) {
+async function plant(base, key, documents = PLANTED) {
   const headers = { 'Content-Type': 'application/json' };
   if (key) headers.Authorization = `Bearer ${key}`;
-  const r = await fetch(`${base}/documents/batch`, { method: 'POST', headers, body: JSON.stringify({ documents: PLANTED }) });
+  const r = await fetch(`${base}/documents/batch`, { method: 'POST', headers, body: JSON.stringify({ documents }) });
   const body = await r.json();
   assert.equal(r.status, 200, JSON.stringify(body));
-  assert.equal(body.created, PLANTED.length, JSON.stringify(body.results.filter((x) => x.status !== 201)));
+  assert.equal(body.created, documents.length, JSON.stringify(body.results.filter((x) => x.status !== 201)));
 }
 
 let open; // a server without keys
 let textsStored; // /explain by id works (the collection stores texts)
 let keyed; // a server with a full and a read-only key
+let passaged; // a server whose default collection keeps the passage index (and stores texts)
 let browser;
 
 before(async () => {
-  [open, keyed] = await Promise.all([
+  [open, keyed, passaged] = await Promise.all([
     startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true' }),
     startServer({ NEARDUP_AUTH__API_KEYS: '["full-key-u"]', NEARDUP_AUTH__READ_ONLY_KEYS: '["reader-key"]' }),
+    startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true', NEARDUP_INDEX__PASSAGE_INDEX: 'true', NEARDUP_INDEX__COMMON_FINGERPRINT_DOCS: '4' }),
   ]);
-  await Promise.all([plant(open.base), plant(keyed.base, 'full-key-u')]);
+  await Promise.all([plant(open.base), plant(keyed.base, 'full-key-u'),
+    plant(passaged.base, null, [...PLANTED, ...NOTICES, { id: 'article', text: ARTICLE, metadata: { source: 'river news' } }])]);
   textsStored = (await fetch(`${open.base}/explain`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ a: { id: 'twin-a' }, b: { id: 'twin-b' } }),
@@ -163,7 +193,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  await Promise.all([open && open.stop(), keyed && keyed.stop()]);
+  await Promise.all([open && open.stop(), keyed && keyed.stop(), passaged && passaged.stop()]);
 });
 
 /**
@@ -171,8 +201,8 @@ after(async () => {
  * every request to another origin. `allowed`: regexes of console errors
  * this test provokes on purpose.
  */
-async function session(server, allowed = []) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+async function session(server, allowed = [], viewport = { width: 1280, height: 900 }) {
+  const context = await browser.newContext({ viewport });
   const page = await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
   const problems = [];
@@ -214,7 +244,7 @@ test('/ui redirects to /ui/ and every view loads with no error and no foreign re
   await s.page.goto(`${open.base}/ui`);
   assert.equal(new URL(s.page.url()).pathname, '/ui/');
   await s.ready('search');
-  for (const name of ['search', 'compare', 'groups', 'tune', 'overview']) {
+  for (const name of ['search', 'passages', 'compare', 'groups', 'tune', 'overview']) {
     await s.view(name);
     assert.equal(await s.page.locator('main .error').count(), 0, `${name} shows no error`);
   }
@@ -487,5 +517,196 @@ test('hostile documents render as inert text in results, metadata and compare', 
     links: document.querySelectorAll('main a').length,
   }));
   assert.deepEqual(live, { pwned: undefined, scripts: 0, images: 0, links: 0 });
+  await s.close();
+});
+
+// ---------------------------------------------------------------------------
+// Containment and passages (a server with the passage index)
+// ---------------------------------------------------------------------------
+
+test('search by "query inside a stored document" finds the article from its excerpt and shows both containments', async () => {
+  const s = await session(passaged);
+  await s.view('search');
+  // Jaccard first: the excerpt is too short a part of the article.
+  await s.page.getByTestId('search-text').fill(EXCERPT);
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  let ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.ok(!ids.includes('article'), `Jaccard does not find the article from an excerpt: ${ids}`);
+  await s.page.getByTestId('search-measure').selectOption('query_in_stored');
+  assert.equal(await s.page.getByTestId('threshold-input').getAttribute('min'), '0.01', 'a containment may be low');
+  await s.page.getByTestId('threshold-input').fill('0.9');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.deepEqual(ids, ['article']);
+  const table = s.page.getByTestId('search-results');
+  assert.equal(await table.getAttribute('data-measure'), 'query_in_stored');
+  const headers = await table.locator('th').allTextContents();
+  assert.deepEqual(headers.slice(0, 4), ['id', 'this text in it', 'Jaccard', 'it in this text'], 'the measure asked comes first');
+  const row = s.page.getByTestId('result-row').first();
+  const score = async (k) => Number(await row.locator(`td[data-score="${k}"]`).textContent());
+  assert.equal(await score('query_in_stored'), 1, 'all of the excerpt is in the article');
+  const inQuery = await score('stored_in_query');
+  assert.ok(inQuery > 0.3 && inQuery < 0.7, `about half of the article is in the excerpt: ${inQuery}`);
+  assert.ok(await score('jaccard') < 0.7);
+  assert.match(await s.page.getByTestId('score-legend').textContent(), /containment of this text in the stored document/);
+  // The other direction: the article holds the excerpt.
+  await s.page.getByTestId('search-text').fill(ARTICLE);
+  await s.page.getByTestId('search-measure').selectOption('containment');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.ok(ids.includes('article'), `${ids}`);
+  await s.shot('search-containment');
+  // Compare: the excerpt against the article says which is inside which.
+  await s.page.goto(`${passaged.base}/ui/#/compare`);
+  await s.ready('compare');
+  const inputs = s.page.locator('form.compare-in textarea');
+  await inputs.nth(0).fill(EXCERPT);
+  await s.page.locator('form.compare-in input').nth(1).fill('article');
+  await s.page.getByTestId('compare-submit').click();
+  await s.ready('compare');
+  const note = await s.page.getByTestId('compare-excerpt').textContent();
+  assert.match(note, /^A is an excerpt of B: 100% of A is in B; B is \d\.\d× longer\./);
+  await s.page.getByTestId('show-excerpt').click();
+  assert.ok(await s.page.getByTestId('compare-b').locator('mark.flash').count() === 1, 'the excerpt is marked in the longer text');
+  await s.shot('compare-excerpt');
+  await s.close();
+});
+
+test('a containment search says how many common passages (boilerplate) it skipped', async () => {
+  const s = await session(passaged);
+  await s.view('search');
+  await s.page.getByTestId('search-text').fill(`${ARTICLE}\n\n${FOOTER}`);
+  await s.page.getByTestId('search-measure').selectOption('stored_in_query');
+  await s.page.getByTestId('threshold-input').fill('0.9');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  const ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.deepEqual(ids, ['article'], 'the article is inside the query; the notices only share their footer');
+  assert.match(await s.page.getByTestId('common-passages').textContent(),
+    /^\d+ common passages? skipped \(held by up to 5 documents\)/);
+  assert.deepEqual(await s.page.getByTestId('search-results').locator('th').allTextContents().then((h) => h.slice(1, 4)),
+    ['it in this text', 'Jaccard', 'this text in it']);
+  await s.close();
+});
+
+test('the passages view finds a quote, shows where it sits, and opens Compare and the document', async () => {
+  const s = await session(passaged);
+  await s.view('passages');
+  await s.page.getByTestId('passages-text').fill(QUOTE);
+  await s.page.getByTestId('passages-submit').click();
+  await s.ready('passages');
+  const rows = s.page.getByTestId('passage-row');
+  assert.deepEqual(await rows.evaluateAll((r) => r.map((x) => x.dataset.id)), ['article']);
+  const row = rows.first();
+  assert.ok(Number(await row.locator('td[data-score="longest_run"]').textContent()) >= 20);
+  const span = row.getByTestId('passage-span').first();
+  const marked = await span.locator('mark').textContent();
+  assert.ok(marked.startsWith('A temporary footbridge'), marked);
+  assert.ok(ARTICLE.includes(await span.textContent().then((t) => t.replace(/^…|…$/g, ''))), 'the snippet is the stored text around the span');
+  await s.shot('passages');
+  await row.getByTestId('passage-open').click();
+  await s.ready('passages');
+  const doc = s.page.getByTestId('passage-document');
+  assert.equal(await doc.textContent(), ARTICLE);
+  assert.ok((await doc.locator('mark').first().textContent()).startsWith('A temporary footbridge'));
+  await row.getByTestId('passage-compare').click();
+  await s.ready('compare');
+  assert.match(s.page.url(), /#\/compare\?b=article$/);
+  assert.ok(await s.page.getByTestId('compare-b').getByTestId('passage').count() > 0);
+  await s.close();
+});
+
+test('a containment search on a collection without the passage index says so and how to turn it on', async () => {
+  const s = await session(open, [/status of 409/]);
+  await s.view('search');
+  await s.page.getByTestId('search-measure').selectOption('query_in_stored');
+  assert.match(await s.page.getByTestId('passage-index-note').textContent(), /no passage index/);
+  await s.page.getByTestId('search-text').fill(TWIN_A);
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  const box = s.page.getByTestId('passage-index-off');
+  assert.match(await box.textContent(), /keeps no passage index.*NEARDUP_INDEX__PASSAGE_INDEX=true/s);
+  await s.view('passages');
+  await s.page.getByTestId('passages-text').fill(TWIN_A);
+  await s.page.getByTestId('passages-submit').click();
+  await s.ready('passages');
+  assert.equal(await s.page.getByTestId('passage-index-off').count(), 1);
+  await s.shot('passage-index-off');
+  // A named collection: the box offers to turn it on, and the search then runs.
+  const put = await fetch(`${open.base}/collections/clips`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+  assert.ok(put.status === 201 || put.status === 200, `PUT /collections/clips: ${put.status}`);
+  await fetch(`${open.base}/collections/clips/documents/article`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: ARTICLE }) });
+  await s.page.reload();
+  await s.ready('passages');
+  await s.page.getByTestId('collection-select').selectOption('clips');
+  await s.ready('passages');
+  await s.page.getByTestId('passages-text').fill(QUOTE);
+  await s.page.getByTestId('passages-submit').click();
+  await s.ready('passages');
+  assert.match(await s.page.getByTestId('passage-index-off').textContent(), /PATCH \/collections\/clips/);
+  await s.page.getByTestId('enable-passage-index').click();
+  await s.page.getByTestId('passage-row').first().waitFor();
+  await s.ready('passages');
+  assert.deepEqual(await s.page.getByTestId('passage-row').evaluateAll((r) => r.map((x) => x.dataset.id)), ['article']);
+  await s.view('overview');
+  const flags = await s.page.getByTestId('overview-passage-index').allTextContents();
+  const names = await s.page.getByTestId('overview-row').evaluateAll((r) => r.map((x) => x.dataset.name));
+  assert.equal(flags[names.indexOf('clips')], 'on');
+  assert.equal(flags[names.indexOf('default')], 'off');
+  await s.close();
+});
+
+test('groups by containment show the member containment', async () => {
+  const s = await session(passaged);
+  await fetch(`${passaged.base}/documents/excerpt`, { method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: EXCERPT }) });
+  await s.view('groups');
+  await s.page.getByTestId('groups-measure').selectOption('containment');
+  await s.page.getByTestId('threshold-input').fill('0.9');
+  await s.page.getByTestId('groups-submit').click();
+  await s.ready('groups');
+  const row = s.page.getByTestId('groups-row').filter({ hasText: 'article' });
+  assert.equal(await row.count(), 1);
+  assert.match(await row.textContent(), /containment 1(\.000)?, Jaccard 0\.\d+/);
+  await fetch(`${passaged.base}/documents/excerpt`, { method: 'DELETE' });
+  await s.close();
+});
+
+test('hostile documents stay inert in the passages view, and it fits a 420-px window', async () => {
+  const s = await session(passaged, [], { width: 420, height: 800 });
+  await s.view('passages');
+  await s.page.getByTestId('passages-text').fill(COMMON);
+  await s.page.getByTestId('passages-submit').click();
+  await s.ready('passages');
+  const ids = await s.page.getByTestId('passage-row').evaluateAll((r) => r.map((x) => x.dataset.id));
+  assert.deepEqual(ids.sort(), HOSTILE.map((d) => d.id).sort());
+  const text = await s.page.locator('main').textContent();
+  assert.ok(text.includes('<script>window.__pwned = "script"</script>'), 'markup around the span shown as text');
+  await s.page.getByTestId('passage-open').first().click();
+  await s.ready('passages');
+  const shown = await s.page.getByTestId('passage-document').textContent();
+  assert.ok(HOSTILE.map((d) => d.text).includes(shown), `the whole document as text: ${shown}`);
+  assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no page-wide horizontal scroll at 420 px');
+  await s.shot('passages-narrow');
+  // Keyboard: the row's buttons are reachable and work with Enter.
+  await s.page.getByTestId('passage-compare').first().focus();
+  await s.page.keyboard.press('Enter');
+  await s.ready('compare');
+  assert.equal(await s.page.locator('main').evaluate((m) => m.textContent.includes('null')), false, 'no stray null');
+  assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'compare fits 420 px too');
+  const live = await s.page.evaluate(() => ({
+    pwned: window.__pwned,
+    scripts: document.querySelectorAll('main script').length,
+    images: document.querySelectorAll('main img').length,
+    links: document.querySelectorAll('main a').length,
+  }));
+  assert.deepEqual(live, { pwned: undefined, scripts: 0, images: 0, links: 0 });
+  // The other views fit too, with their measure choices.
+  for (const name of ['search', 'groups', 'overview']) {
+    await s.view(name);
+    assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), `${name} fits 420 px`);
+  }
   await s.close();
 });

@@ -1,7 +1,9 @@
 // Compare: two documents (ids or pasted texts) side by side, the passages
 // they share (POST /explain) highlighted in matching colours; clicking a
-// passage scrolls to its partner; long unmatched stretches fold. A second
-// tab shows a word edit diff.
+// passage scrolls to its partner; long unmatched stretches fold. When one
+// text is mostly inside the other (an excerpt, a quote) it says so and
+// shows where the excerpt sits in the longer text. A second tab shows a
+// word edit diff.
 
 import { api, collectionBase } from '../api.js';
 import { h, fill, num, errorBox } from '../dom.js';
@@ -13,6 +15,10 @@ const FOLD_OVER = 700;
 /** What stays visible at each end of a folded stretch. */
 const FOLD_KEEP = 240;
 const COLOURS = 8;
+/** One text is "inside" the other from this containment on ... */
+const INSIDE_AT = 0.8;
+/** ... when Jaccard is at most this share of it (else they are near-duplicates). */
+const JACCARD_BELOW = 0.75;
 
 export default async function compare(root, params) {
   const pending = ctx.compare || {};
@@ -98,7 +104,52 @@ async function explain(out, input) {
       },
     }, title);
   }
-  out.append(scores(answer), tabs, passages, diff);
+  const inside = excerpt(answer, textA, textB);
+  out.append(scores(answer), legend(), ...(inside ? [inside.note] : []), tabs, passages, diff);
+  // The longer side's pane opens at the first shared passage.
+  if (inside) {
+    const longer = inside.longer === 'a' ? paneA : paneB;
+    const first = longer.querySelector('mark');
+    if (first) longer.scrollTop = Math.max(0, first.offsetTop - longer.offsetTop - 40);
+  }
+}
+
+/** When one text is mostly inside the other: the sentence saying so, and
+ * a button that shows where the shorter sits in the longer. */
+function excerpt(s, textA, textB) {
+  const aInB = s.containment_a_in_b;
+  const bInA = s.containment_b_in_a;
+  if (aInB === undefined || bInA === undefined) return null;
+  const shorter = aInB >= bInA ? 'a' : 'b';
+  const c = Math.max(aInB, bInA);
+  if (!(c >= INSIDE_AT && s.jaccard <= JACCARD_BELOW * c)) return null;
+  const longer = shorter === 'a' ? 'b' : 'a';
+  const S = shorter.toUpperCase();
+  const L = longer.toUpperCase();
+  const lenS = Array.from(shorter === 'a' ? textA : textB).length;
+  const lenL = Array.from(shorter === 'a' ? textB : textA).length;
+  const ratio = lenS > 0 ? lenL / lenS : null;
+  const what = c >= 0.999 ? 'an excerpt' : 'mostly an excerpt';
+  const sentence = `${S} is ${what} of ${L}: ${Math.round(c * 100)}% of ${S} is in ${L}`
+    + (ratio !== null && ratio >= 1.05 ? `; ${L} is ${ratio.toFixed(1)}× longer.` : '.');
+  const button = h('button', {
+    type: 'button', class: 'link', testid: 'show-excerpt',
+    onclick: () => {
+      const first = document.querySelector(`[data-testid="compare-${longer}"] mark`);
+      if (first) jump(longer, first.dataset.match);
+    },
+  }, `show where ${S} sits in ${L}`);
+  return {
+    longer,
+    note: h('p', { class: 'notice', testid: 'compare-excerpt', role: 'status' }, sentence, ' ', button),
+  };
+}
+
+/** What "A in B" means, where it appears. */
+function legend() {
+  return h('p', { class: 'muted legend' },
+    h('strong', {}, 'A in B'), ' is the containment of A in B: the share of A’s shingles that are also in B (1 = all of A is inside B). ',
+    h('strong', {}, 'B in A'), ' the other way round. ', h('strong', {}, 'jaccard'), ' compares the whole of both texts.');
 }
 
 function label(input, letter) {
@@ -111,8 +162,14 @@ function scores(s) {
     ['intersection', s.intersection], ['union', s.union],
     ['A in B', s.containment_a_in_b], ['B in A', s.containment_b_in_a],
   ].filter(([, v]) => v !== undefined);
+  const help = {
+    'A in B': 'containment of A in B: the share of A’s shingles that are in B',
+    'B in A': 'containment of B in A: the share of B’s shingles that are in A',
+    jaccard: 'shared shingles over all shingles of both',
+    estimate: 'the MinHash estimate of Jaccard',
+  };
   return h('dl', { class: 'scores', testid: 'compare-scores' },
-    items.map(([k, v]) => h('div', {}, h('dt', {}, k), h('dd', { dataset: { score: k } }, num(v)))));
+    items.map(([k, v]) => h('div', { title: help[k] }, h('dt', {}, k), h('dd', { dataset: { score: k } }, num(v)))));
 }
 
 /** A side's segments: matched passages as marks, unmatched text folded when long. */

@@ -1,5 +1,6 @@
 // Overview: every collection this key may see, with its documents, memory
-// per document, banding (b, r), recall at its threshold and retention.
+// per document, banding (b, r), recall at its threshold, retention and
+// whether it keeps the passage index.
 
 import { api, collectionBase } from '../api.js';
 import { h, fill, num, bytes, duration } from '../dom.js';
@@ -10,10 +11,14 @@ export default async function overview(root) {
   // The list has no memory figures: each collection's description has its stats.
   const described = await Promise.all(collections.map((c) => api(collectionBase(c.name)).catch(() => c)));
   const select = document.getElementById('collection');
+  const use = (name) => {
+    select.value = name;
+    select.dispatchEvent(new Event('change'));
+  };
   fill(root,
     h('h1', {}, 'Overview'),
-    h('table', { testid: 'overview' },
-      h('thead', {}, h('tr', {}, ['collection', 'status', 'documents', 'memory per document', 'memory', 'threshold', '(b, r)', 'recall at threshold', 'recipe', 'retention'].map((c) => h('th', {}, c)))),
+    h('div', { class: 'table-wrap' }, h('table', { testid: 'overview' },
+      h('thead', {}, h('tr', {}, ['collection', 'status', 'documents', 'memory per document', 'memory', 'threshold', '(b, r)', 'recall at threshold', 'recipe', 'retention', 'passage index'].map((c) => h('th', {}, c)))),
       h('tbody', {}, described.map((c) => {
         const s = c.stats;
         const idx = c.settings.index || {};
@@ -21,11 +26,9 @@ export default async function overview(root) {
         const norm = c.settings.normalize || {};
         return h('tr', {
           testid: 'overview-row', class: c.name === ctx.collection ? 'current clickable' : 'clickable', dataset: { name: c.name },
-          title: 'use this collection',
-          onclick: () => {
-            select.value = c.name;
-            select.dispatchEvent(new Event('change'));
-          },
+          title: 'use this collection', tabindex: '0',
+          onclick: () => use(c.name),
+          onkeydown: (ev) => { if (ev.key === 'Enter') use(c.name); },
         },
         h('td', { class: 'id' }, c.name),
         h('td', {}, c.status),
@@ -38,6 +41,11 @@ export default async function overview(root) {
         h('td', { title: 'text recipe version 1: lowercase, words split at whitespace only (data written before versions); 2: full case folding, every character of Chinese, Japanese, Thai… a word' },
           `${sh.kind || 'word'} ${sh.k ?? ''}-shingles, ${idx.num_perm ?? '?'} hashes, text v${norm.version ?? 1}`
           + (norm.fold_accents ? ' + accents folded' : '') + (norm.confusables ? ' + confusables' : '')),
-        h('td', {}, duration(c.settings.retention ? c.settings.retention.ttl_secs : null)));
-      }))));
+        h('td', {}, duration(c.settings.retention ? c.settings.retention.ttl_secs : null)),
+        h('td', {
+          testid: 'overview-passage-index',
+          title: 'the index containment searches, containment groups and passage lookups need'
+            + (c.name === 'default' ? ' (config index.passage_index)' : ' (PATCH /collections/{name} {"passage_index": true|false})'),
+        }, idx.passage_index ? 'on' : 'off'));
+      })))));
 }

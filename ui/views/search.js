@@ -1,28 +1,39 @@
 // Search: a pasted text (POST /similar) or a stored id (GET /similar),
-// with a threshold starting at the collection's and bounded by its tuned
-// minimum; a result row opens Compare. The one write control stores the
-// pasted text (disabled with a read-only key, which may search: the
-// server counts POST /similar as a read).
+// by a measure (Jaccard, or containment in either direction), with a
+// threshold starting at the collection's and bounded by its tuned minimum
+// (Jaccard) or anything above 0 (containment); a result row opens
+// Compare. The one write control stores the pasted text (disabled with a
+// read-only key, which may search: the server counts POST /similar as a
+// read).
 
 import { api, canWrite, collectionBase } from '../api.js';
 import { h, fill, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds, go } from '../shell.js';
+import {
+  MEASURES, isContainment, passageIndexOn, thresholdFloor, measureSelect, commonNote,
+  isPassageIndexOff, passageIndexOffBox,
+} from '../measures.js';
 
 /** The last search, kept while the page lives so Back shows it again. */
-let last = { text: '', id: '', threshold: null, answer: null, collection: null };
+let last = { text: '', id: '', threshold: null, measure: 'jaccard', answer: null, collection: null };
 
 export default async function search(root, params) {
   const t = thresholds();
-  if (last.collection !== ctx.collection) last = { text: '', id: '', threshold: null, answer: null, collection: ctx.collection };
+  if (last.collection !== ctx.collection) last = { text: '', id: '', threshold: null, measure: 'jaccard', answer: null, collection: ctx.collection };
   if (params.get('id')) last.id = params.get('id');
+  if (MEASURES.some((m) => m.value === params.get('measure'))) last.measure = params.get('measure');
   const threshold = last.threshold ?? t.threshold;
   const writable = canWrite();
+  const floorNote = h('span', { class: 'muted', testid: 'threshold-floor' });
+  const indexNote = h('span', { class: 'muted', testid: 'passage-index-note' });
+  const measure = measureSelect('search-measure', last.measure, MEASURES, (value) => setMeasure(value));
 
   const text = h('textarea', { testid: 'search-text', rows: 6, placeholder: 'Paste a text to find its near-duplicates', value: last.text });
   const id = h('input', { testid: 'search-id', placeholder: 'or a stored document id', value: last.id, spellcheck: 'false' });
   const shown = h('output', { testid: 'threshold-value' }, num(threshold, 2));
   const slider = h('input', {
-    type: 'range', testid: 'threshold-input', min: String(floor2(t.min)), max: '1', step: '0.01', value: String(threshold),
+    type: 'range', testid: 'threshold-input', min: String(thresholdFloor(last.measure, t.min)), max: '1', step: '0.01', value: String(threshold),
+    'aria-label': 'threshold',
     oninput: () => { shown.textContent = num(Number(slider.value), 2); },
   });
   const limit = h('input', { type: 'number', min: '1', max: '1000', value: '20', class: 'narrow' });
@@ -31,20 +42,35 @@ export default async function search(root, params) {
   const storeId = h('input', { placeholder: 'id (optional)', spellcheck: 'false', disabled: !writable });
   const store = h('button', { type: 'button', testid: 'store-submit', disabled: !writable, onclick: () => storeText() }, 'Store this text');
 
+  /** A measure's threshold range: the slider's lower end, and what it means. */
+  function setMeasure(value) {
+    last.measure = value;
+    const floor = thresholdFloor(value, t.min);
+    slider.min = String(floor);
+    if (Number(slider.value) < floor) slider.value = String(floor);
+    shown.textContent = num(Number(slider.value), 2);
+    floorNote.textContent = isContainment(value)
+      ? '(a containment may be anything above 0)'
+      : `(from ${num(floor, 2)}, the lowest this index is tuned for)`;
+    indexNote.textContent = isContainment(value) && !passageIndexOn()
+      ? 'This collection keeps no passage index: containment searches need it.' : '';
+  }
+
   async function run(ev) {
     if (ev) ev.preventDefault();
     last.text = text.value;
     last.id = id.value.trim();
     last.threshold = Number(slider.value);
+    last.measure = measure.value;
     await action('search', async () => {
       fill(status);
       fill(results);
       try {
         const base = collectionBase(ctx.collection);
-        const common = { threshold: last.threshold, limit: Number(limit.value) || 20 };
+        const common = { threshold: last.threshold, limit: Number(limit.value) || 20, measure: last.measure };
         let answer;
         if (last.id) {
-          const q = new URLSearchParams({ id: last.id, threshold: common.threshold, limit: common.limit });
+          const q = new URLSearchParams({ id: last.id, threshold: common.threshold, limit: common.limit, measure: common.measure });
           answer = await api(`${base}/similar?${q}`);
         } else if (last.text.trim()) {
           answer = await api(`${base}/similar`, { method: 'POST', body: { text: last.text, ...common } });
@@ -55,14 +81,18 @@ export default async function search(root, params) {
         last.answer = answer;
         await show(answer);
       } catch (e) {
-        results.append(errorBox(e));
+        results.append(isPassageIndexOff(e) ? passageIndexOffBox(() => run()) : errorBox(e));
       }
     });
   }
 
   async function show(answer) {
     const rows = answer.results;
-    status.textContent = `${rows.length} result${rows.length === 1 ? '' : 's'} at Jaccard ≥ ${num(answer.threshold, 2)}; ${answer.candidates} candidate${answer.candidates === 1 ? '' : 's'} verified${answer.truncated ? ' (candidates truncated)' : ''}.`;
+    const asked = answer.measure || 'jaccard';
+    const cols = columns(asked, answer.id ? 'this document' : 'this text');
+    status.textContent = `${rows.length} result${rows.length === 1 ? '' : 's'} at ${cols[0].phrase} ≥ ${num(answer.threshold, 2)}; ${answer.candidates} candidate${answer.candidates === 1 ? '' : 's'} verified${answer.truncated ? ' (candidates truncated)' : ''}.`;
+    const note = commonNote(answer.passages);
+    if (note) results.append(note);
     if (!rows.length) return;
     // Metadata is not in the answer: read each document (in parallel).
     const base = collectionBase(ctx.collection);
@@ -74,13 +104,21 @@ export default async function search(root, params) {
       onkeydown: (ev) => { if (ev.key === 'Enter') openCompare(r.id); },
     },
     h('td', { class: 'id' }, r.id),
-    h('td', { class: 'n' }, num(r.jaccard)),
-    h('td', { class: 'n' }, num(r.estimate)),
-    h('td', {}, r.created_at),
+    cols.map((c, j) => h('td', { class: j === 0 ? 'n primary' : 'n', 'data-label': c.name, dataset: { score: c.key } }, num(c.value(r)))),
+    h('td', { class: 'n', 'data-label': 'estimate', dataset: { score: 'estimate' } }, num(r.estimate)),
+    h('td', { 'data-label': 'created_at' }, r.created_at),
     h('td', { class: 'meta' }, docs[i] && docs[i].metadata != null ? JSON.stringify(docs[i].metadata) : '')));
-    results.append(h('table', {},
-      h('thead', {}, h('tr', {}, ['id', 'jaccard', 'estimate', 'created_at', 'metadata'].map((c) => h('th', {}, c)))),
-      h('tbody', {}, body)));
+    results.append(
+      h('div', { class: 'table-wrap' }, h('table', { testid: 'search-results', class: 'stack', dataset: { measure: asked } },
+        h('thead', {}, h('tr', {},
+          h('th', {}, 'id'),
+          cols.map((c, j) => h('th', { title: c.help, class: j === 0 ? 'primary' : null }, c.name)),
+          h('th', { title: 'the MinHash estimate of Jaccard' }, 'estimate'),
+          h('th', {}, 'created_at'),
+          h('th', {}, 'metadata'))),
+        h('tbody', {}, body))),
+      h('p', { class: 'muted legend', testid: 'score-legend' },
+        cols.map((c) => h('span', {}, h('strong', {}, c.name), `: ${c.help}. `))));
   }
 
   function openCompare(other) {
@@ -112,20 +150,47 @@ export default async function search(root, params) {
       text,
       h('div', { class: 'row' },
         id,
+        h('label', {}, 'measure ', measure),
+        indexNote),
+      h('div', { class: 'row' },
         h('label', {}, 'threshold ', slider, ' ', shown),
-        h('span', { class: 'muted' }, `(from ${num(floor2(t.min), 2)}, the lowest this index is tuned for)`),
+        floorNote,
         h('label', {}, 'limit ', limit),
         h('button', { type: 'submit', testid: 'search-submit' }, 'Search')),
       h('div', { class: 'row write' }, storeId, store,
         writable ? null : h('span', { class: 'muted', testid: 'read-only-note' }, 'This key is read-only: storing is disabled.'))),
     status,
     results);
+  setMeasure(last.measure);
   if (last.answer && !params.get('id')) await show(last.answer);
   else if (params.get('id')) await run();
 }
 
-/** The slider's lower end: the minimum rounded up to the step, so every
- * position is a threshold the server accepts. */
-function floor2(x) {
-  return Math.ceil(x * 100) / 100;
+/** The score columns of a result: the measure asked first, then Jaccard
+ * and both containments in words (`query` names the query: this text, or
+ * this document for a search by id). */
+function columns(measure, query) {
+  const all = {
+    jaccard: {
+      key: 'jaccard', name: 'Jaccard', phrase: 'Jaccard', value: (r) => r.jaccard,
+      help: 'shared shingles over all shingles of both texts (1 = the same text)',
+    },
+    query_in_stored: {
+      key: 'query_in_stored', name: `${query} in it`, phrase: `containment of ${query} in the document`, value: (r) => r.query_in_stored,
+      help: `containment of ${query} in the stored document: the share of ${query}'s shingles that it holds (1 = ${query} is an excerpt or quote of it)`,
+    },
+    stored_in_query: {
+      key: 'stored_in_query', name: `it in ${query}`, phrase: `containment of the document in ${query}`, value: (r) => r.stored_in_query,
+      help: `containment of the stored document in ${query}: the share of its shingles that ${query} holds (1 = ${query} embeds all of it)`,
+    },
+  };
+  const rest = ['jaccard', 'query_in_stored', 'stored_in_query'];
+  if (measure === 'containment') {
+    return [{
+      key: 'containment', name: 'either inside the other', phrase: 'containment either way', value: (r) => Math.max(r.query_in_stored, r.stored_in_query),
+      help: 'the larger of the two containments',
+    }, ...rest.map((k) => all[k])];
+  }
+  const first = all[measure] ? measure : 'jaccard';
+  return [all[first], ...rest.filter((k) => k !== first).map((k) => all[k])];
 }

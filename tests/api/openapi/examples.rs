@@ -3,7 +3,7 @@
 use super::checker::*;
 use super::live::*;
 use super::spec::*;
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app_with, test_settings};
 use serde_json::Value;
 
 #[tokio::test]
@@ -18,8 +18,11 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
             assert_conforms(schema, &example, &format!("{} request example", op.name()));
             // With only the required parameters, then with every parameter
             // example too; a fresh server each time so examples cannot collide.
+            // Collections keep the passage index: examples ask by containment.
             for all_query in [false, true] {
-                let app = spawn_app().await;
+                let mut settings = test_settings();
+                settings.index.passage_index = true;
+                let app = spawn_app_with(settings).await;
                 let url = example_url(&op, all_query);
                 // The named collection the example addresses, unless the
                 // example is what creates it.
@@ -30,7 +33,10 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
                             &app,
                             "PUT",
                             &format!("/collections/{name}"),
-                            &Body::Json(serde_json::json!({"store_text": true})),
+                            &Body::Json(serde_json::json!({
+                                "store_text": true,
+                                "index": {"passage_index": true},
+                            })),
                         )
                         .await;
                         assert_eq!(reply.status, 201, "{name} is created");

@@ -138,6 +138,32 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
                       "since": "2000-01-01T00:00:00Z"});
     walk.call("POST", "/similar", "/similar", Body::Json(text))
         .await;
+    // By containment (the collections of the happy path keep the passage
+    // index): the query's text holds all of q2 and is all in q1.
+    let text = json!({"text": "What is the step by step guide to invest in share market in india?",
+                      "measure": "stored_in_query", "threshold": 0.5});
+    let (_, body) = walk.call("POST", "/similar", "/similar", Body::Json(text)).await;
+    assert_eq!(body["measure"], "stored_in_query", "{body}");
+    assert_eq!(body["results"][0]["stored_in_query"], 1.0, "{body}");
+    assert!(body["passages"]["fingerprints"].as_u64().unwrap() > 0, "{body}");
+    let url = "/similar?id=q1&measure=containment&threshold=0.5";
+    let (_, body) = walk.call("GET", "/similar", url, Body::None).await;
+    assert_eq!(body["measure"], "containment", "{body}");
+    assert!(body["passages"].is_object(), "{body}");
+    let passage = json!({"text": "What is the step by step guide to invest in share market in india?", "min_run": 3,
+                         "limit": 5, "since": "2000-01-01T00:00:00Z"});
+    let (_, body) = walk
+        .call("POST", "/passages", "/passages", Body::Json(passage))
+        .await;
+    let ids: BTreeSet<&str> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, BTreeSet::from(["q1", "q2"]), "{body}");
+    assert_eq!(body["results"][0]["id"], "q1", "{body}");
+    assert_eq!(body["results"][0]["longest_run"], 12, "{body}");
     walk.call("GET", "/compare", "/compare?a=q1&b=q2", Body::None)
         .await;
     let pair = json!({"a": {"text": "The night is dark and the moon is red."},
@@ -193,6 +219,14 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     assert_eq!(reply.content_type().as_deref(), Some("application/json"));
     assert_eq!(body["pairs"][0]["a"], "q1", "{body}");
     assert_eq!(body["pairs"][0]["b"], "q2", "{body}");
+    assert_eq!(body["pairs"][0]["b_in_a"], 1.0, "{body}");
+    assert_eq!(body["measure"], "jaccard", "{body}");
+    let url = "/duplicates?measure=containment&threshold=0.9";
+    let (_, body) = walk.call("GET", "/duplicates", url, Body::None).await;
+    assert_eq!(body["measure"], "containment", "{body}");
+    let url = "/duplicates/pairs?measure=query_in_stored&threshold=0.9";
+    let (_, body) = walk.call("GET", "/duplicates/pairs", url, Body::None).await;
+    assert_eq!(body["measure"], "containment", "{body}");
     // An export, imported back: every document replaced by itself.
     let (reply, _) = walk.call("GET", "/export", "/export", Body::None).await;
     assert_eq!(
@@ -219,7 +253,9 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
 
 #[tokio::test]
 async fn a_happy_path_through_every_route_matches_the_documented_responses() {
-    let app = spawn_app().await;
+    let mut settings = test_settings();
+    settings.index.passage_index = true;
+    let app = spawn_app_with(settings).await;
     let mut walk = Walk {
         app: &app,
         prefix: String::new(),
@@ -228,7 +264,8 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
     };
     collection_happy_path(&mut walk).await;
 
-    let settings = json!({"retention": {"ttl_secs": 86400}, "store_text": true});
+    let settings = json!({"retention": {"ttl_secs": 86400}, "store_text": true,
+                          "index": {"passage_index": true}});
     let (reply, body) = walk
         .call(
             "PUT",
@@ -275,7 +312,7 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
         )
         .await;
     assert_eq!(body["stats"]["documents"], 5, "{body}");
-    let patch = json!({"retention": {"ttl_secs": null}});
+    let patch = json!({"retention": {"ttl_secs": null}, "passage_index": false});
     let (_, body) = walk
         .call(
             "PATCH",
@@ -289,6 +326,7 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
         Value::Null,
         "{body}"
     );
+    assert_eq!(body["settings"]["index"]["passage_index"], false, "{body}");
     let (reply, body) = walk
         .call(
             "POST",
@@ -409,6 +447,11 @@ async fn assert_cases(app: &TestApp, cases: Vec<Case>) {
     }
 }
 
+/// A passage of 5,001 shingles (word 3-grams): one over what a lookup takes.
+fn long_passage() -> String {
+    (0..5003).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ")
+}
+
 /// Every problem each route produces from a request (the 413s, 503s and
 /// 500 need other settings or a failing disk: see the tests below).
 #[rustfmt::skip]
@@ -417,6 +460,8 @@ fn error_cases() -> Vec<Case> {
     let (doc, batch, by_id, sim, cmp, exp) =
         ("/documents", "/documents/batch", "/documents/{id}", "/similar", "/compare", "/explain");
     let (hist, acc) = ("/analysis/histogram", "/analysis/accuracy");
+    let (dup, pairs, pas) = ("/duplicates", "/duplicates/pairs", "/passages");
+    let off = "passage-index-off";
     vec![
         ("POST", doc, doc, text_body(), 415, "unsupported-media-type"),
         ("POST", doc, doc, Empty, 415, "unsupported-media-type"),
@@ -433,6 +478,10 @@ fn error_cases() -> Vec<Case> {
         ("POST", doc, "/documents?similar=true&limit=0", json_body(json!({"text": "a"})), 400, "invalid-parameter"),
         ("POST", doc, "/documents?similar=true&threshold=1.5", json_body(json!({"text": "a"})), 400, "invalid-threshold"),
         ("POST", doc, "/documents?similar=true&threshold=0.5", json_body(json!({"text": "a"})), 400, "threshold-below-tuning"),
+        ("POST", doc, "/documents?similar=true&measure=bogus", json_body(json!({"text": "a"})), 400, "invalid-parameter"),
+        ("POST", doc, "/documents?similar=true&measure=containment&threshold=0", json_body(json!({"text": "a"})), 400, "invalid-threshold"),
+        ("POST", doc, "/documents?similar=true&measure=query_in_stored&threshold=0.3", json_body(json!({"text": "a b c"})), 409, off),
+        ("POST", doc, "/documents?if_unique=true&measure=stored_in_query", json_body(json!({"text": "a b c"})), 409, off),
         ("POST", batch, batch, text_body(), 415, "unsupported-media-type"),
         ("POST", batch, batch, broken_json(), 400, "malformed-json"),
         ("POST", batch, "/documents/batch?mode=bogus", json_body(json!({"documents": []})), 400, "invalid-parameter"),
@@ -454,6 +503,10 @@ fn error_cases() -> Vec<Case> {
         ("GET", sim, "/similar?id=q1&threshold=0", Empty, 400, "invalid-threshold"),
         ("GET", sim, "/similar?id=q1&threshold=0.7", Empty, 400, "threshold-below-tuning"),
         ("GET", sim, "/similar?id=nope", Empty, 404, "document-not-found"),
+        ("GET", sim, "/similar?id=q1&measure=Jaccard", Empty, 400, "invalid-parameter"),
+        ("GET", sim, "/similar?id=q1&measure=containment&threshold=1.5", Empty, 400, "invalid-threshold"),
+        ("GET", sim, "/similar?id=q1&measure=containment&threshold=0.3", Empty, 409, off),
+        ("GET", sim, "/similar?id=q1&measure=query_in_stored", Empty, 409, off),
         ("POST", sim, sim, text_body(), 415, "unsupported-media-type"),
         ("POST", sim, sim, broken_json(), 400, "malformed-json"),
         ("POST", sim, sim, json_body(json!({"text": "a", "limit": 0})), 400, "invalid-parameter"),
@@ -461,6 +514,24 @@ fn error_cases() -> Vec<Case> {
         ("POST", sim, sim, json_body(json!({"text": "a", "threshold": 0.1})), 400, "threshold-below-tuning"),
         ("POST", sim, sim, json_body(json!({"text": "a", "id": "q1"})), 422, "invalid-body"),
         ("POST", sim, sim, json_body(json!({"text": "..."})), 422, "empty-text"),
+        ("POST", sim, sim, json_body(json!({"text": "a", "measure": "cosine"})), 422, "invalid-body"),
+        ("POST", sim, sim, json_body(json!({"text": "a", "measure": "stored_in_query", "threshold": 0.2})), 409, off),
+        ("GET", dup, "/duplicates?measure=overlap", Empty, 400, "invalid-parameter"),
+        ("GET", dup, "/duplicates?measure=containment&threshold=0.3", Empty, 409, off),
+        ("GET", pairs, "/duplicates/pairs?measure=stored_in_query", Empty, 409, off),
+        ("GET", pairs, "/duplicates/pairs?threshold=0.3", Empty, 400, "threshold-below-tuning"),
+        ("POST", pas, pas, text_body(), 415, "unsupported-media-type"),
+        ("POST", pas, pas, broken_json(), 400, "malformed-json"),
+        ("POST", pas, "/passages?min_run=3", json_body(json!({"text": "a b c"})), 400, "invalid-parameter"),
+        ("POST", pas, pas, json_body(json!({"text": "a b c", "limit": 0})), 400, "invalid-parameter"),
+        ("POST", pas, pas, json_body(json!({"text": "a b c", "threshold": 0.9})), 422, "invalid-body"),
+        ("POST", pas, pas, json_body(json!({"text": "a b c", "min_run": 0})), 422, "invalid-body"),
+        ("POST", pas, pas, json_body(json!({"text": "a b c", "min_run": -1})), 422, "invalid-body"),
+        ("POST", pas, pas, json_body(json!({"text": "a b c", "since": "yesterday"})), 422, "invalid-body"),
+        ("POST", pas, pas, json_body(json!({"min_run": 3})), 422, "invalid-body"),
+        ("POST", pas, pas, json_body(json!({"text": "¿?"})), 422, "empty-text"),
+        ("POST", pas, pas, json_body(json!({"text": long_passage()})), 422, "invalid-body"),
+        ("POST", pas, pas, json_body(json!({"text": "the night is dark"})), 409, off),
         ("GET", cmp, "/compare?a=q1", Empty, 400, "invalid-parameter"),
         ("GET", cmp, "/compare?a=q1&b=q2&c=q3", Empty, 400, "invalid-parameter"),
         ("GET", cmp, "/compare?a=q1&b=nope", Empty, 404, "document-not-found"),
@@ -610,6 +681,8 @@ async fn bodies_over_the_limits_are_answered_413_as_documented() {
         ("POST", doc, doc, long(), 413, too_large),
         ("PUT", by_id, "/documents/q1", long(), 413, too_large),
         ("POST", "/similar", "/similar", long(), 413, too_large),
+        ("POST", "/passages", "/passages", big(), 413, too_large),
+        ("POST", "/passages", "/passages", long(), 413, too_large),
     ];
     assert_cases(&app, cases).await;
 }

@@ -1,0 +1,339 @@
+//! Containment queries, passage lookups and containment pairs against
+//! brute force on generated corpora.
+
+use super::*;
+use crate::jaccard;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn engine(passages: bool) -> Engine {
+    Engine::new(
+        EngineParams {
+            index: IndexParams {
+                passage_index: passages,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+        .validate()
+        .unwrap(),
+    )
+}
+
+fn id(s: &str) -> DocId {
+    DocId::parse(s).unwrap()
+}
+
+/// A text of `n` words drawn from a vocabulary of `vocab` words.
+fn words(seed: u64, n: usize, vocab: u64) -> Vec<String> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| format!("w{}", crate::minhash::splitmix64(&mut state) % vocab))
+        .collect()
+}
+
+fn put(e: &Engine, key: &str, text: &str) {
+    let doc = e.prepare(text).unwrap();
+    e.insert(id(key), &doc, None, WriteMode::Upsert).unwrap();
+}
+
+/// Every stored document whose exact score by `measure` against `query`
+/// is at least `t`, with the score.
+fn brute_force(e: &Engine, query: &[u32], measure: Measure, t: f64) -> BTreeMap<String, f64> {
+    e.records()
+        .into_iter()
+        .filter_map(|r| {
+            let i = jaccard::overlap(query, r.shingles()).intersection as f64;
+            let (q, d) = (query.len() as f64, r.shingles().len() as f64);
+            let score = match measure {
+                Measure::QueryInStored => i / q,
+                Measure::StoredInQuery => i / d,
+                Measure::Containment => (i / q).max(i / d),
+                Measure::Jaccard => i / (q + d - i),
+            };
+            (score >= t).then(|| (r.id().to_string(), score))
+        })
+        .collect()
+}
+
+fn query(e: &Engine, measure: Measure, t: f64) -> Query {
+    Query::new(e.threshold_for(measure, Some(t)).unwrap(), 1000).measure(measure)
+}
+
+#[test]
+fn a_containment_query_needs_the_passage_index() {
+    let e = engine(false);
+    put(&e, "a", &words(1, 100, 500).join(" "));
+    let doc = e.prepare(&words(1, 50, 500).join(" ")).unwrap();
+    let q = query(&e, Measure::QueryInStored, 0.9);
+    assert_eq!(
+        e.similar_to(&doc, None, &q),
+        Err(EngineError::PassageIndexOff("query_in_stored"))
+    );
+    // Switched on, it is built from the stored records.
+    e.set_passage_index(true);
+    let found = e.similar_to(&doc, None, &q).unwrap();
+    assert_eq!(found.matches.len(), 1);
+    assert_eq!(found.matches[0].query_in_stored, 1.0);
+    e.set_passage_index(false);
+    assert_eq!(e.passage_keys(), 0);
+}
+
+#[test]
+fn an_excerpt_and_an_embedding_are_found_in_both_directions() {
+    let e = engine(true);
+    let article = words(7, 400, 3000);
+    for i in 0..50 {
+        put(
+            &e,
+            &format!("other{i}"),
+            &words(100 + i, 300, 3000).join(" "),
+        );
+    }
+    put(&e, "article", &article.join(" "));
+    // An excerpt: a third of the article.
+    let excerpt = article[100..240].join(" ");
+    let doc = e.prepare(&excerpt).unwrap();
+    let found = e
+        .similar_to(&doc, None, &query(&e, Measure::QueryInStored, 0.9))
+        .unwrap();
+    assert_eq!(result_ids(&found), vec!["article"]);
+    let m = &found.matches[0];
+    assert_eq!(m.query_in_stored, 1.0);
+    assert!(
+        m.jaccard < 0.5,
+        "an excerpt is far below any Jaccard threshold"
+    );
+    // Jaccard at the index's threshold does not find it.
+    let by_jaccard = e
+        .similar_to(&doc, None, &Query::new(e.threshold(None).unwrap(), 10))
+        .unwrap();
+    assert!(by_jaccard.matches.is_empty());
+    // A new text that embeds the stored article.
+    let mut embedding = words(999, 300, 3000);
+    embedding.extend(article.iter().cloned());
+    embedding.extend(words(998, 300, 3000));
+    let doc = e.prepare(&embedding.join(" ")).unwrap();
+    let found = e
+        .similar_to(&doc, None, &query(&e, Measure::StoredInQuery, 0.95))
+        .unwrap();
+    assert_eq!(result_ids(&found), vec!["article"]);
+    assert_eq!(found.matches[0].stored_in_query, 1.0);
+    // By id: the stored excerpt finds its article.
+    put(&e, "excerpt", &excerpt);
+    let found = e
+        .similar_to_id("excerpt", &query(&e, Measure::QueryInStored, 0.9))
+        .unwrap();
+    assert_eq!(result_ids(&found), vec!["article"]);
+    let found = e
+        .similar_to_id("article", &query(&e, Measure::StoredInQuery, 0.9))
+        .unwrap();
+    assert_eq!(result_ids(&found), vec!["excerpt"]);
+}
+
+fn result_ids(q: &QueryOutcome) -> Vec<String> {
+    q.matches.iter().map(|m| m.id.to_string()).collect()
+}
+
+#[test]
+fn deletes_replaces_and_restores_keep_the_index_exact() {
+    let e = engine(true);
+    let article = words(3, 300, 2000);
+    put(&e, "a", &article.join(" "));
+    let excerpt = e.prepare(&article[50..150].join(" ")).unwrap();
+    let q = query(&e, Measure::QueryInStored, 0.9);
+    assert_eq!(
+        result_ids(&e.similar_to(&excerpt, None, &q).unwrap()),
+        ["a"]
+    );
+    // Replaced by another text: gone from the answer.
+    put(&e, "a", &words(4, 300, 2000).join(" "));
+    assert!(e.similar_to(&excerpt, None, &q).unwrap().matches.is_empty());
+    put(&e, "b", &article.join(" "));
+    assert_eq!(
+        result_ids(&e.similar_to(&excerpt, None, &q).unwrap()),
+        ["b"]
+    );
+    assert!(e.remove("b"));
+    assert!(e.similar_to(&excerpt, None, &q).unwrap().matches.is_empty());
+    // A bulk restore indexes the passages of what it loads.
+    put(&e, "c", &article.join(" "));
+    let restored = engine(true);
+    let mut restore = restored.start_restore();
+    restore.push(
+        e.records()
+            .iter()
+            .map(|r| {
+                Record::with_selection(
+                    r.id().clone(),
+                    None,
+                    r.stamp(),
+                    r.signature(),
+                    r.shingles(),
+                    r.selection(),
+                )
+            })
+            .collect(),
+    );
+    restore.finish();
+    assert_eq!(
+        result_ids(&restored.similar_to(&excerpt, None, &q).unwrap()),
+        ["c"]
+    );
+    assert_eq!(restored.passage_keys(), e.passage_keys());
+}
+
+#[test]
+fn a_common_fingerprint_is_skipped_and_reported() {
+    let e = Engine::new(
+        EngineParams {
+            index: IndexParams {
+                passage_index: true,
+                common_fingerprint_docs: 5,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+        .validate()
+        .unwrap(),
+    );
+    let footer = words(5, 40, 100_000).join(" ");
+    for i in 0..20 {
+        put(
+            &e,
+            &format!("d{i}"),
+            &format!("{} {footer}", words(i + 10, 60, 100_000).join(" ")),
+        );
+    }
+    let doc = e.prepare(&footer).unwrap();
+    let found = e
+        .similar_to(&doc, None, &query(&e, Measure::QueryInStored, 0.9))
+        .unwrap();
+    let work = found.passages.unwrap();
+    assert!(work.common >= 1, "{work:?}");
+    assert!(work.common_docs.iter().all(|&n| n == 20));
+    // Every document holds the footer: the common fingerprints count as
+    // shared, so they are still candidates through the rest... or, when
+    // the footer is all the query has, none is read at all (bounded work).
+    assert!(found.candidates <= 20);
+}
+
+#[test]
+fn passage_lookup_finds_a_quote_and_measures_its_run() {
+    let e = engine(true);
+    let article = words(11, 400, 5000);
+    put(&e, "source", &article.join(" "));
+    for i in 0..30 {
+        put(&e, &format!("n{i}"), &words(200 + i, 300, 5000).join(" "));
+    }
+    // A 25-word quote inside a new text.
+    let quote = article[200..225].join(" ");
+    let passage = e
+        .passage(&format!("as he said, {quote}, and left"))
+        .unwrap();
+    let found = e.passages(&passage, e.passage_window(), 10, None).unwrap();
+    assert_eq!(found.hits.len(), 1);
+    let hit = &found.hits[0];
+    assert_eq!(hit.id.as_str(), "source");
+    assert_eq!(hit.longest_run, 23, "25 words are 23 word 3-shingles");
+    // A run longer than any shared one finds nothing.
+    assert!(e.passages(&passage, 24, 10, None).unwrap().hits.is_empty());
+}
+
+#[test]
+fn containment_pairs_equal_brute_force() {
+    let e = engine(true);
+    let mut texts = Vec::new();
+    for i in 0..40u64 {
+        let base = words(i, 200, 4000);
+        texts.push((format!("base{i}"), base.join(" ")));
+        if i % 4 == 0 {
+            texts.push((format!("part{i}"), base[20..120].join(" ")));
+        }
+    }
+    for (k, t) in &texts {
+        put(&e, k, t);
+    }
+    let t = e.threshold_for(Measure::Containment, Some(0.9)).unwrap();
+    let mut got = BTreeMap::new();
+    e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
+        for edge in edges {
+            got.insert(
+                (edge.a.id().to_string(), edge.b.id().to_string()),
+                edge.containment(),
+            );
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    let mut want = BTreeMap::new();
+    let records = e.records();
+    for a in &records {
+        for b in &records {
+            if a.id() >= b.id() {
+                continue;
+            }
+            let i = jaccard::overlap(a.shingles(), b.shingles()).intersection as f64;
+            let c = (i / a.shingles().len() as f64).max(i / b.shingles().len() as f64);
+            if c >= 0.9 {
+                want.insert((a.id().to_string(), b.id().to_string()), c);
+            }
+        }
+    }
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 10);
+    let groups = e.duplicate_groups_by(t, Measure::Containment, 2, None);
+    assert_eq!(groups.groups.len(), 10);
+    assert!(groups
+        .groups
+        .iter()
+        .all(|g| g.members[0].containment == 1.0));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Every answer is exact (its scores equal brute force's) and holds
+    /// every planted excerpt and embedding of at least a window of
+    /// shingles, whatever surrounds them.
+    #[test]
+    fn answers_are_exact_and_hold_every_planted_passage(
+        seed in any::<u64>(),
+        start in 0usize..150,
+        len in 22usize..150,
+        vocab in 50u64..5000,
+        measure_at in 0usize..3,
+    ) {
+        let measure = [Measure::QueryInStored, Measure::StoredInQuery, Measure::Containment][measure_at];
+        let e = engine(true);
+        let source = words(seed, 300, vocab);
+        put(&e, "source", &source.join(" "));
+        for i in 0..20 {
+            put(&e, &format!("n{i}"), &words(seed ^ (i + 1), 120 + 10 * i as usize, vocab).join(" "));
+        }
+        let excerpt = source[start..start + len].to_vec();
+        let text = match measure {
+            // The query is inside the source.
+            Measure::QueryInStored => excerpt.join(" "),
+            // The query embeds the source (and more).
+            _ => [words(seed.wrapping_mul(3), 40, vocab), source.clone(), words(seed.wrapping_mul(5), 40, vocab)].concat().join(" "),
+        };
+        let doc = e.prepare(&text).unwrap();
+        let t = 0.95;
+        let found = e.similar_to(&doc, None, &query(&e, measure, t)).unwrap();
+        let truth = brute_force(&e, doc.shingles(), measure, t);
+        let got: BTreeMap<String, f64> = found
+            .matches
+            .iter()
+            .map(|m| (m.id.to_string(), measure.score(m)))
+            .collect();
+        for (id, score) in &got {
+            prop_assert_eq!(truth.get(id), Some(score), "{} is not a true match", id);
+        }
+        prop_assert!(got.contains_key("source"), "the planted passage was missed: {:?}", truth);
+        // Sorted by the measure, then id.
+        for w in found.matches.windows(2) {
+            prop_assert!(measure.score(&w[0]) > measure.score(&w[1])
+                || (measure.score(&w[0]) == measure.score(&w[1]) && w[0].id < w[1].id));
+        }
+    }
+}

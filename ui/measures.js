@@ -1,0 +1,89 @@
+// The scores a search or a scan can ask by, in words, and what the
+// console says when a collection keeps no passage index (the index the
+// containment measures and passage lookups need).
+
+import { api, canWrite, collectionBase } from './api.js';
+import { h, num, errorText } from './dom.js';
+import { ctx, loadInfo } from './shell.js';
+
+/** The measures of GET/POST /similar, as the API spells them. */
+export const MEASURES = [
+  { value: 'jaccard', label: 'Jaccard: about the same text' },
+  { value: 'query_in_stored', label: 'Query inside a stored document (an excerpt or quote of it)' },
+  { value: 'stored_in_query', label: 'Stored document inside the query (the query embeds it)' },
+  { value: 'containment', label: 'Either inside the other' },
+];
+
+export function isContainment(measure) {
+  return measure && measure !== 'jaccard';
+}
+
+/** Whether the chosen collection keeps the passage index. */
+export function passageIndexOn(info = ctx.info) {
+  return Boolean(info && info.settings && info.settings.index && info.settings.index.passage_index);
+}
+
+/** The lowest threshold a measure accepts: the tuned minimum for Jaccard,
+ * anything above 0 for a containment. */
+export function thresholdFloor(measure, tunedMin) {
+  return isContainment(measure) ? 0.01 : Math.ceil(tunedMin * 100) / 100;
+}
+
+/** A measure's select; `onchange(value)` when it changes. */
+export function measureSelect(testid, value, options, onchange) {
+  const select = h('select', { testid, class: 'measure', 'aria-label': 'measure', onchange: () => onchange(select.value) },
+    options.map((m) => h('option', { value: m.value }, m.label)));
+  select.value = value;
+  return select;
+}
+
+/** "N common passages skipped (held by up to M documents)", or null. */
+export function commonNote(passages) {
+  if (!passages || !passages.common) return null;
+  const most = passages.common_documents && passages.common_documents.length
+    ? Math.max(...passages.common_documents) : null;
+  return h('p', {
+    class: 'muted', testid: 'common-passages',
+    title: 'Passages held by very many stored documents (a footer, a licence sentence) are not looked up; they still count as shared in the scores.',
+  }, `${num(passages.common)} common passage${passages.common === 1 ? '' : 's'} skipped`
+    + (most !== null ? ` (held by up to ${num(most)} documents)` : '')
+    + ': boilerplate, still counted as shared.');
+}
+
+/** Whether an error is the server saying the collection has no passage index. */
+export function isPassageIndexOff(e) {
+  return e && e.type === 'passage-index-off';
+}
+
+/** What to show for a 409 passage-index-off: what is off, and how to turn
+ * it on (a button for a named collection when the key may write). */
+export function passageIndexOffBox(onEnabled) {
+  const name = ctx.collection;
+  const how = name === 'default'
+    ? h('p', {}, 'The default collection takes it from the server configuration: set ',
+      h('code', {}, 'index.passage_index = true'), ' (or the environment variable ',
+      h('code', {}, 'NEARDUP_INDEX__PASSAGE_INDEX=true'), ') and restart the server.')
+    : h('p', {}, 'Turn it on with ', h('code', {}, `PATCH /collections/${name} {"passage_index": true}`),
+      ' (it is built from the stored fingerprints and costs a few hundred bytes per document).');
+  const status = h('p', { class: 'muted', role: 'status' });
+  const button = name !== 'default' && canWrite() ? h('button', {
+    type: 'button', testid: 'enable-passage-index',
+    onclick: async () => {
+      button.disabled = true;
+      status.textContent = 'Turning the passage index on…';
+      try {
+        await api(collectionBase(name), { method: 'PATCH', body: { passage_index: true } });
+        await loadInfo();
+        status.textContent = 'The passage index is on.';
+        if (onEnabled) await onEnabled();
+      } catch (e) {
+        status.textContent = `It could not be turned on: ${errorText(e)}`;
+        button.disabled = false;
+      }
+    },
+  }, 'Turn the passage index on') : null;
+  return h('div', { class: 'notice', role: 'alert', testid: 'passage-index-off' },
+    h('p', {}, h('strong', {}, `The collection “${name}” keeps no passage index`),
+      ', so it cannot search by containment (a text inside another) or look up passages. Jaccard searches still work.'),
+    how, button, status);
+}
