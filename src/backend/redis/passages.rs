@@ -439,6 +439,18 @@ impl RedisIndex {
         Ok((out, false))
     }
 
+    /// The fingerprint count the candidate rule holds a query to, as the
+    /// memory engine's (private) `query_fingerprints`: none for a query
+    /// shorter than a window, which looks up every shingle
+    /// (`Engine::containment_keys`).
+    pub(super) fn query_fingerprints(&self, doc: &Prepared, keys: usize) -> usize {
+        if doc.shingles().len() < self.engine.passage_window() {
+            0
+        } else {
+            keys
+        }
+    }
+
     /// A containment query (the measure is not Jaccard): the posting
     /// buckets of the query's fingerprints (1 trip), the candidates'
     /// records (1 trip per 256, most-sharing first), verified exactly.
@@ -451,14 +463,17 @@ impl RedisIndex {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff(q.measure.as_str()).into());
         }
-        let fps: Vec<u32> = doc.fingerprints().collect();
-        let postings = self.read_postings(&fps, exclude.map(iid)).await?;
+        let keys = self
+            .engine
+            .containment_keys(doc.shingles(), doc.fingerprints());
+        let postings = self.read_postings(&keys, exclude.map(iid)).await?;
         let common = postings.work.common;
+        let query_fps = self.query_fingerprints(doc, keys.len());
         let mut ranked = postings.ranked();
         // Without the document's own count only the query's side can rule
         // a candidate out before its record is read (as in memory).
         if q.measure == Measure::QueryInStored {
-            ranked.retain(|&(_, shared)| Engine::worth_verifying(q, fps.len(), 0, shared, common));
+            ranked.retain(|&(_, shared)| Engine::worth_verifying(q, query_fps, 0, shared, common));
         }
         let cap = self.engine.params().index.max_candidates;
         let (candidates, cut) = self
@@ -466,7 +481,7 @@ impl RedisIndex {
                 exclude != Some(record.id().as_str())
                     && Engine::worth_verifying(
                         q,
-                        fps.len(),
+                        query_fps,
                         crate::text::winnow::count(record.selection()),
                         shared,
                         common,
@@ -475,7 +490,7 @@ impl RedisIndex {
             .await?;
         Ok(self.engine.verify_contained_candidates(
             doc,
-            fps.len(),
+            keys.len(),
             exclude,
             q,
             candidates,
@@ -485,8 +500,9 @@ impl RedisIndex {
     }
 
     /// Stored documents sharing a run of at least `min_run` consecutive
-    /// shingles with `passage`: the posting buckets of its fingerprints (1
-    /// trip), the candidates' records (1 trip per 256), checked exactly.
+    /// shingles with `passage`: the posting buckets of its shingles (every
+    /// one: a stored document's fingerprint inside a shared run is one of
+    /// them; 1 trip), the candidates' records (1 trip per 256), checked exactly.
     pub async fn passages(
         &self,
         passage: &Passage,
@@ -497,8 +513,7 @@ impl RedisIndex {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff("passages").into());
         }
-        let fps: Vec<u32> = passage.doc.fingerprints().collect();
-        let postings = self.read_postings(&fps, None).await?;
+        let postings = self.read_postings(passage.keys(), None).await?;
         let ranked = postings.ranked();
         let cap = self.engine.params().index.max_candidates;
         let now = self.engine.now_ms();

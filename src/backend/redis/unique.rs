@@ -98,16 +98,21 @@ impl RedisIndex {
         // Trip 2: the buckets (by containment: the posting buckets), after
         // our own entries are in.
         let cap = self.engine.params().index.max_candidates;
+        let mut query_keys = 0;
         let (found, postings, iids, truncated) = if q.measure.is_containment() {
-            let postings = self.read_postings(&doc.fingerprints, Some(doc.iid)).await?;
+            let keys = self
+                .engine
+                .containment_keys(new.doc.shingles(), new.doc.fingerprints());
+            let postings = self.read_postings(&keys, Some(doc.iid)).await?;
             let common = postings.work.common;
+            let n = self.query_fingerprints(&new.doc, keys.len());
             let mut ranked = postings.ranked();
             if q.measure == crate::engine::Measure::QueryInStored {
-                let n = doc.fingerprints.len();
                 ranked.retain(|&(_, shared)| {
                     crate::engine::Engine::worth_verifying(q, n, 0, shared, common)
                 });
             }
+            query_keys = keys.len();
             let truncated = postings.truncated || ranked.len() > cap;
             ranked.truncate(cap);
             let iids: Vec<u64> = ranked.iter().map(|&(i, _)| i).collect();
@@ -184,7 +189,7 @@ impl RedisIndex {
         let verify = |candidates: Vec<(Arc<Record>, usize)>, truncated: bool| match &postings {
             Some(p) => self.engine.verify_contained_candidates(
                 prepared,
-                doc.fingerprints.len(),
+                query_keys,
                 own,
                 q,
                 candidates,
