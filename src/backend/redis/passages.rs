@@ -158,13 +158,12 @@ impl RedisIndex {
     /// Keep the passage index (backfill every stored record's postings) or
     /// drop it (delete every posting hash), and do it again after
     /// [`settle_delay`] for writes of nodes that learn it later (module docs).
+    /// Idempotent: the step runs whatever this node's flag was (its watch
+    /// may have applied the catalog entry of this very change first), and a
+    /// backfill the layout says is complete is skipped.
     pub async fn set_passage_index(&self, on: bool) -> Result<(), BackendError> {
-        let was = self.engine.passage_index();
         // The engine's own maps are empty on this backend: only its flag moves.
-        self.engine.set_passage_index(on);
-        if was == on {
-            return Ok(());
-        }
+        self.engine.set_passage_index_flag(on);
         let epoch = self.passage_epoch.fetch_add(1, Ordering::AcqRel) + 1;
         if on {
             self.build_postings(false).await?;
