@@ -57,9 +57,21 @@ fn fresh_prefix() -> String {
 }
 
 async fn node(prefix: &str, p: EngineParams, clock: &Arc<ManualClock>) -> Node {
+    node_sized(prefix, p, clock, 2_000).await
+}
+
+async fn node_sized(
+    prefix: &str,
+    p: EngineParams,
+    clock: &Arc<ManualClock>,
+    expected_documents: u64,
+) -> Node {
     let clock: Arc<dyn neardup::engine::Clock> = Arc::clone(clock) as _;
     let engine = Arc::new(Engine::with_clock(p.validate().unwrap(), clock));
-    let redis = Arc::new(Redis::new(settings(prefix)));
+    let redis = Arc::new(Redis::new(RedisSettings {
+        expected_documents,
+        ..settings(prefix)
+    }));
     let index = RedisIndex::open(Arc::clone(&engine), redis, "default")
         .await
         .unwrap();
@@ -549,8 +561,8 @@ async fn latency_of_containment_and_jaccard_queries() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
     let clock = Arc::new(ManualClock::default());
-    let on = node(&fresh_prefix(), params(true, 1_000), &clock).await;
-    let off = node(&fresh_prefix(), params(false, 1_000), &clock).await;
+    let on = node_sized(&fresh_prefix(), params(true, 1_000), &clock, n as u64).await;
+    let off = node_sized(&fresh_prefix(), params(false, 1_000), &clock, n as u64).await;
     let texts: Vec<Vec<String>> = (0..n as u64).map(|i| words(i, 400)).collect();
     for (name, target) in [("index off", &off), ("index on", &on)] {
         let started = std::time::Instant::now();
@@ -571,6 +583,20 @@ async fn latency_of_containment_and_jaccard_queries() {
             started.elapsed().as_secs_f64()
         );
     }
+    // What the postings take in Redis (one copy, MEMORY USAGE of every
+    // posting hash), per document.
+    let mut bytes = 0u64;
+    for key in on.index.keys().posting_keys() {
+        let mut usage = redis::cmd("MEMORY");
+        usage.arg("USAGE").arg(&key).arg("SAMPLES").arg(0);
+        let b: Option<u64> = on.index.redis().one("test", usage).await.unwrap();
+        bytes += b.unwrap_or(0);
+    }
+    println!(
+        "postings: {} bytes a document ({} posting hashes)",
+        bytes / n as u64,
+        on.index.keys().posting_keys().count()
+    );
     let mut rng = StdRng::seed_from_u64(5);
     let mut timings: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for round in 0..300 {
