@@ -252,17 +252,12 @@ impl RedisIndex {
                 docs.push((i, gen, prepared.fingerprints().collect()));
             }
             walked += docs.len();
-            let calls = self.bucket_calls(
-                docs.iter()
-                    .map(|(i, g, f)| (*i, *g, &[] as &[u64], f.as_slice())),
+            let calls = self.posting_calls(
+                &ADD_ABSENT,
+                docs.iter().map(|(i, g, f)| (*i, *g, f.as_slice())),
             );
             if !calls.is_empty() {
-                self.redis
-                    .calls(
-                        "adding postings",
-                        Self::bucket_script_calls(&ADD_ABSENT, calls),
-                    )
-                    .await?;
+                self.redis.calls("adding postings", calls).await?;
             }
             self.redis
                 .counters
@@ -291,39 +286,51 @@ impl RedisIndex {
     }
 
     /// The posting buckets of `fingerprints` (distinct), one script call a
-    /// posting hash, all in one trip.
+    /// slot (over its posting hashes), all in one trip.
     async fn posting_buckets(
         &self,
         fingerprints: &[u32],
     ) -> Result<HashMap<u32, Bucket>, BackendError> {
         let common_at = self.engine.params().index.common_fingerprint_docs;
         let most = (common_at.saturating_mul(MEMBER)).to_string().into_bytes();
-        let mut by_hash: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        // slot tag → (its hashes, their indexes, the fingerprints asked).
+        type Slot = (Vec<String>, HashMap<u64, usize>, Vec<(usize, u32)>);
+        let mut by_slot: BTreeMap<u64, Slot> = BTreeMap::new();
         for &fp in fingerprints {
-            by_hash.entry(self.keys.posting(fp)).or_default().push(fp);
+            let group = self.keys.posting_group_of(fp);
+            let (hashes, index, asked) =
+                by_slot.entry(self.keys.posting_slot_of(group)).or_default();
+            let at = *index.entry(group).or_insert_with(|| {
+                hashes.push(self.keys.posting_key(group));
+                hashes.len()
+            });
+            asked.push((at, fp));
         }
-        let (hashes, fields): (Vec<String>, Vec<Vec<u32>>) = by_hash.into_iter().unzip();
-        let calls = hashes
+        let slots: Vec<Slot> = by_slot.into_values().collect();
+        let calls = slots
             .iter()
-            .zip(&fields)
-            .map(|(hash, fps)| {
-                let mut args = Vec::with_capacity(fps.len() + 1);
+            .map(|(hashes, _, asked)| {
+                let mut args = Vec::with_capacity(2 * asked.len() + 1);
                 args.push(most.clone());
-                args.extend(fps.iter().map(|f| f.to_le_bytes().to_vec()));
-                script_call(&POSTINGS_READ, vec![hash.clone()], args)
+                for &(at, fp) in asked {
+                    args.push(at.to_string().into_bytes());
+                    args.push(fp.to_le_bytes().to_vec());
+                }
+                script_call(&POSTINGS_READ, hashes.clone(), args)
             })
             .collect();
         let answers = self.redis.calls("reading posting buckets", calls).await?;
         let mut out = HashMap::with_capacity(fingerprints.len());
         let (mut read, mut common) = (0u64, 0u64);
-        for ((hash, fps), answer) in hashes.iter().zip(&fields).zip(answers) {
+        for ((hashes, _, asked), answer) in slots.iter().zip(answers) {
+            let hash = &hashes[0];
             let Value::Array(values) = answer else {
                 return Err(corrupt(hash, "the posting read answered no list"));
             };
-            if values.len() != fps.len() {
+            if values.len() != asked.len() {
                 return Err(corrupt(hash, "the posting read answered a short list"));
             }
-            for (&fp, value) in fps.iter().zip(values) {
+            for (&(_, fp), value) in asked.iter().zip(values) {
                 let bucket = match value {
                     Value::Int(n) => {
                         common += 1;

@@ -8,7 +8,7 @@
 //! fingerprint that is not common, at least one sees the other.
 
 use super::codec::{decode_record, member};
-use super::write::{parse_commit, Committed, Staged, APPEND};
+use super::write::{parse_commit, Committed, Staged, APPEND, POSTINGS_APPEND};
 use super::{corrupt, new_gen, BackendError, Conn, RedisIndex, Script};
 use crate::engine::{EngineError, NewDoc, Query, Record, UniqueOutcome, WriteMode};
 use std::collections::HashMap;
@@ -86,13 +86,12 @@ impl RedisIndex {
             }
         };
         self.redis.trip("claiming an id", vec![claim]).await?;
-        let calls = self.bucket_calls([(
-            doc.iid,
-            doc.gen,
-            doc.band_keys.as_slice(),
-            doc.fingerprints.as_slice(),
-        )]);
+        let calls = self.bucket_calls([(doc.iid, doc.gen, doc.band_keys.as_slice())]);
         let mut trip = Self::bucket_script_calls(&APPEND, calls);
+        trip.extend(self.posting_calls(
+            &POSTINGS_APPEND,
+            [(doc.iid, doc.gen, doc.fingerprints.as_slice())],
+        ));
         trip.extend(self.due_add_calls([(doc.due, member(doc.iid, doc.gen))]));
         self.redis.calls("appending bucket entries", trip).await?;
         // Trip 2: the buckets (by containment: the posting buckets), after

@@ -23,10 +23,20 @@ use std::sync::{Arc, LazyLock};
 pub(super) static APPEND: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/append.lua")));
 
+/// Append members to posting buckets of hashes sharing a slot. `KEYS` the
+/// hashes; ARGV: key index (1-based), field, member, …
+pub(super) static POSTINGS_APPEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/postings_append.lua")));
+
+/// Remove exactly these members from posting buckets of hashes sharing a
+/// slot (a field left empty goes). `KEYS` the hashes; ARGV: key index,
+/// field, member, …
+static POSTINGS_REMOVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/postings_remove.lua")));
+
 /// Remove exactly these members from fields of one bucket hash (a field
 /// left empty goes). `KEYS[1]` the hash; ARGV: field, member, …
-pub(super) static REMOVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/remove.lua")));
+static REMOVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/remove.lua")));
 
 /// The commit of a write. `KEYS[1]` the record, `KEYS[2]` its text (`KEYS[3]`
 /// the pending key of an if_unique write, which must still hold `ARGV[1]`);
@@ -151,27 +161,52 @@ impl RedisIndex {
     }
 
     /// The bucket commands for `docs`' members (append or remove), one
-    /// script call per bucket hash: band buckets by band key, posting
-    /// buckets by fingerprint (a posting bucket is a band bucket in
-    /// another hash, with a 4-byte field).
+    /// script call per bucket hash.
     pub(super) fn bucket_calls<'a>(
         &self,
-        docs: impl IntoIterator<Item = (u64, u32, &'a [u64], &'a [u32])>,
+        docs: impl IntoIterator<Item = (u64, u32, &'a [u64])>,
     ) -> BTreeMap<String, Vec<Vec<u8>>> {
         let mut by_hash: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
-        for (iid, gen, band_keys, fingerprints) in docs {
+        for (iid, gen, band_keys) in docs {
             for (band, &key) in band_keys.iter().enumerate() {
                 let args = by_hash.entry(self.keys.group(band, key)).or_default();
                 args.push(key.to_le_bytes().to_vec());
                 args.push(member(iid, gen).to_vec());
             }
+        }
+        by_hash
+    }
+
+    /// `script` (`POSTINGS_APPEND`, `POSTINGS_REMOVE`, `ADD_ABSENT`) calls
+    /// for the posting members of `docs` (iid, gen, fingerprints): one call
+    /// per slot, over the posting hashes of that slot (a posting bucket is
+    /// a band bucket in another hash, with a 4-byte field).
+    pub(super) fn posting_calls<'a>(
+        &self,
+        script: &'static Script,
+        docs: impl IntoIterator<Item = (u64, u32, &'a [u32])>,
+    ) -> Vec<Call> {
+        type Slot = (Vec<String>, HashMap<u64, usize>, Vec<Vec<u8>>);
+        // slot tag → (its hashes, their indexes, the args).
+        let mut by_slot: BTreeMap<u64, Slot> = BTreeMap::new();
+        for (iid, gen, fingerprints) in docs {
             for &fp in fingerprints {
-                let args = by_hash.entry(self.keys.posting(fp)).or_default();
+                let group = self.keys.posting_group_of(fp);
+                let (hashes, index, args) =
+                    by_slot.entry(self.keys.posting_slot_of(group)).or_default();
+                let at = *index.entry(group).or_insert_with(|| {
+                    hashes.push(self.keys.posting_key(group));
+                    hashes.len()
+                });
+                args.push(at.to_string().into_bytes());
                 args.push(fp.to_le_bytes().to_vec());
                 args.push(member(iid, gen).to_vec());
             }
         }
-        by_hash
+        by_slot
+            .into_values()
+            .map(|(hashes, _, args)| script_call(script, hashes, args))
+            .collect()
     }
 
     /// The script calls of `calls` (one per bucket hash).
@@ -247,11 +282,13 @@ impl RedisIndex {
                 fingerprints,
             ));
         }
-        let calls = self.bucket_calls(
-            docs.iter()
-                .map(|(i, g, k, f)| (*i, *g, k.as_slice(), f.as_slice())),
-        );
-        Ok(Self::bucket_script_calls(&REMOVE, calls))
+        let calls = self.bucket_calls(docs.iter().map(|(i, g, k, _)| (*i, *g, k.as_slice())));
+        let mut out = Self::bucket_script_calls(&REMOVE, calls);
+        out.extend(self.posting_calls(
+            &POSTINGS_REMOVE,
+            docs.iter().map(|(i, g, _, f)| (*i, *g, f.as_slice())),
+        ));
+        Ok(out)
     }
 
     /// Remove the entries of the stored records `olds`.
@@ -340,18 +377,23 @@ impl RedisIndex {
                 .iter()
                 .map(|&i| (i, self.stage(&items[i], now)))
                 .collect();
-            let calls = self.bucket_calls(staged.iter().map(|(_, s)| {
-                (
-                    s.iid,
-                    s.gen,
-                    s.band_keys.as_slice(),
-                    s.fingerprints.as_slice(),
-                )
-            }));
+            let calls = self.bucket_calls(
+                staged
+                    .iter()
+                    .map(|(_, s)| (s.iid, s.gen, s.band_keys.as_slice())),
+            );
             // Trip 1: every entry, and the counter as if every write
             // created a document (corrected with the cleanup below), so the
             // count is exact once a write is answered, in 2 trips.
             let mut trip = Self::bucket_script_calls(&APPEND, calls);
+            trip.extend(
+                self.posting_calls(
+                    &POSTINGS_APPEND,
+                    staged
+                        .iter()
+                        .map(|(_, s)| (s.iid, s.gen, s.fingerprints.as_slice())),
+                ),
+            );
             trip.extend(
                 self.due_add_calls(staged.iter().map(|(_, s)| (s.due, member(s.iid, s.gen)))),
             );
