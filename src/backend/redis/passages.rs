@@ -6,15 +6,15 @@
 //! passage index".
 //!
 //! **Posting buckets are band buckets.** A posting hash
-//! (`P:c:f:{f.<group>}`) holds, per fingerprint (a 4-byte field), the same
+//! (`P:c:f:{f.<group/16>}:<group>`) holds, per fingerprint (a 4-byte field), the same
 //! 12-byte `(iid, gen)` members as a band bucket, appended by the same
 //! script in the write's first trip and removed by the same exact-member
 //! script with the band entries of a delete, replace, expiry or refused
 //! write: so a posting is visible only once its record commits, and a stale
 //! one (another `gen`) is skipped like a stale band member.
 //!
-//! **Common fingerprints are not read.** One script per posting hash reads
-//! the buckets of a query's fingerprints in that hash: `HSTRLEN` first (a
+//! **Common fingerprints are not read.** One script per slot (16 posting
+//! hashes share one) reads the buckets of a query's fingerprints there: `HSTRLEN` first (a
 //! bucket's size is its length / 12, O(1)), the members only of buckets of
 //! at most `index.common_fingerprint_docs` members; a larger one answers
 //! its size, and is counted in [`PassageWork`] (its members may include
