@@ -127,8 +127,11 @@ fn main() {
         .par_iter()
         .filter_map(|(id, t)| Some((id.clone(), on.prepare(t).ok()?)))
         .collect();
-    let words_per_doc =
-        texts.iter().map(|(_, t)| t.split_whitespace().count()).sum::<usize>() as f64 / texts.len() as f64;
+    let words_per_doc = texts
+        .iter()
+        .map(|(_, t)| t.split_whitespace().count())
+        .sum::<usize>() as f64
+        / texts.len() as f64;
 
     // Text stage: shingling alone, then with the winnowing selection.
     let tok = Tokenizer::new(NormalizeOptions::default(), ShingleOptions::default(), 1);
@@ -238,8 +241,11 @@ fn main() {
                         .filter(|(i, _)| i % 3 != 1)
                         .map(|(_, l)| l)
                         .collect();
-                    let mut words: Vec<String> =
-                        kept.join(" ").split_whitespace().map(str::to_owned).collect();
+                    let mut words: Vec<String> = kept
+                        .join(" ")
+                        .split_whitespace()
+                        .map(str::to_owned)
+                        .collect();
                     let mut k = rng.below(60);
                     while k < words.len() {
                         words[k] = format!("edited{k}");
@@ -258,8 +264,7 @@ fn main() {
                 let truth: BTreeSet<String> = records
                     .par_iter()
                     .filter(|r| {
-                        Engine::passage_in(&passage.ordered, passage.doc.shingles(), r.shingles())
-                            .0
+                        Engine::passage_in(&passage.ordered, passage.doc.shingles(), r.shingles()).0
                             >= run
                     })
                     .map(|r| r.id().to_string())
@@ -278,8 +283,11 @@ fn main() {
             }
             let t = if kind == "excerpt" { 0.9 } else { 0.8 };
             let doc = on.prepare(&query_text).expect("words");
-            let q = Query::new(on.threshold_for(Measure::QueryInStored, Some(t)).unwrap(), 10_000)
-                .measure(Measure::QueryInStored);
+            let q = Query::new(
+                on.threshold_for(Measure::QueryInStored, Some(t)).unwrap(),
+                10_000,
+            )
+            .measure(Measure::QueryInStored);
             let truth: BTreeSet<String> = records
                 .par_iter()
                 .filter(|r| {
@@ -299,9 +307,11 @@ fn main() {
             found_n += truth.intersection(&got).count();
             wrong += got.difference(&truth).count();
         }
-        recall.push(json!({"kind": kind, "queries": planted, "true_pairs": truth_n,
+        recall.push(
+            json!({"kind": kind, "queries": planted, "true_pairs": truth_n,
             "recall": found_n as f64 / truth_n.max(1) as f64,
-            "precision": found_n as f64 / (found_n + wrong).max(1) as f64}));
+            "precision": found_n as f64 / (found_n + wrong).max(1) as f64}),
+        );
     }
 
     // Pair scans.

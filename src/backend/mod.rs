@@ -418,6 +418,7 @@ impl Backend {
                     "read_from_replicas": s.read_from_replicas,
                     "store_text": r.stores_text(),
                     "cluster_up": r.redis().is_healthy(),
+                    "passage_index": r.passage_stats(),
                 })
             }
         }

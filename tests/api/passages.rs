@@ -569,7 +569,10 @@ async fn the_cli_dedups_by_containment_as_the_server_does() {
 async fn the_worked_containment_example() {
     let app = spawn_app_with(settings()).await;
     let r = app
-        .put_json("/documents/d", &json!({"text": "The night is dark and the moon is red."}))
+        .put_json(
+            "/documents/d",
+            &json!({"text": "The night is dark and the moon is red."}),
+        )
         .await;
     assert_eq!(r.status(), 201);
     let q1 = similar_text(

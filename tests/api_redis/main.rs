@@ -48,6 +48,7 @@ mod similar;
 
 mod due_index;
 mod failover;
+mod passage_index;
 mod recipe;
 mod reindex;
 mod texts;

@@ -5,19 +5,35 @@
 //! can read it without a parser):
 //!
 //! ```text
-//!   0      u8   version (1)
+//!   0      u8   version (2; 1 is still read)
 //!   1..5   u32  gen: random per write; bucket members carry it
 //!   5..13  u64  created_ms
 //!   13..21 u64  expires_ms (0: none of its own)
 //!   21..23 u16  id length n, then n bytes of id (UTF-8)
 //!   varint metadata length + 1 (0: none), then the metadata (JSON text)
 //!   varint shingle count, then the sorted shingles as varint deltas
+//!   version 2 only: varint count of passage fingerprints, then their
+//!     positions among the sorted shingles as varint deltas (increasing)
 //! ```
+//!
+//! The fingerprints (the shingles winnowing picked, `text::winnow`) are
+//! kept as positions, ~1 byte each (~40 bytes for a 400-word article):
+//! they need the text's order, which the set alone does not have. A
+//! version 1 record has none; it is read with the sampled stand-in
+//! (`Engine::prepared_from_shingles(.., None)`). The header is the same in
+//! both versions, so the scripts read either.
 //!
 //! No signature: it is recomputed from the shingles when a record is read
 //! (`Engine::prepared_from_shingles`), which keeps a record at ~400 bytes.
 //!
 //! **Member** of a bucket: 12 bytes, `iid` (u64) then `gen` (u32).
+//!
+//! **Posting buckets** (the passage index, when a collection keeps it): the
+//! same hashes of members as the band buckets, named
+//! `{prefix}:{collection}:f:{f.<group/16>}:<group>`, field = the fingerprint
+//! (u32 LE, 4 bytes); the group is the top bits of a mix of the fingerprint
+//! ([`Keys::posting_group_of`]: winnowing picks window minima, so the raw
+//! values are skewed low).
 //!
 //! **Due index** (what the retention sweep reads instead of every record):
 //! each record's member is also appended to one *due bucket*, a string of
@@ -31,7 +47,14 @@
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-pub const RECORD_VERSION: u8 = 1;
+pub const RECORD_VERSION: u8 = 2;
+/// The version before passage fingerprints (still read).
+pub const RECORD_VERSION_1: u8 = 1;
+/// Posting hashes per band hash: `2^POSTING_EXTRA_BITS` times as many
+/// (a 400-word article has ~40 fingerprints and 21 band keys).
+pub const POSTING_EXTRA_BITS: u32 = 5;
+/// Posting hashes that share a slot: `2^POSTING_SLOT_BITS`.
+pub const POSTING_SLOT_BITS: u32 = 4;
 /// Bytes before the id.
 pub const HEADER: usize = 23;
 pub const MEMBER: usize = 12;
@@ -108,6 +131,46 @@ impl Keys {
 
     pub fn group_key(&self, band: usize, group: u64) -> String {
         format!("{}:g:{{{band}.{group:x}}}", self.base)
+    }
+
+    /// Bits of a fingerprint's mix that pick its posting hash.
+    pub fn posting_bits(&self) -> u32 {
+        (self.group_bits + POSTING_EXTRA_BITS).min(24)
+    }
+
+    /// The posting hash number of a fingerprint: the top bits of its mix.
+    pub fn posting_group_of(&self, fingerprint: u32) -> u64 {
+        let mixed =
+            (u64::from(fingerprint) ^ 0x6670_7269_6e74_7321).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        mixed >> (64 - self.posting_bits())
+    }
+
+    /// The posting hash holding `fingerprint`'s bucket.
+    pub fn posting(&self, fingerprint: u32) -> String {
+        self.posting_key(self.posting_group_of(fingerprint))
+    }
+
+    /// Posting hash number `group`; tagged `f.<group / 16>`, so the hashes
+    /// spread over the slots, 16 of them share one (a write's or a query's
+    /// script call covers the hashes of one slot at once: 16 times fewer
+    /// calls than one per hash, for hashes of the same size), and never
+    /// share a tag with a band hash.
+    pub fn posting_key(&self, group: u64) -> String {
+        format!(
+            "{}:f:{{f.{:x}}}:{group:x}",
+            self.base,
+            group >> POSTING_SLOT_BITS
+        )
+    }
+
+    /// The slot tag number of posting hash `group`.
+    pub fn posting_slot_of(&self, group: u64) -> u64 {
+        group >> POSTING_SLOT_BITS
+    }
+
+    /// Every posting hash of the collection (to drop the index).
+    pub fn posting_keys(&self) -> impl Iterator<Item = String> + '_ {
+        (0..1u64 << self.posting_bits()).map(|g| self.posting_key(g))
     }
 
     /// The collection's metadata (layout, settings), one slot.
@@ -223,7 +286,7 @@ pub fn decode_head(bytes: &[u8]) -> Result<RecordHead, CorruptRecord> {
     if bytes.len() < HEADER {
         return Err(CorruptRecord("shorter than its header"));
     }
-    if bytes[0] != RECORD_VERSION {
+    if bytes[0] != RECORD_VERSION && bytes[0] != RECORD_VERSION_1 {
         return Err(CorruptRecord("unknown record version"));
     }
     let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
@@ -251,6 +314,9 @@ pub struct StoredRecord {
     pub id: String,
     pub metadata: Option<String>,
     pub shingles: Vec<u32>,
+    /// The passage fingerprints as a bitmap over `shingles`
+    /// (`text::winnow`); `None` in a version 1 record.
+    pub selection: Option<Box<[u32]>>,
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -274,7 +340,8 @@ fn get_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
     None
 }
 
-/// Encode a record (`shingles` sorted and distinct).
+/// Encode a record (`shingles` sorted and distinct): version 2 with the
+/// fingerprint bitmap `selection` (over `shingles`), version 1 without.
 pub fn encode_record(
     gen: u32,
     created_ms: u64,
@@ -282,10 +349,15 @@ pub fn encode_record(
     id: &str,
     metadata: Option<&str>,
     shingles: &[u32],
+    selection: Option<&[u32]>,
 ) -> Vec<u8> {
     let meta_len = metadata.map_or(0, str::len);
-    let mut out = Vec::with_capacity(HEADER + id.len() + meta_len + 8 + shingles.len() * 3);
-    out.push(RECORD_VERSION);
+    let mut out = Vec::with_capacity(HEADER + id.len() + meta_len + 16 + shingles.len() * 4);
+    out.push(if selection.is_some() {
+        RECORD_VERSION
+    } else {
+        RECORD_VERSION_1
+    });
     out.extend_from_slice(&gen.to_le_bytes());
     out.extend_from_slice(&created_ms.to_le_bytes());
     out.extend_from_slice(&expires_ms.to_le_bytes());
@@ -306,6 +378,35 @@ pub fn encode_record(
         put_varint(&mut out, u64::from(delta));
         prev = s;
     }
+    if let Some(bits) = selection {
+        debug_assert_eq!(
+            bits.len(),
+            crate::text::winnow::bitmap_words(shingles.len())
+        );
+        let positions = bit_positions(bits, shingles.len());
+        put_varint(&mut out, positions.len() as u64);
+        let mut prev = 0usize;
+        for (i, &p) in positions.iter().enumerate() {
+            put_varint(&mut out, (if i == 0 { p } else { p - prev }) as u64);
+            prev = p;
+        }
+    }
+    out
+}
+
+/// The set bits of a bitmap below `n`, increasing.
+fn bit_positions(bits: &[u32], n: usize) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (wi, &word) in bits.iter().enumerate() {
+        let mut word = word;
+        while word != 0 {
+            let p = wi * 32 + word.trailing_zeros() as usize;
+            word &= word - 1;
+            if p < n {
+                out.push(p);
+            }
+        }
+    }
     out
 }
 
@@ -316,7 +417,7 @@ pub struct CorruptRecord(pub &'static str);
 
 /// The `gen` of an encoded record, read from its header.
 pub fn record_gen(bytes: &[u8]) -> Option<u32> {
-    (bytes.len() >= HEADER && bytes[0] == RECORD_VERSION)
+    (bytes.len() >= HEADER && (bytes[0] == RECORD_VERSION || bytes[0] == RECORD_VERSION_1))
         .then(|| u32::from_le_bytes(bytes[1..5].try_into().expect("4 bytes")))
 }
 
@@ -358,6 +459,25 @@ pub fn decode_record(bytes: &[u8]) -> Result<StoredRecord, CorruptRecord> {
         shingles.push(v as u32);
         prev = v;
     }
+    let selection = if bytes[0] == RECORD_VERSION {
+        let count = get_varint(bytes, &mut at).ok_or(CorruptRecord("bad fingerprint count"))?;
+        if count as usize > n {
+            return Err(CorruptRecord("more fingerprints than shingles"));
+        }
+        let mut bits = vec![0u32; crate::text::winnow::bitmap_words(n)];
+        let mut p = 0u64;
+        for i in 0..count {
+            let d = get_varint(bytes, &mut at).ok_or(CorruptRecord("truncated fingerprints"))?;
+            p = if i == 0 { d } else { p + d };
+            if (i > 0 && d == 0) || p >= n as u64 {
+                return Err(CorruptRecord("fingerprints out of order"));
+            }
+            bits[p as usize / 32] |= 1 << (p % 32);
+        }
+        Some(bits.into_boxed_slice())
+    } else {
+        None
+    };
     if at != bytes.len() {
         return Err(CorruptRecord("trailing bytes"));
     }
@@ -368,6 +488,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<StoredRecord, CorruptRecord> {
         id,
         metadata,
         shingles,
+        selection,
     })
 }
 
@@ -386,7 +507,7 @@ mod tests {
             ("a", None),
             ("x", Some("{}")),
         ] {
-            let bytes = encode_record(0xdead_beef, 1_700_000_000_123, 0, id, meta, &shingles);
+            let bytes = encode_record(0xdead_beef, 1_700_000_000_123, 0, id, meta, &shingles, None);
             assert_eq!(record_gen(&bytes), Some(0xdead_beef));
             let r = decode_record(&bytes).unwrap();
             assert_eq!(r.id, id);
@@ -403,6 +524,7 @@ mod tests {
     fn a_head_read_from_the_first_bytes_agrees_with_the_whole_record() {
         let shingles: Vec<u32> = (0..150).map(|i| i * 28_000_000).collect();
         let longest = "é".repeat(crate::engine::MAX_ID_BYTES / 2);
+        let sel = crate::text::winnow::sampled_bitmap(&shingles, 20);
         for (id, meta, expires) in [
             (
                 "café-№1 “quoted” 東京",
@@ -412,7 +534,15 @@ mod tests {
             ("a", None, 0),
             (longest.as_str(), Some("{}"), 7),
         ] {
-            let bytes = encode_record(42, 1_700_000_000_123, expires, id, meta, &shingles);
+            let bytes = encode_record(
+                42,
+                1_700_000_000_123,
+                expires,
+                id,
+                meta,
+                &shingles,
+                Some(&sel),
+            );
             let whole = decode_record(&bytes).unwrap();
             // What GETRANGE 0 HEAD_AND_ID-1 returns: the record, cut there.
             let head = decode_head(&bytes[..bytes.len().min(HEAD_AND_ID)]).unwrap();
@@ -426,7 +556,7 @@ mod tests {
                 )
             );
         }
-        let bytes = encode_record(42, 1, 0, "abc", None, &shingles);
+        let bytes = encode_record(42, 1, 0, "abc", None, &shingles, None);
         assert!(
             decode_head(&bytes[..HEADER + 2]).is_err(),
             "an id cut short"
@@ -442,7 +572,7 @@ mod tests {
     fn delta_varints_keep_a_typical_record_small() {
         // 150 shingles spread over u32: ~4 bytes each as deltas of ~2^25.
         let shingles: Vec<u32> = (0..150u32).map(|i| i * 28_000_000 + 5).collect();
-        let bytes = encode_record(1, 2, 0, "doc-1", None, &shingles);
+        let bytes = encode_record(1, 2, 0, "doc-1", None, &shingles, None);
         assert!(
             bytes.len() < HEADER + 5 + 2 + 150 * 4 + 4,
             "{}",
@@ -452,19 +582,101 @@ mod tests {
 
     #[test]
     fn damaged_records_are_refused_not_misread() {
-        let bytes = encode_record(1, 2, 3, "id", Some("{}"), &[1, 2, 3]);
-        for cut in 0..bytes.len() {
-            assert!(decode_record(&bytes[..cut]).is_err(), "cut at {cut}");
+        for bytes in [
+            encode_record(1, 2, 3, "id", Some("{}"), &[1, 2, 3], None),
+            encode_record(1, 2, 3, "id", Some("{}"), &[1, 2, 3], Some(&[0b101])),
+        ] {
+            for cut in 0..bytes.len() {
+                assert!(decode_record(&bytes[..cut]).is_err(), "cut at {cut}");
+            }
+            let mut longer = bytes.clone();
+            longer.push(0);
+            assert!(decode_record(&longer).is_err());
+            let mut v3 = bytes;
+            v3[0] = 3;
+            assert_eq!(
+                decode_record(&v3),
+                Err(CorruptRecord("unknown record version"))
+            );
         }
-        let mut longer = bytes.clone();
-        longer.push(0);
-        assert!(decode_record(&longer).is_err());
-        let mut v2 = bytes;
-        v2[0] = 2;
+        // A fingerprint position past the shingles, or repeated.
+        let mut bad = encode_record(1, 2, 3, "id", None, &[1, 2, 3], Some(&[0b100]));
+        *bad.last_mut().unwrap() = 3;
         assert_eq!(
-            decode_record(&v2),
-            Err(CorruptRecord("unknown record version"))
+            decode_record(&bad),
+            Err(CorruptRecord("fingerprints out of order"))
         );
+        let mut bad = encode_record(1, 2, 3, "id", None, &[1, 2, 3], Some(&[0b11]));
+        *bad.last_mut().unwrap() = 0;
+        assert_eq!(
+            decode_record(&bad),
+            Err(CorruptRecord("fingerprints out of order"))
+        );
+    }
+
+    #[test]
+    fn version_2_keeps_the_fingerprint_bitmap_and_version_1_still_reads() {
+        use crate::text::winnow;
+        for n in [1usize, 31, 32, 33, 150, 1000] {
+            let shingles: Vec<u32> = (0..n as u32).map(|i| i * 4_000_000 + 7).collect();
+            for bits in [
+                winnow::sampled_bitmap(&shingles, 20),
+                vec![0u32; winnow::bitmap_words(n)].into_boxed_slice(),
+                {
+                    let mut all = vec![u32::MAX; winnow::bitmap_words(n)];
+                    if n % 32 != 0 {
+                        *all.last_mut().unwrap() = (1u32 << (n % 32)) - 1;
+                    }
+                    all.into_boxed_slice()
+                },
+            ] {
+                let v2 = encode_record(9, 10, 11, "doc", Some("{}"), &shingles, Some(&bits));
+                assert_eq!(v2[0], RECORD_VERSION);
+                let r = decode_record(&v2).unwrap();
+                assert_eq!(r.shingles, shingles);
+                assert_eq!(r.selection.as_deref(), Some(&*bits), "n = {n}");
+                assert_eq!(record_gen(&v2), Some(9));
+                let head = decode_head(&v2).unwrap();
+                assert_eq!((head.gen, head.id.as_str()), (9, "doc"));
+                // Positions cost about a byte each at the winnowing density.
+                let v1 = encode_record(9, 10, 11, "doc", Some("{}"), &shingles, None);
+                assert!(v2.len() <= v1.len() + 2 + 2 * winnow::count(&bits));
+            }
+            let v1 = encode_record(9, 10, 11, "doc", None, &shingles, None);
+            assert_eq!(v1[0], RECORD_VERSION_1);
+            let r = decode_record(&v1).unwrap();
+            assert_eq!((r.shingles.len(), r.selection), (n, None));
+        }
+    }
+
+    #[test]
+    fn posting_hashes_spread_and_never_share_a_band_tag() {
+        let k = Keys::new("nd1", "default", 3);
+        assert_eq!(k.posting_bits(), 3 + POSTING_EXTRA_BITS);
+        assert_eq!(k.posting_keys().count(), 256);
+        // Window minima are small numbers: the mix still spreads them.
+        let mut used = std::collections::HashSet::new();
+        for fp in 0..4096u32 {
+            used.insert(k.posting_group_of(fp));
+        }
+        assert!(used.len() > 240, "{}", used.len());
+        let key = k.posting(12345);
+        assert!(key.starts_with("nd1:default:f:{f."), "{key}");
+        // 16 posting hashes a slot tag, each its own key.
+        let tag = |key: &str| key[key.find('{').unwrap()..=key.find('}').unwrap()].to_owned();
+        let keys: Vec<String> = k.posting_keys().collect();
+        assert_eq!(tag(&keys[0]), tag(&keys[15]));
+        assert_ne!(tag(&keys[15]), tag(&keys[16]));
+        assert_eq!(keys[17], "nd1:default:f:{f.1}:11");
+        assert_eq!(
+            keys.iter()
+                .map(|k| tag(k))
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
+            16
+        );
+        assert!(k.posting_keys().any(|p| p == key));
+        assert_eq!(Keys::new("p", "c", 24).posting_bits(), 24);
     }
 
     #[test]

@@ -192,6 +192,13 @@ pub struct RedisCounters {
     pub check_failures: AtomicU64,
     /// Fresh connections made after a failed check.
     pub reconnects: AtomicU64,
+    /// Posting buckets (passage index) read in full by queries and scans.
+    pub postings_read: AtomicU64,
+    /// Posting buckets skipped as common (more than
+    /// `index.common_fingerprint_docs` members): sized, not read.
+    pub postings_common: AtomicU64,
+    /// Records whose postings a backfill (switching the index on) added.
+    pub postings_backfilled: AtomicU64,
 }
 
 /// What the last check of the cluster saw (see [`Redis::check`]).

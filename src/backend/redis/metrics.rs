@@ -20,11 +20,12 @@ struct RedirectLabels {
 pub struct RedisMetrics {
     registry: Registry,
     /// round trips, commands, errors, timeouts, replication failures,
-    /// retries, check failures, reconnects: counters fed from
+    /// retries, check failures, reconnects, posting reads, common postings
+    /// skipped, postings backfilled: counters fed from
     /// [`RedisCounters`](super::conn::RedisCounters)' totals.
-    counters: [Counter; 8],
+    counters: [Counter; 11],
     /// Those totals at the last scrape.
-    seen: Mutex<[u64; 8]>,
+    seen: Mutex<[u64; 11]>,
     up: Gauge,
     primaries: Gauge,
     redirections: Family<RedirectLabels, Gauge>,
@@ -33,7 +34,7 @@ pub struct RedisMetrics {
 impl RedisMetrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("neardup_redis");
-        let counters: [Counter; 8] = Default::default();
+        let counters: [Counter; 11] = Default::default();
         for (c, (name, help)) in counters.iter().zip([
             ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
             ("commands", "Commands sent to Redis"),
@@ -43,6 +44,9 @@ impl RedisMetrics {
             ("retries", "if_unique writes that met a concurrent near-duplicate write, withdrew and tried again"),
             ("check_failures", "Checks of the cluster (every storage.redis.watch_interval_ms) that failed"),
             ("reconnects", "Fresh connections to the cluster made after a failed check (a new slot map from the seed nodes)"),
+            ("posting_reads", "Posting buckets of the passage index read in full by containment queries, passage lookups and containment scans"),
+            ("posting_common_skipped", "Posting buckets skipped as common (more than index.common_fingerprint_docs members): sized, not read, reported in the answer"),
+            ("posting_backfilled", "Records whose postings a backfill added (the passage index switched on for stored documents)"),
         ]) {
             registry.register(name, help, c.clone());
         }
@@ -67,7 +71,7 @@ impl RedisMetrics {
         Self {
             registry,
             counters,
-            seen: Mutex::new([0; 8]),
+            seen: Mutex::new([0; 11]),
             up,
             primaries,
             redirections,
@@ -86,6 +90,9 @@ impl RedisMetrics {
             &c.retries,
             &c.check_failures,
             &c.reconnects,
+            &c.postings_read,
+            &c.postings_common,
+            &c.postings_backfilled,
         ]
         .map(|a| a.load(Ordering::Relaxed));
         let mut seen = self.seen.lock().expect("metrics lock");

@@ -18,6 +18,8 @@
 //! - `unique.rs`: insert_if_unique (publish, then verify);
 //! - `scan.rs`: scan_pairs, every pair of a collection, band by band;
 //! - `sweep.rs`: purge_expired and the due index it reads;
+//! - `passages.rs`: the passage index (posting buckets): containment
+//!   queries, passage lookups, containment pairs, switching it on and off;
 //! - `catalog.rs`: the catalog of named collections every node shares;
 //! - `conn.rs`, `codec.rs`, `metrics.rs`: the connection, the key layout and
 //!   record encoding, `neardup_redis_*`.
@@ -72,6 +74,11 @@ pub struct RedisIndex {
     /// When this node next walks every record instead of reading the due
     /// index (`None`: at its next sweep); see [`WALK_EVERY`](sweep::WALK_EVERY).
     next_walk: std::sync::Mutex<Option<Instant>>,
+    /// Moved by every switch of the passage index (a delayed repeat of an
+    /// older switch sees it moved and does nothing).
+    passage_epoch: Arc<AtomicU64>,
+    /// A backfill of the postings runs on this node.
+    backfilling: std::sync::atomic::AtomicBool,
 }
 
 fn corrupt(key: &str, e: impl std::fmt::Display) -> BackendError {
@@ -118,7 +125,11 @@ impl RedisIndex {
         let probe = Keys::new(&prefix, name, 0);
         let wanted = codec::group_bits_for(redis.settings.expected_documents);
         let recipe = engine.params().normalize.recipe_name();
-        let meta = format!("layout=1;group_bits={wanted};text={recipe}");
+        // A new collection's postings are complete if it keeps the index.
+        let meta = format!(
+            "layout=1;group_bits={wanted};{};text={recipe}",
+            passages::layout_field(engine.passage_index())
+        );
         let mut set = redis::cmd("SET");
         set.arg(probe.meta()).arg(&meta).arg("NX");
         let _: Option<String> = redis.one("writing the collection layout", set).await?;
@@ -147,9 +158,48 @@ impl RedisIndex {
             store_text: std::sync::atomic::AtomicBool::new(false),
             paused: std::sync::atomic::AtomicBool::new(false),
             next_walk: std::sync::Mutex::new(None),
+            passage_epoch: Arc::new(AtomicU64::new(0)),
+            backfilling: std::sync::atomic::AtomicBool::new(false),
         };
         this.refresh_count().await?;
+        // The passage index as configured against what the layout says the
+        // stored data has: postings added if they are missing (a collection
+        // written without the index, or while it was off), or the layout
+        // told they are no longer kept whole (this node does not write them;
+        // they are left for nodes that still read them, and dropped when the
+        // index is switched off).
+        let complete = passages::layout_has_postings(&stored);
+        if this.passage_index() && !complete {
+            this.build_postings(true).await?;
+        } else if !this.passage_index() && complete {
+            this.mark_postings(false).await?;
+        }
         Ok(this)
+    }
+
+    /// Another handle on the same collection (for a task that outlives a
+    /// call): the same engine, connection, keys and switch epoch.
+    fn shadow(&self) -> Self {
+        Self {
+            engine: Arc::clone(&self.engine),
+            redis: Arc::clone(&self.redis),
+            keys: self.keys.clone(),
+            documents: AtomicU64::new(self.documents.load(Ordering::Relaxed)),
+            store_text: std::sync::atomic::AtomicBool::new(self.stores_text()),
+            paused: std::sync::atomic::AtomicBool::new(self.paused.load(Ordering::Relaxed)),
+            next_walk: std::sync::Mutex::new(None),
+            passage_epoch: Arc::clone(&self.passage_epoch),
+            backfilling: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The passage index's state, for `/stats`.
+    pub fn passage_stats(&self) -> serde_json::Value {
+        serde_json::json!({
+            "on": self.passage_index(),
+            "posting_hashes": 1u64 << self.keys.posting_bits(),
+            "backfilling": self.backfilling.load(Ordering::Relaxed),
+        })
     }
 
     /// Keep the texts of writes from now on (or stop).

@@ -1,42 +1,554 @@
-//! The passage index in Redis (containment queries, passage lookups,
-//! containment pairs). PLACEHOLDER while the Redis side is built.
+//! The passage index in Redis: posting buckets (fingerprint → members),
+//! kept with every write when the collection keeps the index, and what
+//! reads them: containment queries, passage lookups, `if_unique` by
+//! containment, containment pairs, and switching the index on (backfill)
+//! and off (drop). Layout and round trips: docs/redis-layout.md, "The
+//! passage index".
+//!
+//! **Posting buckets are band buckets.** A posting hash
+//! (`P:c:f:{f.<group/16>}:<group>`) holds, per fingerprint (a 4-byte field), the same
+//! 12-byte `(iid, gen)` members as a band bucket, appended by the same
+//! script in the write's first trip and removed by the same exact-member
+//! script with the band entries of a delete, replace, expiry or refused
+//! write: so a posting is visible only once its record commits, and a stale
+//! one (another `gen`) is skipped like a stale band member.
+//!
+//! **Common fingerprints are not read.** One script per slot (16 posting
+//! hashes share one) reads the buckets of a query's fingerprints there: `HSTRLEN` first (a
+//! bucket's size is its length / 12, O(1)), the members only of buckets of
+//! at most `index.common_fingerprint_docs` members; a larger one answers
+//! its size, and is counted in [`PassageWork`] (its members may include
+//! stale ones: the count is an upper bound). So a query reads at most
+//! fingerprints × common_fingerprint_docs members, however common its
+//! passages are, in one trip.
+//!
+//! **Answers are the memory engine's.** Candidates are ranked by shared
+//! fingerprints, their current records read, and verified by the engine's
+//! own functions (`Engine::verify_contained_candidates`,
+//! `Engine::verify_passage_candidates`, `Engine::worth_verifying`).
+//!
+//! **Switching, and nodes that learn it late.** The flag is this node's
+//! engine's (`index.passage_index` of the collection). Turning it on
+//! backfills the postings of every stored record (a walk of the record
+//! keys, members added only if absent, so it can run twice or on two nodes)
+//! and records `passages=1` in the collection's layout key; turning it off
+//! records `passages=0` and deletes every posting hash. A node that has not
+//! yet seen the change keeps writing as before, so the node that made it
+//! runs the same step again [`settle_delay`] later (two watch intervals,
+//! by when every node has applied it, plus the command timeout, by when
+//! every write it started has landed): a document written meanwhile
+//! without postings gets them then. Deletes of such a node leave their
+//! postings behind: stale members, skipped on read, 12 bytes each until
+//! the index is dropped.
 
-use super::RedisIndex;
-use crate::backend::BackendError;
-use crate::engine::{Edge, Measure, Passage, PassageOutcome, ScanStats, Threshold};
+use super::codec::{iid, members, MEMBER};
+use super::{corrupt, script_call, BackendError, RedisIndex, Script, SCAN_READ};
+use crate::engine::{
+    Edge, Engine, EngineError, Measure, Passage, PassageOutcome, PassageWork, Prepared, Query,
+    QueryOutcome, Record, ScanStats, Threshold,
+};
+use redis::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+/// Read the posting buckets of some fingerprints of one hash, skipping
+/// (and sizing) the common ones. `KEYS[1]` the posting hash; `ARGV[1]` the
+/// most bytes a bucket read in full may hold, `ARGV[2..]` the fields.
+static POSTINGS_READ: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/postings_read.lua")));
+
+/// Append members to fields of one bucket hash unless already there (the
+/// backfill). `KEYS[1]` the hash; ARGV: field, member, …
+static ADD_ABSENT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/add_absent.lua")));
+
+/// Set one `name=value` of the layout key. `KEYS[1]` the layout key;
+/// `ARGV[1]` the name, `ARGV[2]` the value.
+static META_SET: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/meta_set.lua")));
+
+/// Bucket entries one query reads at most (the memory engine's bound).
+const MAX_READ: usize = 200_000;
+/// Document counts of common fingerprints an answer lists (as in memory).
+const COMMON_LISTED: usize = 10;
+/// Candidate records read per trip by a query.
+const CANDIDATE_READ: usize = 256;
+/// Records a containment pair scan handles per step (their postings are
+/// read in one trip).
+const SCAN_STEP: usize = 1024;
+/// The layout key's field that says the postings are complete.
+const META_FIELD: &str = "passages";
+
+/// A posting bucket as read.
+enum Bucket {
+    /// Its members, each once.
+    Members(Vec<(u64, u32)>),
+    /// More than `common_fingerprint_docs` members: not read; how many.
+    Common(usize),
+}
+
+/// What a containment scan gathered for one record: the later documents'
+/// versions sharing its fingerprints, with how many; its common ones.
+type Gathered = (HashMap<(u64, u32), usize>, usize);
+
+/// What the posting buckets of a query's fingerprints gave.
+pub(super) struct Postings {
+    /// (iid, gen) → fingerprints of the query that version shares.
+    shared: HashMap<(u64, u32), usize>,
+    pub(super) work: PassageWork,
+    pub(super) truncated: bool,
+}
+
+impl Postings {
+    /// Every document met, with the most fingerprints any of its versions
+    /// shares: most first, then by iid.
+    pub(super) fn ranked(&self) -> Vec<(u64, usize)> {
+        let mut best: HashMap<u64, usize> = HashMap::new();
+        for (&(i, _), &n) in &self.shared {
+            let b = best.entry(i).or_default();
+            *b = (*b).max(n);
+        }
+        let mut out: Vec<(u64, usize)> = best.into_iter().collect();
+        out.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        out
+    }
+
+    /// How many fingerprints version `gen` of `iid` shares (`None`: the
+    /// version was not in the buckets: stale, or written after them).
+    pub(super) fn shared(&self, iid: u64, gen: u32) -> Option<usize> {
+        self.shared.get(&(iid, gen)).copied()
+    }
+
+    /// The versions met of each document.
+    pub(super) fn gens(&self) -> HashMap<u64, Vec<u32>> {
+        let mut out: HashMap<u64, Vec<u32>> = HashMap::new();
+        for &(i, g) in self.shared.keys() {
+            out.entry(i).or_default().push(g);
+        }
+        out
+    }
+}
+
+/// How long after a switch the node that made it runs its step again (see
+/// the module docs).
+fn settle_delay(settings: &crate::config::RedisSettings) -> Duration {
+    Duration::from_millis(2 * settings.watch_interval_ms + settings.command_timeout_ms)
+}
+
+/// Whether a layout string says the postings are complete.
+pub(super) fn layout_has_postings(meta: &str) -> bool {
+    meta.split(';')
+        .any(|kv| kv == format!("{META_FIELD}=1").as_str())
+}
+
+/// The field a layout string gets for a collection created with the index
+/// `on` (an empty collection's postings are complete).
+pub(super) fn layout_field(on: bool) -> String {
+    format!("{META_FIELD}={}", u8::from(on))
+}
 
 impl RedisIndex {
+    /// Whether this node keeps the passage index of the collection.
     pub fn passage_index(&self) -> bool {
-        false
+        self.engine.passage_index()
     }
 
-    pub async fn set_passage_index(&self, _on: bool) -> Result<(), BackendError> {
-        Err(BackendError::Internal(
-            "passage index on redis: not built yet".into(),
+    /// Keep the passage index (backfill every stored record's postings) or
+    /// drop it (delete every posting hash), and do it again after
+    /// [`settle_delay`] for writes of nodes that learn it later (module docs).
+    /// Idempotent: the step runs whatever this node's flag was (its watch
+    /// may have applied the catalog entry of this very change first), and a
+    /// backfill the layout says is complete is skipped.
+    pub async fn set_passage_index(&self, on: bool) -> Result<(), BackendError> {
+        // The engine's own maps are empty on this backend: only its flag moves.
+        self.engine.set_passage_index_flag(on);
+        let epoch = self.passage_epoch.fetch_add(1, Ordering::AcqRel) + 1;
+        if on {
+            self.build_postings(false).await?;
+        } else {
+            self.drop_postings().await?;
+        }
+        let later = self.shadow();
+        let delay = settle_delay(&self.redis.settings);
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            // A later switch (either way) runs its own step.
+            if later.passage_epoch.load(Ordering::Acquire) != epoch
+                || later.engine.passage_index() != on
+            {
+                return;
+            }
+            let done = if on {
+                later.build_postings(true).await.map(drop)
+            } else {
+                later.drop_postings().await
+            };
+            if let Err(e) = done {
+                tracing::warn!(keys = later.keys.base(), error = %e, on, "repeating the passage index switch failed; switch it again to repair");
+            }
+        });
+        Ok(())
+    }
+
+    /// Set `passages=` of the layout key.
+    pub(super) async fn mark_postings(&self, complete: bool) -> Result<(), BackendError> {
+        let call = script_call(
+            &META_SET,
+            vec![self.keys.meta()],
+            vec![
+                META_FIELD.as_bytes().to_vec(),
+                if complete {
+                    b"1".to_vec()
+                } else {
+                    b"0".to_vec()
+                },
+            ],
+        );
+        self.redis
+            .calls("marking the passage index", vec![call])
+            .await
+            .map(drop)
+    }
+
+    /// Add the postings of every stored record that lacks them (unless the
+    /// layout says they are complete and `force` is false), then say they
+    /// are complete. How many records were walked.
+    pub(super) async fn build_postings(&self, force: bool) -> Result<usize, BackendError> {
+        if !force {
+            let meta = super::stored_meta(&self.redis, &self.keys).await?;
+            if meta.as_deref().is_some_and(layout_has_postings) {
+                return Ok(0);
+            }
+        }
+        self.backfilling.store(true, Ordering::Relaxed);
+        let outcome = self.backfill().await;
+        self.backfilling.store(false, Ordering::Relaxed);
+        let walked = outcome?;
+        self.mark_postings(true).await?;
+        tracing::info!(
+            keys = self.keys.base(),
+            records = walked,
+            "passage index: postings of every stored record added"
+        );
+        Ok(walked)
+    }
+
+    async fn backfill(&self) -> Result<usize, BackendError> {
+        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
+        let mut walked = 0;
+        for chunk in keys.chunks(SCAN_READ) {
+            let iids: Vec<u64> = chunk.iter().filter_map(|k| iid_of_key(k)).collect();
+            let records = self.read_records(&iids).await?;
+            let mut docs: Vec<(u64, u32, Vec<u32>)> = Vec::new();
+            for (&i, stored) in iids.iter().zip(records) {
+                let Some(stored) = stored else { continue };
+                let gen = stored.gen;
+                let prepared = self
+                    .engine
+                    .prepared_from_shingles(stored.shingles, stored.selection)
+                    .ok_or_else(|| corrupt(&self.keys.record(i), "an empty shingle set"))?;
+                docs.push((i, gen, prepared.fingerprints().collect()));
+            }
+            walked += docs.len();
+            let calls = self.posting_calls(
+                &ADD_ABSENT,
+                docs.iter().map(|(i, g, f)| (*i, *g, f.as_slice())),
+            );
+            if !calls.is_empty() {
+                self.redis.calls("adding postings", calls).await?;
+            }
+            self.redis
+                .counters
+                .postings_backfilled
+                .fetch_add(docs.len() as u64, Ordering::Relaxed);
+        }
+        Ok(walked)
+    }
+
+    /// Say the postings are incomplete, then delete every posting hash.
+    pub(super) async fn drop_postings(&self) -> Result<(), BackendError> {
+        self.mark_postings(false).await?;
+        let keys: Vec<String> = self.keys.posting_keys().collect();
+        for part in keys.chunks(4096) {
+            let calls = part
+                .iter()
+                .map(|k| {
+                    let mut unlink = redis::cmd("UNLINK");
+                    unlink.arg(k);
+                    super::call(unlink)
+                })
+                .collect();
+            self.redis.calls("dropping postings", calls).await?;
+        }
+        Ok(())
+    }
+
+    /// The posting buckets of `fingerprints` (distinct), one script call a
+    /// slot (over its posting hashes), all in one trip.
+    async fn posting_buckets(
+        &self,
+        fingerprints: &[u32],
+    ) -> Result<HashMap<u32, Bucket>, BackendError> {
+        let common_at = self.engine.params().index.common_fingerprint_docs;
+        let most = (common_at.saturating_mul(MEMBER)).to_string().into_bytes();
+        // slot tag → (its hashes, their indexes, the fingerprints asked).
+        type Slot = (Vec<String>, HashMap<u64, usize>, Vec<(usize, u32)>);
+        let mut by_slot: BTreeMap<u64, Slot> = BTreeMap::new();
+        for &fp in fingerprints {
+            let group = self.keys.posting_group_of(fp);
+            let (hashes, index, asked) =
+                by_slot.entry(self.keys.posting_slot_of(group)).or_default();
+            let at = *index.entry(group).or_insert_with(|| {
+                hashes.push(self.keys.posting_key(group));
+                hashes.len()
+            });
+            asked.push((at, fp));
+        }
+        let slots: Vec<Slot> = by_slot.into_values().collect();
+        let calls = slots
+            .iter()
+            .map(|(hashes, _, asked)| {
+                let mut args = Vec::with_capacity(2 * asked.len() + 1);
+                args.push(most.clone());
+                for &(at, fp) in asked {
+                    args.push(at.to_string().into_bytes());
+                    args.push(fp.to_le_bytes().to_vec());
+                }
+                script_call(&POSTINGS_READ, hashes.clone(), args)
+            })
+            .collect();
+        let answers = self.redis.calls("reading posting buckets", calls).await?;
+        let mut out = HashMap::with_capacity(fingerprints.len());
+        let (mut read, mut common) = (0u64, 0u64);
+        for ((hashes, _, asked), answer) in slots.iter().zip(answers) {
+            let hash = &hashes[0];
+            let Value::Array(values) = answer else {
+                return Err(corrupt(hash, "the posting read answered no list"));
+            };
+            if values.len() != asked.len() {
+                return Err(corrupt(hash, "the posting read answered a short list"));
+            }
+            for (&(_, fp), value) in asked.iter().zip(values) {
+                let bucket = match value {
+                    Value::Int(n) => {
+                        common += 1;
+                        Bucket::Common(n.max(0) as usize / MEMBER)
+                    }
+                    Value::BulkString(bytes) => {
+                        if bytes.is_empty() {
+                            continue;
+                        }
+                        read += 1;
+                        let mut ms: Vec<(u64, u32)> = members(&bytes).collect();
+                        ms.sort_unstable();
+                        ms.dedup();
+                        Bucket::Members(ms)
+                    }
+                    Value::Nil => continue,
+                    other => {
+                        return Err(corrupt(hash, format!("a posting read answered {other:?}")))
+                    }
+                };
+                out.insert(fp, bucket);
+            }
+        }
+        let c = &self.redis.counters;
+        c.postings_read.fetch_add(read, Ordering::Relaxed);
+        c.postings_common.fetch_add(common, Ordering::Relaxed);
+        Ok(out)
+    }
+
+    /// The documents sharing `fingerprints` (sorted, distinct), with how
+    /// many each version shares (`own` left out): the memory engine's
+    /// `gather` over the posting buckets (at most [`MAX_READ`] members, in
+    /// fingerprint order; common fingerprints skipped and counted).
+    pub(super) async fn read_postings(
+        &self,
+        fingerprints: &[u32],
+        own: Option<u64>,
+    ) -> Result<Postings, BackendError> {
+        let mut buckets = self.posting_buckets(fingerprints).await?;
+        let mut work = PassageWork {
+            fingerprints: fingerprints.len(),
+            ..Default::default()
+        };
+        let mut shared: HashMap<(u64, u32), usize> = HashMap::new();
+        let (mut entries, mut truncated) = (0usize, false);
+        for fp in fingerprints {
+            if entries >= MAX_READ {
+                truncated = true;
+                break;
+            }
+            match buckets.remove(fp) {
+                None => {}
+                Some(Bucket::Common(n)) => {
+                    work.common += 1;
+                    work.common_docs.push(n);
+                }
+                Some(Bucket::Members(ms)) => {
+                    entries += ms.len();
+                    for m in ms {
+                        if Some(m.0) != own {
+                            *shared.entry(m).or_default() += 1;
+                        }
+                    }
+                }
+            }
+        }
+        work.common_docs.sort_unstable_by(|a, b| b.cmp(a));
+        work.common_docs.truncate(COMMON_LISTED);
+        Ok(Postings {
+            shared,
+            work,
+            truncated,
+        })
+    }
+
+    /// The current records of `ranked` documents, in that order, each
+    /// with the fingerprints its version shares (a version the buckets did
+    /// not name is skipped), read [`CANDIDATE_READ`] a trip until `want`
+    /// of them passed `keep` (then one more, so the caller's cap sees it is
+    /// cut) or `2 · want` were read; true when that cut the list.
+    async fn current_candidates(
+        &self,
+        postings: &Postings,
+        ranked: &[(u64, usize)],
+        want: usize,
+        mut keep: impl FnMut(&Record, usize) -> bool,
+    ) -> Result<(Vec<(Arc<Record>, usize)>, bool), BackendError> {
+        let budget = want.saturating_mul(2).max(CANDIDATE_READ);
+        let mut out = Vec::new();
+        let mut read = 0usize;
+        for chunk in ranked.chunks(CANDIDATE_READ) {
+            if out.len() > want {
+                break;
+            }
+            if read >= budget {
+                return Ok((out, true));
+            }
+            let iids: Vec<u64> = chunk.iter().map(|&(i, _)| i).collect();
+            read += iids.len();
+            for (&i, stored) in iids.iter().zip(self.read_records(&iids).await?) {
+                let Some(stored) = stored else { continue };
+                let Some(shared) = postings.shared(i, stored.gen) else {
+                    continue;
+                };
+                let record = self.to_record(stored)?;
+                if keep(&record, shared) {
+                    out.push((record, shared));
+                }
+            }
+        }
+        out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.id().cmp(b.0.id())));
+        Ok((out, false))
+    }
+
+    /// The fingerprint count the candidate rule holds a query to, as the
+    /// memory engine's (private) `query_fingerprints`: none for a query
+    /// shorter than a window, which looks up every shingle
+    /// (`Engine::containment_keys`).
+    pub(super) fn query_fingerprints(&self, doc: &Prepared, keys: usize) -> usize {
+        if doc.shingles().len() < self.engine.passage_window() {
+            0
+        } else {
+            keys
+        }
+    }
+
+    /// A containment query (the measure is not Jaccard): the posting
+    /// buckets of the query's fingerprints (1 trip), the candidates'
+    /// records (1 trip per 256, most-sharing first), verified exactly.
+    pub(super) async fn contained(
+        &self,
+        doc: &Prepared,
+        exclude: Option<&str>,
+        q: &Query,
+    ) -> Result<QueryOutcome, BackendError> {
+        if !self.passage_index() {
+            return Err(EngineError::PassageIndexOff(q.measure.as_str()).into());
+        }
+        let keys = self
+            .engine
+            .containment_keys(doc.shingles(), doc.fingerprints());
+        let postings = self.read_postings(&keys, exclude.map(iid)).await?;
+        let common = postings.work.common;
+        let query_fps = self.query_fingerprints(doc, keys.len());
+        let mut ranked = postings.ranked();
+        // Without the document's own count only the query's side can rule
+        // a candidate out before its record is read (as in memory).
+        if q.measure == Measure::QueryInStored {
+            ranked.retain(|&(_, shared)| Engine::worth_verifying(q, query_fps, 0, shared, common));
+        }
+        let cap = self.engine.params().index.max_candidates;
+        let (candidates, cut) = self
+            .current_candidates(&postings, &ranked, cap, |record, shared| {
+                exclude != Some(record.id().as_str())
+                    && Engine::worth_verifying(
+                        q,
+                        query_fps,
+                        crate::text::winnow::count(record.selection()),
+                        shared,
+                        common,
+                    )
+            })
+            .await?;
+        Ok(self.engine.verify_contained_candidates(
+            doc,
+            keys.len(),
+            exclude,
+            q,
+            candidates,
+            postings.work,
+            postings.truncated || cut,
         ))
     }
 
+    /// Stored documents sharing a run of at least `min_run` consecutive
+    /// shingles with `passage`: the posting buckets of its shingles (every
+    /// one: a stored document's fingerprint inside a shared run is one of
+    /// them; 1 trip), the candidates' records (1 trip per 256), checked exactly.
     pub async fn passages(
         &self,
-        _passage: &Passage,
-        _min_run: usize,
-        _limit: usize,
-        _since: Option<u64>,
+        passage: &Passage,
+        min_run: usize,
+        limit: usize,
+        since: Option<u64>,
     ) -> Result<PassageOutcome, BackendError> {
-        Err(BackendError::Internal(
-            "passage index on redis: not built yet".into(),
+        if !self.passage_index() {
+            return Err(EngineError::PassageIndexOff("passages").into());
+        }
+        let postings = self.read_postings(passage.keys(), None).await?;
+        let ranked = postings.ranked();
+        let cap = self.engine.params().index.max_candidates;
+        let now = self.engine.now_ms();
+        let (candidates, cut) = self
+            .current_candidates(&postings, &ranked, cap, |record, _| {
+                self.engine.is_live(record, now) && since.is_none_or(|s| record.created_ms() >= s)
+            })
+            .await?;
+        Ok(self.engine.verify_passage_candidates(
+            passage,
+            min_run,
+            limit,
+            since,
+            candidates.into_iter().map(|(r, _)| r),
+            postings.work,
+            postings.truncated || cut,
         ))
     }
 
+    /// Every verified pair at `threshold` by `measure`: Jaccard from the
+    /// band scan; a containment measure (either text inside the other)
+    /// from the posting buckets, each pair once.
     pub async fn scan_edges(
         &self,
         threshold: Threshold,
         measure: Measure,
     ) -> Result<(Vec<Edge>, ScanStats), BackendError> {
         if measure.is_containment() {
-            return Err(BackendError::Internal(
-                "passage index on redis: not built yet".into(),
-            ));
+            return self.scan_contained(threshold).await;
         }
         let (pairs, stats) = self.scan_pairs(threshold).await?;
         let edges = pairs
@@ -50,4 +562,130 @@ impl RedisIndex {
             .collect();
         Ok((edges, stats))
     }
+
+    /// Every pair of live documents with either inside the other at
+    /// `threshold` or more, each once (found from the one with the smaller
+    /// iid), exact: the memory engine's rule (`worth_verifying` by
+    /// `Measure::Containment` with the finder's common fingerprints, then
+    /// the exact overlap). The records are walked [`SCAN_STEP`] at a time:
+    /// their posting buckets in one trip, the peers' records in trips of
+    /// [`SCAN_READ`]. Memory: one step's records, buckets and peers, and
+    /// the edges. Writes during the scan may or may not be in it.
+    async fn scan_contained(
+        &self,
+        threshold: Threshold,
+    ) -> Result<(Vec<Edge>, ScanStats), BackendError> {
+        if !self.passage_index() {
+            return Err(EngineError::PassageIndexOff(Measure::Containment.as_str()).into());
+        }
+        let q = Query::new(threshold, usize::MAX).measure(Measure::Containment);
+        let t = threshold.value();
+        let now = self.engine.now_ms();
+        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
+        let mut iids: Vec<u64> = keys.iter().filter_map(|k| iid_of_key(k)).collect();
+        iids.sort_unstable();
+        iids.dedup();
+        let mut edges = Vec::new();
+        let (mut documents, mut candidates) = (0usize, 0usize);
+        for step in iids.chunks(SCAN_STEP) {
+            // This step's live records with their fingerprints.
+            let mut own: Vec<(u64, Arc<Record>, Vec<u32>)> = Vec::new();
+            for chunk in step.chunks(SCAN_READ) {
+                for (&i, stored) in chunk.iter().zip(self.read_records(chunk).await?) {
+                    let Some(stored) = stored else { continue };
+                    let record = self.to_record(stored)?;
+                    if !self.engine.is_live(&record, now) {
+                        continue;
+                    }
+                    let fps: Vec<u32> = record.fingerprints().collect();
+                    own.push((i, record, fps));
+                }
+            }
+            documents += own.len();
+            let mut all: Vec<u32> = own.iter().flat_map(|(_, _, f)| f.iter().copied()).collect();
+            all.sort_unstable();
+            all.dedup();
+            let buckets = self.posting_buckets(&all).await?;
+            // Per own record: the later documents' versions it shares
+            // fingerprints with, and how many; its common fingerprints.
+            let mut gathered: Vec<Gathered> = Vec::with_capacity(own.len());
+            let mut peers: Vec<u64> = Vec::new();
+            for (i, _, fps) in &own {
+                let mut shared: HashMap<(u64, u32), usize> = HashMap::new();
+                let mut common = 0;
+                for fp in fps {
+                    match buckets.get(fp) {
+                        None => {}
+                        Some(Bucket::Common(_)) => common += 1,
+                        Some(Bucket::Members(ms)) => {
+                            for &m in ms {
+                                if m.0 > *i {
+                                    *shared.entry(m).or_default() += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+                peers.extend(shared.keys().map(|&(p, _)| p));
+                gathered.push((shared, common));
+            }
+            drop(buckets);
+            peers.sort_unstable();
+            peers.dedup();
+            let mut current: HashMap<u64, (u32, Arc<Record>)> = HashMap::new();
+            for chunk in peers.chunks(SCAN_READ) {
+                for (&p, stored) in chunk.iter().zip(self.read_records(chunk).await?) {
+                    let Some(stored) = stored else { continue };
+                    let gen = stored.gen;
+                    let record = self.to_record(stored)?;
+                    if self.engine.is_live(&record, now) {
+                        current.insert(p, (gen, record));
+                    }
+                }
+            }
+            for ((_, record, fps), (shared, common)) in own.iter().zip(gathered) {
+                let mut found: Vec<(&Arc<Record>, usize)> = shared
+                    .into_iter()
+                    .filter_map(|((p, g), n)| {
+                        current
+                            .get(&p)
+                            .filter(|(gen, _)| *gen == g)
+                            .map(|(_, r)| (r, n))
+                    })
+                    .collect();
+                found.sort_by(|a, b| a.0.id().cmp(b.0.id()));
+                for (peer, n) in found {
+                    let peer_fps = crate::text::winnow::count(peer.selection());
+                    if !Engine::worth_verifying(&q, fps.len(), peer_fps, n, common) {
+                        continue;
+                    }
+                    candidates += 1;
+                    let intersection =
+                        crate::jaccard::overlap(record.shingles(), peer.shingles()).intersection;
+                    let smaller = record.shingles().len().min(peer.shingles().len()).max(1);
+                    if intersection as f64 / smaller as f64 >= t {
+                        edges.push(Edge::new(
+                            Arc::clone(record),
+                            Arc::clone(peer),
+                            intersection,
+                        ));
+                    }
+                }
+            }
+        }
+        let stats = ScanStats {
+            documents,
+            candidates,
+            pairs: edges.len(),
+            complete: true,
+        };
+        Ok((edges, stats))
+    }
+}
+
+/// The iid a record key names (`…:r:{<16 hex>}`).
+pub(super) fn iid_of_key(key: &str) -> Option<u64> {
+    let open = key.rfind('{')?;
+    let hex = key.get(open + 1..key.len().checked_sub(1)?)?;
+    u64::from_str_radix(hex, 16).ok()
 }

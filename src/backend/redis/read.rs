@@ -2,7 +2,9 @@
 //! and exports of the stored texts, queries (similar_to, similar_to_id) and
 //! compare. A bucket member counts only if the record read for it has the
 //! member's `gen` (the write path commits the record last); candidates are
-//! verified exactly by the engine, as on the memory backend.
+//! verified exactly by the engine, as on the memory backend. A query by a
+//! containment measure is answered from the passage index instead
+//! (`passages.rs`).
 
 use super::codec::{decode_record, iid, members, own_expiry, StoredRecord};
 use super::{corrupt, BackendError, Conn, RedisIndex};
@@ -45,7 +47,7 @@ impl RedisIndex {
             DocId::parse(&s.id).map_err(|e| BackendError::Internal(format!("stored id: {e}")))?;
         let prepared = self
             .engine
-            .prepared_from_shingles(s.shingles, None)
+            .prepared_from_shingles(s.shingles, s.selection)
             .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
         let stamp = Stamp {
             created_ms: s.created_ms,
@@ -284,6 +286,9 @@ impl RedisIndex {
         exclude: Option<&str>,
         q: &Query,
     ) -> Result<QueryOutcome, BackendError> {
+        if q.measure.is_containment() {
+            return self.contained(doc, exclude, q).await;
+        }
         let band_keys = self.engine.band_keys(doc.signature());
         let mut found = self.bucket_members(&band_keys).await?;
         if let Some(own) = exclude {

@@ -1,14 +1,19 @@
 //! The if_unique path of [`RedisIndex`]: store a document unless a stored
 //! one matches it, by publishing, then verifying (docs/redis-layout.md,
 //! "if_unique across nodes"). Of two concurrent near-duplicate writes that
-//! share a band, at least one sees the other: never both stored.
+//! share a band, at least one sees the other: never both stored. By a
+//! containment measure the same, over the posting buckets: the write
+//! publishes its postings with its band entries, then reads the posting
+//! buckets of its fingerprints, so of two concurrent writes sharing a
+//! fingerprint that is not common, at least one sees the other.
 
 use super::codec::{decode_record, member};
-use super::write::{parse_commit, Committed, Staged, APPEND};
+use super::write::{parse_commit, Committed, Staged, APPEND, POSTINGS_APPEND};
 use super::{corrupt, new_gen, BackendError, Conn, RedisIndex, Script};
-use crate::engine::{EngineError, NewDoc, Query, UniqueOutcome, WriteMode};
+use crate::engine::{EngineError, NewDoc, Query, Record, UniqueOutcome, WriteMode};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 /// How long an if_unique write's pending key lives (a crashed writer's
@@ -35,6 +40,9 @@ impl RedisIndex {
         q: Query,
     ) -> Result<UniqueOutcome, BackendError> {
         self.check_writable()?;
+        if q.measure.is_containment() && !self.passage_index() {
+            return Err(EngineError::PassageIndexOff(q.measure.as_str()).into());
+        }
         let q = Query {
             limit: q.limit.max(1),
             ..q
@@ -80,16 +88,48 @@ impl RedisIndex {
         self.redis.trip("claiming an id", vec![claim]).await?;
         let calls = self.bucket_calls([(doc.iid, doc.gen, doc.band_keys.as_slice())]);
         let mut trip = Self::bucket_script_calls(&APPEND, calls);
+        trip.extend(self.posting_calls(
+            &POSTINGS_APPEND,
+            [(doc.iid, doc.gen, doc.fingerprints.as_slice())],
+        ));
         trip.extend(self.due_add_calls([(doc.due, member(doc.iid, doc.gen))]));
         self.redis.calls("appending bucket entries", trip).await?;
-        // Trip 2: the buckets, after our own entries are in.
-        let mut found = self.bucket_members(&doc.band_keys).await?;
-        found.remove(&doc.iid);
-        let mut iids: Vec<u64> = found.keys().copied().collect();
-        iids.sort_unstable();
+        // Trip 2: the buckets (by containment: the posting buckets), after
+        // our own entries are in.
         let cap = self.engine.params().index.max_candidates;
-        let truncated = iids.len() > cap;
-        iids.truncate(cap);
+        let mut query_keys = 0;
+        let (found, postings, iids, truncated) = if q.measure.is_containment() {
+            let keys = self
+                .engine
+                .containment_keys(new.doc.shingles(), new.doc.fingerprints());
+            let postings = self.read_postings(&keys, Some(doc.iid)).await?;
+            let common = postings.work.common;
+            let n = self.query_fingerprints(&new.doc, keys.len());
+            let mut ranked = postings.ranked();
+            if q.measure == crate::engine::Measure::QueryInStored {
+                ranked.retain(|&(_, shared)| {
+                    crate::engine::Engine::worth_verifying(q, n, 0, shared, common)
+                });
+            }
+            query_keys = keys.len();
+            let truncated = postings.truncated || ranked.len() > cap;
+            ranked.truncate(cap);
+            let iids: Vec<u64> = ranked.iter().map(|&(i, _)| i).collect();
+            let mut gens = postings.gens();
+            let found: HashMap<u64, Vec<u32>> = iids
+                .iter()
+                .map(|&i| (i, gens.remove(&i).unwrap_or_default()))
+                .collect();
+            (found, Some(postings), iids, truncated)
+        } else {
+            let mut found = self.bucket_members(&doc.band_keys).await?;
+            found.remove(&doc.iid);
+            let mut iids: Vec<u64> = found.keys().copied().collect();
+            iids.sort_unstable();
+            let truncated = iids.len() > cap;
+            iids.truncate(cap);
+            (found, None, iids, truncated)
+        };
         // Trip 3: each candidate's record and pending write, and our own record.
         let mut keys: Vec<u64> = iids.clone();
         keys.push(doc.iid);
@@ -117,8 +157,11 @@ impl RedisIndex {
                 }
             }
         }
+        // Each candidate's version the buckets named, with the fingerprints
+        // it shares (0 by Jaccard, where they are not counted).
         let mut committed = Vec::new();
         let mut pending = Vec::new();
+        let shared_by = |i: u64, gen: u32| postings.as_ref().map_or(Some(0), |p| p.shared(i, gen));
         for (i, (rec, pend)) in iids.iter().zip(pairs) {
             let gens = &found[i];
             if let Some(stored) = rec
@@ -126,8 +169,8 @@ impl RedisIndex {
                 .transpose()
                 .map_err(|e| corrupt(&self.keys.record(*i), e))?
             {
-                if gens.contains(&stored.gen) {
-                    committed.push(self.to_record(stored)?);
+                if let (true, Some(n)) = (gens.contains(&stored.gen), shared_by(*i, stored.gen)) {
+                    committed.push((self.to_record(stored)?, n));
                 }
             }
             if let Some(stored) = pend
@@ -135,22 +178,37 @@ impl RedisIndex {
                 .transpose()
                 .map_err(|e| corrupt(&self.keys.pending(*i), e))?
             {
-                if gens.contains(&stored.gen) {
-                    pending.push(self.to_record(stored)?);
+                if let (true, Some(n)) = (gens.contains(&stored.gen), shared_by(*i, stored.gen)) {
+                    pending.push((self.to_record(stored)?, n));
                 }
             }
         }
         let prepared = &new.doc;
-        let matches =
-            self.engine
-                .verify_candidates(prepared, Some(new.id.as_str()), q, committed, truncated);
+        let own = Some(new.id.as_str());
+        let verify = |candidates: Vec<(Arc<Record>, usize)>, truncated: bool| match &postings {
+            Some(p) => self.engine.verify_contained_candidates(
+                prepared,
+                query_keys,
+                own,
+                q,
+                candidates,
+                p.work.clone(),
+                truncated,
+            ),
+            None => self.engine.verify_candidates(
+                prepared,
+                own,
+                q,
+                candidates.into_iter().map(|(r, _)| r),
+                truncated,
+            ),
+        };
+        let matches = verify(committed, truncated);
         if !matches.matches.is_empty() {
             self.withdraw(&doc).await?;
             return Ok(Some(UniqueOutcome::Duplicate(matches)));
         }
-        let rivals =
-            self.engine
-                .verify_candidates(prepared, Some(new.id.as_str()), q, pending, false);
+        let rivals = verify(pending, false);
         if !rivals.matches.is_empty() {
             self.withdraw(&doc).await?;
             return Ok(None);

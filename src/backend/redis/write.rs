@@ -23,6 +23,17 @@ use std::sync::{Arc, LazyLock};
 pub(super) static APPEND: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/append.lua")));
 
+/// Append members to posting buckets of hashes sharing a slot. `KEYS` the
+/// hashes; ARGV: key index (1-based), field, member, …
+pub(super) static POSTINGS_APPEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/postings_append.lua")));
+
+/// Remove exactly these members from posting buckets of hashes sharing a
+/// slot (a field left empty goes). `KEYS` the hashes; ARGV: key index,
+/// field, member, …
+static POSTINGS_REMOVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/postings_remove.lua")));
+
 /// Remove exactly these members from fields of one bucket hash (a field
 /// left empty goes). `KEYS[1]` the hash; ARGV: field, member, …
 static REMOVE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/remove.lua")));
@@ -58,6 +69,9 @@ pub(super) struct Staged {
     pub(super) id: DocId,
     pub(super) value: Vec<u8>,
     pub(super) band_keys: Vec<u64>,
+    /// Its passage fingerprints (posting buckets), when the collection
+    /// keeps the passage index; empty otherwise.
+    pub(super) fingerprints: Vec<u32>,
     /// Its due bucket (kind, minute).
     pub(super) due: (Due, u64),
     /// The text to keep (zstd), when the collection stores texts.
@@ -124,6 +138,7 @@ impl RedisIndex {
             new.id.as_str(),
             new.metadata.as_deref(),
             new.doc.shingles(),
+            Some(new.doc.selection()),
         );
         Staged {
             iid: iid(new.id.as_str()),
@@ -131,6 +146,11 @@ impl RedisIndex {
             id: new.id.clone(),
             value,
             band_keys: self.engine.band_keys(new.doc.signature()),
+            fingerprints: if self.passage_index() {
+                new.doc.fingerprints().collect()
+            } else {
+                Vec::new()
+            },
             due: due_of(created_ms, expires_ms),
             text: new
                 .text
@@ -155,6 +175,38 @@ impl RedisIndex {
             }
         }
         by_hash
+    }
+
+    /// `script` (`POSTINGS_APPEND`, `POSTINGS_REMOVE`, `ADD_ABSENT`) calls
+    /// for the posting members of `docs` (iid, gen, fingerprints): one call
+    /// per slot, over the posting hashes of that slot (a posting bucket is
+    /// a band bucket in another hash, with a 4-byte field).
+    pub(super) fn posting_calls<'a>(
+        &self,
+        script: &'static Script,
+        docs: impl IntoIterator<Item = (u64, u32, &'a [u32])>,
+    ) -> Vec<Call> {
+        type Slot = (Vec<String>, HashMap<u64, usize>, Vec<Vec<u8>>);
+        // slot tag → (its hashes, their indexes, the args).
+        let mut by_slot: BTreeMap<u64, Slot> = BTreeMap::new();
+        for (iid, gen, fingerprints) in docs {
+            for &fp in fingerprints {
+                let group = self.keys.posting_group_of(fp);
+                let (hashes, index, args) =
+                    by_slot.entry(self.keys.posting_slot_of(group)).or_default();
+                let at = *index.entry(group).or_insert_with(|| {
+                    hashes.push(self.keys.posting_key(group));
+                    hashes.len()
+                });
+                args.push(at.to_string().into_bytes());
+                args.push(fp.to_le_bytes().to_vec());
+                args.push(member(iid, gen).to_vec());
+            }
+        }
+        by_slot
+            .into_values()
+            .map(|(hashes, _, args)| script_call(script, hashes, args))
+            .collect()
     }
 
     /// The script calls of `calls` (one per bucket hash).
@@ -206,22 +258,37 @@ impl RedisIndex {
     }
 
     /// The entries of the stored records `olds` (band keys recomputed from
-    /// their shingles) as removal calls.
+    /// their shingles; their postings too, from the stored fingerprints,
+    /// while this node keeps the passage index) as removal calls.
     pub(super) fn removal_calls(&self, olds: &[(u64, Vec<u8>)]) -> Result<Vec<Call>, BackendError> {
         let mut docs = Vec::with_capacity(olds.len());
         for (iid, bytes) in olds {
             let stored = decode_record(bytes).map_err(|e| corrupt(&self.keys.record(*iid), e))?;
-            let Some(prepared) = self.engine.prepared_from_shingles(stored.shingles, None) else {
+            let Some(prepared) = self
+                .engine
+                .prepared_from_shingles(stored.shingles, stored.selection)
+            else {
                 return Err(corrupt(&self.keys.record(*iid), "an empty shingle set"));
+            };
+            let fingerprints: Vec<u32> = if self.passage_index() {
+                prepared.fingerprints().collect()
+            } else {
+                Vec::new()
             };
             docs.push((
                 *iid,
                 stored.gen,
                 self.engine.band_keys(prepared.signature()),
+                fingerprints,
             ));
         }
-        let calls = self.bucket_calls(docs.iter().map(|(i, g, k)| (*i, *g, k.as_slice())));
-        Ok(Self::bucket_script_calls(&REMOVE, calls))
+        let calls = self.bucket_calls(docs.iter().map(|(i, g, k, _)| (*i, *g, k.as_slice())));
+        let mut out = Self::bucket_script_calls(&REMOVE, calls);
+        out.extend(self.posting_calls(
+            &POSTINGS_REMOVE,
+            docs.iter().map(|(i, g, _, f)| (*i, *g, f.as_slice())),
+        ));
+        Ok(out)
     }
 
     /// Remove the entries of the stored records `olds`.
@@ -319,6 +386,14 @@ impl RedisIndex {
             // created a document (corrected with the cleanup below), so the
             // count is exact once a write is answered, in 2 trips.
             let mut trip = Self::bucket_script_calls(&APPEND, calls);
+            trip.extend(
+                self.posting_calls(
+                    &POSTINGS_APPEND,
+                    staged
+                        .iter()
+                        .map(|(_, s)| (s.iid, s.gen, s.fingerprints.as_slice())),
+                ),
+            );
             trip.extend(
                 self.due_add_calls(staged.iter().map(|(_, s)| (s.due, member(s.iid, s.gen)))),
             );

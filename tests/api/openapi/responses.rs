@@ -142,10 +142,15 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     // index): the query's text holds all of q2 and is all in q1.
     let text = json!({"text": "What is the step by step guide to invest in share market in india?",
                       "measure": "stored_in_query", "threshold": 0.5});
-    let (_, body) = walk.call("POST", "/similar", "/similar", Body::Json(text)).await;
+    let (_, body) = walk
+        .call("POST", "/similar", "/similar", Body::Json(text))
+        .await;
     assert_eq!(body["measure"], "stored_in_query", "{body}");
     assert_eq!(body["results"][0]["stored_in_query"], 1.0, "{body}");
-    assert!(body["passages"]["fingerprints"].as_u64().unwrap() > 0, "{body}");
+    assert!(
+        body["passages"]["fingerprints"].as_u64().unwrap() > 0,
+        "{body}"
+    );
     let url = "/similar?id=q1&measure=containment&threshold=0.5";
     let (_, body) = walk.call("GET", "/similar", url, Body::None).await;
     assert_eq!(body["measure"], "containment", "{body}");
@@ -449,7 +454,10 @@ async fn assert_cases(app: &TestApp, cases: Vec<Case>) {
 
 /// A passage of 5,001 shingles (word 3-grams): one over what a lookup takes.
 fn long_passage() -> String {
-    (0..5003).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ")
+    (0..5003)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Every problem each route produces from a request (the 413s, 503s and
