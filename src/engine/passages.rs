@@ -196,7 +196,11 @@ impl Engine {
     }
 
     /// [`Self::gather`] of the slots `keep` accepts.
-    pub(crate) fn gather_where(&self, fingerprints: &[u32], keep: impl Fn(Slot) -> bool) -> Gathered {
+    pub(crate) fn gather_where(
+        &self,
+        fingerprints: &[u32],
+        keep: impl Fn(Slot) -> bool,
+    ) -> Gathered {
         let common_at = self.params().index.common_fingerprint_docs;
         let mut work = PassageWork {
             fingerprints: fingerprints.len(),
@@ -529,7 +533,10 @@ fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
     }
     TABLE.with(|cell| {
         let table = &mut *cell.borrow_mut();
-        let bits = (2 * slots.len()).next_power_of_two().trailing_zeros().max(4);
+        let bits = (2 * slots.len())
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(4);
         table.clear();
         // A key is slot + 1 (0 marks an empty cell); slots are below 2^30.
         table.resize(1 << bits, (0, 0));

@@ -82,7 +82,8 @@ impl SlotCounts {
     fn set(&self, slot: Slot, n: usize) {
         use std::sync::atomic::{AtomicU16, Ordering};
         let (c, i) = Self::locate(slot);
-        let chunk = self.chunks[c].get_or_init(|| (0..1024usize << c).map(|_| AtomicU16::new(0)).collect());
+        let chunk =
+            self.chunks[c].get_or_init(|| (0..1024usize << c).map(|_| AtomicU16::new(0)).collect());
         chunk[i].store(n.min(u16::MAX as usize) as u16, Ordering::Relaxed);
     }
 
@@ -123,10 +124,7 @@ impl Postings {
 
     /// [`Self::insert`] of many documents: their entries grouped by shard,
     /// each shard locked once.
-    pub(crate) fn insert_many<'a>(
-        &self,
-        docs: impl Iterator<Item = (Slot, &'a super::Record)>,
-    ) {
+    pub(crate) fn insert_many<'a>(&self, docs: impl Iterator<Item = (Slot, &'a super::Record)>) {
         let mut entries: Vec<(u16, u32, Slot)> = Vec::new();
         for (slot, record) in docs {
             let before = entries.len();

@@ -101,7 +101,12 @@ pub fn winnow(hashes: &[u32], w: usize, out: &mut Vec<u32>) {
             }
             let len = n - 2 * p + 1;
             next.clear();
-            next.extend(level[..len].iter().zip(&level[p..p + len]).map(|(&a, &b)| a.min(b)));
+            next.extend(
+                level[..len]
+                    .iter()
+                    .zip(&level[p..p + len])
+                    .map(|(&a, &b)| a.min(b)),
+            );
             std::mem::swap(level, next);
             p *= 2;
         }
@@ -158,7 +163,11 @@ fn lower_bound(s: &[u32], v: u32) -> usize {
     let (mut base, mut len) = (0usize, s.len());
     while len > 1 {
         let half = len / 2;
-        base = if s[base + half - 1] < v { base + half } else { base };
+        base = if s[base + half - 1] < v {
+            base + half
+        } else {
+            base
+        };
         len -= half;
     }
     base + usize::from(s[base] < v)

@@ -13,9 +13,16 @@ const OTHER_FULL: &str = "second-full-key";
 const READER: &str = "reader-key-abcdef";
 
 fn keyed_settings() -> Settings {
-    let mut settings = test_settings();
+    let mut settings = passages_on();
     settings.auth.api_keys = vec![Secret::new(FULL), Secret::new(OTHER_FULL)];
     settings.auth.read_only_keys = vec![Secret::new(READER)];
+    settings
+}
+
+/// Every route answers a success: the passage index on (for `/passages`).
+fn passages_on() -> Settings {
+    let mut settings = test_settings();
+    settings.index.passage_index = true;
     settings
 }
 
@@ -103,6 +110,12 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             "/explain",
             "/explain".to_owned(),
             Some(json!({"a": {"text": "the night is dark"}, "b": {"text": "the night is red"}})),
+        ),
+        (
+            Method::POST,
+            "/passages",
+            "/passages".to_owned(),
+            Some(json!({"text": "the night is dark"})),
         ),
         (
             Method::POST,
@@ -245,7 +258,7 @@ async fn assert_unauthorized(resp: reqwest::Response, key_sent: bool) {
 
 #[tokio::test]
 async fn without_configured_keys_every_route_is_open() {
-    let app = spawn_app().await;
+    let app = spawn_app_with(passages_on()).await;
     for (method, route, url, body) in one_request_per_route() {
         let resp = send(&app, method.clone(), &url, None, body).await;
         assert!(

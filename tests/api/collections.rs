@@ -74,6 +74,11 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
         ),
         (
             Method::POST,
+            "/passages".into(),
+            Some(json!({"text": "a b c d"})),
+        ),
+        (
+            Method::POST,
             "/analysis/histogram".into(),
             Some(json!({"texts": ["a b c d", "a b c e"], "k": [2]})),
         ),
@@ -130,7 +135,8 @@ async fn a_collection_is_created_listed_shown_changed_and_deleted() {
                "normalize": {"version": 2, "nfkc": true, "lowercase": true, "strip_punctuation": true,
                              "fold_accents": false, "confusables": false},
                "index": {"num_perm": 128, "seed": 1, "threshold": 0.7, "bands": null,
-                         "rows": null, "max_candidates": 10000},
+                         "rows": null, "max_candidates": 10000, "passage_index": false,
+                         "common_fingerprint_docs": 1000},
                "retention": {"ttl_secs": 2592000},
                "store_text": false})
     );
