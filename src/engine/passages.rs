@@ -215,11 +215,8 @@ impl Engine {
             }
             self.postings.with(fp, |bucket| match bucket {
                 None => {}
-                Some(Bucket::One(s)) => {
-                    if keep(s) {
-                        slots.push(s)
-                    }
-                }
+                Some(Bucket::One(s)) if keep(s) => slots.push(s),
+                Some(Bucket::One(_)) => {}
                 Some(Bucket::Many(many)) if many.len() > common_at => {
                     work.common += 1;
                     work.common_docs.push(many.len());
