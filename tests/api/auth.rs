@@ -1,8 +1,6 @@
 //! Access control: `auth.api_keys`, `auth.read_only_keys`, `auth.protect_metrics`.
 
-use crate::helpers::{
-    assert_problem, metric_value, spawn_app, spawn_app_with, test_settings, TestApp,
-};
+use crate::helpers::{assert_problem, metric_value, spawn_app_with, test_settings, TestApp};
 use neardup::config::{Secret, Settings};
 use neardup::http::ROUTES;
 use reqwest::Method;
