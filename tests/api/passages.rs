@@ -610,3 +610,40 @@ async fn the_worked_containment_example() {
     assert_eq!(p["results"][0]["share"], 1.0);
     assert_eq!(p["passage_distinct"], 5);
 }
+
+/// An expired document is never a containment answer, and the purge takes
+/// it out of the index.
+#[tokio::test]
+async fn an_expired_document_leaves_containment_answers() {
+    let clock = std::sync::Arc::new(neardup::engine::ManualClock::default());
+    let app = crate::helpers::spawn_app_with_clock(settings(), clock.clone()).await;
+    let arts = articles();
+    let r = app
+        .put_json(
+            "/documents/brief",
+            &json!({"text": arts[0], "ttl_secs": 60}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let r = app
+        .put_json("/documents/kept", &json!({"text": arts[0]}))
+        .await;
+    assert_eq!(r.status(), 201);
+    let w = words(&arts[0]);
+    let ask =
+        json!({"text": w[..w.len() / 2].join(" "), "measure": "query_in_stored", "threshold": 0.9});
+    let both: BTreeSet<String> = ids(&similar_text(&app, ask.clone()).await)
+        .into_iter()
+        .collect();
+    assert_eq!(
+        both,
+        BTreeSet::from(["brief".to_owned(), "kept".to_owned()])
+    );
+    clock.advance(std::time::Duration::from_secs(61));
+    assert_eq!(ids(&similar_text(&app, ask.clone()).await), ["kept"]);
+    let r = app
+        .post_json("/passages", &json!({"text": w[10..50].join(" ")}))
+        .await;
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(ids(&p), ["kept"]);
+}

@@ -498,3 +498,48 @@ async fn a_collection_deleted_during_its_reindex_can_be_created_again_at_once() 
     let list = app.get_json("/collections").await;
     assert_eq!(list["collections"].as_array().unwrap().len(), 1, "{list}");
 }
+
+/// A reindex keeps the passage index (the new index is built with it, from
+/// the fingerprints of the signatures it reuses or of the texts it signs
+/// again), and a reindex body can switch it off.
+#[tokio::test]
+async fn a_reindex_keeps_or_drops_the_passage_index() {
+    let app = spawn_app().await;
+    create(
+        &app,
+        "clips",
+        json!({"store_text": true, "index": {"passage_index": true}}),
+    )
+    .await;
+    let article: String = (0..200).map(|i| format!("word{i} ")).collect();
+    let excerpt: String = (50..120).map(|i| format!("word{i} ")).collect();
+    let r = app
+        .put_json("/collections/clips/documents/a", &json!({"text": article}))
+        .await;
+    assert_eq!(r.status(), 201);
+    let ask = json!({"text": excerpt, "measure": "query_in_stored", "threshold": 0.9});
+    let found = |v: Value| v["results"][0]["id"].as_str().map(str::to_owned);
+    for (body, keeps) in [
+        (json!({"index": {"threshold": 0.7}}), true),
+        (json!({"shingle": {"k": 4}}), true),
+        (json!({"index": {"passage_index": false}}), false),
+    ] {
+        assert_eq!(
+            reindex(&app, "clips", body.clone()).await.status(),
+            202,
+            "{body}"
+        );
+        wait_done(&app, "clips").await;
+        let r = app.post_json("/collections/clips/similar", &ask).await;
+        if keeps {
+            assert_eq!(r.status(), 200, "{body}");
+            assert_eq!(
+                found(r.json().await.unwrap()).as_deref(),
+                Some("a"),
+                "{body}"
+            );
+        } else {
+            assert_eq!(r.status(), 409, "{body}");
+        }
+    }
+}
