@@ -135,11 +135,15 @@ impl Postings {
             self.counts.set(slot, entries.len() - before);
         }
         entries.sort_unstable_by_key(|e| e.0);
+        let mut pairs: Vec<(u32, Slot)> = Vec::new();
         for run in entries.chunk_by(|a, b| a.0 == b.0) {
-            let mut table = self.shards[run[0].0 as usize].write();
-            for &(_, key, slot) in run {
-                table.insert(key, slot);
-            }
+            pairs.clear();
+            pairs.extend(run.iter().map(|&(_, key, slot)| (key, slot)));
+            // The home cells of a group are loaded together (`insert_all`),
+            // so their cache misses overlap.
+            self.shards[run[0].0 as usize]
+                .write()
+                .insert_all(&pairs, |_, _, _| {});
         }
     }
 
