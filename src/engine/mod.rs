@@ -58,7 +58,7 @@ pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;
 pub use params::{EngineParams, EngineParamsError, IndexParams, ValidParams, MAX_SHINGLE_K};
-pub use passages::{Passage, PassageHit, PassageOutcome};
+pub use passages::{Passage, PassageHit, PassageOutcome, COMMON_LISTED, MAX_READ};
 pub use query::{Comparison, Match, Measure, PassageWork, Query, QueryOutcome, Threshold};
 use record::{Current, RecordTable};
 pub use record::{Record, Stamp};

@@ -41,7 +41,7 @@ pub const SHARE: f64 = 0.25;
 /// Bucket entries one query reads at most.
 pub const MAX_READ: usize = 200_000;
 /// Document counts of common fingerprints an answer lists.
-const COMMON_LISTED: usize = 10;
+pub const COMMON_LISTED: usize = 10;
 
 /// A stored document that shares a passage with a looked-up text.
 #[derive(Clone, Debug, PartialEq)]
@@ -150,7 +150,7 @@ impl Engine {
     /// The fingerprint count the candidate rule holds a query to: none
     /// (any shared key will do) for a query shorter than a window, which
     /// looks up every shingle ([`Self::containment_keys`]).
-    fn query_fingerprints(&self, query_shingles: usize, keys: usize) -> usize {
+    pub fn query_fingerprints(&self, query_shingles: usize, keys: usize) -> usize {
         if query_shingles < self.passage_window() {
             0
         } else {
@@ -311,12 +311,6 @@ impl Engine {
             return Err(EngineError::PassageIndexOff(q.measure.as_str()));
         }
         let gathered = self.gather(fingerprints, own);
-        let cap = self.params().index.max_candidates;
-        let now = self.now_ms();
-        let mut out = QueryOutcome {
-            truncated: gathered.truncated,
-            ..Default::default()
-        };
         let common = gathered.work.common;
         let query_fps = self.query_fingerprints(shingles.len(), fingerprints.len());
         // The share rule from the index alone (each slot's fingerprint
@@ -335,29 +329,22 @@ impl Engine {
             })
             .collect();
         worth.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let mut verified = 0usize;
-        for &(slot, _) in &worth {
-            let Some(record) = self.docs.get(&slot) else {
-                continue;
-            };
-            if exclude == Some(record.id().as_str()) {
-                continue;
-            }
-            if verified == cap {
-                out.truncated = true;
-                break;
-            }
-            verified += 1;
-            out.candidates += 1;
-            match self.judge_contained(shingles, signature, &record, q, now) {
-                Some(m) if self.is_current(&record) => out.matches.push(m),
-                Some(_) => {}
-                None => out.rejected += 1,
-            }
-        }
-        out.passages = Some(gathered.work);
-        finish(&mut out, q);
-        Ok(out)
+        // Read the survivors' records, current versions only (a stale slot
+        // is skipped, as everywhere), and verify them.
+        let candidates = worth.into_iter().filter_map(|(slot, shared)| {
+            let record = self.docs.get(&slot)?;
+            self.is_current(&record)
+                .then_some((record, shared as usize))
+        });
+        Ok(self.verify_contained(
+            (shingles, signature),
+            query_fps,
+            exclude,
+            q,
+            candidates,
+            gathered.work,
+            gathered.truncated,
+        ))
     }
 
     /// A containment query answered from candidates found outside this
@@ -377,13 +364,38 @@ impl Engine {
         work: PassageWork,
         truncated: bool,
     ) -> QueryOutcome {
+        let query_fps = self.query_fingerprints(doc.shingles().len(), fingerprints);
+        self.verify_contained(
+            (doc.shingles(), doc.signature()),
+            query_fps,
+            exclude,
+            q,
+            candidates,
+            work,
+            truncated,
+        )
+    }
+
+    /// The share rule on each candidate's own count, then the exact
+    /// containment: the one verifier of containment queries on every
+    /// backend. `query` is the query's (shingles, signature).
+    #[allow(clippy::too_many_arguments)]
+    fn verify_contained(
+        &self,
+        (shingles, signature): (&[u32], &[u32]),
+        query_fps: usize,
+        exclude: Option<&str>,
+        q: &Query,
+        candidates: impl IntoIterator<Item = (Arc<Record>, usize)>,
+        work: PassageWork,
+        truncated: bool,
+    ) -> QueryOutcome {
         let cap = self.params().index.max_candidates;
         let now = self.now_ms();
         let mut out = QueryOutcome {
             truncated,
             ..Default::default()
         };
-        let query_fps = self.query_fingerprints(doc.shingles().len(), fingerprints);
         let mut verified = 0usize;
         for (record, shared) in candidates {
             if exclude == Some(record.id().as_str()) {
@@ -399,7 +411,7 @@ impl Engine {
             }
             verified += 1;
             out.candidates += 1;
-            match self.judge_contained(doc.shingles(), doc.signature(), &record, q, now) {
+            match self.judge_contained(shingles, signature, &record, q, now) {
                 Some(m) => out.matches.push(m),
                 None => out.rejected += 1,
             }
@@ -485,36 +497,21 @@ impl Engine {
             return Err(EngineError::PassageIndexOff("passages"));
         }
         let gathered = self.gather(passage.keys(), None);
-        let cap = self.params().index.max_candidates;
-        let now = self.now_ms();
-        let mut out = PassageOutcome {
-            truncated: gathered.truncated,
-            passage_len: passage.ordered.len(),
-            ..Default::default()
-        };
         let mut shared = gathered.shared;
         shared.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        for &(slot, _) in &shared {
-            let Some(record) = self.docs.get(&slot) else {
-                continue;
-            };
-            if !self.is_live(&record, now) || since.is_some_and(|s| record.created_ms() < s) {
-                continue;
-            }
-            if out.candidates == cap {
-                out.truncated = true;
-                break;
-            }
-            out.candidates += 1;
-            if let Some(hit) = passage_hit(passage, &record, min_run) {
-                if self.is_current(&record) {
-                    out.hits.push(hit);
-                }
-            }
-        }
-        out.work = gathered.work;
-        finish_passages(&mut out, limit);
-        Ok(out)
+        let candidates = shared.into_iter().filter_map(|(slot, _)| {
+            let record = self.docs.get(&slot)?;
+            self.is_current(&record).then_some(record)
+        });
+        Ok(self.verify_passage_candidates(
+            passage,
+            min_run,
+            limit,
+            since,
+            candidates,
+            gathered.work,
+            gathered.truncated,
+        ))
     }
 }
 

@@ -69,10 +69,7 @@ static ADD_ABSENT: LazyLock<Script> =
 static META_SET: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/meta_set.lua")));
 
-/// Bucket entries one query reads at most (the memory engine's bound).
-const MAX_READ: usize = 200_000;
-/// Document counts of common fingerprints an answer lists (as in memory).
-const COMMON_LISTED: usize = 10;
+use crate::engine::{COMMON_LISTED, MAX_READ};
 /// Candidate records read per trip by a query.
 const CANDIDATE_READ: usize = 256;
 /// Records a containment pair scan handles per step (their postings are
@@ -445,16 +442,10 @@ impl RedisIndex {
         Ok((out, false))
     }
 
-    /// The fingerprint count the candidate rule holds a query to, as the
-    /// memory engine's (private) `query_fingerprints`: none for a query
-    /// shorter than a window, which looks up every shingle
-    /// (`Engine::containment_keys`).
+    /// The fingerprint count the candidate rule holds a query to
+    /// ([`Engine::query_fingerprints`](crate::engine::Engine::query_fingerprints)).
     pub(super) fn query_fingerprints(&self, doc: &Prepared, keys: usize) -> usize {
-        if doc.shingles().len() < self.engine.passage_window() {
-            0
-        } else {
-            keys
-        }
+        self.engine.query_fingerprints(doc.shingles().len(), keys)
     }
 
     /// A containment query (the measure is not Jaccard): the posting
