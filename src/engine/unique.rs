@@ -10,6 +10,10 @@
 //! in the index. Submissions with no band in common never wait for each
 //! other, so unrelated inserts still run in parallel.
 //!
+//! By containment the same holds of the keys the passage index is read by
+//! (a shared run of a window shares a fingerprint; a short text's every
+//! shingle is a key): those stripes are locked as well.
+//!
 //! Plain inserts (`WriteMode`) are not checked and take no stripe.
 
 use super::{DocId, Engine, EngineError, Journal, Prepared, Query, QueryOutcome, Stamp, WriteMode};
@@ -64,9 +68,19 @@ impl Engine {
         journal: &dyn Journal,
     ) -> Result<UniqueOutcome, EngineError> {
         let bands = self.bands().bands;
-        let _stripes = self
-            .unique_locks
-            .lock((0..bands).map(|band| self.lsh.band_key(doc.signature(), band)));
+        // By containment, two submissions that would find each other share
+        // a key the query looks up (a fingerprint, or a shingle of a short
+        // one) instead of a band key: lock those stripes too.
+        let passage_keys = if q.measure.is_containment() {
+            self.containment_keys(doc.shingles(), doc.fingerprints())
+        } else {
+            Vec::new()
+        };
+        let _stripes = self.unique_locks.lock(
+            (0..bands)
+                .map(|band| self.lsh.band_key(doc.signature(), band))
+                .chain(passage_keys.iter().map(|&k| u64::from(k))),
+        );
         if self.get(id.as_str()).is_some() {
             return Err(EngineError::AlreadyExists(id));
         }
