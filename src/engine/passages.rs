@@ -247,7 +247,7 @@ impl Engine {
 
     /// Verify `record` against a query set by a containment `q`: the exact
     /// match, or `None` (below, expired, older than `since`). Shared by
-    /// every backend, as [`Engine::judge`] is for Jaccard.
+    /// every backend, as `Engine::judge` is for Jaccard.
     pub fn judge_contained(
         &self,
         shingles: &[u32],
@@ -354,7 +354,7 @@ impl Engine {
     /// engine (a backend that keeps the passage index elsewhere): each
     /// candidate is the current version of its document as read by the
     /// caller, with how many of `fingerprints` (the query's) it shares,
-    /// best-sharing first. The same rule as [`Self::contained`]: the
+    /// best-sharing first. The same rule as `Engine::contained`: the
     /// fingerprint share, then the exact containment.
     #[allow(clippy::too_many_arguments)]
     pub fn verify_contained_candidates(

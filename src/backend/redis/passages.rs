@@ -154,7 +154,7 @@ impl RedisIndex {
 
     /// Keep the passage index (backfill every stored record's postings) or
     /// drop it (delete every posting hash), and do it again after
-    /// [`settle_delay`] for writes of nodes that learn it later (module docs).
+    /// `settle_delay` for writes of nodes that learn it later (module docs).
     /// Idempotent: the step runs whatever this node's flag was (its watch
     /// may have applied the catalog entry of this very change first), and a
     /// backfill the layout says is complete is skipped.
