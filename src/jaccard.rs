@@ -37,6 +37,13 @@ pub fn overlap(a: &[u32], b: &[u32]) -> Overlap {
     }
 }
 
+/// The intersection of two sets of `len_a` and `len_b` elements whose exact
+/// Jaccard is `jaccard` (|A ∩ B| = J·(|A| + |B|) / (1 + J); J is a ratio of
+/// integers below 2³², so rounding recovers the integer exactly).
+pub fn intersection_of(jaccard: f64, len_a: usize, len_b: usize) -> usize {
+    (jaccard * (len_a + len_b) as f64 / (1.0 + jaccard)).round() as usize
+}
+
 /// Exact Jaccard similarity of two sorted, deduplicated slices.
 pub fn jaccard(a: &[u32], b: &[u32]) -> f64 {
     overlap(a, b).jaccard()

@@ -299,8 +299,11 @@ impl Engine {
                         (peer, j)
                     }
                 };
-                let (na, nb) = (record.shingles().len(), peer.shingles().len());
-                let intersection = (j * (na + nb) as f64 / (1.0 + j)).round() as usize;
+                let intersection = crate::jaccard::intersection_of(
+                    j,
+                    record.shingles().len(),
+                    peer.shingles().len(),
+                );
                 edges.push(Edge::between(
                     Arc::clone(&record),
                     slot,
@@ -433,8 +436,8 @@ impl Groups {
         let edges = pairs
             .into_iter()
             .map(|(a, b, j)| {
-                let (na, nb) = (a.shingles().len(), b.shingles().len());
-                let intersection = (j * (na + nb) as f64 / (1.0 + j)).round() as usize;
+                let intersection =
+                    crate::jaccard::intersection_of(j, a.shingles().len(), b.shingles().len());
                 Edge::between(a, 0, b, 0, intersection)
             })
             .collect();

@@ -145,9 +145,7 @@ impl Match {
         jaccard: f64,
         estimate: f64,
     ) -> Self {
-        let stored_len = record.shingles().len();
-        let intersection =
-            (jaccard * (query_len + stored_len) as f64 / (1.0 + jaccard)).round() as usize;
+        let intersection = jaccard::intersection_of(jaccard, query_len, record.shingles().len());
         Self::with_intersection(record, query_len, intersection, jaccard, estimate)
     }
 

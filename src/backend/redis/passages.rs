@@ -545,9 +545,11 @@ impl RedisIndex {
         let edges = pairs
             .into_iter()
             .map(|p| {
-                let (na, nb) = (p.a.shingles().len(), p.b.shingles().len());
-                let j = p.jaccard;
-                let intersection = (j * (na + nb) as f64 / (1.0 + j)).round() as usize;
+                let intersection = crate::jaccard::intersection_of(
+                    p.jaccard,
+                    p.a.shingles().len(),
+                    p.b.shingles().len(),
+                );
                 Edge::new(p.a, p.b, intersection)
             })
             .collect();
