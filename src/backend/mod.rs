@@ -26,8 +26,8 @@ pub use crate::persist::{PersistError, SnapshotInfo};
 use crate::config::StorageSettings;
 use crate::engine::{
     Comparison, Edge, Engine, EngineError, Groups, Measure, MemoryStats, NewDoc, Passage,
-    PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Threshold, UniqueOutcome,
-    WriteMode, WriteOutcome,
+    PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Template, Threshold,
+    UniqueOutcome, WriteMode, WriteOutcome,
 };
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -189,6 +189,90 @@ impl Backend {
                     .map_err(|e| BackendError::Internal(format!("passage index task: {e}")))
             }
             Backend::Redis(r) => r.set_passage_index(on).await,
+        }
+    }
+
+    /// Whether document frequency is counted (`index.boilerplate.enabled`).
+    pub fn boilerplate_on(&self) -> bool {
+        match self {
+            Backend::Memory(m) => m.engine.boilerplate_on(),
+            Backend::Redis(r) => r.engine().boilerplate_on(),
+        }
+    }
+
+    /// Count document frequency (every stored document counted before
+    /// this returns), or stop and drop the counts.
+    pub async fn set_boilerplate(&self, on: bool) -> Result<(), BackendError> {
+        match self {
+            Backend::Memory(m) => {
+                let engine = Arc::clone(&m.engine);
+                tokio::task::spawn_blocking(move || engine.set_boilerplate(on))
+                    .await
+                    .map_err(|e| BackendError::Internal(format!("boilerplate task: {e}")))
+            }
+            Backend::Redis(r) => r.set_boilerplate(on).await,
+        }
+    }
+
+    /// The document frequency of each of `sorted` (sorted, distinct
+    /// shingles), and the documents counted (N): 0s while counts are off.
+    pub async fn doc_frequencies(&self, sorted: &[u32]) -> Result<(Vec<u32>, usize), BackendError> {
+        match self {
+            Backend::Memory(m) => Ok((m.engine.doc_frequencies(sorted), m.engine.counted_docs())),
+            Backend::Redis(r) => r.doc_frequencies(sorted).await,
+        }
+    }
+
+    /// Every shingle held by at least `at` documents, with its count (at
+    /// most `max`, the most common first), and the distinct shingles counted.
+    pub async fn common_shingles(
+        &self,
+        at: u32,
+        max: usize,
+    ) -> Result<(Vec<(u32, u32)>, usize), BackendError> {
+        match self {
+            Backend::Memory(m) => {
+                let mut all = m.engine.common_shingles(at);
+                all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                all.truncate(max);
+                Ok((all, m.engine.distinct_shingles()))
+            }
+            Backend::Redis(r) => r.common_shingles(at, max).await,
+        }
+    }
+
+    /// The collection's registered templates, by id. `dir` is the
+    /// collection's directory (where the memory backend keeps them).
+    pub async fn templates(&self, dir: &std::path::Path) -> Result<Vec<Template>, BackendError> {
+        match self {
+            Backend::Memory(_) => Memory::templates(dir).await,
+            Backend::Redis(r) => r.templates().await,
+        }
+    }
+
+    /// Store `template` (replacing one with its id), durably; true if it
+    /// is new. The caller serializes changes of one collection's templates
+    /// on this node and checks the count.
+    pub async fn put_template(
+        &self,
+        dir: &std::path::Path,
+        template: Template,
+    ) -> Result<bool, BackendError> {
+        match self {
+            Backend::Memory(_) => Memory::put_template(dir, template).await,
+            Backend::Redis(r) => r.put_template(template).await,
+        }
+    }
+
+    /// Delete the template `id`, durably; false if there was none.
+    pub async fn delete_template(
+        &self,
+        dir: &std::path::Path,
+        id: &str,
+    ) -> Result<bool, BackendError> {
+        match self {
+            Backend::Memory(_) => Memory::delete_template(dir, id).await,
+            Backend::Redis(r) => r.delete_template(id).await,
         }
     }
 

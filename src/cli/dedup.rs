@@ -142,7 +142,7 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     };
     let engine = Engine::new(params);
     let threshold = engine
-        .threshold_for(measure, args.threshold)
+        .threshold_for(measure, crate::engine::Score::Raw, args.threshold)
         .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
     let mut problems = Problems::default();
     let max_text = config.limits.max_text_bytes;

@@ -11,7 +11,7 @@
 
 use crate::engine::{
     DocId, Engine, EngineError, EngineParams, Explanation, Measure, Passage, Prepared, Record,
-    Stamp, Threshold,
+    Score, Stamp, Threshold,
 };
 use crate::lsh::BandParams;
 use crate::text::TextError;
@@ -60,9 +60,10 @@ impl Recipe {
     pub fn threshold_for(
         &self,
         measure: Measure,
+        score: Score,
         value: Option<f64>,
     ) -> Result<Threshold, EngineError> {
-        self.0.threshold_for(measure, value)
+        self.0.threshold_for(measure, score, value)
     }
 
     /// A text to look up as a passage: its shingles in order and its set.

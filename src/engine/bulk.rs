@@ -94,8 +94,7 @@ impl Engine {
                 debug_assert_eq!(record.signature().len(), self.params().index.num_perm);
                 let record = Arc::new(record);
                 let slot = self.alloc_slot();
-                self.account(&record, true);
-                self.docs.insert(slot, Arc::clone(&record));
+                self.admit(slot, &record);
                 (slot, record)
             })
             .collect()
@@ -294,8 +293,7 @@ impl Engine {
                     &w.doc.selection,
                 ));
                 let slot = self.alloc_slot();
-                self.account(&record, true);
-                self.docs.insert(slot, Arc::clone(&record));
+                self.admit(slot, &record);
                 (slot, record, w.doc)
             })
             .collect();

@@ -36,6 +36,7 @@
 //! if `ids` still maps its id to that slot, so every returned match is a
 //! true statement about a document that is stored.
 
+mod boilerplate;
 mod bulk;
 mod dedup;
 mod explain;
@@ -51,6 +52,10 @@ mod retention;
 pub mod sample;
 mod unique;
 
+pub use boilerplate::{
+    content_of, BoilerplateParams, Classifier, ContentQuery, ContentScores, DfLookup, Template,
+    MAX_TEMPLATES,
+};
 pub use bulk::{BatchWrite, Restore};
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use explain::{Explanation, Segment, Side};
@@ -59,7 +64,7 @@ pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;
 pub use params::{EngineParams, EngineParamsError, IndexParams, ValidParams, MAX_SHINGLE_K};
 pub use passages::{Passage, PassageHit, PassageOutcome, COMMON_LISTED, MAX_READ};
-pub use query::{Comparison, Match, Measure, PassageWork, Query, QueryOutcome, Threshold};
+pub use query::{Comparison, Match, Measure, PassageWork, Query, QueryOutcome, Score, Threshold};
 use record::{Current, RecordTable};
 pub use record::{Record, Stamp};
 pub use retention::{Clock, ManualClock, SystemClock};
@@ -181,6 +186,12 @@ pub enum EngineError {
          in the configuration, NEARDUP_INDEX__PASSAGE_INDEX=true)"
     )]
     PassageIndexOff(&'static str),
+    #[error(
+        "scores on content need the collection to count document frequency: \
+         PATCH /collections/{{name}} {{\"boilerplate\": {{\"enabled\": true}}}} (for `default`: \
+         index.boilerplate.enabled in the configuration, NEARDUP_INDEX__BOILERPLATE__ENABLED=true)"
+    )]
+    BoilerplateOff,
 }
 
 /// Shards of the `ids` map: scans (snapshots, `records()`) hold one shard's
@@ -214,6 +225,11 @@ pub struct Engine {
     /// `passages_on` (see `postings.rs`).
     postings: postings::Postings,
     passages_on: std::sync::atomic::AtomicBool,
+    /// Document frequency of every shingle, when `index.boilerplate` is on
+    /// (`boilerplate.rs`), the rule's numbers, and the templates' shingles.
+    frequencies: boilerplate::Frequencies,
+    boilerplate_params: std::sync::RwLock<BoilerplateParams>,
+    templates: std::sync::RwLock<Arc<std::collections::HashSet<u32>>>,
     /// Slots released by deletes and replaces, reused before `next_slot` grows.
     /// Lock-free so that allocation is not a global lock on the write path.
     free_slots: SegQueue<Slot>,
@@ -274,6 +290,9 @@ impl Engine {
             lsh,
             postings: Default::default(),
             passages_on: std::sync::atomic::AtomicBool::new(params.index.passage_index),
+            frequencies: boilerplate::Frequencies::new(params.index.boilerplate.enabled),
+            boilerplate_params: std::sync::RwLock::new(params.index.boilerplate.clone()),
+            templates: Default::default(),
             ids: DashMap::with_shard_amount(ID_SHARDS),
             docs,
             fixed_bytes,
@@ -392,8 +411,7 @@ impl Engine {
             .append(JournalEntry::Upsert(&record, doc.journal_payload()))
             .map_err(EngineError::Journal)?;
         let slot = self.alloc_slot();
-        self.account(&record, true);
-        self.docs.insert(slot, Arc::clone(&record));
+        self.admit(slot, &record);
         self.lsh.insert(slot, record.signature());
         self.index_passages(slot, &record);
         Ok((self.publish(entry, slot, live_before), seq))
@@ -482,7 +500,10 @@ impl Engine {
 
     /// Drop a slot that `ids` no longer points to.
     fn release(&self, slot: Slot) {
-        if let Some((_, record)) = self.docs.remove(&slot) {
+        if let Some((_, record)) = self
+            .frequencies
+            .release(|| self.docs.remove(&slot), |(_, r)| &**r)
+        {
             self.lsh.remove(slot, record.signature());
             if self.passage_index() {
                 self.postings.remove(slot, record.fingerprints());
@@ -490,6 +511,16 @@ impl Engine {
             self.account(&record, false);
         }
         self.free_slots.push(slot);
+    }
+
+    /// Put `record` in the slot table at `slot`, accounted and counted
+    /// (document frequency) in one step (`boilerplate.rs`).
+    #[inline]
+    pub(crate) fn admit(&self, slot: Slot, record: &Arc<Record>) {
+        self.frequencies.admit(record, || {
+            self.account(record, true);
+            self.docs.insert(slot, Arc::clone(record));
+        });
     }
 
     fn account(&self, record: &Record, add: bool) {

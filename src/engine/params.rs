@@ -35,6 +35,8 @@ pub struct IndexParams {
     /// A fingerprint held by more documents than this is common: queries
     /// skip it and say so.
     pub common_fingerprint_docs: usize,
+    /// Document frequency and what it makes boilerplate (content scores).
+    pub boilerplate: super::boilerplate::BoilerplateParams,
 }
 
 impl Default for IndexParams {
@@ -48,6 +50,7 @@ impl Default for IndexParams {
             max_candidates: 10_000,
             passage_index: false,
             common_fingerprint_docs: 1_000,
+            boilerplate: Default::default(),
         }
     }
 }
@@ -85,6 +88,8 @@ pub enum EngineParamsError {
     MaxCandidates,
     #[error("{0}")]
     Normalize(String),
+    #[error("{0}")]
+    Boilerplate(String),
 }
 
 /// Parameters checked once, with the banding they resolve to: the only
@@ -138,6 +143,10 @@ impl EngineParams {
         if index.max_candidates == 0 {
             return Err(EngineParamsError::MaxCandidates);
         }
+        index
+            .boilerplate
+            .check()
+            .map_err(EngineParamsError::Boilerplate)?;
         Ok(BandParams::resolve(
             index.threshold,
             index.num_perm,

@@ -27,7 +27,8 @@
 //! `index.max_candidates` documents, the best-sharing first; past either
 //! its answer says `truncated`.
 
-use super::query::{finish, Measure, PassageWork, Query, QueryOutcome};
+use super::boilerplate::ContentQuery;
+use super::query::{finish, Measure, PassageWork, Query, QueryOutcome, Score};
 use super::{DocId, Engine, EngineError, Match, Prepared, Record};
 use crate::lsh::index::Slot;
 use crate::lsh::table::Bucket;
@@ -296,11 +297,14 @@ impl Engine {
         match q.measure {
             Measure::QueryInStored => by_query,
             Measure::StoredInQuery => by_doc,
-            _ => by_query || by_doc,
+            // J ≥ t holds both containments at ≥ t.
+            Measure::Jaccard => by_query && by_doc,
+            Measure::Containment => by_query || by_doc,
         }
     }
 
-    /// A containment query in this engine (the measure is not Jaccard).
+    /// A query answered from the passage index in this engine: a
+    /// containment measure, or any measure on content scores.
     pub(crate) fn contained(
         &self,
         shingles: &[u32],
@@ -313,22 +317,43 @@ impl Engine {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff(q.measure.as_str()));
         }
+        let content = self.content_query(shingles, q)?;
+        // On content scores, only the query's content fingerprints are read.
+        let keys: Vec<u32>;
+        let fingerprints = match &content {
+            Some(c) => {
+                keys = c.content_keys(fingerprints, &self.frequencies);
+                &keys[..]
+            }
+            None => fingerprints,
+        };
         let gathered = self.gather(fingerprints, own);
         let common = gathered.work.common;
         let query_fps = self.query_fingerprints(shingles.len(), fingerprints.len());
         // The share rule from the index alone (each slot's fingerprint
         // count is kept beside it): no record is read for a candidate it
-        // rules out. The survivors are verified best-sharing first.
+        // rules out. The survivors are verified best-sharing first. (On
+        // content scores a document's count includes its boilerplate
+        // fingerprints, so only the query's side is ruled on here.)
         let mut worth: Vec<(Slot, u32)> = gathered
             .shared
             .into_iter()
-            .filter(|&(slot, shared)| {
-                // The document's count is read only where the rule needs it.
-                let record_fps = match q.measure {
-                    Measure::QueryInStored => 0,
-                    _ => self.postings.count(slot),
-                };
-                Self::worth_verifying(q, query_fps, record_fps, shared as usize, common)
+            .filter(|&(slot, shared)| match &content {
+                None => {
+                    // The document's count is read only where the rule needs it.
+                    let record_fps = match q.measure {
+                        Measure::QueryInStored => 0,
+                        _ => self.postings.count(slot),
+                    };
+                    Self::worth_verifying(q, query_fps, record_fps, shared as usize, common)
+                }
+                Some(_) => match q.measure {
+                    Measure::QueryInStored | Measure::Jaccard => {
+                        shared as usize
+                            >= Self::fingerprints_needed(query_fps, q.threshold.value(), common)
+                    }
+                    _ => true,
+                },
             })
             .collect();
         worth.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -339,15 +364,40 @@ impl Engine {
             self.is_current(&record)
                 .then_some((record, shared as usize))
         });
-        Ok(self.verify_contained(
+        let mut out = self.verify_contained(
             (shingles, signature),
             query_fps,
             exclude,
             q,
+            content.as_ref(),
             candidates,
             gathered.work,
             gathered.truncated,
-        ))
+        );
+        if content.is_none() {
+            self.attach_content(shingles, &mut out.matches);
+        }
+        Ok(out)
+    }
+
+    /// What a query on content scores needs beyond its shingles: the rule
+    /// now and the query's document frequencies (`None` on raw scores).
+    pub(crate) fn content_query<'a>(
+        &'a self,
+        shingles: &[u32],
+        q: &Query,
+    ) -> Result<Option<ContentQuery<'a>>, EngineError> {
+        if q.score != Score::Content {
+            return Ok(None);
+        }
+        if !self.boilerplate_on() {
+            return Err(EngineError::BoilerplateOff);
+        }
+        Ok(Some(ContentQuery {
+            classifier: self.classifier(),
+            q_df: self.doc_frequencies(shingles),
+            df: &self.frequencies,
+        }))
     }
 
     /// A containment query answered from candidates found outside this
@@ -363,6 +413,7 @@ impl Engine {
         fingerprints: usize,
         exclude: Option<&str>,
         q: &Query,
+        content: Option<&ContentQuery<'_>>,
         candidates: impl IntoIterator<Item = (Arc<Record>, usize)>,
         work: PassageWork,
         truncated: bool,
@@ -373,6 +424,7 @@ impl Engine {
             query_fps,
             exclude,
             q,
+            content,
             candidates,
             work,
             truncated,
@@ -389,6 +441,7 @@ impl Engine {
         query_fps: usize,
         exclude: Option<&str>,
         q: &Query,
+        content: Option<&ContentQuery<'_>>,
         candidates: impl IntoIterator<Item = (Arc<Record>, usize)>,
         work: PassageWork,
         truncated: bool,
@@ -404,7 +457,10 @@ impl Engine {
             if exclude == Some(record.id().as_str()) {
                 continue;
             }
-            let record_fps = crate::text::winnow::count(record.selection());
+            let record_fps = match content {
+                Some(c) => c.content_fingerprints(&record),
+                None => crate::text::winnow::count(record.selection()),
+            };
             if !Self::worth_verifying(q, query_fps, record_fps, shared, work.common) {
                 continue;
             }
@@ -414,7 +470,11 @@ impl Engine {
             }
             verified += 1;
             out.candidates += 1;
-            match self.judge_contained(shingles, signature, &record, q, now) {
+            let judged = match content {
+                Some(c) => self.judge_content(shingles, signature, &record, q, c, now),
+                None => self.judge_contained(shingles, signature, &record, q, now),
+            };
+            match judged {
                 Some(m) => out.matches.push(m),
                 None => out.rejected += 1,
             }

@@ -76,6 +76,16 @@ impl Measure {
         self != Measure::Jaccard
     }
 
+    /// The content score this measure reads.
+    pub fn content_score(self, c: &super::ContentScores) -> f64 {
+        match self {
+            Measure::Jaccard => c.jaccard,
+            Measure::QueryInStored => c.query_in_stored,
+            Measure::StoredInQuery => c.stored_in_query,
+            Measure::Containment => c.query_in_stored.max(c.stored_in_query),
+        }
+    }
+
     /// The score this measure reads from a match.
     pub fn score(self, m: &Match) -> f64 {
         match self {
@@ -84,6 +94,31 @@ impl Measure {
             Measure::StoredInQuery => m.stored_in_query,
             Measure::Containment => m.query_in_stored.max(m.stored_in_query),
         }
+    }
+}
+
+/// Which shingles a score counts: all of them (`raw`), or only those that
+/// are not boilerplate (`content`: `boilerplate.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Score {
+    #[default]
+    Raw,
+    Content,
+}
+
+impl Score {
+    pub const ALL: [Score; 2] = [Score::Raw, Score::Content];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Score::Raw => "raw",
+            Score::Content => "content",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
     }
 }
 
@@ -97,6 +132,8 @@ pub struct Query {
     pub since: Option<u64>,
     /// The score the threshold applies to.
     pub measure: Measure,
+    /// Over which shingles.
+    pub score: Score,
 }
 
 impl Query {
@@ -106,6 +143,26 @@ impl Query {
             limit,
             since: None,
             measure: Measure::Jaccard,
+            score: Score::Raw,
+        }
+    }
+
+    pub fn score(self, score: Score) -> Self {
+        Self { score, ..self }
+    }
+
+    /// Whether the passage index answers it (a containment measure, or any
+    /// measure on content scores).
+    pub fn via_passages(&self) -> bool {
+        self.measure.is_containment() || self.score == Score::Content
+    }
+
+    /// The value this query's threshold applies to in `m`.
+    pub fn value_of(&self, m: &Match) -> f64 {
+        match (self.score, &m.content) {
+            (Score::Content, Some(c)) => self.measure.content_score(c),
+            (Score::Content, None) => 0.0,
+            (Score::Raw, _) => self.measure.score(m),
         }
     }
 
@@ -132,6 +189,9 @@ pub struct Match {
     pub stored_in_query: f64,
     /// MinHash estimate (fraction of equal signature slots).
     pub estimate: f64,
+    /// The scores over content shingles, when the collection counts
+    /// document frequency (`index.boilerplate`).
+    pub content: Option<super::ContentScores>,
 }
 
 impl Match {
@@ -164,6 +224,7 @@ impl Match {
             query_in_stored: ratio(intersection, query_len),
             stored_in_query: ratio(intersection, stored_len),
             estimate,
+            content: None,
         }
     }
 }
@@ -283,16 +344,17 @@ impl Engine {
         }
     }
 
-    /// Check a query threshold for `measure`: a Jaccard threshold against
-    /// the range the banding serves, a containment one in (0, 1] (the
-    /// passage index is not tuned to a threshold). The default is the
+    /// Check a query threshold for `measure` on `score`: a raw Jaccard
+    /// threshold against the range the banding serves, any other in (0, 1]
+    /// (the passage index is not tuned to a threshold). The default is the
     /// index's threshold either way.
     pub fn threshold_for(
         &self,
         measure: Measure,
+        score: Score,
         value: Option<f64>,
     ) -> Result<Threshold, EngineError> {
-        if !measure.is_containment() {
+        if !measure.is_containment() && score == Score::Raw {
             return self.threshold(value);
         }
         let value = value.unwrap_or(self.params().index.threshold);
@@ -325,7 +387,7 @@ impl Engine {
         let (slot, record) = self
             .get_with_slot(id)
             .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
-        if q.measure.is_containment() {
+        if q.via_passages() {
             let fingerprints = self.containment_keys(record.shingles(), record.fingerprints());
             return self.contained(
                 record.shingles(),
@@ -341,14 +403,16 @@ impl Engine {
             return Ok(QueryOutcome::default());
         }
         // The id is hashed once: its slot is the one to exclude.
-        Ok(self.query(
+        let mut out = self.query(
             record.shingles(),
             record.signature(),
             bands,
             Some(id),
             Some(slot),
             q,
-        ))
+        );
+        self.attach_content(record.shingles(), &mut out.matches);
+        Ok(out)
     }
 
     /// The bands (by class, [`BandMask`]) in which `record`, read from
@@ -378,7 +442,7 @@ impl Engine {
         q: &Query,
     ) -> Result<QueryOutcome, EngineError> {
         let own_slot = exclude.and_then(|id| self.ids.get(id).map(|s| *s));
-        if q.measure.is_containment() {
+        if q.via_passages() {
             let fingerprints = self.containment_keys(doc.shingles(), doc.fingerprints());
             return self.contained(
                 doc.shingles.as_slice(),
@@ -389,14 +453,16 @@ impl Engine {
                 q,
             );
         }
-        Ok(self.query(
+        let mut out = self.query(
             doc.shingles.as_slice(),
             &doc.signature,
             ALL_BANDS,
             exclude,
             own_slot,
             q,
-        ))
+        );
+        self.attach_content(doc.shingles(), &mut out.matches);
+        Ok(out)
     }
 
     /// `own_slot` is `exclude`'s slot, if it is stored; `bands` the band
@@ -547,10 +613,9 @@ pub(crate) fn finish(out: &mut QueryOutcome, q: &Query) {
         by_id.dedup_by(|later, earlier| later.1.id == earlier.1.id);
         out.matches = by_id.into_iter().map(|(_, m)| m).collect();
     }
-    let m = q.measure;
     out.matches.sort_by(|a, b| {
-        m.score(b)
-            .total_cmp(&m.score(a))
+        q.value_of(b)
+            .total_cmp(&q.value_of(a))
             .then_with(|| a.id.cmp(&b.id))
     });
     out.matches.truncate(q.limit);

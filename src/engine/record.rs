@@ -271,6 +271,14 @@ impl RecordTable {
         v[i].replace(record)
     }
 
+    /// Every record in the table (one shard lock at a time).
+    pub(crate) fn records(&self) -> Vec<Arc<Record>> {
+        self.shards
+            .iter()
+            .flat_map(|s| s.read().iter().flatten().cloned().collect::<Vec<_>>())
+            .collect()
+    }
+
     pub(crate) fn get(&self, slot: &Slot) -> Option<Arc<Record>> {
         let (shard, i) = place(*slot);
         self.shards[shard].read().get(i)?.clone()

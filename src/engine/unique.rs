@@ -71,7 +71,7 @@ impl Engine {
         // By containment, two submissions that would find each other share
         // a key the query looks up (a fingerprint, or a shingle of a short
         // one) instead of a band key: lock those stripes too.
-        let passage_keys = if q.measure.is_containment() {
+        let passage_keys = if q.via_passages() {
             self.containment_keys(doc.shingles(), doc.fingerprints())
         } else {
             Vec::new()

@@ -195,7 +195,8 @@ pub async fn create(
     // Checked even without `similar=true`: a bad value is never silently ignored.
     let measure = params.measure.unwrap_or_default();
     let q = Query::new(
-        coll.recipe().threshold_for(measure, params.threshold)?,
+        coll.recipe()
+            .threshold_for(measure, crate::engine::Score::Raw, params.threshold)?,
         Limit::parse(params.limit, &app.config.query)?.get(),
     )
     .since(since(params.since.as_deref())?)

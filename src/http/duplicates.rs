@@ -130,7 +130,9 @@ pub async fn groups(
     ApiQuery(params): ApiQuery<GroupsParams>,
 ) -> Result<Response, ApiError> {
     let measure = pair_measure(params.measure);
-    let threshold = coll.recipe().threshold_for(measure, params.threshold)?;
+    let threshold =
+        coll.recipe()
+            .threshold_for(measure, crate::engine::Score::Raw, params.threshold)?;
     let key = GroupsKey {
         collection: coll.id,
         threshold: threshold.value(),
@@ -304,7 +306,9 @@ pub async fn pairs(
     ApiQuery(params): ApiQuery<PairsParams>,
 ) -> Result<Response, ApiError> {
     let measure = pair_measure(params.measure);
-    let threshold = coll.recipe().threshold_for(measure, params.threshold)?;
+    let threshold =
+        coll.recipe()
+            .threshold_for(measure, crate::engine::Score::Raw, params.threshold)?;
     let ndjson = wants_ndjson(&headers);
     needs_index(backend(&coll)?, measure)?;
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);

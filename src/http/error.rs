@@ -175,6 +175,11 @@ impl ApiError {
                     "passage-index-off",
                     "The collection keeps no passage index",
                 ),
+                EngineError::BoilerplateOff => (
+                    S::CONFLICT,
+                    "boilerplate-off",
+                    "The collection counts no document frequency",
+                ),
             },
             ApiError::InvalidId(_) => (S::BAD_REQUEST, "invalid-id", "Invalid document id"),
             ApiError::InvalidCollectionName(_) => (

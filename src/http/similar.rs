@@ -40,7 +40,8 @@ pub async fn by_id(
 ) -> Result<Json<SimilarOut>, ApiError> {
     let measure = p.measure.unwrap_or_default();
     let q = Query::new(
-        coll.recipe().threshold_for(measure, p.threshold)?,
+        coll.recipe()
+            .threshold_for(measure, crate::engine::Score::Raw, p.threshold)?,
         Limit::parse(p.limit, &app.config.query)?.get(),
     )
     .since(since(p.since.as_deref())?)
@@ -61,7 +62,8 @@ pub async fn by_text(
     let text = Text::parse(req.text, &app.config.limits)?;
     let measure = req.measure.unwrap_or_default();
     let q = Query::new(
-        coll.recipe().threshold_for(measure, req.threshold)?,
+        coll.recipe()
+            .threshold_for(measure, crate::engine::Score::Raw, req.threshold)?,
         Limit::parse(req.limit, &app.config.query)?.get(),
     )
     .since(

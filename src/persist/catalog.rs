@@ -231,6 +231,40 @@ pub fn write_manifest<T: Serialize>(dir: &Path, manifest: &T) -> Result<(), Pers
     fsops::commit_rename(&tmp, &path)
 }
 
+/// The file of a collection's registered templates, beside its manifest.
+pub const TEMPLATES: &str = "templates.json";
+
+/// The templates kept in `dir` (none without the file); a damaged file is
+/// named, never read as empty.
+pub fn read_templates(dir: &Path) -> Result<Vec<crate::engine::Template>, PersistError> {
+    let path = dir.join(TEMPLATES);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err(&path)(e)),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| PersistError::Corrupt {
+        path,
+        offset: e.column() as u64,
+        reason: format!("unreadable templates file: {e}"),
+    })
+}
+
+/// Replace the templates kept in `dir`, atomically and durably.
+pub fn write_templates(
+    dir: &Path,
+    templates: &[crate::engine::Template],
+) -> Result<(), PersistError> {
+    let path = dir.join(TEMPLATES);
+    let tmp = dir.join(format!("{TEMPLATES}.tmp"));
+    let bytes = serde_json::to_vec(templates).expect("templates serialize");
+    if let Err(e) = write_file_synced(&tmp, &bytes) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    fsops::commit_rename(&tmp, &path)
+}
+
 /// Delete collection `name`: durable once this returns (the directory is a
 /// tombstone); the files are removed on the way, or at the next start.
 pub fn remove(root: &Path, name: &str) -> Result<(), PersistError> {

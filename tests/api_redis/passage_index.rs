@@ -115,7 +115,7 @@ async fn put(node: &Node, id: &str, text: &str) {
 
 fn threshold(t: f64, measure: Measure) -> Threshold {
     Engine::new(EngineParams::default().validate().unwrap())
-        .threshold_for(measure, Some(t))
+        .threshold_for(measure, neardup::engine::Score::Raw, Some(t))
         .unwrap()
 }
 

@@ -72,6 +72,20 @@ impl LocalCatalog {
         catalog::write_manifest(dir, manifest)
     }
 
+    /// The registered templates kept in the collection directory `dir`
+    /// (none if it has no file).
+    pub fn read_templates(dir: &Path) -> Result<Vec<crate::engine::Template>, PersistError> {
+        catalog::read_templates(dir)
+    }
+
+    /// Replace the templates kept in `dir` (atomic).
+    pub fn write_templates(
+        dir: &Path,
+        templates: &[crate::engine::Template],
+    ) -> Result<(), PersistError> {
+        catalog::write_templates(dir, templates)
+    }
+
     /// Delete the collection `name` (atomic).
     pub fn remove(&self, name: &str) -> Result<(), PersistError> {
         catalog::remove(&self.root(), name)

@@ -12,7 +12,7 @@ pub use rebuild::{Rebuild, RebuildError};
 use super::{BackendError, LogStats, SnapshotInfo, StoredText};
 use crate::config::StorageSettings;
 use crate::engine::{
-    Engine, EngineError, NewDoc, Query, Record, UniqueOutcome, WriteMode, WriteOutcome,
+    Engine, EngineError, NewDoc, Query, Record, Template, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use crate::persist::{PersistError, Store};
 use std::sync::atomic::Ordering;
@@ -80,6 +80,61 @@ impl Memory {
             .await
             .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
             .map_err(|e| BackendError::Internal(format!("{what}: {e}")))
+    }
+
+    /// `f` on the templates file of the collection directory `dir`, on a
+    /// blocking thread.
+    async fn with_templates<T: Send + 'static>(
+        dir: &std::path::Path,
+        f: impl FnOnce(&std::path::Path) -> Result<T, PersistError> + Send + 'static,
+    ) -> Result<T, BackendError> {
+        let dir = dir.to_owned();
+        tokio::task::spawn_blocking(move || f(&dir))
+            .await
+            .map_err(|e| BackendError::Internal(format!("templates task failed: {e}")))?
+            .map_err(|e| BackendError::Internal(format!("templates: {e}")))
+    }
+
+    pub async fn templates(dir: &std::path::Path) -> Result<Vec<Template>, BackendError> {
+        Self::with_templates(dir, LocalCatalog::read_templates).await
+    }
+
+    pub async fn put_template(
+        dir: &std::path::Path,
+        template: Template,
+    ) -> Result<bool, BackendError> {
+        Self::with_templates(dir, move |dir| {
+            let mut all = LocalCatalog::read_templates(dir)?;
+            let created = match all.iter_mut().find(|t| t.id == template.id) {
+                Some(t) => {
+                    *t = template;
+                    false
+                }
+                None => {
+                    all.push(template);
+                    true
+                }
+            };
+            all.sort_by(|a, b| a.id.cmp(&b.id));
+            LocalCatalog::write_templates(dir, &all)?;
+            Ok(created)
+        })
+        .await
+    }
+
+    pub async fn delete_template(dir: &std::path::Path, id: &str) -> Result<bool, BackendError> {
+        let id = id.to_owned();
+        Self::with_templates(dir, move |dir| {
+            let mut all = LocalCatalog::read_templates(dir)?;
+            let before = all.len();
+            all.retain(|t| t.id != id);
+            if all.len() == before {
+                return Ok(false);
+            }
+            LocalCatalog::write_templates(dir, &all)?;
+            Ok(true)
+        })
+        .await
     }
 
     pub async fn text(&self, id: &str) -> Result<StoredText, BackendError> {

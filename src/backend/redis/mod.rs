@@ -24,6 +24,7 @@
 //! - `conn.rs`, `codec.rs`, `metrics.rs`: the connection, the key layout and
 //!   record encoding, `neardup_redis_*`.
 
+mod boilerplate;
 mod catalog;
 pub mod codec;
 pub mod conn;

@@ -490,6 +490,7 @@ impl RedisIndex {
             keys.len(),
             exclude,
             q,
+            None,
             candidates,
             postings.work,
             postings.truncated || cut,

@@ -191,6 +191,7 @@ impl RedisIndex {
                 query_keys,
                 own,
                 q,
+                None,
                 candidates,
                 p.work.clone(),
                 truncated,

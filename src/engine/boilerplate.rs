@@ -1,0 +1,672 @@
+//! Boilerplate: document frequency, what it makes common, and the scores
+//! that leave common text out.
+//!
+//! ```text
+//!   every stored record's shingles ─count→ df(x): how many documents hold x
+//!   registered templates' shingles ─────────┐
+//!   df(x) ≥ max(min_docs, ⌈share · N⌉), N ≥ min_collection_docs ─┴→ x is boilerplate
+//!   content scores: Jaccard and containments over the shingles that are not;
+//!   weighted Jaccard: each shingle weighted by idf(x) = ln((N + 1) / (df(x) + 1)) + 1,
+//!   boilerplate 0
+//! ```
+//!
+//! **Exact counts.** [`Frequencies`] holds `df` for every distinct shingle
+//! of the stored documents (expired ones count until they are purged, like
+//! `N`), in shards of `u32 → u32` maps, ~9–18 bytes a distinct shingle
+//! (the table's load). It is an option of a collection
+//! (`index.boilerplate.enabled`): off, it holds nothing and writes skip it.
+//! It is not written to the log or snapshots: a restart counts it again
+//! from the restored records, so it is exactly as durable as they are.
+//!
+//! **Exact under concurrency.** A write counts its record in the same step
+//! that puts it in the slot table, and a release uncounts it in the step
+//! that takes it out, each under the read side of a gate; switching the
+//! counts on (a count of every record in the slot table) or off (clearing
+//! them) takes the write side. So every record in the table is counted
+//! exactly once while the option is on, whatever races the switch.
+
+use super::query::{Match, Query};
+use super::{Engine, Record};
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// `index.boilerplate`: whether a collection counts document frequency,
+/// and what count makes a shingle boilerplate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BoilerplateParams {
+    /// Count document frequency (content scores, common passages).
+    pub enabled: bool,
+    /// A shingle held by at least this share of the documents is
+    /// boilerplate (0 < share ≤ 1)…
+    pub share: f64,
+    /// …and by at least this many (≥ 2).
+    pub min_docs: usize,
+    /// No shingle is boilerplate by its count until the collection holds
+    /// this many documents (templates apply from the first).
+    pub min_collection_docs: usize,
+}
+
+impl Default for BoilerplateParams {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            share: 0.05,
+            min_docs: 10,
+            min_collection_docs: 50,
+        }
+    }
+}
+
+impl BoilerplateParams {
+    /// Check the values (a share outside (0, 1], a count of 1 or less).
+    pub fn check(&self) -> Result<(), String> {
+        if !(self.share > 0.0 && self.share <= 1.0) {
+            return Err(format!(
+                "index.boilerplate.share must be greater than 0 and at most 1, got {}",
+                self.share
+            ));
+        }
+        if self.min_docs < 2 {
+            return Err(format!(
+                "index.boilerplate.min_docs must be at least 2 (a shingle of one document is never common), got {}",
+                self.min_docs
+            ));
+        }
+        Ok(())
+    }
+
+    /// The document count from which a shingle is boilerplate in a
+    /// collection of `docs` documents, or `None` while counts do not apply.
+    pub fn threshold_docs(&self, docs: usize) -> Option<u32> {
+        if docs < self.min_collection_docs.max(1) {
+            return None;
+        }
+        let by_share = (self.share * docs as f64 - 1e-9).ceil().max(0.0) as usize;
+        Some(by_share.max(self.min_docs).min(u32::MAX as usize) as u32)
+    }
+}
+
+/// A registered template: a text whose shingles are always boilerplate in
+/// its collection (a footer, a disclaimer, a signature block).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Template {
+    pub id: String,
+    pub text: String,
+    /// When it was stored (ms since the epoch).
+    pub created_ms: u64,
+}
+
+/// Most templates a collection holds.
+pub const MAX_TEMPLATES: usize = 100;
+
+/// Content scores of a pair: the raw scores over the shingles that are not
+/// boilerplate, and the idf-weighted Jaccard.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct ContentScores {
+    /// |Qc ∩ Dc| / |Qc ∪ Dc| (0 when both are all boilerplate).
+    pub jaccard: f64,
+    /// |Qc ∩ Dc| / |Qc|.
+    pub query_in_stored: f64,
+    /// |Qc ∩ Dc| / |Dc|.
+    pub stored_in_query: f64,
+    /// Σ_{Q∩D} w / Σ_{Q∪D} w, w = idf for content shingles, 0 for boilerplate.
+    pub weighted_jaccard: f64,
+    /// Shared shingles that are content.
+    pub shared_content: usize,
+    /// Shared shingles that are boilerplate.
+    pub shared_boilerplate: usize,
+}
+
+/// What decides boilerplate at one instant: the templates' shingles, the
+/// count from which a shingle is common, and the document count.
+#[derive(Clone, Debug, Default)]
+pub struct Classifier {
+    pub templates: Arc<HashSet<u32>>,
+    /// `None`: counts do not apply (off, or a collection below its minimum).
+    pub at: Option<u32>,
+    pub docs: usize,
+}
+
+impl Classifier {
+    /// Whether a shingle held by `df` documents is boilerplate.
+    #[inline]
+    pub fn is_boilerplate(&self, x: u32, df: u32) -> bool {
+        self.at.is_some_and(|at| df >= at) || self.templates.contains(&x)
+    }
+
+    /// A content shingle's weight.
+    #[inline]
+    pub fn idf(&self, df: u32) -> f64 {
+        ((self.docs as f64 + 1.0) / (f64::from(df) + 1.0)).ln() + 1.0
+    }
+
+    /// The content scores of two sorted, distinct sets, given each
+    /// element's document frequency (`q_df[i]` of `q[i]`).
+    pub fn scores(&self, q: &[u32], q_df: &[u32], d: &[u32], d_df: &[u32]) -> ContentScores {
+        let (mut i, mut j) = (0, 0);
+        let (mut qc, mut dc, mut sc, mut sb) = (0usize, 0usize, 0usize, 0usize);
+        let (mut w_union, mut w_shared) = (0.0f64, 0.0f64);
+        let weigh = |x: u32, df: u32| -> (bool, f64) {
+            if self.is_boilerplate(x, df) {
+                (false, 0.0)
+            } else {
+                (true, self.idf(df))
+            }
+        };
+        while i < q.len() || j < d.len() {
+            let (x, df, in_q, in_d) = match (q.get(i), d.get(j)) {
+                (Some(&a), Some(&b)) if a == b => (a, q_df[i].max(d_df[j]), true, true),
+                (Some(&a), Some(&b)) if a < b => (a, q_df[i], true, false),
+                (Some(&a), None) => (a, q_df[i], true, false),
+                (_, Some(&b)) => (b, d_df[j], false, true),
+                (None, None) => unreachable!(),
+            };
+            let (content, w) = weigh(x, df);
+            w_union += w;
+            match (in_q, in_d) {
+                (true, true) => {
+                    i += 1;
+                    j += 1;
+                    if content {
+                        qc += 1;
+                        dc += 1;
+                        sc += 1;
+                        w_shared += w;
+                    } else {
+                        sb += 1;
+                    }
+                }
+                (true, false) => {
+                    i += 1;
+                    qc += usize::from(content);
+                }
+                _ => {
+                    j += 1;
+                    dc += usize::from(content);
+                }
+            }
+        }
+        let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+        ContentScores {
+            jaccard: ratio(sc, qc + dc - sc),
+            query_in_stored: ratio(sc, qc),
+            stored_in_query: ratio(sc, dc),
+            weighted_jaccard: if w_union > 0.0 {
+                w_shared / w_union
+            } else {
+                0.0
+            },
+            shared_content: sc,
+            shared_boilerplate: sb,
+        }
+    }
+}
+
+/// The mixing hasher of the count maps: shingle hashes are uniform, but a
+/// map needs its top bits (control bytes) and low bits (buckets) both mixed.
+#[derive(Default)]
+pub struct MixHasher(u64);
+
+impl Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    #[inline]
+    fn write_u32(&mut self, x: u32) {
+        self.0 = (u64::from(x) ^ 0x5bd1_e995).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type CountMap = HashMap<u32, u32, BuildHasherDefault<MixHasher>>;
+
+const SHARD_BITS: u32 = 6;
+
+#[derive(Default)]
+#[repr(align(64))]
+struct Shard(RwLock<CountMap>);
+
+/// Exact document frequency of every distinct shingle (see the module docs).
+pub(crate) struct Frequencies {
+    shards: Box<[Shard]>,
+    /// Documents counted (N).
+    docs: AtomicUsize,
+    on: AtomicBool,
+    gate: RwLock<()>,
+}
+
+impl Frequencies {
+    pub(crate) fn new(on: bool) -> Self {
+        Self {
+            shards: (0..1usize << SHARD_BITS)
+                .map(|_| Shard::default())
+                .collect(),
+            docs: AtomicUsize::new(0),
+            on: AtomicBool::new(on),
+            gate: RwLock::new(()),
+        }
+    }
+
+    #[inline]
+    fn shard(x: u32) -> usize {
+        (x >> (32 - SHARD_BITS)) as usize
+    }
+
+    pub(crate) fn set_flag(&self, on: bool) {
+        self.on.store(on, Ordering::Release);
+    }
+
+    pub(crate) fn is_on(&self) -> bool {
+        self.on.load(Ordering::Acquire)
+    }
+
+    /// Run `step` (putting a record in the slot table) and count `record`
+    /// if the counts are on, as one step against a switch.
+    #[inline]
+    pub(crate) fn admit<T>(&self, record: &Record, step: impl FnOnce() -> T) -> T {
+        let _gate = self.gate.read().expect("df gate");
+        let out = step();
+        if self.is_on() {
+            self.add(record.shingles(), 1);
+        }
+        out
+    }
+
+    /// Run `step` (taking a record out of the slot table) and uncount what
+    /// it took, as one step against a switch.
+    #[inline]
+    pub(crate) fn release<T>(
+        &self,
+        step: impl FnOnce() -> Option<T>,
+        record: impl Fn(&T) -> &Record,
+    ) -> Option<T> {
+        let _gate = self.gate.read().expect("df gate");
+        let out = step()?;
+        if self.is_on() {
+            self.add(record(&out).shingles(), -1);
+        }
+        Some(out)
+    }
+
+    /// Count (`by` = 1) or uncount (−1) one document's sorted, distinct
+    /// shingles: runs of one shard under one lock.
+    fn add(&self, shingles: &[u32], by: i32) {
+        let mut rest = shingles;
+        while let Some(&first) = rest.first() {
+            let s = Self::shard(first);
+            let n = rest
+                .iter()
+                .position(|&x| Self::shard(x) != s)
+                .unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(n);
+            rest = tail;
+            let mut map = self.shards[s].0.write().expect("df shard");
+            for &x in run {
+                if by > 0 {
+                    *map.entry(x).or_insert(0) += 1;
+                } else if let std::collections::hash_map::Entry::Occupied(mut e) = map.entry(x) {
+                    if *e.get() <= 1 {
+                        e.remove();
+                    } else {
+                        *e.get_mut() -= 1;
+                    }
+                }
+            }
+        }
+        if by > 0 {
+            self.docs.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.docs.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Switch the counts on, counting every record `all` gives (the slot
+    /// table's, read under the gate), or off, dropping them.
+    pub(crate) fn switch(&self, on: bool, all: impl FnOnce() -> Vec<Arc<Record>>) {
+        let _gate = self.gate.write().expect("df gate");
+        if self.on.swap(on, Ordering::AcqRel) == on {
+            return;
+        }
+        for shard in self.shards.iter() {
+            *shard.0.write().expect("df shard") = CountMap::default();
+        }
+        self.docs.store(0, Ordering::Relaxed);
+        if on {
+            let records = all();
+            use rayon::prelude::*;
+            // Count per worker, then merge shard by shard.
+            let partial: Vec<CountMap> = records
+                .par_chunks(4096)
+                .map(|chunk| {
+                    let mut m = CountMap::default();
+                    for r in chunk {
+                        for &x in r.shingles() {
+                            *m.entry(x).or_insert(0) += 1;
+                        }
+                    }
+                    m
+                })
+                .collect();
+            for m in partial {
+                for (x, n) in m {
+                    *self.shards[Self::shard(x)]
+                        .0
+                        .write()
+                        .expect("df shard")
+                        .entry(x)
+                        .or_insert(0) += n;
+                }
+            }
+            self.docs.store(records.len(), Ordering::Relaxed);
+        }
+    }
+
+    /// Document frequencies of sorted shingles into `out` (one lock a shard run).
+    pub(crate) fn lookup_sorted(&self, shingles: &[u32], out: &mut Vec<u32>) {
+        out.clear();
+        out.reserve(shingles.len());
+        let mut rest = shingles;
+        while let Some(&first) = rest.first() {
+            let s = Self::shard(first);
+            let n = rest
+                .iter()
+                .position(|&x| Self::shard(x) != s)
+                .unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(n);
+            rest = tail;
+            let map = self.shards[s].0.read().expect("df shard");
+            out.extend(run.iter().map(|x| map.get(x).copied().unwrap_or(0)));
+        }
+    }
+
+    pub(crate) fn docs(&self) -> usize {
+        self.docs.load(Ordering::Relaxed)
+    }
+
+    /// Distinct shingles counted.
+    pub(crate) fn distinct(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| s.0.read().expect("df shard").len())
+            .sum()
+    }
+
+    /// Heap bytes of the count maps (capacity × (entry + control byte)).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|s| {
+                let cap = s.0.read().expect("df shard").capacity();
+                if cap == 0 {
+                    0
+                } else {
+                    // hashbrown: buckets a power of two at most 7/8 full,
+                    // an 8-byte entry and a control byte each.
+                    (cap * 8 / 7).next_power_of_two() * 9
+                }
+            })
+            .sum()
+    }
+
+    /// Every shingle held by at least `at` documents, with its count.
+    pub(crate) fn at_least(&self, at: u32) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for s in self.shards.iter() {
+            let map = s.0.read().expect("df shard");
+            out.extend(map.iter().filter(|(_, &n)| n >= at).map(|(&x, &n)| (x, n)));
+        }
+        out
+    }
+}
+
+impl Engine {
+    /// Whether the collection counts document frequency.
+    pub fn boilerplate_on(&self) -> bool {
+        self.frequencies.is_on()
+    }
+
+    /// Switch document frequency on (counting every stored record) or off.
+    pub fn set_boilerplate(&self, on: bool) {
+        self.frequencies.switch(on, || self.docs.records());
+    }
+
+    /// The boilerplate rule in force (`index.boilerplate`, which a settings
+    /// change may replace without a reindex).
+    pub fn boilerplate_params(&self) -> BoilerplateParams {
+        self.boilerplate_params
+            .read()
+            .expect("boilerplate params")
+            .clone()
+    }
+
+    /// Replace the rule's numbers (not whether counts are kept: see
+    /// [`Self::set_boilerplate`]).
+    pub fn set_boilerplate_params(&self, params: BoilerplateParams) {
+        *self.boilerplate_params.write().expect("boilerplate params") = params;
+    }
+
+    /// Replace the registered templates' shingles.
+    pub fn set_templates(&self, shingles: HashSet<u32>) {
+        *self.templates.write().expect("templates") = Arc::new(shingles);
+    }
+
+    /// Make `templates` the registered ones: every shingle of their texts
+    /// (under this recipe) is boilerplate from now on. A text with nothing
+    /// left after normalization adds nothing.
+    pub fn use_templates(&self, templates: &[Template]) {
+        let mut set = HashSet::new();
+        for t in templates {
+            if let Ok(p) = self.prepare(&t.text) {
+                set.extend(p.shingles().iter().copied());
+            }
+        }
+        self.set_templates(set);
+    }
+
+    /// Set whether document frequency is counted without counting or
+    /// dropping anything (a backend that counts it outside the engine).
+    pub fn set_boilerplate_flag(&self, on: bool) {
+        self.frequencies.set_flag(on);
+    }
+
+    /// The templates' shingles.
+    pub fn templates(&self) -> Arc<HashSet<u32>> {
+        Arc::clone(&self.templates.read().expect("templates"))
+    }
+
+    /// What decides boilerplate now, from this engine's counts; `docs`
+    /// overrides the document count (a backend that counts elsewhere).
+    pub fn classifier_with(&self, docs: usize) -> Classifier {
+        let params = self.boilerplate_params();
+        Classifier {
+            templates: self.templates(),
+            at: params.threshold_docs(docs),
+            docs,
+        }
+    }
+
+    /// [`Self::classifier_with`] this engine's own count.
+    pub fn classifier(&self) -> Classifier {
+        if self.boilerplate_on() {
+            self.classifier_with(self.frequencies.docs())
+        } else {
+            Classifier {
+                templates: self.templates(),
+                at: None,
+                docs: self.frequencies.docs(),
+            }
+        }
+    }
+
+    /// Document frequencies of sorted shingles, from this engine's counts.
+    pub fn doc_frequencies(&self, shingles: &[u32]) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.frequencies.lookup_sorted(shingles, &mut out);
+        out
+    }
+
+    /// Documents counted (N).
+    pub fn counted_docs(&self) -> usize {
+        self.frequencies.docs()
+    }
+
+    /// Distinct shingles counted.
+    pub fn distinct_shingles(&self) -> usize {
+        self.frequencies.distinct()
+    }
+
+    /// Every shingle at or above `at` documents, with its count.
+    pub fn common_shingles(&self, at: u32) -> Vec<(u32, u32)> {
+        self.frequencies.at_least(at)
+    }
+
+    /// Heap bytes of the document-frequency counts.
+    pub fn frequency_bytes(&self) -> usize {
+        self.frequencies.heap_bytes()
+    }
+
+    /// The content scores of `q` against `record` from this engine's counts
+    /// (`q_df` the query's frequencies, looked up once per query).
+    pub fn content_scores(
+        &self,
+        classifier: &Classifier,
+        q: &[u32],
+        q_df: &[u32],
+        record: &Record,
+    ) -> ContentScores {
+        let d_df = self.doc_frequencies(record.shingles());
+        classifier.scores(q, q_df, record.shingles(), &d_df)
+    }
+}
+
+/// The shingles of `shingles` that are content (not boilerplate).
+pub fn content_of(classifier: &Classifier, shingles: &[u32], df: &[u32]) -> usize {
+    shingles
+        .iter()
+        .zip(df)
+        .filter(|(&x, &n)| !classifier.is_boilerplate(x, n))
+        .count()
+}
+
+/// Document frequencies of sorted shingles, from wherever they are counted
+/// (this engine's [`Frequencies`], or a map a backend read for a query).
+pub trait DfLookup: Sync {
+    fn df_of(&self, sorted: &[u32]) -> Vec<u32>;
+}
+
+impl DfLookup for Frequencies {
+    fn df_of(&self, sorted: &[u32]) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.lookup_sorted(sorted, &mut out);
+        out
+    }
+}
+
+impl<S: std::hash::BuildHasher + Sync> DfLookup for HashMap<u32, u32, S> {
+    fn df_of(&self, sorted: &[u32]) -> Vec<u32> {
+        sorted
+            .iter()
+            .map(|x| self.get(x).copied().unwrap_or(0))
+            .collect()
+    }
+}
+
+/// What a query on content scores carries: the rule at its instant, its
+/// own shingles' frequencies, and where the others' are read.
+pub struct ContentQuery<'a> {
+    pub classifier: Classifier,
+    pub q_df: Vec<u32>,
+    pub df: &'a dyn DfLookup,
+}
+
+impl ContentQuery<'_> {
+    /// The keys of `fingerprints` (sorted) that are content.
+    pub fn content_keys(&self, fingerprints: &[u32], df: &dyn DfLookup) -> Vec<u32> {
+        let counts = df.df_of(fingerprints);
+        fingerprints
+            .iter()
+            .zip(counts)
+            .filter(|&(&x, n)| !self.classifier.is_boilerplate(x, n))
+            .map(|(&x, _)| x)
+            .collect()
+    }
+
+    /// How many of `record`'s fingerprints are content.
+    pub fn content_fingerprints(&self, record: &Record) -> usize {
+        let fps: Vec<u32> = record.fingerprints().collect();
+        let counts = self.df.df_of(&fps);
+        fps.iter()
+            .zip(counts)
+            .filter(|&(&x, n)| !self.classifier.is_boilerplate(x, n))
+            .count()
+    }
+
+    /// The content scores of the query (`shingles`) against `record`.
+    pub fn scores(&self, shingles: &[u32], record: &Record) -> ContentScores {
+        let d_df = self.df.df_of(record.shingles());
+        self.classifier
+            .scores(shingles, &self.q_df, record.shingles(), &d_df)
+    }
+}
+
+impl Engine {
+    /// Verify `record` against a query on content scores: the exact match
+    /// (raw and content scores), or `None` (below, expired, older than
+    /// `since`). Shared by every backend.
+    pub fn judge_content(
+        &self,
+        shingles: &[u32],
+        signature: &[u32],
+        record: &Record,
+        q: &Query,
+        content: &ContentQuery<'_>,
+        now: u64,
+    ) -> Option<Match> {
+        if !self.is_live(record, now) || q.since.is_some_and(|s| record.created_ms() < s) {
+            return None;
+        }
+        let scores = content.scores(shingles, record);
+        if q.measure.content_score(&scores) < q.threshold.value() {
+            return None;
+        }
+        let overlap = crate::jaccard::overlap(shingles, record.shingles());
+        let mut m = Match::with_intersection(
+            record,
+            shingles.len(),
+            overlap.intersection,
+            overlap.jaccard(),
+            crate::minhash::estimate(signature, record.signature()),
+        );
+        m.content = Some(scores);
+        Some(m)
+    }
+
+    /// Add the content scores to matches found on raw scores, when the
+    /// collection counts document frequency (each match's current record
+    /// is read again; one that has gone keeps none).
+    pub fn attach_content(&self, shingles: &[u32], matches: &mut [Match]) {
+        if !self.boilerplate_on() || matches.is_empty() {
+            return;
+        }
+        let content = ContentQuery {
+            classifier: self.classifier(),
+            q_df: self.doc_frequencies(shingles),
+            df: &self.frequencies,
+        };
+        for m in matches.iter_mut() {
+            if let Some(record) = self.get(m.id.as_str()) {
+                m.content = Some(content.scores(shingles, &record));
+            }
+        }
+    }
+}
