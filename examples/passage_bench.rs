@@ -32,7 +32,7 @@
 use clap::Parser;
 use neardup::engine::{
     BatchWrite, DocId, Engine, EngineParams, IndexParams, Measure, NoJournal, Prepared, Query,
-    Stamp, WriteMode,
+    Score, Stamp, WriteMode,
 };
 use neardup::text::{NormalizeOptions, ShingleOptions, Tokenizer};
 use rayon::prelude::*;
@@ -175,7 +175,8 @@ fn main() {
         .map(|i| ids[i])
         .collect();
     let jaccard = Query::new(on.threshold(None).unwrap(), 10);
-    let by = |m: Measure| Query::new(on.threshold_for(m, Some(0.9)).unwrap(), 10).measure(m);
+    let by =
+        |m: Measure| Query::new(on.threshold_for(m, Score::Raw, Some(0.9)).unwrap(), 10).measure(m);
     let time = |e: &Engine, q: &Query| -> (f64, usize, usize) {
         let (mut found, mut cands) = (0, 0);
         let t = Instant::now();
@@ -284,7 +285,8 @@ fn main() {
             let t = if kind == "excerpt" { 0.9 } else { 0.8 };
             let doc = on.prepare(&query_text).expect("words");
             let q = Query::new(
-                on.threshold_for(Measure::QueryInStored, Some(t)).unwrap(),
+                on.threshold_for(Measure::QueryInStored, Score::Raw, Some(t))
+                    .unwrap(),
                 10_000,
             )
             .measure(Measure::QueryInStored);
@@ -319,7 +321,9 @@ fn main() {
         let (mut j, mut c) = (Vec::new(), Vec::new());
         let (mut jp, mut cp) = (0, 0);
         let tj = on.threshold(None).unwrap();
-        let tc = on.threshold_for(Measure::Containment, Some(0.9)).unwrap();
+        let tc = on
+            .threshold_for(Measure::Containment, Score::Raw, Some(0.9))
+            .unwrap();
         for _ in 0..rounds.min(3) {
             let t = Instant::now();
             jp = on

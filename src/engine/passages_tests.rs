@@ -57,7 +57,12 @@ fn brute_force(e: &Engine, query: &[u32], measure: Measure, t: f64) -> BTreeMap<
 }
 
 fn query(e: &Engine, measure: Measure, t: f64) -> Query {
-    Query::new(e.threshold_for(measure, crate::engine::Score::Raw, Some(t)).unwrap(), 1000).measure(measure)
+    Query::new(
+        e.threshold_for(measure, crate::engine::Score::Raw, Some(t))
+            .unwrap(),
+        1000,
+    )
+    .measure(measure)
 }
 
 #[test]
@@ -254,7 +259,9 @@ fn containment_pairs_equal_brute_force() {
     for (k, t) in &texts {
         put(&e, k, t);
     }
-    let t = e.threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(0.9)).unwrap();
+    let t = e
+        .threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(0.9))
+        .unwrap();
     let mut got = BTreeMap::new();
     e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
         for edge in edges {
