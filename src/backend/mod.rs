@@ -25,8 +25,8 @@ pub use crate::persist::{PersistError, SnapshotInfo};
 
 use crate::config::StorageSettings;
 use crate::engine::{
-    Comparison, Edge, Engine, EngineError, Groups, Measure, MemoryStats, NewDoc, Passage,
-    PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Template, Threshold,
+    By, Comparison, Edge, Engine, EngineError, Groups, MemoryStats, NewDoc, Passage,
+    PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Score, Template, Threshold,
     UniqueOutcome, WriteMode, WriteOutcome,
 };
 use std::ops::ControlFlow;
@@ -380,26 +380,26 @@ impl Backend {
     pub fn scan_pairs(
         &self,
         threshold: Threshold,
-        measure: Measure,
+        by: impl Into<By>,
         pool: &rayon::ThreadPool,
         sink: &mut (dyn FnMut(&Edge) -> bool + Send),
     ) -> Result<ScanStats, BackendError> {
-        self.check_measure(measure)?;
+        let by = by.into();
+        self.check_by(by)?;
         match self {
             Backend::Memory(m) => Ok(pool.install(|| {
-                m.engine
-                    .scan_pairs_by(threshold, measure, None, &mut |edges| {
-                        for e in &edges {
-                            if !sink(e) {
-                                return ControlFlow::Break(());
-                            }
+                m.engine.scan_pairs_by(threshold, by, None, &mut |edges| {
+                    for e in &edges {
+                        if !sink(e) {
+                            return ControlFlow::Break(());
                         }
-                        ControlFlow::Continue(())
-                    })
+                    }
+                    ControlFlow::Continue(())
+                })
             })),
             Backend::Redis(r) => {
                 let (edges, mut stats) =
-                    tokio::runtime::Handle::current().block_on(r.scan_edges(threshold, measure))?;
+                    tokio::runtime::Handle::current().block_on(r.scan_edges(threshold, by))?;
                 for e in &edges {
                     if !sink(e) {
                         stats.complete = false;
@@ -416,28 +416,32 @@ impl Backend {
     pub fn duplicate_groups(
         &self,
         threshold: Threshold,
-        measure: Measure,
+        by: impl Into<By>,
         min_size: usize,
         pool: &rayon::ThreadPool,
     ) -> Result<Groups, BackendError> {
-        self.check_measure(measure)?;
+        let by = by.into();
+        self.check_by(by)?;
         match self {
-            Backend::Memory(m) => Ok(pool.install(|| {
-                m.engine
-                    .duplicate_groups_by(threshold, measure, min_size, None)
-            })),
+            Backend::Memory(m) => {
+                Ok(pool.install(|| m.engine.duplicate_groups_by(threshold, by, min_size, None)))
+            }
             Backend::Redis(r) => {
                 let (edges, stats) =
-                    tokio::runtime::Handle::current().block_on(r.scan_edges(threshold, measure))?;
-                Ok(Groups::from_edges(edges, measure, min_size, stats))
+                    tokio::runtime::Handle::current().block_on(r.scan_edges(threshold, by))?;
+                Ok(Groups::from_edges(edges, by, min_size, stats))
             }
         }
     }
 
-    /// A containment measure needs the passage index.
-    fn check_measure(&self, measure: Measure) -> Result<(), BackendError> {
-        if measure.is_containment() && !self.passage_index() {
-            return Err(EngineError::PassageIndexOff(measure.as_str()).into());
+    /// A containment measure or content scores need the passage index;
+    /// content scores, document frequency too.
+    fn check_by(&self, by: By) -> Result<(), BackendError> {
+        if by.via_passages() && !self.passage_index() {
+            return Err(EngineError::PassageIndexOff(by.measure.as_str()).into());
+        }
+        if by.score == Score::Content && !self.boilerplate_on() {
+            return Err(EngineError::BoilerplateOff.into());
         }
         Ok(())
     }

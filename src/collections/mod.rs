@@ -24,8 +24,8 @@ pub use recipe::Recipe;
 pub use reindex::{ReindexJob, ReindexProgress, ReindexState};
 
 pub use settings::{
-    empty_body, integral_floats_to_integers, stored_normalize, CollectionName, CollectionSettings,
-    InvalidName, Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
+    empty_body, integral_floats_to_integers, stored_normalize, BoilerplatePatch, CollectionName,
+    CollectionSettings, InvalidName, Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
 };
 
 use crate::backend::{Backend, SharedCatalog};
@@ -124,6 +124,9 @@ pub struct Collection {
     /// With the redis backend, the tag of this incarnation of the name in
     /// every key (empty for `default` and with the memory backend).
     incarnation: String,
+    /// Serializes this node's changes of its templates (shared with the
+    /// collection a reindex switches to).
+    templates_lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl std::fmt::Debug for Collection {
@@ -193,6 +196,59 @@ impl Collection {
         }
     }
 
+    /// Read the registered templates from its storage and make them the
+    /// engine's (at open, after a change, and when another node changed
+    /// them). A collection not yet restored has none to read.
+    pub async fn refresh_templates(&self) -> Result<usize, crate::backend::BackendError> {
+        let Some(backend) = self.backend() else {
+            return Ok(0);
+        };
+        let templates = backend.templates(&self.dir).await?;
+        self.recipe.engine().use_templates(&templates);
+        Ok(templates.len())
+    }
+
+    /// Register (or replace) the template `id`: durable, and its shingles
+    /// boilerplate on this node, when this returns. True if it is new;
+    /// `TooManyTemplates` past [`MAX_TEMPLATES`](crate::engine::MAX_TEMPLATES).
+    pub async fn put_template(
+        &self,
+        template: crate::engine::Template,
+    ) -> Result<bool, CollectionError> {
+        let backend = self
+            .backend()
+            .ok_or_else(|| CollectionError::Unavailable(self.name.to_string()))?;
+        let _one = self.templates_lock.lock().await;
+        let all = backend.templates(&self.dir).await?;
+        if all.len() >= crate::engine::MAX_TEMPLATES && !all.iter().any(|t| t.id == template.id) {
+            return Err(CollectionError::TooManyTemplates(
+                crate::engine::MAX_TEMPLATES,
+            ));
+        }
+        let created = backend.put_template(&self.dir, template).await?;
+        self.refresh_templates().await?;
+        Ok(created)
+    }
+
+    /// Delete the template `id`; false if there was none.
+    pub async fn delete_template(&self, id: &str) -> Result<bool, CollectionError> {
+        let backend = self
+            .backend()
+            .ok_or_else(|| CollectionError::Unavailable(self.name.to_string()))?;
+        let _one = self.templates_lock.lock().await;
+        let gone = backend.delete_template(&self.dir, id).await?;
+        self.refresh_templates().await?;
+        Ok(gone)
+    }
+
+    /// [`Self::refresh_templates`] from a blocking thread; a failure is
+    /// logged (the collection serves without them until the next refresh).
+    fn refresh_templates_blocking(&self) {
+        if let Err(e) = tokio::runtime::Handle::current().block_on(self.refresh_templates()) {
+            tracing::error!(collection = %self.name, error = %e, "the collection's templates cannot be read; content scores count their text as content until they are");
+        }
+    }
+
     /// The last reindex's progress, if one ran since the start.
     pub fn reindex_progress(&self) -> Option<ReindexProgress> {
         self.reindex.lock().expect("reindex lock").clone()
@@ -225,6 +281,8 @@ pub enum CollectionError {
     Unavailable(String),
     #[error("the server already holds {0} collections (limits.max_collections)")]
     TooMany(usize),
+    #[error("the collection already holds {0} templates, the most it may; delete one first")]
+    TooManyTemplates(usize),
     /// The operation needs stored texts the collection does not have.
     #[error("{0}")]
     TextNotStored(String),
@@ -433,6 +491,7 @@ impl Collections {
             backend: OnceLock::new(),
             failure: OnceLock::new(),
             incarnation: String::new(),
+            templates_lock: Default::default(),
         }
     }
 
@@ -543,6 +602,7 @@ impl Collections {
                 backend.set_store_text(c.settings().store_text);
                 tracing::info!(collection = %c.name, documents = backend.documents(), "collection opened in redis");
                 let _ = c.backend.set(backend);
+                c.refresh_templates_blocking();
             }
             Err(e) => {
                 tracing::error!(collection = %c.name, error = %e, "collection cannot be opened in redis; it answers 503 until it is repaired or deleted");
@@ -574,6 +634,7 @@ impl Collections {
             ) {
                 Ok(backend) => {
                     let _ = c.backend.set(backend);
+                    c.refresh_templates_blocking();
                 }
                 Err(e) => {
                     tracing::error!(collection = %c.name, error = %e, "collection cannot be restored; it answers 503 until it is repaired or deleted");
@@ -704,6 +765,7 @@ impl Collections {
         retention: Option<Retention>,
         store_text: Option<bool>,
         passage_index: Option<bool>,
+        boilerplate: Option<settings::BoilerplatePatch>,
     ) -> Result<Arc<Collection>, CollectionError> {
         if let Some(r) = &retention {
             r.check().map_err(SettingsError::Retention)?;
@@ -717,8 +779,10 @@ impl Collections {
                 "the default collection's retention comes from the server configuration (retention.ttl_secs)"
             } else if store_text.is_some() {
                 "whether the default collection stores texts comes from the server configuration (storage.store_text)"
-            } else {
+            } else if passage_index.is_some() {
                 "whether the default collection keeps the passage index comes from the server configuration (index.passage_index)"
+            } else {
+                "the default collection's boilerplate settings come from the server configuration (index.boilerplate)"
             }));
         }
         if self.shared.is_some() {
@@ -731,6 +795,12 @@ impl Collections {
             }
             if let Some(on) = passage_index {
                 settings.index.passage_index = on;
+            }
+            if let Some(b) = &boilerplate {
+                settings.index.boilerplate = b.apply(&settings.index.boilerplate)?;
+                c.recipe
+                    .engine()
+                    .set_boilerplate_params(settings.index.boilerplate.clone());
             }
             self.change_shared(&c, settings)?;
             return Ok(c);
@@ -755,6 +825,13 @@ impl Collections {
         if let Some(on) = passage_index {
             settings.index.passage_index = on;
             tokio::runtime::Handle::current().block_on(backend.set_passage_index(on))?;
+        }
+        if let Some(b) = &boilerplate {
+            let b = b.apply(&settings.index.boilerplate)?;
+            let on = b.enabled;
+            c.recipe.engine().set_boilerplate_params(b.clone());
+            settings.index.boilerplate = b;
+            tokio::runtime::Handle::current().block_on(backend.set_boilerplate(on))?;
         }
         let manifest = Manifest {
             version: MANIFEST_VERSION,

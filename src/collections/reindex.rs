@@ -311,7 +311,10 @@ impl Collections {
             backend: OnceLock::new(),
             failure: OnceLock::new(),
             incarnation: String::new(),
+            templates_lock: Arc::clone(&c.templates_lock),
         });
+        // The new recipe's shingles of the templates, before it serves.
+        engine.use_templates(&tokio::runtime::Handle::current().block_on(old.templates(&c.dir))?);
         rebuild.switch(&progress, |backend| {
             let _ = next.backend.set(backend);
             catalog_switch(c, &settings, sub)?;

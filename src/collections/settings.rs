@@ -75,6 +75,41 @@ pub struct CollectionSettings {
     pub store_text: bool,
 }
 
+/// `PATCH /collections/{name}` `{"boilerplate": {...}}`: the keys given
+/// replace the collection's, the others stay.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BoilerplatePatch {
+    pub enabled: Option<bool>,
+    pub share: Option<f64>,
+    pub min_docs: Option<usize>,
+    pub min_collection_docs: Option<usize>,
+}
+
+impl BoilerplatePatch {
+    /// `base` with this patch's keys, checked.
+    pub fn apply(
+        &self,
+        base: &crate::engine::BoilerplateParams,
+    ) -> Result<crate::engine::BoilerplateParams, SettingsError> {
+        let mut p = base.clone();
+        if let Some(v) = self.enabled {
+            p.enabled = v;
+        }
+        if let Some(v) = self.share {
+            p.share = v;
+        }
+        if let Some(v) = self.min_docs {
+            p.min_docs = v;
+        }
+        if let Some(v) = self.min_collection_docs {
+            p.min_collection_docs = v;
+        }
+        p.check().map_err(SettingsError::Boilerplate)?;
+        Ok(p)
+    }
+}
+
 /// Settings as a manifest or a catalog entry stores them (`deserialize_with`).
 /// Those written before the text recipe had versions name none: their data
 /// is written with version 1, and keeps it until a reindex.
@@ -119,6 +154,8 @@ pub enum SettingsError {
     Engine(#[from] EngineParamsError),
     #[error("{0}")]
     Retention(String),
+    #[error("{0}")]
+    Boilerplate(String),
 }
 
 impl CollectionSettings {

@@ -119,6 +119,7 @@ impl Collections {
         backend.set_store_text(entry.settings.store_text);
         backend.set_paused(entry.reindex.is_some());
         let _ = c.backend.set(backend);
+        c.refresh_templates().await?;
         Ok(c)
     }
 
@@ -157,6 +158,13 @@ impl Collections {
         c.recipe
             .engine()
             .set_passage_index_flag(entry.settings.index.passage_index);
+        // So are the document frequencies; the rule's numbers are this node's.
+        c.recipe
+            .engine()
+            .set_boilerplate_flag(entry.settings.index.boilerplate.enabled);
+        c.recipe
+            .engine()
+            .set_boilerplate_params(entry.settings.index.boilerplate.clone());
         tracing::info!(collection = %c.name, ttl_secs = entry.settings.retention.ttl_secs, store_text = entry.settings.store_text, passage_index = entry.settings.index.passage_index, "collection settings changed on another node");
     }
 
@@ -338,6 +346,14 @@ impl Collections {
             if let Some(backend) = c.backend() {
                 tokio::runtime::Handle::current()
                     .block_on(backend.set_passage_index(settings.index.passage_index))?;
+            }
+        }
+        if settings.index.boilerplate.enabled != c.settings().index.boilerplate.enabled {
+            // This node counts (or drops) the document frequencies; the
+            // others start or stop counting their writes when they see it.
+            if let Some(backend) = c.backend() {
+                tokio::runtime::Handle::current()
+                    .block_on(backend.set_boilerplate(settings.index.boilerplate.enabled))?;
             }
         }
         Self::apply(

@@ -21,7 +21,7 @@
 //! memory held is that of the duplicates only, never of the whole corpus.
 
 use super::query::{Measure, Verdict};
-use super::{Engine, Record, Threshold};
+use super::{By, Engine, Record, Threshold};
 use crate::lsh::index::Slot;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -47,6 +47,9 @@ pub struct Edge {
     pub b_in_a: f64,
     /// The slots `a` and `b` were read from.
     slots: (Slot, Slot),
+    /// Scores over content shingles (`query_in_stored`: `a` in `b`), when
+    /// the scan was on content scores.
+    pub content: Option<super::ContentScores>,
 }
 
 impl Edge {
@@ -55,12 +58,24 @@ impl Edge {
         self.a_in_b.max(self.b_in_a)
     }
 
-    /// The score a scan by `measure` ranks by.
-    pub fn score(&self, measure: Measure) -> f64 {
-        match measure {
-            Measure::Jaccard => self.jaccard,
-            _ => self.containment(),
+    /// The score a scan by `by` ranks by.
+    pub fn score(&self, by: impl Into<By>) -> f64 {
+        let by = by.into();
+        match (by.score, &self.content, by.measure) {
+            (super::Score::Content, Some(c), Measure::Jaccard) => c.jaccard,
+            (super::Score::Content, Some(c), _) => c.query_in_stored.max(c.stored_in_query),
+            (super::Score::Content, None, _) => 0.0,
+            (super::Score::Raw, _, Measure::Jaccard) => self.jaccard,
+            (super::Score::Raw, _, _) => self.containment(),
         }
+    }
+
+    /// Attach content scores computed with `x` as the query side.
+    pub fn set_content(&mut self, x: &Record, mut scores: super::ContentScores) {
+        if !std::ptr::eq(&*self.a, x) {
+            std::mem::swap(&mut scores.query_in_stored, &mut scores.stored_in_query);
+        }
+        self.content = Some(scores);
     }
 
     /// The edge between `x` and `y`, which share `intersection` shingles
@@ -85,6 +100,7 @@ impl Edge {
                 a_in_b: x_in_y,
                 b_in_a: y_in_x,
                 slots: (sx, sy),
+                content: None,
             }
         } else {
             Edge {
@@ -94,6 +110,7 @@ impl Edge {
                 a_in_b: y_in_x,
                 b_in_a: x_in_y,
                 slots: (sy, sx),
+                content: None,
             }
         }
     }
@@ -198,10 +215,11 @@ impl Engine {
     pub fn scan_pairs_by(
         &self,
         threshold: Threshold,
-        measure: Measure,
+        by: impl Into<By>,
         progress: Option<Progress<'_>>,
         sink: &mut dyn FnMut(Vec<Edge>) -> ControlFlow<()>,
     ) -> ScanStats {
+        let by = by.into();
         let span = self.slot_span();
         let chunks = span.div_ceil(CHUNK_SLOTS);
         let documents = AtomicUsize::new(0);
@@ -220,8 +238,8 @@ impl Engine {
                 let _ = (0..chunks).into_par_iter().try_for_each_with(tx, |tx, c| {
                     let lo = c * CHUNK_SLOTS;
                     let hi = (lo + CHUNK_SLOTS).min(span);
-                    let (edges, docs, cands) = if measure.is_containment() {
-                        self.scan_chunk_contained(lo as Slot, hi as Slot, span, threshold)
+                    let (edges, docs, cands) = if by.via_passages() {
+                        self.scan_chunk_contained(lo as Slot, hi as Slot, span, threshold, by)
                     } else {
                         self.scan_chunk(lo as Slot, hi as Slot, span, threshold)
                     };
@@ -316,18 +334,30 @@ impl Engine {
         (edges, documents, verified)
     }
 
-    /// [`Self::scan_chunk`] by containment: candidates from the passage
-    /// index (common fingerprints skipped), either text inside the other.
+    /// [`Self::scan_chunk`] from the passage index (common fingerprints
+    /// skipped): by containment, either text inside the other; on content
+    /// scores, the measure over content shingles, candidates from content
+    /// fingerprints only.
     fn scan_chunk_contained(
         &self,
         lo: Slot,
         hi: Slot,
         span: usize,
         threshold: Threshold,
+        by: By,
     ) -> (Vec<Edge>, usize, usize) {
-        let q = super::Query::new(threshold, usize::MAX).measure(Measure::Containment);
+        let content = by.score == super::Score::Content;
+        // A pair scan is symmetric: any containment measure is either text
+        // inside the other.
+        let measure = if content && by.measure == Measure::Jaccard {
+            Measure::Jaccard
+        } else {
+            Measure::Containment
+        };
+        let q = super::Query::new(threshold, usize::MAX).measure(measure);
         let t = threshold.value();
         let now = self.now_ms();
+        let classifier = content.then(|| self.classifier());
         let mut edges = Vec::new();
         let mut fps = Vec::new();
         let (mut documents, mut verified) = (0, 0);
@@ -338,24 +368,73 @@ impl Engine {
             documents += 1;
             fps.clear();
             fps.extend(record.fingerprints());
+            let own_df = classifier
+                .as_ref()
+                .map(|_| self.doc_frequencies(record.shingles()));
+            if let Some(c) = &classifier {
+                let df = self.doc_frequencies(&fps);
+                let mut i = 0;
+                fps.retain(|&x| {
+                    i += 1;
+                    !c.is_boilerplate(x, df[i - 1])
+                });
+            }
             // Each pair once: only the higher slots (below the span).
             let gathered = self.gather_where(&fps, |s| s > slot && (s as usize) < span);
             let own_fps = fps.len();
             let n = record.shingles().len();
             for &(other, shared) in &gathered.shared {
-                // The share rule from the index's counts, before any read.
-                if !Self::worth_verifying(
-                    &q,
-                    own_fps,
-                    self.postings.count(other),
-                    shared as usize,
-                    gathered.work.common,
-                ) {
+                // The share rule from the index's counts, before any read
+                // (on content scores, after: a document's count includes
+                // its boilerplate fingerprints).
+                if classifier.is_none()
+                    && !Self::worth_verifying(
+                        &q,
+                        own_fps,
+                        self.postings.count(other),
+                        shared as usize,
+                        gathered.work.common,
+                    )
+                {
                     continue;
                 }
                 let Some(peer) = self.current(other, now) else {
                     continue;
                 };
+                if let (Some(c), Some(own_df)) = (&classifier, &own_df) {
+                    let peer_fps: Vec<u32> = peer.fingerprints().collect();
+                    let peer_df = self.doc_frequencies(&peer_fps);
+                    let peer_content = peer_fps
+                        .iter()
+                        .zip(&peer_df)
+                        .filter(|&(&x, &d)| !c.is_boilerplate(x, d))
+                        .count();
+                    if !Self::worth_verifying(
+                        &q,
+                        own_fps,
+                        peer_content,
+                        shared as usize,
+                        gathered.work.common,
+                    ) {
+                        continue;
+                    }
+                    verified += 1;
+                    let peer_all_df = self.doc_frequencies(peer.shingles());
+                    let scores = c.scores(record.shingles(), own_df, peer.shingles(), &peer_all_df);
+                    if measure.content_score(&scores) >= t
+                        && (measure != Measure::Containment
+                            || scores.query_in_stored.max(scores.stored_in_query) >= t)
+                    {
+                        let intersection =
+                            crate::jaccard::overlap(record.shingles(), peer.shingles())
+                                .intersection;
+                        let mut edge =
+                            Edge::between(Arc::clone(&record), slot, peer, other, intersection);
+                        edge.set_content(&record, scores);
+                        edges.push(edge);
+                    }
+                    continue;
+                }
                 let m = peer.shingles().len();
                 verified += 1;
                 let intersection =
@@ -392,10 +471,11 @@ impl Engine {
     pub fn duplicate_groups_by(
         &self,
         threshold: Threshold,
-        measure: Measure,
+        by: impl Into<By>,
         min_size: usize,
         progress: Option<Progress<'_>>,
     ) -> Groups {
+        let by = by.into();
         let span = self.slot_span();
         let mut forest = Forest::new(span);
         // Per member slot: its record and best (score, jaccard, containment, other record).
@@ -407,10 +487,10 @@ impl Engine {
             if !Arc::ptr_eq(&e.record, me) {
                 return false;
             }
-            e.offer(other, edge, measure);
+            e.offer(other, edge, by);
             true
         };
-        let stats = self.scan_pairs_by(threshold, measure, progress, &mut |edges| {
+        let stats = self.scan_pairs_by(threshold, by, progress, &mut |edges| {
             for edge in edges {
                 let (sa, sb) = edge.slots;
                 if offer(sa, &edge.a, &edge.b, &edge) && offer(sb, &edge.b, &edge.a, &edge) {
@@ -447,10 +527,11 @@ impl Groups {
     /// [`Self::from_pairs`] of edges found by `measure`.
     pub fn from_edges(
         edges: Vec<Edge>,
-        measure: Measure,
+        by: impl Into<By>,
         min_size: usize,
         stats: ScanStats,
     ) -> Groups {
+        let by = by.into();
         let mut index: HashMap<super::DocId, Slot> = HashMap::new();
         let mut best: HashMap<Slot, Best> = HashMap::new();
         let pairs = edges;
@@ -461,7 +542,7 @@ impl Groups {
                 let n = *index.entry(me.id().clone()).or_insert(next);
                 best.entry(n)
                     .or_insert_with(|| Best::new(me, other))
-                    .offer(other, edge, measure);
+                    .offer(other, edge, by);
                 n
             };
             let (na, nb) = (node(&edge.a, &edge.b), node(&edge.b, &edge.a));
@@ -533,8 +614,8 @@ impl Best {
         }
     }
 
-    fn offer(&mut self, other: &Arc<Record>, edge: &Edge, measure: Measure) {
-        let score = edge.score(measure);
+    fn offer(&mut self, other: &Arc<Record>, edge: &Edge, by: By) {
+        let score = edge.score(by);
         if score > self.score || (score == self.score && other.id() < self.other.id()) {
             self.score = score;
             self.jaccard = edge.jaccard;

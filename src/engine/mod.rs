@@ -64,7 +64,9 @@ pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;
 pub use params::{EngineParams, EngineParamsError, IndexParams, ValidParams, MAX_SHINGLE_K};
 pub use passages::{Passage, PassageHit, PassageOutcome, COMMON_LISTED, MAX_READ};
-pub use query::{Comparison, Match, Measure, PassageWork, Query, QueryOutcome, Score, Threshold};
+pub use query::{
+    By, Comparison, Match, Measure, PassageWork, Query, QueryOutcome, Score, Threshold,
+};
 use record::{Current, RecordTable};
 pub use record::{Record, Stamp};
 pub use retention::{Clock, ManualClock, SystemClock};

@@ -33,7 +33,9 @@ impl Threshold {
 }
 
 /// Which score a query's threshold applies to, and its answer is sorted by.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Measure {
     /// |Q ∩ D| / |Q ∪ D|: near-duplicates (candidates from the LSH bands).
@@ -99,7 +101,9 @@ impl Measure {
 
 /// Which shingles a score counts: all of them (`raw`), or only those that
 /// are not boilerplate (`content`: `boilerplate.rs`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Score {
     #[default]
@@ -119,6 +123,33 @@ impl Score {
 
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+/// What a scan or query ranks by: a measure on raw or content scores.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct By {
+    pub measure: Measure,
+    pub score: Score,
+}
+
+impl From<Measure> for By {
+    fn from(measure: Measure) -> Self {
+        By {
+            measure,
+            score: Score::Raw,
+        }
+    }
+}
+
+impl By {
+    pub fn new(measure: Measure, score: Score) -> Self {
+        By { measure, score }
+    }
+
+    /// Answered from the passage index.
+    pub fn via_passages(self) -> bool {
+        self.measure.is_containment() || self.score == Score::Content
     }
 }
 

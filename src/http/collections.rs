@@ -119,6 +119,10 @@ struct Patch {
     /// stored documents' fingerprints when switched on).
     #[serde(default, deserialize_with = "not_null")]
     passage_index: Option<bool>,
+    /// `index.boilerplate`: the keys given (document frequency counted
+    /// from every stored document when `enabled` turns on).
+    #[serde(default, deserialize_with = "not_null")]
+    boilerplate: Option<crate::collections::BoilerplatePatch>,
 }
 
 /// A field that may be left out but not null.
@@ -152,7 +156,8 @@ pub async fn patch(
     let hint = |detail: String| {
         ApiError::InvalidBody(format!(
             "{detail}; PATCH changes only {{\"retention\": {{\"ttl_secs\": n or null}}}} and \
-             {{\"store_text\": true or false}} and {{\"passage_index\": true or false}}: the \
+             {{\"store_text\": true or false}} and {{\"passage_index\": true or false}} and {{\"boilerplate\": {{\"enabled\", \"share\", \
+             \"min_docs\", \"min_collection_docs\"}}}}: the \
              recipe and the other index parameters change by \
              POST /collections/{{name}}/reindex"
         ))
@@ -170,9 +175,16 @@ pub async fn patch(
     };
     let store_text = patch.store_text;
     let passage_index = patch.passage_index;
+    let boilerplate = patch.boilerplate;
     let collections = Arc::clone(&app.collections);
     let c = tokio::task::spawn_blocking(move || {
-        collections.change(name.as_str(), retention, store_text, passage_index)
+        collections.change(
+            name.as_str(),
+            retention,
+            store_text,
+            passage_index,
+            boilerplate,
+        )
     })
     .await
     .map_err(|e| ApiError::Internal(format!("collection task failed: {e}")))??;

@@ -224,6 +224,9 @@ impl ApiError {
                 CollectionError::TooMany(_) => {
                     (S::CONFLICT, "too-many-collections", "Too many collections")
                 }
+                CollectionError::TooManyTemplates(_) => {
+                    (S::CONFLICT, "too-many-templates", "Too many templates")
+                }
                 CollectionError::Unavailable(_) => (
                     S::SERVICE_UNAVAILABLE,
                     "collection-unavailable",

@@ -537,9 +537,15 @@ impl RedisIndex {
     pub async fn scan_edges(
         &self,
         threshold: Threshold,
-        measure: Measure,
+        by: impl Into<crate::engine::By>,
     ) -> Result<(Vec<Edge>, ScanStats), BackendError> {
-        if measure.is_containment() {
+        let by = by.into();
+        if by.score == crate::engine::Score::Content {
+            return Err(BackendError::Unavailable(
+                "content scans are not yet kept in redis".into(),
+            ));
+        }
+        if by.measure.is_containment() {
             return self.scan_contained(threshold).await;
         }
         let (pairs, stats) = self.scan_pairs(threshold).await?;
