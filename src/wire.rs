@@ -53,6 +53,20 @@ pub struct PairOut<'a> {
     pub a_in_b: f64,
     /// Exact |A ∩ B| / |B|.
     pub b_in_a: f64,
+    /// With `score=content`: the scores over content shingles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<PairContentOut>,
+}
+
+/// A pair's scores over content shingles (boilerplate left out).
+#[derive(Debug, Serialize)]
+pub struct PairContentOut {
+    pub jaccard: f64,
+    pub a_in_b: f64,
+    pub b_in_a: f64,
+    pub weighted_jaccard: f64,
+    pub shared_content: usize,
+    pub shared_boilerplate: usize,
 }
 
 impl<'a> From<&'a Edge> for PairOut<'a> {
@@ -63,6 +77,14 @@ impl<'a> From<&'a Edge> for PairOut<'a> {
             jaccard: e.jaccard,
             a_in_b: e.a_in_b,
             b_in_a: e.b_in_a,
+            content: e.content.map(|c| PairContentOut {
+                jaccard: c.jaccard,
+                a_in_b: c.query_in_stored,
+                b_in_a: c.stored_in_query,
+                weighted_jaccard: c.weighted_jaccard,
+                shared_content: c.shared_content,
+                shared_boilerplate: c.shared_boilerplate,
+            }),
         }
     }
 }

@@ -86,6 +86,32 @@ impl Recipe {
         self.0.explain(a, b)
     }
 
+    /// [`Engine::explain_marked`]: with each side's boilerplate marked.
+    pub fn explain_marked(
+        &self,
+        a: &str,
+        b: &str,
+        boilerplate: Option<(&[bool], &[bool])>,
+    ) -> Result<Explanation, EngineError> {
+        self.0.explain_marked(a, b, boilerplate)
+    }
+
+    /// What decides boilerplate in a collection of `docs` counted
+    /// documents (this node's templates and rule).
+    pub fn classifier_with(&self, docs: usize) -> crate::engine::Classifier {
+        self.0.classifier_with(docs)
+    }
+
+    /// Whether the collection counts document frequency.
+    pub fn boilerplate_params(&self) -> crate::engine::BoilerplateParams {
+        self.0.boilerplate_params()
+    }
+
+    /// The registered templates' shingles.
+    pub fn template_shingles(&self) -> Arc<std::collections::HashSet<u32>> {
+        self.0.templates()
+    }
+
     /// "Now" by the collection's clock (ms since the epoch).
     pub fn now_ms(&self) -> u64 {
         self.0.now_ms()

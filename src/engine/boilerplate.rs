@@ -453,11 +453,14 @@ impl Engine {
     /// [`Self::set_boilerplate`]).
     pub fn set_boilerplate_params(&self, params: BoilerplateParams) {
         *self.boilerplate_params.write().expect("boilerplate params") = params;
+        // Content scores change: cached scans are stale.
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// Replace the registered templates' shingles.
     pub fn set_templates(&self, shingles: HashSet<u32>) {
         *self.templates.write().expect("templates") = Arc::new(shingles);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// Make `templates` the registered ones: every shingle of their texts

@@ -36,11 +36,13 @@ use xxhash_rust::xxh3::Xxh3DefaultBuilder as Fast;
 /// passages of the other text (a bound for pathological repetition).
 const MAX_PASSAGES_PER_SHINGLE: usize = 256;
 
-/// One piece of a text: `text[range]`, shared (`passage` = its number) or not.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One piece of a text: `text[range]`, shared (`passage` = its number) or
+/// not, and boilerplate or not (only when asked: [`Engine::explain_marked`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Segment {
     pub range: (usize, usize),
     pub passage: Option<u32>,
+    pub boilerplate: bool,
 }
 
 /// What the explanation found on one text.
@@ -75,6 +77,21 @@ impl Engine {
     /// Explain the similarity of two texts under this engine's recipe.
     /// Errors only when a text has nothing left after normalization.
     pub fn explain(&self, a: &str, b: &str) -> Result<Explanation, EngineError> {
+        self.explain_marked(a, b, None)
+    }
+
+    /// [`Self::explain`], with each side's boilerplate marked too:
+    /// `boilerplate` gives, per side, whether each shingle of the text in
+    /// text order ([`Self::passage`]'s `ordered`) is boilerplate. Runs of
+    /// covered units are found as for shared passages (gaps under k
+    /// bridged, single shingles dropped), and the segments are cut at
+    /// their ends, so a segment is wholly boilerplate or not.
+    pub fn explain_marked(
+        &self,
+        a: &str,
+        b: &str,
+        boilerplate: Option<(&[bool], &[bool])>,
+    ) -> Result<Explanation, EngineError> {
         let (pa, pb) = (self.prepare(a)?, self.prepare(b)?);
         let overlap = jaccard::overlap(pa.shingles(), pb.shingles());
         let params = self.params();
@@ -103,11 +120,30 @@ impl Engine {
             }
         };
         let ((passages_a, passages_b, count), (spans_a, spans_b)) = marks;
-        let side = |text: &str, al: &Aligned, passages: &[Passage], spans: &[Span], n, size| Side {
-            segments: segments(text.len(), passages, spans),
-            shingles: size,
-            units: n,
-            alignment: al.alignment,
+        let side = |text: &str,
+                    al: &Aligned,
+                    passages: &[Passage],
+                    spans: &[Span],
+                    n: usize,
+                    size,
+                    bp: Option<&[bool]>| {
+            let mut segs = segments(text.len(), passages, spans);
+            // Shingle positions: one per window of k units (one for a
+            // shorter text); a mask of another length is not this text's.
+            let windows = if n == 0 { 0 } else { n.saturating_sub(k) + 1 };
+            if let Some(bp) = bp.filter(|bp| bp.len() == windows && n > 0) {
+                let ranges: Vec<(usize, usize)> = runs(n, bp, k.min(n), k)
+                    .into_iter()
+                    .map(|(s, e)| (spans[s].0, spans[e - 1].1))
+                    .collect();
+                segs = cut_at(segs, &ranges);
+            }
+            Side {
+                segments: segs,
+                shingles: size,
+                units: n,
+                alignment: al.alignment,
+            }
         };
         let containment = |n: usize| {
             if n == 0 {
@@ -124,8 +160,24 @@ impl Engine {
             containment_a_in_b: containment(pa.shingles().len()),
             containment_b_in_a: containment(pb.shingles().len()),
             passages: count,
-            a: side(a, &aa, &passages_a, &spans_a, units.0, pa.shingles().len()),
-            b: side(b, &ab, &passages_b, &spans_b, units.1, pb.shingles().len()),
+            a: side(
+                a,
+                &aa,
+                &passages_a,
+                &spans_a,
+                units.0,
+                pa.shingles().len(),
+                boilerplate.map(|b| b.0),
+            ),
+            b: side(
+                b,
+                &ab,
+                &passages_b,
+                &spans_b,
+                units.1,
+                pb.shingles().len(),
+                boilerplate.map(|b| b.1),
+            ),
         })
     }
 }
@@ -347,6 +399,45 @@ pub(crate) fn mark<T: Hash + Eq>(a: &[T], b: &[T], k: usize) -> (Vec<Passage>, V
     (pa, pb, next)
 }
 
+/// `segments` cut again at the ends of `ranges` (sorted byte ranges), the
+/// pieces inside one marked boilerplate.
+fn cut_at(segments: Vec<Segment>, ranges: &[(usize, usize)]) -> Vec<Segment> {
+    if ranges.is_empty() {
+        return segments;
+    }
+    let mut out = Vec::with_capacity(segments.len() + 2 * ranges.len());
+    for seg in segments {
+        let (mut at, end) = seg.range;
+        while at < end {
+            // The range holding `at`, or the next one to start after it.
+            let inside = ranges.iter().find(|r| r.0 <= at && at < r.1);
+            let (next, bp) = match inside {
+                Some(r) => (r.1.min(end), true),
+                None => (
+                    ranges
+                        .iter()
+                        .map(|r| r.0)
+                        .filter(|&s| s > at)
+                        .min()
+                        .unwrap_or(end)
+                        .min(end),
+                    false,
+                ),
+            };
+            out.push(Segment {
+                range: (at, next),
+                passage: seg.passage,
+                boilerplate: bp,
+            });
+            at = next;
+        }
+        if seg.range.0 == seg.range.1 {
+            out.push(seg);
+        }
+    }
+    out
+}
+
 /// A text of `len` bytes cut at its passages (`spans` = each unit's bytes).
 fn segments(len: usize, passages: &[Passage], spans: &[Span]) -> Vec<Segment> {
     let mut out = Vec::new();
@@ -361,6 +452,7 @@ fn segments(len: usize, passages: &[Passage], spans: &[Span]) -> Vec<Segment> {
             out.push(Segment {
                 range: (at, start),
                 passage: None,
+                boilerplate: false,
             });
         }
         match out.last_mut() {
@@ -371,6 +463,7 @@ fn segments(len: usize, passages: &[Passage], spans: &[Span]) -> Vec<Segment> {
             _ => out.push(Segment {
                 range: (start, end),
                 passage: Some(p.number),
+                boilerplate: false,
             }),
         }
         at = end;
@@ -379,6 +472,7 @@ fn segments(len: usize, passages: &[Passage], spans: &[Span]) -> Vec<Segment> {
         out.push(Segment {
             range: (at, len),
             passage: None,
+            boilerplate: false,
         });
     }
     out
@@ -585,7 +679,8 @@ mod tests {
             x.a.segments,
             [Segment {
                 range: (0, 28),
-                passage: None
+                passage: None,
+                boilerplate: false
             }]
         );
         assert_eq!(x.passages, 0);

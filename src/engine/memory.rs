@@ -40,6 +40,8 @@ pub struct MemoryStats {
     pub fingerprints_bytes: usize,
     /// The passage index (`passage_index`; 0 while it is off).
     pub passage_index_bytes: usize,
+    /// Document frequency (`index.boilerplate`; 0 while it is off).
+    pub doc_frequency_bytes: usize,
     pub total_bytes: usize,
     /// What the index costs with no document in it (table shards and their
     /// first buckets): part of `total_bytes`, not of `bytes_per_document`.
@@ -76,6 +78,7 @@ impl Engine {
         } else {
             (0, 0)
         };
+        let doc_frequency_bytes = self.frequency_bytes();
         let fixed = self.fixed_bytes + self.lsh.fixed_bytes() + passage_fixed;
         let data = per_doc(signatures_bytes + shingles_bytes + fingerprints_bytes);
         let id = id_bytes.checked_div(heap_ids).unwrap_or(0);
@@ -96,7 +99,8 @@ impl Engine {
             + doc_map_bytes
             + lsh_bytes
             + fingerprints_bytes
-            + passage_index_bytes;
+            + passage_index_bytes
+            + doc_frequency_bytes;
         MemoryStats {
             shingles_bytes,
             signatures_bytes,
@@ -108,6 +112,7 @@ impl Engine {
             lsh_bytes,
             fingerprints_bytes,
             passage_index_bytes,
+            doc_frequency_bytes,
             total_bytes,
             fixed_bytes: fixed,
             bytes_per_document: if docs == 0 {

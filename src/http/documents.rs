@@ -12,7 +12,8 @@ use super::state::{backend, AppState};
 use crate::backend::StoredText;
 use crate::collections::{Collection, Retention};
 use crate::engine::{
-    DocId, EngineError, IdError, Measure, NewDoc, Query, UniqueOutcome, WriteMode, WriteOutcome,
+    DocId, EngineError, IdError, Measure, NewDoc, Query, Score, UniqueOutcome, WriteMode,
+    WriteOutcome,
 };
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -171,6 +172,8 @@ pub struct CreateParams {
     since: Option<String>,
     /// With `similar` or `if_unique`: the score the threshold applies to.
     measure: Option<Measure>,
+    /// With `similar` or `if_unique`: over which shingles (`raw`, `content`).
+    score: Option<Score>,
 }
 
 /// `POST /documents`.
@@ -193,14 +196,18 @@ pub async fn create(
         coll.recipe().now_ms(),
     )?;
     // Checked even without `similar=true`: a bad value is never silently ignored.
-    let measure = params.measure.unwrap_or_default();
+    let (measure, score) = (
+        params.measure.unwrap_or_default(),
+        params.score.unwrap_or_default(),
+    );
     let q = Query::new(
         coll.recipe()
-            .threshold_for(measure, crate::engine::Score::Raw, params.threshold)?,
+            .threshold_for(measure, score, params.threshold)?,
         Limit::parse(params.limit, &app.config.query)?.get(),
     )
     .since(since(params.since.as_deref())?)
-    .measure(measure);
+    .measure(measure)
+    .score(score);
     let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
     let new = NewDoc {
@@ -217,8 +224,11 @@ pub async fn create(
     let backend = backend(&coll)?;
     let mut similar = if params.similar {
         let found = backend.similar_to(&new.doc, Some(id.as_str()), &q).await?;
-        app.metrics
-            .observe_measure(coll.name.as_str(), measure, &found);
+        app.metrics.observe_measure(
+            coll.name.as_str(),
+            crate::engine::By::new(measure, score),
+            &found,
+        );
         Some(found)
     } else {
         None
@@ -239,6 +249,7 @@ pub async fn create(
         inserted: None,
         truncated: similar.as_ref().map(|q| q.truncated),
         measure: similar.as_ref().map(|_| measure),
+        score: similar.as_ref().map(|_| score),
         passages: similar
             .as_mut()
             .and_then(|q| q.passages.take())
@@ -294,6 +305,7 @@ async fn create_if_unique(
                 similar: Some(Vec::new()),
                 truncated: Some(false),
                 measure: Some(q.measure),
+                score: Some(q.score),
                 passages: None,
             };
             (
@@ -304,7 +316,8 @@ async fn create_if_unique(
                 .into_response()
         }
         UniqueOutcome::Duplicate(found) => {
-            app.metrics.observe_measure(name, q.measure, &found);
+            app.metrics
+                .observe_measure(name, crate::engine::By::new(q.measure, q.score), &found);
             app.metrics.observe_write(name, "rejected_duplicate");
             let body = WrittenOut {
                 id: id.to_string(),
@@ -312,6 +325,7 @@ async fn create_if_unique(
                 inserted: Some(false),
                 truncated: Some(found.truncated),
                 measure: Some(q.measure),
+                score: Some(q.score),
                 passages: found.passages.map(PassagesOut::from),
                 similar: Some(found.matches.into_iter().map(MatchOut::from).collect()),
             };
@@ -362,6 +376,7 @@ pub async fn put(
         similar: None,
         truncated: None,
         measure: None,
+        score: None,
         passages: None,
     });
     Ok(match outcome {

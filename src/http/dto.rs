@@ -2,7 +2,7 @@
 //! The shapes of groups and pairs, which the offline command writes too,
 //! are in [`crate::wire`].
 
-use crate::engine::{DocId, Match, Measure, PassageWork};
+use crate::engine::{ContentScores, DocId, Match, Measure, PassageWork, Score};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -100,6 +100,10 @@ pub struct SimilarTextIn {
     /// The score the threshold applies to (default `jaccard`).
     #[serde(default)]
     pub measure: Option<Measure>,
+    /// Over which shingles (default `raw`: all; `content`: boilerplate
+    /// left out).
+    #[serde(default)]
+    pub score: Option<Score>,
 }
 
 #[derive(Debug, Serialize)]
@@ -113,6 +117,10 @@ pub struct MatchOut {
     pub estimate: f64,
     /// When the matched document was stored (RFC 3339).
     pub created_at: String,
+    /// The scores over content shingles (boilerplate left out), when the
+    /// collection counts document frequency.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentScores>,
 }
 
 impl From<Match> for MatchOut {
@@ -124,6 +132,7 @@ impl From<Match> for MatchOut {
             stored_in_query: m.stored_in_query,
             estimate: m.estimate,
             created_at: format_time(m.created_ms),
+            content: m.content,
         }
     }
 }
@@ -144,6 +153,9 @@ pub struct WrittenOut {
     /// With `similar` or `if_unique`: the measure the threshold applied to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub measure: Option<Measure>,
+    /// With `similar` or `if_unique`: over which shingles.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<Score>,
     /// With a containment measure: what the passage index skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passages: Option<PassagesOut>,
@@ -195,6 +207,8 @@ pub struct SimilarOut {
     pub threshold: f64,
     /// The score `threshold` applies to and `results` are sorted by.
     pub measure: Measure,
+    /// Over which shingles that score is taken.
+    pub score: Score,
     pub results: Vec<MatchOut>,
     /// Distinct candidates verified for this answer (from the LSH bands,
     /// or from the passage index for a containment measure).
@@ -392,6 +406,10 @@ pub struct SegmentOut {
     pub text: String,
     #[serde(rename = "match")]
     pub passage: Option<u32>,
+    /// Boilerplate (its shingles common in the collection, or a
+    /// template's): present, and true, only on such segments.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub boilerplate: bool,
 }
 
 /// One side of an explanation.
@@ -417,6 +435,11 @@ pub struct ExplainOut {
     pub passages: u32,
     pub a: ExplainSideOut,
     pub b: ExplainSideOut,
+    /// The scores over content shingles (`content_a_in_b` is `query_in_stored`
+    /// with `a` as the query), when the collection counts document frequency
+    /// or has templates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentScores>,
 }
 
 /// `POST /analysis/histogram`: the texts to analyse (`texts`, or a

@@ -15,7 +15,7 @@ use super::extract::{accepts, ApiQuery, Coll, Limit};
 use super::state::{backend, AppState};
 use crate::backend::{Backend, BackendError};
 use crate::collections::Collection;
-use crate::engine::{EngineError, Groups, Measure, ScanStats, Threshold};
+use crate::engine::{By, EngineError, Groups, Measure, ScanStats, Score, Threshold};
 use crate::service::scans::{GroupsKey, ScanError};
 use crate::wire::{GroupOut, PairOut};
 use axum::body::{Body, Bytes};
@@ -42,6 +42,7 @@ const ANSWER_MARGIN: Duration = Duration::from_millis(250);
 pub struct GroupsParams {
     threshold: Option<f64>,
     measure: Option<Measure>,
+    score: Option<Score>,
     min_size: Option<usize>,
     limit: Option<usize>,
     cursor: Option<String>,
@@ -52,6 +53,7 @@ pub struct GroupsParams {
 pub struct PairsParams {
     threshold: Option<f64>,
     measure: Option<Measure>,
+    score: Option<Score>,
 }
 
 /// `GET /duplicates` as `application/json`: one page.
@@ -60,6 +62,8 @@ pub struct GroupsPage<'a> {
     pub threshold: f64,
     /// `jaccard`, or `containment` (either text inside the other).
     pub measure: Measure,
+    /// Over which shingles.
+    pub score: Score,
     pub min_size: usize,
     /// Groups in the whole answer (all pages).
     pub total_groups: usize,
@@ -97,9 +101,12 @@ fn decode_cursor(cursor: &str) -> Result<Vec<u8>, ApiError> {
 
 /// 409 before a scan by containment starts on a collection without the
 /// passage index (a streamed answer could only fail after its status).
-fn needs_index(backend: &Backend, measure: Measure) -> Result<(), ApiError> {
-    if measure.is_containment() && !backend.passage_index() {
-        return Err(EngineError::PassageIndexOff(measure.as_str()).into());
+fn needs_index(backend: &Backend, by: By) -> Result<(), ApiError> {
+    if by.via_passages() && !backend.passage_index() {
+        return Err(EngineError::PassageIndexOff(by.measure.as_str()).into());
+    }
+    if by.score == Score::Content && !backend.boilerplate_on() {
+        return Err(EngineError::BoilerplateOff.into());
     }
     Ok(())
 }
@@ -130,17 +137,19 @@ pub async fn groups(
     ApiQuery(params): ApiQuery<GroupsParams>,
 ) -> Result<Response, ApiError> {
     let measure = pair_measure(params.measure);
-    let threshold =
-        coll.recipe()
-            .threshold_for(measure, crate::engine::Score::Raw, params.threshold)?;
+    let score = params.score.unwrap_or_default();
+    let threshold = coll
+        .recipe()
+        .threshold_for(measure, score, params.threshold)?;
     let key = GroupsKey {
         collection: coll.id,
         threshold: threshold.value(),
         measure,
+        score,
         min_size: min_size(params.min_size)?,
     };
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
-    needs_index(backend(&coll)?, measure)?;
+    needs_index(backend(&coll)?, By::new(measure, score))?;
     if wants_ndjson(&headers) {
         if params.limit.is_some() {
             return Err(ApiError::InvalidParameter(
@@ -163,6 +172,7 @@ pub async fn groups(
     Ok(Json(GroupsPage {
         threshold: key.threshold,
         measure,
+        score,
         min_size: key.min_size,
         total_groups: groups.groups.len(),
         total_members: groups.members,
@@ -306,11 +316,13 @@ pub async fn pairs(
     ApiQuery(params): ApiQuery<PairsParams>,
 ) -> Result<Response, ApiError> {
     let measure = pair_measure(params.measure);
-    let threshold =
-        coll.recipe()
-            .threshold_for(measure, crate::engine::Score::Raw, params.threshold)?;
+    let score = params.score.unwrap_or_default();
+    let threshold = coll
+        .recipe()
+        .threshold_for(measure, score, params.threshold)?;
+    let by = By::new(measure, score);
     let ndjson = wants_ndjson(&headers);
-    needs_index(backend(&coll)?, measure)?;
+    needs_index(backend(&coll)?, by)?;
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
         let permit = app.scans.permit().await;
@@ -322,7 +334,7 @@ pub async fn pairs(
             let Some(backend) = scanned.backend() else {
                 return Err(BackendError::Internal("the collection is not ready".into()));
             };
-            let result = write_pairs(backend, scans.pool(), threshold, measure, ndjson, &mut out);
+            let result = write_pairs(backend, scans.pool(), threshold, by, ndjson, &mut out);
             match &result {
                 Ok(stats) if stats.complete => {
                     out.flush();
@@ -365,22 +377,23 @@ fn write_pairs(
     backend: &Backend,
     pool: &rayon::ThreadPool,
     threshold: Threshold,
-    measure: Measure,
+    by: By,
     ndjson: bool,
     out: &mut ChunkWriter,
 ) -> Result<ScanStats, BackendError> {
     let mut first = true;
     if !ndjson {
         let head = format!(
-            "{{\"threshold\":{},\"measure\":\"{}\",\"pairs\":[",
+            "{{\"threshold\":{},\"measure\":\"{}\",\"score\":\"{}\",\"pairs\":[",
             serde_json::to_string(&threshold.value()).expect("a float serializes"),
-            measure.as_str()
+            by.measure.as_str(),
+            by.score.as_str()
         );
         if !out.raw(head.as_bytes()) {
             return Ok(ScanStats::default());
         }
     }
-    let stats = backend.scan_pairs(threshold, measure, pool, &mut |edge| {
+    let stats = backend.scan_pairs(threshold, by, pool, &mut |edge| {
         let pair = PairOut::from(edge);
         if ndjson {
             out.value(&pair, b"\n")

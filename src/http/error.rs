@@ -81,6 +81,8 @@ pub enum ApiError {
     /// does not store texts.
     #[error("{0}")]
     TextNotStored(String),
+    #[error("no template {0:?} in this collection")]
+    TemplateNotFound(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("no route for {0}")]
@@ -272,6 +274,9 @@ impl ApiError {
                 "Text has nothing to index",
             ),
             ApiError::TextNotStored(_) => (S::CONFLICT, "text-not-stored", "Text not stored"),
+            ApiError::TemplateNotFound(_) => {
+                (S::NOT_FOUND, "template-not-found", "Template not found")
+            }
             ApiError::UnsupportedMediaType(_) => (
                 S::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported-media-type",

@@ -11,7 +11,7 @@ use super::error::ApiError;
 use super::extract::{parse_json, Coll, JsonBody, Text};
 use super::state::{AppState, INLINE_PREPARE_BYTES};
 use crate::collections::Collection;
-use crate::engine::{EngineError, Explanation, Side};
+use crate::engine::{ContentScores, EngineError, Explanation, Side};
 use crate::text::{normalize, TextError};
 use axum::extract::State;
 use axum::Json;
@@ -58,6 +58,7 @@ fn side_out(id: Option<String>, text: &str, side: Side) -> ExplainSideOut {
             .map(|s| SegmentOut {
                 text: text[s.range.0..s.range.1].to_owned(),
                 passage: s.passage,
+                boilerplate: s.boilerplate,
             })
             .collect(),
     }
@@ -73,19 +74,25 @@ pub async fn explain(
     let (id_a, a) = operand(&app, &coll, "a", req.a).await?;
     let (id_b, b) = operand(&app, &coll, "b", req.b).await?;
     let (a, b) = (a.into_string(), b.into_string());
-    let (a, b, found) = if a.len() + b.len() <= INLINE_PREPARE_BYTES {
-        let found = coll.recipe().explain(&a, &b);
+    let marks = boilerplate_marks(&coll, &a, &b).await?;
+    let recipe = coll.recipe().clone();
+    let explain = move |a: String, b: String| {
+        let found = match &marks {
+            Some(m) => recipe
+                .explain_marked(&a, &b, Some((&m.a, &m.b)))
+                .map(|x| (x, Some(m.scores))),
+            None => recipe.explain(&a, &b).map(|x| (x, None)),
+        };
         (a, b, found)
-    } else {
-        let engine = coll.recipe().clone();
-        tokio::task::spawn_blocking(move || {
-            let found = engine.explain(&a, &b);
-            (a, b, found)
-        })
-        .await
-        .map_err(|e| ApiError::Internal(format!("explain task failed: {e}")))?
     };
-    let x: Explanation = found.map_err(|e| match e {
+    let (a, b, found) = if a.len() + b.len() <= INLINE_PREPARE_BYTES {
+        explain(a, b)
+    } else {
+        tokio::task::spawn_blocking(move || explain(a, b))
+            .await
+            .map_err(|e| ApiError::Internal(format!("explain task failed: {e}")))?
+    };
+    let (x, content): (Explanation, Option<ContentScores>) = found.map_err(|e| match e {
         EngineError::Text(TextError::Empty) => {
             let opts = &coll.recipe().params().normalize;
             let side = if normalize(&a, opts).is_empty() {
@@ -109,5 +116,57 @@ pub async fn explain(
         passages: x.passages,
         a: side_out(id_a, &a, x.a),
         b: side_out(id_b, &b, x.b),
+        content,
+    }))
+}
+
+/// Each side's boilerplate, shingle by shingle in text order, and the
+/// content scores of the pair.
+struct Marks {
+    a: Vec<bool>,
+    b: Vec<bool>,
+    scores: ContentScores,
+}
+
+/// The boilerplate marks of `a` and `b` in `coll`, when it counts document
+/// frequency or has templates (`None` otherwise, or for a text with
+/// nothing left after normalization: explain says so itself).
+async fn boilerplate_marks(
+    coll: &Arc<Collection>,
+    a: &str,
+    b: &str,
+) -> Result<Option<Marks>, ApiError> {
+    let backend = super::state::backend(coll)?;
+    let recipe = coll.recipe();
+    if !backend.boilerplate_on() && recipe.template_shingles().is_empty() {
+        return Ok(None);
+    }
+    let (Ok(pa), Ok(pb)) = (recipe.passage(a), recipe.passage(b)) else {
+        return Ok(None);
+    };
+    let mut all: Vec<u32> = pa.doc.shingles().to_vec();
+    all.extend_from_slice(pb.doc.shingles());
+    all.sort_unstable();
+    all.dedup();
+    let (df, docs) = backend.doc_frequencies(&all).await?;
+    let classifier = recipe.classifier_with(docs);
+    let df_of = |x: u32| all.binary_search(&x).map_or(0, |i| df[i]);
+    let mask = |ordered: &[u32]| -> Vec<bool> {
+        ordered
+            .iter()
+            .map(|&x| classifier.is_boilerplate(x, df_of(x)))
+            .collect()
+    };
+    let dfs = |set: &[u32]| -> Vec<u32> { set.iter().map(|&x| df_of(x)).collect() };
+    let scores = classifier.scores(
+        pa.doc.shingles(),
+        &dfs(pa.doc.shingles()),
+        pb.doc.shingles(),
+        &dfs(pb.doc.shingles()),
+    );
+    Ok(Some(Marks {
+        a: mask(&pa.ordered),
+        b: mask(&pb.ordered),
+        scores,
     }))
 }

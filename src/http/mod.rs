@@ -5,6 +5,7 @@
 
 mod analysis;
 pub mod auth;
+mod boilerplate;
 mod collections;
 mod documents;
 pub mod dto;
@@ -71,6 +72,14 @@ fn collection_routes() -> Router<AppState> {
         .route("/compare", get(similar::compare))
         .route("/explain", post(explain::explain))
         .route("/passages", post(passages::lookup))
+        .route("/templates", get(boilerplate::list))
+        .route(
+            "/templates/{id}",
+            get(boilerplate::get)
+                .put(boilerplate::put)
+                .delete(boilerplate::delete),
+        )
+        .route("/boilerplate", get(boilerplate::common))
         .route("/analysis/histogram", post(analysis::histogram))
         .route("/analysis/accuracy", post(analysis::accuracy))
         .route("/duplicates", get(duplicates::groups))

@@ -58,6 +58,7 @@ pub fn stats_of(app: &AppState, coll: &Collection) -> Value {
     let engine = &coll.recipe();
     let p = engine.params();
     let b = engine.bands();
+    let bp = engine.boilerplate_params();
     json!({
         "collection": coll.name,
         "documents": coll.documents(),
@@ -73,6 +74,13 @@ pub fn stats_of(app: &AppState, coll: &Collection) -> Value {
             "passage_index": coll.backend().is_some_and(|b| b.passage_index()),
             "passage_guaranteed_run": engine.passage_window(),
             "common_fingerprint_docs": p.index.common_fingerprint_docs,
+            "boilerplate": {
+                "enabled": coll.backend().is_some_and(|b| b.boilerplate_on()),
+                "share": bp.share,
+                "min_docs": bp.min_docs,
+                "min_collection_docs": bp.min_collection_docs,
+                "template_shingles": engine.template_shingles().len(),
+            },
             "lsh_buckets": coll.backend().map_or(0, |b| b.lsh_buckets()),
             "hash_family": crate::engine::HASH_FAMILY,
         },

@@ -5,7 +5,7 @@ use super::dto::{CompareOut, MatchOut, PassagesOut, SimilarOut, SimilarTextIn};
 use super::error::ApiError;
 use super::extract::{parse_json, parse_since, ApiQuery, Coll, JsonBody, Limit, Text};
 use super::state::{backend, AppState};
-use crate::engine::{Measure, Query, QueryOutcome};
+use crate::engine::{Measure, Query, QueryOutcome, Score};
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
@@ -18,6 +18,7 @@ pub struct SimilarParams {
     limit: Option<usize>,
     since: Option<String>,
     measure: Option<Measure>,
+    score: Option<Score>,
 }
 
 fn similar_out(id: Option<String>, query: &Query, q: QueryOutcome) -> SimilarOut {
@@ -25,6 +26,7 @@ fn similar_out(id: Option<String>, query: &Query, q: QueryOutcome) -> SimilarOut
         id,
         threshold: query.threshold.value(),
         measure: query.measure,
+        score: query.score,
         candidates: q.candidates,
         truncated: q.truncated,
         results: q.matches.into_iter().map(MatchOut::from).collect(),
@@ -38,17 +40,20 @@ pub async fn by_id(
     Coll(coll): Coll,
     ApiQuery(p): ApiQuery<SimilarParams>,
 ) -> Result<Json<SimilarOut>, ApiError> {
-    let measure = p.measure.unwrap_or_default();
+    let (measure, score) = (p.measure.unwrap_or_default(), p.score.unwrap_or_default());
     let q = Query::new(
-        coll.recipe()
-            .threshold_for(measure, crate::engine::Score::Raw, p.threshold)?,
+        coll.recipe().threshold_for(measure, score, p.threshold)?,
         Limit::parse(p.limit, &app.config.query)?.get(),
     )
     .since(since(p.since.as_deref())?)
-    .measure(measure);
+    .measure(measure)
+    .score(score);
     let found = backend(&coll)?.similar_to_id(&p.id, &q).await?;
-    app.metrics
-        .observe_measure(coll.name.as_str(), q.measure, &found);
+    app.metrics.observe_measure(
+        coll.name.as_str(),
+        crate::engine::By::new(q.measure, q.score),
+        &found,
+    );
     Ok(Json(similar_out(Some(p.id), &q, found)))
 }
 
@@ -60,10 +65,12 @@ pub async fn by_text(
 ) -> Result<Json<SimilarOut>, ApiError> {
     let req: SimilarTextIn = parse_json(&body.0)?;
     let text = Text::parse(req.text, &app.config.limits)?;
-    let measure = req.measure.unwrap_or_default();
+    let (measure, score) = (
+        req.measure.unwrap_or_default(),
+        req.score.unwrap_or_default(),
+    );
     let q = Query::new(
-        coll.recipe()
-            .threshold_for(measure, crate::engine::Score::Raw, req.threshold)?,
+        coll.recipe().threshold_for(measure, score, req.threshold)?,
         Limit::parse(req.limit, &app.config.query)?.get(),
     )
     .since(
@@ -72,11 +79,15 @@ pub async fn by_text(
             .map(|s| parse_since(s).map_err(ApiError::InvalidBody))
             .transpose()?,
     )
-    .measure(measure);
+    .measure(measure)
+    .score(score);
     let prepared = app.prepare(&coll, text).await?;
     let found = backend(&coll)?.similar_to(&prepared, None, &q).await?;
-    app.metrics
-        .observe_measure(coll.name.as_str(), q.measure, &found);
+    app.metrics.observe_measure(
+        coll.name.as_str(),
+        crate::engine::By::new(q.measure, q.score),
+        &found,
+    );
     Ok(Json(similar_out(None, &q, found)))
 }
 

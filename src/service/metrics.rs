@@ -57,6 +57,7 @@ struct KindLabels {
 struct MeasureLabels {
     collection: String,
     measure: &'static str,
+    score: &'static str,
 }
 
 fn of(collection: &str) -> CollectionLabels {
@@ -106,6 +107,8 @@ pub struct Metrics {
     collection_up: Family<CollectionLabels, Gauge>,
     text_version: Family<CollectionLabels, Gauge>,
     passage_index: Family<CollectionLabels, Gauge>,
+    boilerplate: Family<CollectionLabels, Gauge>,
+    template_changes: Family<KindLabels, Counter>,
     queries_by_measure: Family<MeasureLabels, Counter>,
     passage_lookups: Family<CollectionLabels, Counter>,
     common_fingerprints: Family<CollectionLabels, Counter>,
@@ -212,9 +215,19 @@ impl Default for Metrics {
             "1 when a collection keeps the passage index (index.passage_index: containment queries, passage lookups)",
             Family::<CollectionLabels, Gauge>::default()
         );
+        let boilerplate = reg!(
+            "collection_boilerplate",
+            "1 when a collection counts document frequency (index.boilerplate.enabled: content scores, common passages)",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let template_changes = reg!(
+            "template_changes",
+            "Templates registered, replaced or deleted (kind: created, replaced, deleted)",
+            Family::<KindLabels, Counter>::default()
+        );
         let queries_by_measure = reg!(
             "queries_by_measure",
-            "Similarity queries by the measure asked (jaccard, query_in_stored, stored_in_query, containment)",
+            "Similarity queries by the measure asked (jaccard, query_in_stored, stored_in_query, containment) and the shingles it is taken over (score: raw, content)",
             Family::<MeasureLabels, Counter>::default()
         );
         let passage_lookups = reg!(
@@ -398,6 +411,8 @@ impl Default for Metrics {
             collection_up,
             text_version,
             passage_index,
+            boilerplate,
+            template_changes,
             queries_by_measure,
             passage_lookups,
             common_fingerprints,
@@ -441,6 +456,16 @@ impl Default for Metrics {
 
 impl Metrics {
     /// Record the verification work of one query on `collection`.
+    /// A template registered (`created`), replaced or `deleted`.
+    pub fn observe_template_change(&self, collection: &str, kind: &'static str) {
+        self.template_changes
+            .get_or_create(&KindLabels {
+                collection: collection.to_owned(),
+                kind,
+            })
+            .inc();
+    }
+
     /// A passage lookup's answer.
     pub fn observe_passages(&self, collection: &str, p: &PassageOutcome) {
         let l = of(collection);
@@ -452,11 +477,18 @@ impl Metrics {
 
     /// A similarity query by `measure` (a write's `similar` or `if_unique`
     /// included).
-    pub fn observe_measure(&self, collection: &str, measure: Measure, q: &QueryOutcome) {
+    pub fn observe_measure(
+        &self,
+        collection: &str,
+        by: impl Into<crate::engine::By>,
+        q: &QueryOutcome,
+    ) {
+        let by = by.into();
         self.queries_by_measure
             .get_or_create(&MeasureLabels {
                 collection: collection.to_owned(),
-                measure: measure.as_str(),
+                measure: by.measure.as_str(),
+                score: by.score.as_str(),
             })
             .inc();
         if let Some(w) = &q.passages {
@@ -633,6 +665,7 @@ impl Metrics {
         self.collection_up.clear();
         self.text_version.clear();
         self.passage_index.clear();
+        self.boilerplate.clear();
         self.documents.clear();
         self.memory.clear();
         self.wal_bytes.clear();
@@ -658,6 +691,9 @@ impl Metrics {
             self.passage_index
                 .get_or_create(&of(name))
                 .set(i64::from(backend.passage_index()));
+            self.boilerplate
+                .get_or_create(&of(name))
+                .set(i64::from(backend.boilerplate_on()));
             self.documents
                 .get_or_create(&of(name))
                 .set(backend.documents() as i64);
@@ -676,6 +712,7 @@ impl Metrics {
                 ("lsh", m.lsh_bytes),
                 ("fingerprints", m.fingerprints_bytes),
                 ("passage_index", m.passage_index_bytes),
+                ("doc_frequency", m.doc_frequency_bytes),
             ] {
                 self.memory
                     .get_or_create(&ComponentLabels {
@@ -730,9 +767,18 @@ impl Metrics {
             let _ = self.passage_lookups.get_or_create(&l);
             let _ = self.common_fingerprints.get_or_create(&l);
             for m in Measure::ALL {
-                let _ = self.queries_by_measure.get_or_create(&MeasureLabels {
+                for score in crate::engine::Score::ALL {
+                    let _ = self.queries_by_measure.get_or_create(&MeasureLabels {
+                        collection: (*name).to_owned(),
+                        measure: m.as_str(),
+                        score: score.as_str(),
+                    });
+                }
+            }
+            for kind in ["created", "replaced", "deleted"] {
+                let _ = self.template_changes.get_or_create(&KindLabels {
                     collection: (*name).to_owned(),
-                    measure: m.as_str(),
+                    kind,
                 });
             }
             let _ = self.purged.get_or_create(&l);
@@ -777,9 +823,18 @@ impl Metrics {
             self.passage_lookups.remove(&l);
             self.common_fingerprints.remove(&l);
             for m in Measure::ALL {
-                self.queries_by_measure.remove(&MeasureLabels {
+                for score in crate::engine::Score::ALL {
+                    self.queries_by_measure.remove(&MeasureLabels {
+                        collection: name.clone(),
+                        measure: m.as_str(),
+                        score: score.as_str(),
+                    });
+                }
+            }
+            for kind in ["created", "replaced", "deleted"] {
+                self.template_changes.remove(&KindLabels {
                     collection: name.clone(),
-                    measure: m.as_str(),
+                    kind,
                 });
             }
             self.purged.remove(&l);

@@ -46,6 +46,8 @@ pub struct GroupsKey {
     pub threshold: f64,
     /// Jaccard, or (any containment measure) either text inside the other.
     pub measure: Measure,
+    /// Over which shingles (`content`: boilerplate left out).
+    pub score: crate::engine::Score,
     pub min_size: usize,
 }
 
@@ -168,7 +170,12 @@ impl ScanScheduler {
                         .backend()
                         .ok_or_else(|| format!("collection {:?} is not ready", worker.name))?;
                     backend
-                        .duplicate_groups(threshold, key.measure, key.min_size, scheduler.pool())
+                        .duplicate_groups(
+                            threshold,
+                            crate::engine::By::new(key.measure, key.score),
+                            key.min_size,
+                            scheduler.pool(),
+                        )
                         .map_err(|e| e.to_string())
                 })
                 .await
