@@ -688,3 +688,6 @@ mod dedup_tests;
 
 #[cfg(test)]
 mod passages_tests;
+
+#[cfg(test)]
+mod boilerplate_tests;
