@@ -77,6 +77,13 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             "/passages".into(),
             Some(json!({"text": "a b c d"})),
         ),
+        (Method::GET, "/templates".into(), None),
+        (
+            Method::PUT,
+            "/templates/x".into(),
+            Some(json!({"text": "a b c d"})),
+        ),
+        (Method::GET, "/boilerplate".into(), None),
         (
             Method::POST,
             "/analysis/histogram".into(),
@@ -103,6 +110,8 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             let path = p.split('?').next().unwrap();
             if path == "/documents/x" {
                 "/documents/{id}"
+            } else if path == "/templates/x" {
+                "/templates/{id}"
             } else {
                 COLLECTION_ROUTES.iter().find(|r| **r == path).unwrap()
             }
@@ -136,7 +145,9 @@ async fn a_collection_is_created_listed_shown_changed_and_deleted() {
                              "fold_accents": false, "confusables": false},
                "index": {"num_perm": 128, "seed": 1, "threshold": 0.7, "bands": null,
                          "rows": null, "max_candidates": 10000, "passage_index": false,
-                         "common_fingerprint_docs": 1000},
+                         "common_fingerprint_docs": 1000,
+                         "boilerplate": {"enabled": false, "share": 0.05, "min_docs": 10,
+                                         "min_collection_docs": 50}},
                "retention": {"ttl_secs": 2592000},
                "store_text": false})
     );

@@ -11,6 +11,7 @@ mod helpers;
 
 mod analysis;
 mod auth;
+mod boilerplate;
 mod collections;
 mod concurrency;
 mod crash;

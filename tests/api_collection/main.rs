@@ -17,6 +17,8 @@ mod helpers;
 
 #[path = "../api/analysis.rs"]
 mod analysis;
+#[path = "../api/boilerplate.rs"]
+mod boilerplate;
 #[path = "../api/concurrency.rs"]
 mod concurrency;
 #[path = "../api/documents.rs"]

@@ -19,6 +19,8 @@ mod helpers;
 mod analysis;
 #[path = "../api/auth.rs"]
 mod auth;
+#[path = "../api/boilerplate.rs"]
+mod boilerplate;
 #[path = "../api/collections.rs"]
 mod collections;
 #[path = "../api/concurrency.rs"]
