@@ -16,7 +16,9 @@
 use super::lines::JsonLines;
 use super::progress::Progress;
 use crate::config::Config;
-use crate::engine::{DocId, Engine, EngineError, Groups, Measure, Prepared, Threshold, WriteMode};
+use crate::engine::{
+    By, DocId, Engine, EngineError, Groups, Measure, Prepared, Score, Threshold, WriteMode,
+};
 use crate::wire::{GroupOut, PairOut};
 use anyhow::Context;
 use rayon::prelude::*;
@@ -53,6 +55,13 @@ pub struct DedupArgs {
     /// embeds another), from a passage index built for this run.
     #[arg(long, value_enum, default_value_t = DedupMeasure::Jaccard)]
     pub measure: DedupMeasure,
+    /// `raw` (every shingle), or `content`: the score over the shingles
+    /// that are not boilerplate (held by at least index.boilerplate.share
+    /// of the input's documents and index.boilerplate.min_docs of them,
+    /// once it has index.boilerplate.min_collection_docs), counted over
+    /// the whole input for this run.
+    #[arg(long, value_enum, default_value_t = DedupScore::Raw)]
+    pub score: DedupScore,
     /// Smallest group written.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
     pub min_size: u64,
@@ -76,6 +85,22 @@ impl DedupMeasure {
         match self {
             DedupMeasure::Jaccard => Measure::Jaccard,
             DedupMeasure::Containment => Measure::Containment,
+        }
+    }
+}
+
+/// Over which shingles `neardup dedup` scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DedupScore {
+    Raw,
+    Content,
+}
+
+impl DedupScore {
+    fn score(self) -> Score {
+        match self {
+            DedupScore::Raw => Score::Raw,
+            DedupScore::Content => Score::Content,
         }
     }
 }
@@ -126,15 +151,19 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     // The offline index lives for this run only: tune it for the threshold
     // asked for (explicit index.bands/rows, if configured, still apply).
     let measure = args.measure.measure();
-    let params = match (args.threshold, measure) {
-        (None, Measure::Jaccard) => config.engine().clone(),
-        (t, _) => {
+    let score = args.score.score();
+    let by = By::new(measure, score);
+    let params = match (args.threshold, measure, score) {
+        (None, Measure::Jaccard, Score::Raw) => config.engine().clone(),
+        (t, _, _) => {
             let mut params = config.engine_params();
-            if measure == Measure::Jaccard {
+            if measure == Measure::Jaccard && score == Score::Raw {
                 params.index.threshold = t.unwrap_or(params.index.threshold);
             }
-            // A containment scan reads the passage index.
-            params.index.passage_index |= measure.is_containment();
+            // A containment scan, or one on content scores, reads the
+            // passage index; content scores need document frequency.
+            params.index.passage_index |= by.via_passages();
+            params.index.boilerplate.enabled |= score == Score::Content;
             params
                 .validate()
                 .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?
@@ -142,7 +171,7 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     };
     let engine = Engine::new(params);
     let threshold = engine
-        .threshold_for(measure, crate::engine::Score::Raw, args.threshold)
+        .threshold_for(measure, score, args.threshold)
         .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
     let mut problems = Problems::default();
     let max_text = config.limits.max_text_bytes;
@@ -162,16 +191,9 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let scan_start = Instant::now();
     let written = if args.pairs {
-        write_pairs(
-            &engine,
-            threshold,
-            measure,
-            args.quiet,
-            &mut out,
-            &mut summary,
-        )
+        write_pairs(&engine, threshold, by, args.quiet, &mut out, &mut summary)
     } else {
-        write_groups(&engine, threshold, measure, args, &mut out, &mut summary)
+        write_groups(&engine, threshold, by, args, &mut out, &mut summary)
     };
     match written.and_then(|()| out.flush()) {
         Ok(()) => {}
@@ -194,10 +216,11 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
          read {:.1} s, scan {:.1} s, total {:.1} s",
         summary.documents,
         summary.skipped,
-        if measure == Measure::Jaccard {
-            "Jaccard"
-        } else {
-            "containment (either inside the other)"
+        match (measure, score) {
+            (Measure::Jaccard, Score::Raw) => "Jaccard",
+            (Measure::Jaccard, Score::Content) => "content Jaccard (boilerplate left out)",
+            (_, Score::Raw) => "containment (either inside the other)",
+            (_, Score::Content) => "content containment (boilerplate left out)",
         },
         threshold.value(),
         summary.read_seconds,
@@ -214,7 +237,7 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
 fn write_groups(
     engine: &Engine,
     threshold: Threshold,
-    measure: Measure,
+    by: By,
     args: &DedupArgs,
     out: &mut impl Write,
     summary: &mut Summary,
@@ -226,7 +249,7 @@ fn write_groups(
         });
     };
     let groups: Groups =
-        engine.duplicate_groups_by(threshold, measure, args.min_size as usize, Some(&report));
+        engine.duplicate_groups_by(threshold, by, args.min_size as usize, Some(&report));
     progress.finish();
     summary.groups = groups.groups.len();
     summary.duplicates = groups.redundant();
@@ -241,7 +264,7 @@ fn write_groups(
 fn write_pairs(
     engine: &Engine,
     threshold: Threshold,
-    measure: Measure,
+    by: By,
     quiet: bool,
     out: &mut impl Write,
     summary: &mut Summary,
@@ -257,7 +280,7 @@ fn write_pairs(
         });
     };
     let mut failure = None;
-    let stats = engine.scan_pairs_by(threshold, measure, Some(&report), &mut |edges| {
+    let stats = engine.scan_pairs_by(threshold, by, Some(&report), &mut |edges| {
         found.fetch_add(edges.len() as u64, Ordering::Relaxed);
         for edge in &edges {
             let line = serde_json::to_writer(&mut *out, &PairOut::from(edge))

@@ -528,3 +528,61 @@ async fn a_collection_switches_counts_on_and_off() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn the_cli_dedups_on_content_scores_as_the_server_does() {
+    let app = spawn_app_with(settings()).await;
+    let arts = articles();
+    let mut texts = BTreeMap::new();
+    for (i, a) in arts.iter().enumerate() {
+        texts.insert(format!("a{i:02}"), format!("{a}\n\n{}", FOOTERS[i % 3]));
+        texts.insert(
+            format!("r{i:02}"),
+            format!("{a}\n\n{}", FOOTERS[(i + 1) % 3]),
+        );
+    }
+    for (i, t) in short_posts(60).into_iter().enumerate() {
+        texts.insert(format!("p{i:02}"), t);
+    }
+    post_all(&app, &texts).await;
+    let lines: Vec<String> = texts
+        .iter()
+        .map(|(id, t)| json!({"id": id, "text": t}).to_string())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("corpus.jsonl");
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    let mut cmd = crate::helpers::neardup();
+    cmd.args([
+        "dedup",
+        "-q",
+        "--pairs",
+        "--score",
+        "content",
+        "--threshold",
+        "0.8",
+    ]);
+    let out = cmd.arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("content Jaccard"), "{stderr}");
+    let served = app
+        .client
+        .get(app.read_url("/duplicates/pairs?score=content&threshold=0.8"))
+        .header("accept", "application/x-ndjson")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let sorted = |s: &str| {
+        let mut l: Vec<String> = s.lines().map(str::to_owned).collect();
+        l.sort();
+        l
+    };
+    let offline = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(sorted(&offline), sorted(&served));
+    // Every article with its reprint, and nothing the footers alone make.
+    assert_eq!(offline.lines().count(), arts.len(), "{offline}");
+}
