@@ -29,7 +29,6 @@ use super::query::{Match, Query};
 use super::{Engine, Record};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -206,35 +205,11 @@ impl Classifier {
     }
 }
 
-/// The mixing hasher of the count maps: shingle hashes are uniform, but a
-/// map needs its top bits (control bytes) and low bits (buckets) both mixed.
-#[derive(Default)]
-pub struct MixHasher(u64);
-
-impl Hasher for MixHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-
-    #[inline]
-    fn write_u32(&mut self, x: u32) {
-        self.0 = (u64::from(x) ^ 0x5bd1_e995).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-type CountMap = HashMap<u32, u32, BuildHasherDefault<MixHasher>>;
-
-const SHARD_BITS: u32 = 6;
+use super::counts::{CountTable, SHARD_BITS};
 
 #[derive(Default)]
 #[repr(align(64))]
-struct Shard(RwLock<CountMap>);
+struct Shard(RwLock<CountTable>);
 
 /// Exact document frequency of every distinct shingle (see the module docs).
 pub(crate) struct Frequencies {
@@ -282,6 +257,40 @@ impl Frequencies {
         out
     }
 
+    /// [`Self::admit`] of a batch: `step` puts them all in the slot table,
+    /// then their shingles are counted shard by shard (each shard locked
+    /// once, the shards on the rayon pool).
+    pub(crate) fn admit_many<T>(&self, records: &[&Record], step: impl FnOnce() -> T) -> T {
+        let _gate = self.gate.read().expect("df gate");
+        let out = step();
+        if self.is_on() && !records.is_empty() {
+            let mut by_shard: Vec<Vec<u32>> = vec![Vec::new(); self.shards.len()];
+            for r in records {
+                for &x in r.shingles() {
+                    by_shard[Self::shard(x)].push(x);
+                }
+            }
+            use rayon::prelude::*;
+            by_shard.par_iter_mut().enumerate().for_each(|(s, xs)| {
+                if xs.is_empty() {
+                    return;
+                }
+                xs.sort_unstable();
+                let mut map = self.shards[s].0.write().expect("df shard");
+                map.reserve(xs.len() / 2);
+                let runs: Vec<&[u32]> = xs.chunk_by(|a, b| a == b).collect();
+                for (i, run) in runs.iter().enumerate() {
+                    if let Some(ahead) = runs.get(i + 8) {
+                        map.prefetch(ahead[0]);
+                    }
+                    map.add(run[0], run.len() as u32);
+                }
+            });
+            self.docs.fetch_add(records.len(), Ordering::Relaxed);
+        }
+        out
+    }
+
     /// Run `step` (taking a record out of the slot table) and uncount what
     /// it took, as one step against a switch.
     #[inline]
@@ -311,15 +320,14 @@ impl Frequencies {
             let (run, tail) = rest.split_at(n);
             rest = tail;
             let mut map = self.shards[s].0.write().expect("df shard");
-            for &x in run {
-                if by > 0 {
-                    *map.entry(x).or_insert(0) += 1;
-                } else if let std::collections::hash_map::Entry::Occupied(mut e) = map.entry(x) {
-                    if *e.get() <= 1 {
-                        e.remove();
-                    } else {
-                        *e.get_mut() -= 1;
+            if by > 0 {
+                map.add_each(run);
+            } else {
+                for (i, &x) in run.iter().enumerate() {
+                    if let Some(&ahead) = run.get(i + 8) {
+                        map.prefetch(ahead);
                     }
+                    map.sub(x);
                 }
             }
         }
@@ -338,35 +346,28 @@ impl Frequencies {
             return;
         }
         for shard in self.shards.iter() {
-            *shard.0.write().expect("df shard") = CountMap::default();
+            *shard.0.write().expect("df shard") = CountTable::default();
         }
         self.docs.store(0, Ordering::Relaxed);
         if on {
             let records = all();
             use rayon::prelude::*;
-            // Count per worker, then merge shard by shard.
-            let partial: Vec<CountMap> = records
-                .par_chunks(4096)
-                .map(|chunk| {
-                    let mut m = CountMap::default();
-                    for r in chunk {
-                        for &x in r.shingles() {
-                            *m.entry(x).or_insert(0) += 1;
-                        }
-                    }
-                    m
-                })
-                .collect();
-            for m in partial {
-                for (x, n) in m {
-                    *self.shards[Self::shard(x)]
-                        .0
-                        .write()
-                        .expect("df shard")
-                        .entry(x)
-                        .or_insert(0) += n;
+            // Every shingle of every record, grouped by shard, then each
+            // shard's sorted run counted on the pool.
+            let mut by_shard: Vec<Vec<u32>> = vec![Vec::new(); self.shards.len()];
+            for r in &records {
+                for &x in r.shingles() {
+                    by_shard[Self::shard(x)].push(x);
                 }
             }
+            by_shard.par_iter_mut().enumerate().for_each(|(s, xs)| {
+                xs.sort_unstable();
+                let mut map = self.shards[s].0.write().expect("df shard");
+                map.reserve(xs.len() / 4);
+                for run in xs.chunk_by(|a, b| a == b) {
+                    map.add(run[0], run.len() as u32);
+                }
+            });
             self.docs.store(records.len(), Ordering::Relaxed);
         }
     }
@@ -385,7 +386,7 @@ impl Frequencies {
             let (run, tail) = rest.split_at(n);
             rest = tail;
             let map = self.shards[s].0.read().expect("df shard");
-            out.extend(run.iter().map(|x| map.get(x).copied().unwrap_or(0)));
+            map.get_each(run, out);
         }
     }
 
@@ -405,16 +406,7 @@ impl Frequencies {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.shards
             .iter()
-            .map(|s| {
-                let cap = s.0.read().expect("df shard").capacity();
-                if cap == 0 {
-                    0
-                } else {
-                    // hashbrown: buckets a power of two at most 7/8 full,
-                    // an 8-byte entry and a control byte each.
-                    (cap * 8 / 7).next_power_of_two() * 9
-                }
-            })
+            .map(|s| s.0.read().expect("df shard").heap_bytes())
             .sum()
     }
 
@@ -423,7 +415,7 @@ impl Frequencies {
         let mut out = Vec::new();
         for s in self.shards.iter() {
             let map = s.0.read().expect("df shard");
-            out.extend(map.iter().filter(|(_, &n)| n >= at).map(|(&x, &n)| (x, n)));
+            out.extend(map.iter().filter(|&(_, n)| n >= at));
         }
         out
     }

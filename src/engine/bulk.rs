@@ -88,16 +88,15 @@ impl Engine {
     /// Slots and the slot table for a batch (serial: slot allocation is
     /// in order, so a restore reproduces the slots of the same inserts).
     fn stage(&self, records: Vec<Record>) -> Vec<(Slot, Arc<Record>)> {
-        records
+        let staged: Vec<(Slot, Arc<Record>)> = records
             .into_iter()
             .map(|record| {
                 debug_assert_eq!(record.signature().len(), self.params().index.num_perm);
-                let record = Arc::new(record);
-                let slot = self.alloc_slot();
-                self.admit(slot, &record);
-                (slot, record)
+                (self.alloc_slot(), Arc::new(record))
             })
-            .collect()
+            .collect();
+        self.admit_many(staged.iter().map(|(slot, record)| (*slot, record)));
+        staged
     }
 
     /// Point `ids` at every staged record, in order (their buckets are in),
@@ -292,11 +291,10 @@ impl Engine {
                     w.doc.shingles.as_slice(),
                     &w.doc.selection,
                 ));
-                let slot = self.alloc_slot();
-                self.admit(slot, &record);
-                (slot, record, w.doc)
+                (self.alloc_slot(), record, w.doc)
             })
             .collect();
+        self.admit_many(staged.iter().map(|(slot, record, _)| (*slot, record)));
         let signatures: Vec<(Slot, &[u32])> = staged
             .iter()
             .map(|(slot, record, _)| (*slot, record.signature()))

@@ -38,6 +38,7 @@
 
 mod boilerplate;
 mod bulk;
+mod counts;
 mod dedup;
 mod explain;
 mod id;
@@ -522,6 +523,18 @@ impl Engine {
         self.frequencies.admit(record, || {
             self.account(record, true);
             self.docs.insert(slot, Arc::clone(record));
+        });
+    }
+
+    /// [`Self::admit`] of a batch, counted in one pass (`boilerplate.rs`).
+    pub(crate) fn admit_many<'a>(&self, staged: impl Iterator<Item = (Slot, &'a Arc<Record>)>) {
+        let staged: Vec<(Slot, &Arc<Record>)> = staged.collect();
+        let records: Vec<&Record> = staged.iter().map(|(_, r)| &***r).collect();
+        self.frequencies.admit_many(&records, || {
+            for (slot, record) in &staged {
+                self.account(record, true);
+                self.docs.insert(*slot, Arc::clone(record));
+            }
         });
     }
 
