@@ -7,7 +7,7 @@
 // configuration). Passage and template texts are shown as text only.
 
 import { api, canWrite, collectionBase } from '../api.js';
-import { h, fill, num, errorBox } from '../dom.js';
+import { h, fill, add, num, errorBox } from '../dom.js';
 import { ctx, action, loadInfo, go } from '../shell.js';
 import { boilerplateSettings, boilerplateOffBox } from '../measures.js';
 
@@ -101,7 +101,7 @@ export default async function boilerplate(root) {
       commonBox.append(errorBox(e));
       return;
     }
-    commonBox.append(
+    add(commonBox,
       h('dl', { class: 'cards', testid: 'bp-summary' },
         card('documents counted', num(c.documents)),
         card('counts apply', c.applies ? 'yes' : `no: from ${num(c.min_collection_docs)} documents`, 'applies'),
@@ -118,7 +118,7 @@ export default async function boilerplate(root) {
         : `No common passage in the ${num(c.sampled)} texts sampled.`));
       return;
     }
-    commonBox.append(h('div', { class: 'table-wrap' }, h('table', { testid: 'bp-passages', class: 'stack' },
+    add(commonBox, h('div', { class: 'table-wrap' }, h('table', { testid: 'bp-passages', class: 'stack' },
       h('thead', {}, h('tr', {},
         h('th', { title: 'the fewest documents any of its shingles is in: at most this many hold it whole' }, 'documents'),
         h('th', { title: 'its distinct shingles' }, 'shingles'),
@@ -189,14 +189,14 @@ export default async function boilerplate(root) {
         h('td', { 'data-label': 'created_at' }, t.created_at),
         h('td', { class: 'actions' }, viewBtn, ' · ', del)), detail);
     }
-    templatesBox.append(
+    add(templatesBox,
       list.templates.length
         ? h('div', { class: 'table-wrap' }, h('table', { testid: 'templates', class: 'stack' },
           h('thead', {}, h('tr', {}, h('th', {}, 'id'), h('th', {}, 'shingles'), h('th', {}, 'bytes'), h('th', {}, 'created_at'), h('th', {}, ''))),
           h('tbody', {}, rows)))
         : h('p', { class: 'muted', testid: 'templates-none' }, 'No template registered.'),
       h('p', { class: 'muted small' }, `${num(list.templates.length)} of at most ${num(list.max_templates)}.`),
-      h('form', { class: 'search write', onsubmit: add },
+      h('form', { class: 'search write', onsubmit: addTemplate },
         h('h3', {}, 'Add a template'),
         h('div', { class: 'row' }, newId), newText,
         h('div', { class: 'row' },
@@ -226,7 +226,7 @@ export default async function boilerplate(root) {
     button.setAttribute('aria-expanded', 'true');
   }
 
-  async function add(ev) {
+  async function addTemplate(ev) {
     ev.preventDefault();
     const id = newId.value.trim();
     if (!id || !newText.value.trim()) {

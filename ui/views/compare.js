@@ -109,7 +109,7 @@ async function explain(out, input) {
   }
   const inside = excerpt(answer, textA, textB);
   const marked = [answer.a, answer.b].some((x) => x.segments.some((seg) => seg.boilerplate));
-  out.append(scores(answer), legend(answer.content, marked), ...(inside ? [inside.note] : []), tabs, passages, diff);
+  out.append(scores(answer), ...legend(answer.content, marked).filter(Boolean), ...(inside ? [inside.note] : []), tabs, passages, diff);
   // The longer side's pane opens at the first shared passage.
   if (inside) {
     const longer = inside.longer === 'a' ? paneA : paneB;

@@ -5,7 +5,7 @@
 // demand with their raw and content scores.
 
 import { api, collectionBase } from '../api.js';
-import { h, fill, num, errorBox } from '../dom.js';
+import { h, fill, add, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds, go } from '../shell.js';
 import { measureSelect, passageIndexOn, scoreSelect, floorFor, boilerplateOn, conflictBox } from '../measures.js';
 
@@ -118,7 +118,7 @@ export default async function groups(root) {
     };
     const pairs = [...answer.pairs].sort((x, y) => key(y) - key(x) || (x.a < y.a ? -1 : 1));
     const withContent = pairs.some((p) => p.content);
-    pairsOut.append(
+    add(pairsOut,
       h('h2', {}, 'Pairs'),
       h('p', { class: 'muted', testid: 'pairs-total' },
         `${num(pairs.length)} pair${pairs.length === 1 ? '' : 's'} at ${onContent ? 'content ' : ''}${byContainment ? 'containment' : 'Jaccard'} ≥ ${num(answer.threshold, 2)}`
