@@ -111,6 +111,11 @@ const POSTS = Array.from({ length: 12 }, (_, i) => {
   const body = Array.from({ length: 20 }, () => POST_WORDS[Math.floor(rand() * POST_WORDS.length)]).join(' ');
   return { id: `post-${String(i).padStart(2, '0')}`, body, text: `${body}.\n\n${SITE_FOOTER}` };
 });
+// The first post reprinted under another site's footer: the same content.
+// (Its footer is on no other document: registered as a template, it is boilerplate too.)
+const GAZETTE_FOOTER = 'Reprinted with permission from the Hill Gazette, whose reporters cover the farms, schools and councils '
+  + 'of the hill country every week; its archive is open to readers in the county library.';
+const REPRINT = { id: 'reprint-00', text: `${POSTS[0].body}.\n\n${GAZETTE_FOOTER}` };
 const HOSTILE_TEMPLATE = 'Sent from the newsroom <img src=x onerror="window.__pwned = \'template\'"> '
   + '<script>window.__pwned = "template-script"</script> with kind regards from the night desk of the courier';
 
@@ -204,7 +209,7 @@ before(async () => {
   ]);
   await Promise.all([plant(open.base), plant(keyed.base, 'full-key-u'),
     plant(passaged.base, null, [...PLANTED, ...NOTICES, { id: 'article', text: ARTICLE, metadata: { source: 'river news' } }]),
-    plant(bp.base, null, [...filler(20), ...POSTS.map(({ id, text }) => ({ id, text, metadata: { site: 'courier' } }))])]);
+    plant(bp.base, null, [...filler(20), ...POSTS.map(({ id, text }) => ({ id, text, metadata: { site: 'courier' } })), REPRINT])]);
   textsStored = (await fetch(`${open.base}/explain`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ a: { id: 'twin-a' }, b: { id: 'twin-b' } }),
@@ -511,6 +516,10 @@ test('with a read-only key the write controls are disabled and reads work', asyn
   await s.page.getByTestId('search-submit').click();
   await s.ready('search');
   assert.equal(await s.page.getByTestId('result-row').count(), 3);
+  // Templates and the counting settings are writes.
+  await s.view('boilerplate');
+  assert.ok(await s.page.getByTestId('template-add').isDisabled(), 'adding a template is disabled');
+  assert.ok(await s.page.getByTestId('bp-enabled').isDisabled());
   await s.close();
 });
 
@@ -730,7 +739,7 @@ test('hostile documents stay inert in the passages view, and it fits a 420-px wi
   }));
   assert.deepEqual(live, { pwned: undefined, scripts: 0, images: 0, links: 0 });
   // The other views fit too, with their measure choices.
-  for (const name of ['search', 'groups', 'overview']) {
+  for (const name of ['search', 'groups', 'boilerplate', 'overview']) {
     await s.view(name);
     assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), `${name} fits 420 px`);
   }
@@ -880,25 +889,31 @@ test('groups and pairs on content scores; overview flags the collections that co
   await s.ready('groups');
   const rawRow = s.page.getByTestId('groups-row').filter({ hasText: POSTS[0].id });
   assert.equal(await rawRow.getAttribute('data-size'), String(POSTS.length), 'raw: the footer groups every post');
+  // The reprint's footer is on it alone: registered as a template, it is boilerplate too.
+  const put = await fetch(`${bp.base}/templates/gazette-footer`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: GAZETTE_FOOTER }),
+  });
+  assert.equal(put.status, 201);
   await s.page.getByTestId('groups-score').selectOption('content');
   await s.page.getByTestId('threshold-input').fill('0.5');
   await s.page.getByTestId('groups-submit').click();
   await s.ready('groups');
-  assert.equal(await s.page.getByTestId('groups-row').count(), 0, 'content: no group');
-  assert.match(await s.page.getByTestId('groups-total').textContent(), /^0 groups, 0 documents in them, at content Jaccard ≥ 0\.50/);
-  // Pairs: raw finds the footer pairs, each with its content scores.
-  await s.page.getByTestId('groups-score').selectOption('content');
-  await s.page.getByTestId('threshold-input').fill('0.05');
+  assert.match(await s.page.getByTestId('groups-total').textContent(), /^1 group, 2 documents in them, at content Jaccard ≥ 0\.50/);
+  assert.deepEqual(await s.page.getByTestId('group-member').allTextContents(), [POSTS[0].id, REPRINT.id], 'content: only the reprint');
+  // Pairs: the reprint with its content scores, its raw Jaccard low.
   await s.page.getByTestId('pairs-submit').click();
   await s.ready('groups');
-  assert.match(await s.page.getByTestId('pairs-total').textContent(), /at content Jaccard ≥ 0\.05/);
-  const pairs = s.page.getByTestId('pair-row');
-  if (await pairs.count()) {
-    assert.ok(Number(await pairs.first().locator('td[data-score="content_jaccard"]').textContent()) >= 0.05);
-  }
+  assert.match(await s.page.getByTestId('pairs-total').textContent(), /^1 pair at content Jaccard ≥ 0\.50/);
+  const pair = s.page.getByTestId('pair-row');
+  assert.deepEqual(await pair.evaluateAll((r) => r.map((x) => [x.dataset.a, x.dataset.b])), [[POSTS[0].id, REPRINT.id]]);
+  assert.ok(Number(await pair.locator('td[data-score="content_jaccard"]').textContent()) >= 0.5);
+  assert.ok(Number(await pair.locator('td[data-score="jaccard"]').textContent()) < 0.5, 'the other footer hides it from raw Jaccard');
+  assert.ok(Number(await pair.locator('td[data-score="weighted_jaccard"]').textContent()) > 0);
+  await s.shot('groups-pairs');
   await s.view('overview');
   assert.deepEqual(await s.page.getByTestId('overview-boilerplate').evaluateAll((c) => c.map((x) => x.dataset.enabled)), ['true']);
-  assert.match(await s.page.getByTestId('overview-boilerplate').textContent(), /^counted: ≥ 20% and ≥ 3 documents, from 10/);
+  assert.match(await s.page.getByTestId('overview-boilerplate').textContent(), /^counted: ≥ 20% and ≥ 3 documents, from 10\d+ template shingles$/);
+  assert.equal((await fetch(`${bp.base}/templates/gazette-footer`, { method: 'DELETE' })).status, 204);
   await s.close();
 });
 
@@ -934,5 +949,22 @@ test('the boilerplate view turns counting on for a named collection (PATCH), whi
   assert.ok(await rows.count() >= 1);
   assert.equal(await rows.first().getAttribute('data-documents'), '6');
   assert.ok((await rows.first().getByTestId('bp-passage-text').textContent()).includes('Valley Courier'));
+  await s.close();
+});
+
+test('a content-score search on a collection that counts no document frequency says so and how to turn it on', async () => {
+  const s = await session(passaged, [/status of 409/]);
+  await s.view('search');
+  await s.page.getByTestId('search-score').selectOption('content');
+  assert.match(await s.page.getByTestId('score-note').textContent(), /counts no document frequency/);
+  await s.page.getByTestId('search-text').fill(TWIN_A);
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  assert.match(await s.page.getByTestId('boilerplate-off').textContent(),
+    /counts no document frequency.*NEARDUP_INDEX__BOILERPLATE__ENABLED=true/s);
+  // The boilerplate view says the same without a failing request.
+  await s.view('boilerplate');
+  assert.equal(await s.page.getByTestId('boilerplate-off').count(), 1);
+  assert.equal(await s.page.getByTestId('bp-passage').count(), 0);
   await s.close();
 });

@@ -72,7 +72,7 @@ export default async function groups(root) {
     if (answer.groups.length) {
       list.append(h('div', { class: 'table-wrap' }, h('table', {},
         h('thead', {}, h('tr', {}, h('th', {}, 'size'), h('th', {}, 'members (each opens Compare with its best match)'))),
-        h('tbody', {}, answer.groups.map((g) => row(g, byContainment))))));
+        h('tbody', {}, answer.groups.map((g) => row(g, byContainment, onContent))))));
     }
     pager.append(
       h('button', { type: 'button', testid: 'pairs-submit', title: 'every verified pair at this threshold, with raw and content scores', onclick: () => action('groups', () => loadPairs()) }, 'List the pairs'),
@@ -81,7 +81,7 @@ export default async function groups(root) {
       h('button', { type: 'button', testid: 'groups-next', disabled: !answer.next_cursor, onclick: () => action('groups', () => load(page + 1)) }, 'next →'));
   }
 
-  function row(g, byContainment) {
+  function row(g, byContainment, onContent) {
     return h('tr', { testid: 'groups-row', dataset: { size: String(g.size) } },
       h('td', { class: 'n' }, String(g.size)),
       h('td', {}, h('ul', { class: 'members' }, g.members.map((m) => h('li', {},
@@ -94,8 +94,8 @@ export default async function groups(root) {
           },
         }, m.id),
         h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, byContainment
-          ? ` ↔ ${m.best_match} (containment ${num(m.containment)}, Jaccard ${num(m.jaccard)})`
-          : ` ↔ ${m.best_match} (${num(m.jaccard)})`))))));
+          ? ` ↔ ${m.best_match} (${onContent ? 'raw ' : ''}containment ${num(m.containment)}, Jaccard ${num(m.jaccard)})`
+          : ` ↔ ${m.best_match} (${onContent ? 'raw Jaccard ' : ''}${num(m.jaccard)})`))))));
   }
 
   /** The verified pairs (GET /duplicates/pairs, one JSON answer), the
@@ -122,7 +122,7 @@ export default async function groups(root) {
       h('h2', {}, 'Pairs'),
       h('p', { class: 'muted', testid: 'pairs-total' },
         `${num(pairs.length)} pair${pairs.length === 1 ? '' : 's'} at ${onContent ? 'content ' : ''}${byContainment ? 'containment' : 'Jaccard'} ≥ ${num(answer.threshold, 2)}`
-        + ` (${num(answer.documents)} documents, ${num(answer.candidates)} candidates)`
+        + ` (${num(answer.documents)} documents, ${num(answer.candidates)} candidate${answer.candidates === 1 ? '' : 's'})`
         + (pairs.length > PAIRS_SHOWN ? `; the ${PAIRS_SHOWN} highest shown.` : '.')),
       pairs.length ? h('div', { class: 'table-wrap' }, h('table', { testid: 'pairs', class: 'stack' },
         h('thead', {}, h('tr', {},
