@@ -777,6 +777,9 @@ test('the boilerplate view lists the shared site footer with its document count,
   assert.ok(await s.page.getByTestId('bp-enabled').isChecked());
   assert.deepEqual(await inert(s.page), { pwned: undefined, scripts: 0, images: 0 });
   await s.shot('boilerplate');
+  await s.page.setViewportSize({ width: 420, height: 800 });
+  assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'fits a 420-px window');
+  await s.shot('boilerplate-narrow');
   await s.close();
 });
 
