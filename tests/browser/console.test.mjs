@@ -794,6 +794,7 @@ test('a template (hostile markup in it stays inert) can be added, viewed and del
   assert.match(await s.page.getByTestId('template-status').textContent(), /night-desk registered \(\d+ shingles\)/);
   const row = s.page.getByTestId('template-row');
   assert.deepEqual(await row.evaluateAll((r) => r.map((x) => x.dataset.id)), ['night-desk']);
+  assert.equal(await s.page.getByTestId('bp-summary').locator('dd').nth(5).textContent(), '1', 'the summary counts it');
   const listed = await (await fetch(`${bp.base}/templates`)).json();
   assert.deepEqual(listed.templates.map((t) => t.id), ['night-desk']);
   await row.getByTestId('template-view').click();

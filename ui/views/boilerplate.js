@@ -74,7 +74,11 @@ export default async function boilerplate(root) {
       status);
   }
 
-  async function loadCommon(limit = 20, sample = 200) {
+  /** The common passages asked for last: kept when a template change reloads them. */
+  const asked = { limit: 20, sample: 200 };
+
+  async function loadCommon(limit = asked.limit, sample = asked.sample) {
+    Object.assign(asked, { limit, sample });
     fill(commonBox, h('h2', {}, 'Common passages'));
     if (!boilerplateSettings().enabled) {
       commonBox.append(boilerplateOffBox(async () => {
@@ -174,7 +178,7 @@ export default async function boilerplate(root) {
           action(VIEW, async () => {
             try {
               await api(`${base}/templates/${encodeURIComponent(t.id)}`, { method: 'DELETE' });
-              await loadTemplates();
+              await Promise.all([loadTemplates(), loadCommon()]);
               setStatus(`Deleted the template ${t.id}.`);
             } catch (e) {
               fill(addStatus, errorBox(e));
@@ -238,7 +242,7 @@ export default async function boilerplate(root) {
         const out = await api(`${base}/templates/${encodeURIComponent(id)}`, { method: 'PUT', body: { text: newText.value } });
         newId.value = '';
         newText.value = '';
-        await loadTemplates();
+        await Promise.all([loadTemplates(), loadCommon()]);
         setStatus(`Template ${out.id} registered (${num(out.shingles)} shingles): its text is boilerplate in this collection from now on.`);
       } catch (e) {
         fill(addStatus, errorBox(e));
