@@ -9,8 +9,9 @@ import compare from './views/compare.js';
 import groups from './views/groups.js';
 import tune from './views/tune.js';
 import overview from './views/overview.js';
+import boilerplate from './views/boilerplate.js';
 
-const views = { search, passages, compare, groups, tune, overview };
+const views = { search, passages, compare, groups, boilerplate, tune, overview };
 const $ = (id) => document.getElementById(id);
 
 async function render() {

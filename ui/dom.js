@@ -27,6 +27,14 @@ function append(el, children) {
   }
 }
 
+/** Append children to el (nodes, or anything else as text; null, undefined
+ * and false skipped, arrays flattened), unlike Element.append, which
+ * writes "null". */
+export function add(el, ...children) {
+  append(el, children);
+  return el;
+}
+
 /** Replace el's children. */
 export function fill(el, ...children) {
   el.replaceChildren();

@@ -84,6 +84,86 @@ export function passageIndexOffBox(onEnabled) {
   }, 'Turn the passage index on') : null;
   return h('div', { class: 'notice', role: 'alert', testid: 'passage-index-off' },
     h('p', {}, h('strong', {}, `The collection “${name}” keeps no passage index`),
-      ', so it cannot search by containment (a text inside another) or look up passages. Jaccard searches still work.'),
+      ', so it cannot search by containment (a text inside another) or on content scores, nor look up passages. Raw Jaccard searches still work.'),
     how, button, status);
+}
+
+/** The scores of score=raw|content: over all shingles, or over the shingles
+ * that are not boilerplate in the collection. */
+export const SCORES = [
+  { value: 'raw', label: 'raw: every shingle counts' },
+  { value: 'content', label: 'content: boilerplate left out' },
+];
+
+/** A score's select (`onchange(value)`). */
+export function scoreSelect(testid, value, onchange) {
+  const select = h('select', { testid, class: 'score', 'aria-label': 'score', onchange: () => onchange(select.value) },
+    SCORES.map((s) => h('option', { value: s.value }, s.label)));
+  select.value = value;
+  return select;
+}
+
+/** The collection's boilerplate settings (`index.boilerplate`), or defaults
+ * with `enabled: false` when it names none. */
+export function boilerplateSettings(info = ctx.info) {
+  const fromStats = info && info.stats && info.stats.index && info.stats.index.boilerplate;
+  const fromSettings = info && info.settings && info.settings.index && info.settings.index.boilerplate;
+  return { enabled: false, share: 0.05, min_docs: 10, min_collection_docs: 50, ...(fromSettings || {}), ...(fromStats || {}) };
+}
+
+/** Whether the collection counts document frequency (content scores). */
+export function boilerplateOn(info = ctx.info) {
+  return Boolean(boilerplateSettings(info).enabled);
+}
+
+/** The lowest threshold a measure accepts on a score: content scores take
+ * anything above 0, like containments. */
+export function floorFor(measure, score, tunedMin) {
+  return score === 'content' ? 0.01 : thresholdFloor(measure, tunedMin);
+}
+
+/** Whether an error is the server saying the collection counts no document frequency. */
+export function isBoilerplateOff(e) {
+  return e && e.type === 'boilerplate-off';
+}
+
+/** What to show for a 409 boilerplate-off: content scores need the
+ * collection to count document frequency; how to turn it on. */
+export function boilerplateOffBox(onEnabled) {
+  const name = ctx.collection;
+  const how = name === 'default'
+    ? h('p', {}, 'The default collection takes it from the server configuration: set ',
+      h('code', {}, 'index.boilerplate.enabled = true'), ' (or ',
+      h('code', {}, 'NEARDUP_INDEX__BOILERPLATE__ENABLED=true'), ') and restart the server.')
+    : h('p', {}, 'Turn it on in the Boilerplate view, or with ',
+      h('code', {}, `PATCH /collections/${name} {"boilerplate": {"enabled": true}}`),
+      ' (the counts are built from every stored document).');
+  const status = h('p', { class: 'muted', role: 'status' });
+  const button = name !== 'default' && canWrite() ? h('button', {
+    type: 'button', testid: 'enable-boilerplate',
+    onclick: async () => {
+      button.disabled = true;
+      status.textContent = 'Turning document frequency counting on…';
+      try {
+        await api(collectionBase(name), { method: 'PATCH', body: { boilerplate: { enabled: true } } });
+        await loadInfo();
+        status.textContent = 'Document frequency is counted.';
+        if (onEnabled) await onEnabled();
+      } catch (e) {
+        status.textContent = `It could not be turned on: ${errorText(e)}`;
+        button.disabled = false;
+      }
+    },
+  }, 'Count document frequency') : null;
+  return h('div', { class: 'notice', role: 'alert', testid: 'boilerplate-off' },
+    h('p', {}, h('strong', {}, `The collection “${name}” counts no document frequency`),
+      ', so it cannot tell boilerplate from content: content scores and the common passages need it. Raw scores still work.'),
+    how, button, status);
+}
+
+/** The box for a 409 that a content or containment query can meet. */
+export function conflictBox(e, retry) {
+  if (isPassageIndexOff(e)) return passageIndexOffBox(retry);
+  if (isBoilerplateOff(e)) return boilerplateOffBox(retry);
+  return null;
 }

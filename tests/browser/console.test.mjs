@@ -96,6 +96,29 @@ const FOOTER = 'This notice was sent to every member of the allotment society. R
   + 'Monday of each month and answers in the newsletter; please do not reply to this address, which nobody watches.';
 const NOTICES = filler(125).slice(120).map((d, i) => ({ id: `notice-${i}`, text: `${d.text}. ${FOOTER}` }));
 
+// A site's footer on short posts (boilerplate: held by every post), with
+// markup that must stay inert wherever the console shows it.
+const SITE_FOOTER = 'You are reading the Valley Courier, the independent paper of the upper valley since 1921. '
+  + 'Subscribe for the weekly digest <img src=x onerror="window.__pwned = \'footer\'"> and follow the courier on the radio '
+  + 'every Sunday morning; letters to the editor go to the office on Mill Street, and corrections are printed on page two '
+  + 'of the next edition.';
+const POST_WORDS = ('otter ferry bakery choir quarry barn kite ladder tractor parcel mural hedge beacon puddle '
+  + 'scarf trumpet pony wagon chapel dairy').split(' ');
+/** Short unrelated posts (20 words), each ending with the site footer. */
+const POSTS = Array.from({ length: 12 }, (_, i) => {
+  let seed = 977 + i * 31;
+  const rand = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed / 2147483648; };
+  const body = Array.from({ length: 20 }, () => POST_WORDS[Math.floor(rand() * POST_WORDS.length)]).join(' ');
+  return { id: `post-${String(i).padStart(2, '0')}`, body, text: `${body}.\n\n${SITE_FOOTER}` };
+});
+// The first post reprinted under another site's footer: the same content.
+// (Its footer is on no other document: registered as a template, it is boilerplate too.)
+const GAZETTE_FOOTER = 'Reprinted with permission from the Hill Gazette, whose reporters cover the farms, schools and councils '
+  + 'of the hill country every week; its archive is open to readers in the county library.';
+const REPRINT = { id: 'reprint-00', text: `${POSTS[0].body}.\n\n${GAZETTE_FOOTER}` };
+const HOSTILE_TEMPLATE = 'Sent from the newsroom <img src=x onerror="window.__pwned = \'template\'"> '
+  + '<script>window.__pwned = "template-script"</script> with kind regards from the night desk of the courier';
+
 const PLANTED = [
   ...filler(120),
   { id: 'twin-a', text: TWIN_A, metadata: { source: 'harbour', lang: 'en+ru+ja' } },
@@ -169,16 +192,24 @@ let open; // a server without keys
 let textsStored; // /explain by id works (the collection stores texts)
 let keyed; // a server with a full and a read-only key
 let passaged; // a server whose default collection keeps the passage index (and stores texts)
+let bp; // a server whose default collection counts boilerplate (and stores texts, keeps the passage index)
 let browser;
 
 before(async () => {
-  [open, keyed, passaged] = await Promise.all([
+  [open, keyed, passaged, bp] = await Promise.all([
     startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true' }),
     startServer({ NEARDUP_AUTH__API_KEYS: '["full-key-u"]', NEARDUP_AUTH__READ_ONLY_KEYS: '["reader-key"]' }),
     startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true', NEARDUP_INDEX__PASSAGE_INDEX: 'true', NEARDUP_INDEX__COMMON_FINGERPRINT_DOCS: '4' }),
+    startServer({
+      // Tuned for 0.5, so a raw query at 0.5 finds posts that share only the footer.
+      NEARDUP_STORAGE__STORE_TEXT: 'true', NEARDUP_INDEX__PASSAGE_INDEX: 'true', NEARDUP_INDEX__THRESHOLD: '0.5',
+      NEARDUP_INDEX__BOILERPLATE__ENABLED: 'true', NEARDUP_INDEX__BOILERPLATE__SHARE: '0.2',
+      NEARDUP_INDEX__BOILERPLATE__MIN_DOCS: '3', NEARDUP_INDEX__BOILERPLATE__MIN_COLLECTION_DOCS: '10',
+    }),
   ]);
   await Promise.all([plant(open.base), plant(keyed.base, 'full-key-u'),
-    plant(passaged.base, null, [...PLANTED, ...NOTICES, { id: 'article', text: ARTICLE, metadata: { source: 'river news' } }])]);
+    plant(passaged.base, null, [...PLANTED, ...NOTICES, { id: 'article', text: ARTICLE, metadata: { source: 'river news' } }]),
+    plant(bp.base, null, [...filler(20), ...POSTS.map(({ id, text }) => ({ id, text, metadata: { site: 'courier' } })), REPRINT])]);
   textsStored = (await fetch(`${open.base}/explain`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ a: { id: 'twin-a' }, b: { id: 'twin-b' } }),
@@ -193,7 +224,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  await Promise.all([open && open.stop(), keyed && keyed.stop(), passaged && passaged.stop()]);
+  await Promise.all([open && open.stop(), keyed && keyed.stop(), passaged && passaged.stop(), bp && bp.stop()]);
 });
 
 /**
@@ -244,7 +275,7 @@ test('/ui redirects to /ui/ and every view loads with no error and no foreign re
   await s.page.goto(`${open.base}/ui`);
   assert.equal(new URL(s.page.url()).pathname, '/ui/');
   await s.ready('search');
-  for (const name of ['search', 'passages', 'compare', 'groups', 'tune', 'overview']) {
+  for (const name of ['search', 'passages', 'compare', 'groups', 'boilerplate', 'tune', 'overview']) {
     await s.view(name);
     assert.equal(await s.page.locator('main .error').count(), 0, `${name} shows no error`);
   }
@@ -485,6 +516,10 @@ test('with a read-only key the write controls are disabled and reads work', asyn
   await s.page.getByTestId('search-submit').click();
   await s.ready('search');
   assert.equal(await s.page.getByTestId('result-row').count(), 3);
+  // Templates and the counting settings are writes.
+  await s.view('boilerplate');
+  assert.ok(await s.page.getByTestId('template-add').isDisabled(), 'adding a template is disabled');
+  assert.ok(await s.page.getByTestId('bp-enabled').isDisabled());
   await s.close();
 });
 
@@ -704,9 +739,236 @@ test('hostile documents stay inert in the passages view, and it fits a 420-px wi
   }));
   assert.deepEqual(live, { pwned: undefined, scripts: 0, images: 0, links: 0 });
   // The other views fit too, with their measure choices.
-  for (const name of ['search', 'groups', 'overview']) {
+  for (const name of ['search', 'groups', 'boilerplate', 'overview']) {
     await s.view(name);
     assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), `${name} fits 420 px`);
   }
+  await s.close();
+});
+
+// ---------------------------------------------------------------------------
+// Boilerplate (a server whose default collection counts document frequency)
+// ---------------------------------------------------------------------------
+
+/** What markup in the page could have run or rendered. */
+async function inert(page) {
+  return page.evaluate(() => ({
+    pwned: window.__pwned,
+    scripts: document.querySelectorAll('main script').length,
+    images: document.querySelectorAll('main img').length,
+  }));
+}
+
+test('the boilerplate view lists the shared site footer with its document count, as inert text', async () => {
+  const s = await session(bp);
+  await s.view('boilerplate');
+  const rows = s.page.getByTestId('bp-passage');
+  assert.ok(await rows.count() >= 1, 'a common passage is listed');
+  const first = rows.first();
+  const text = await first.getByTestId('bp-passage-text').textContent();
+  assert.ok(SITE_FOOTER.includes(text) || text.includes('Valley Courier'), `the footer: ${text}`);
+  assert.ok(text.includes('Subscribe for the weekly digest <img src=x'), `the markup shown as text: ${text}`);
+  assert.equal(await first.getAttribute('data-documents'), String(POSTS.length), 'held by every post');
+  assert.match(await first.locator('td[data-score="documents"]').textContent(), new RegExp(`^≤ ${POSTS.length}`));
+  assert.equal(await s.page.getByTestId('bp-summary').locator('[data-key="applies"]').textContent(), 'yes');
+  // The default collection's settings come from the configuration.
+  assert.match(await s.page.getByTestId('bp-default-note').textContent(), /index\.boilerplate\.enabled/);
+  assert.ok(await s.page.getByTestId('bp-enabled').isDisabled());
+  assert.ok(await s.page.getByTestId('bp-enabled').isChecked());
+  assert.deepEqual(await inert(s.page), { pwned: undefined, scripts: 0, images: 0 });
+  await s.shot('boilerplate');
+  await s.page.setViewportSize({ width: 420, height: 800 });
+  assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'fits a 420-px window');
+  await s.shot('boilerplate-narrow');
+  await s.close();
+});
+
+test('a template (hostile markup in it stays inert) can be added, viewed and deleted', async () => {
+  const s = await session(bp);
+  await s.view('boilerplate');
+  assert.equal(await s.page.getByTestId('template-row').count(), 0);
+  await s.page.getByTestId('template-id').fill('night-desk');
+  await s.page.getByTestId('template-text').fill(HOSTILE_TEMPLATE);
+  await s.page.getByTestId('template-add').click();
+  await s.ready('boilerplate');
+  assert.match(await s.page.getByTestId('template-status').textContent(), /night-desk registered \(\d+ shingles\)/);
+  const row = s.page.getByTestId('template-row');
+  assert.deepEqual(await row.evaluateAll((r) => r.map((x) => x.dataset.id)), ['night-desk']);
+  assert.equal(await s.page.getByTestId('bp-summary').locator('dd').nth(5).textContent(), '1', 'the summary counts it');
+  const listed = await (await fetch(`${bp.base}/templates`)).json();
+  assert.deepEqual(listed.templates.map((t) => t.id), ['night-desk']);
+  await row.getByTestId('template-view').click();
+  await s.ready('boilerplate');
+  assert.equal(await s.page.getByTestId('template-full-text').textContent(), HOSTILE_TEMPLATE);
+  assert.deepEqual(await inert(s.page), { pwned: undefined, scripts: 0, images: 0 });
+  await s.shot('boilerplate-template');
+  // Delete asks for a second click.
+  await row.getByTestId('template-delete').click();
+  assert.equal(await s.page.getByTestId('template-row').count(), 1, 'one click only arms it');
+  await row.getByTestId('template-delete').click();
+  await s.ready('boilerplate');
+  assert.equal(await s.page.getByTestId('template-row').count(), 0);
+  assert.match(await s.page.getByTestId('template-status').textContent(), /Deleted the template night-desk/);
+  assert.deepEqual((await (await fetch(`${bp.base}/templates`)).json()).templates, []);
+  await s.close();
+});
+
+test('search on content scores leaves the shared footer out; both scores are shown', async () => {
+  const s = await session(bp);
+  await s.view('search');
+  const query = `${POSTS[3].body}.\n\n${SITE_FOOTER}`;
+  // Raw Jaccard: the footer makes unrelated posts near-duplicates.
+  await s.page.getByTestId('search-text').fill(query);
+  await s.page.getByTestId('threshold-input').fill('0.5');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  let ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.ok(ids.length > 1 && ids.includes(POSTS[3].id), `raw Jaccard finds other posts by their footer: ${ids}`);
+  assert.match(await s.page.locator('main p.muted[data-score]').textContent(), /at Jaccard ≥ 0\.50 \(the threshold applied to the raw score/);
+  // Content: only the post itself.
+  await s.page.getByTestId('search-score').selectOption('content');
+  assert.equal(await s.page.getByTestId('threshold-input').getAttribute('min'), '0.01', 'a content score may be low');
+  await s.page.getByTestId('threshold-input').fill('0.5');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  ids = await s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id));
+  assert.deepEqual(ids, [POSTS[3].id]);
+  assert.match(await s.page.locator('main p.muted[data-score="content"]').textContent(),
+    /^1 result at content Jaccard ≥ 0\.50 \(the threshold applied to the content score/);
+  const headers = await s.page.getByTestId('search-results').locator('th').allTextContents();
+  assert.deepEqual(headers.slice(0, 5), ['id', 'content Jaccard', 'content: this text in it', 'content: it in this text', 'weighted Jaccard']);
+  assert.ok(headers.includes('Jaccard') && headers.includes('shared'), `raw scores too: ${headers}`);
+  const row = s.page.getByTestId('result-row').first();
+  const score = async (k) => Number(await row.locator(`td[data-score="${k}"]`).textContent());
+  assert.equal(await score('content_jaccard'), 1);
+  assert.equal(await score('jaccard'), 1);
+  assert.match(await row.locator('td[data-score="shared"]').textContent(), /^\d+ \+ \d+ boilerplate$/);
+  // A raw search on this collection shows the content scores beside the raw ones.
+  await s.page.getByTestId('search-score').selectOption('raw');
+  await s.page.getByTestId('search-text').fill(`${POSTS[5].body}.\n\n${SITE_FOOTER}`);
+  await s.page.getByTestId('threshold-input').fill('0.5');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  const other = s.page.getByTestId('result-row').filter({ hasNot: s.page.locator(`td.id:text-is("${POSTS[5].id}")`) }).first();
+  assert.ok(Number(await other.locator('td[data-score="jaccard"]').textContent()) >= 0.5);
+  assert.ok(Number(await other.locator('td[data-score="content_jaccard"]').textContent()) < 0.5, 'the footer alone makes it a match');
+  await s.shot('search-content');
+  await s.close();
+});
+
+test('compare greys the footer on both sides, apart from shared content, with both scores', async () => {
+  const s = await session(bp);
+  await s.page.goto(`${bp.base}/ui/#/compare?a=${POSTS[0].id}&b=${POSTS[1].id}`);
+  await s.ready('compare');
+  for (const side of ['a', 'b']) {
+    const pane = s.page.getByTestId(`compare-${side}`);
+    const grey = pane.locator('.bp');
+    assert.ok(await grey.count() > 0, `boilerplate marked on ${side}`);
+    const text = (await grey.allTextContents()).join(' ');
+    assert.ok(text.includes('independent paper of the upper valley'), `the footer is greyed on ${side}: ${text}`);
+    assert.ok(!text.includes(POSTS[side === 'a' ? 0 : 1].body.split(' ').slice(0, 5).join(' ')), 'the post itself is not');
+    assert.equal(await pane.textContent(), POSTS[side === 'a' ? 0 : 1].text, 'the pane holds the text as sent');
+  }
+  assert.match(await s.page.getByTestId('compare-legend').textContent(), /shared content.*boilerplate/s);
+  const contentScores = s.page.getByTestId('content-scores');
+  const cj = Number(await contentScores.locator('dd[data-score="content jaccard"]').textContent());
+  const raw = Number(await s.page.getByTestId('compare-scores').locator('dd[data-score="jaccard"]').textContent());
+  assert.ok(raw > 0.4 && cj < 0.2, `raw ${raw}, content ${cj}`);
+  assert.ok(await contentScores.locator('dd[data-score="weighted jaccard"]').count() === 1);
+  assert.ok(Number(await contentScores.locator('dd[data-score="shared boilerplate"]').textContent()) > 20);
+  // Boilerplate looks unlike a shared content passage.
+  const greyColour = await s.page.getByTestId('compare-a').locator('.bp').first().evaluate((m) => getComputedStyle(m).backgroundColor);
+  const keyColour = await s.page.getByTestId('compare-legend').locator('mark.p0').evaluate((m) => getComputedStyle(m).backgroundColor);
+  assert.notEqual(greyColour, keyColour);
+  assert.deepEqual(await inert(s.page), { pwned: undefined, scripts: 0, images: 0 });
+  await s.shot('compare-boilerplate');
+  await s.close();
+});
+
+test('groups and pairs on content scores; overview flags the collections that count boilerplate', async () => {
+  const s = await session(bp);
+  await s.view('groups');
+  await s.page.getByTestId('threshold-input').fill('0.5');
+  await s.page.getByTestId('groups-submit').click();
+  await s.ready('groups');
+  const rawRow = s.page.getByTestId('groups-row').filter({ hasText: POSTS[0].id });
+  assert.equal(await rawRow.getAttribute('data-size'), String(POSTS.length), 'raw: the footer groups every post');
+  // The reprint's footer is on it alone: registered as a template, it is boilerplate too.
+  const put = await fetch(`${bp.base}/templates/gazette-footer`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: GAZETTE_FOOTER }),
+  });
+  assert.equal(put.status, 201);
+  await s.page.getByTestId('groups-score').selectOption('content');
+  await s.page.getByTestId('threshold-input').fill('0.5');
+  await s.page.getByTestId('groups-submit').click();
+  await s.ready('groups');
+  assert.match(await s.page.getByTestId('groups-total').textContent(), /^1 group, 2 documents in them, at content Jaccard ≥ 0\.50/);
+  assert.deepEqual(await s.page.getByTestId('group-member').allTextContents(), [POSTS[0].id, REPRINT.id], 'content: only the reprint');
+  // Pairs: the reprint with its content scores, its raw Jaccard low.
+  await s.page.getByTestId('pairs-submit').click();
+  await s.ready('groups');
+  assert.match(await s.page.getByTestId('pairs-total').textContent(), /^1 pair at content Jaccard ≥ 0\.50/);
+  const pair = s.page.getByTestId('pair-row');
+  assert.deepEqual(await pair.evaluateAll((r) => r.map((x) => [x.dataset.a, x.dataset.b])), [[POSTS[0].id, REPRINT.id]]);
+  assert.ok(Number(await pair.locator('td[data-score="content_jaccard"]').textContent()) >= 0.5);
+  assert.ok(Number(await pair.locator('td[data-score="jaccard"]').textContent()) < 0.5, 'the other footer hides it from raw Jaccard');
+  assert.ok(Number(await pair.locator('td[data-score="weighted_jaccard"]').textContent()) > 0);
+  await s.shot('groups-pairs');
+  await s.view('overview');
+  assert.deepEqual(await s.page.getByTestId('overview-boilerplate').evaluateAll((c) => c.map((x) => x.dataset.enabled)), ['true']);
+  assert.match(await s.page.getByTestId('overview-boilerplate').textContent(), /^counted: ≥ 20% and ≥ 3 documents, from 10\d+ template shingles$/);
+  assert.equal((await fetch(`${bp.base}/templates/gazette-footer`, { method: 'DELETE' })).status, 204);
+  await s.close();
+});
+
+test('the boilerplate view turns counting on for a named collection (PATCH), which then lists its footer', async () => {
+  const put = await fetch(`${bp.base}/collections/letters`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ store_text: true, index: { passage_index: true, boilerplate: { enabled: false } } }),
+  });
+  assert.ok(put.status === 201 || put.status === 200, `PUT /collections/letters: ${put.status}`);
+  const docs = [...filler(6), ...POSTS.slice(0, 6)].map(({ id, text }) => ({ id, text }));
+  const r = await fetch(`${bp.base}/collections/letters/documents/batch`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ documents: docs }),
+  });
+  assert.equal(r.status, 200);
+  const s = await session(bp);
+  await s.view('boilerplate');
+  await s.page.getByTestId('collection-select').selectOption('letters');
+  await s.ready('boilerplate');
+  // Off: the view says so without asking the server for passages.
+  assert.match(await s.page.getByTestId('boilerplate-off').textContent(), /counts no document frequency.*PATCH \/collections\/letters/s);
+  assert.ok(await s.page.getByTestId('bp-enabled').isEnabled());
+  await s.page.getByTestId('bp-enabled').check();
+  await s.page.getByTestId('bp-share').fill('0.3');
+  await s.page.getByTestId('bp-min-docs').fill('3');
+  await s.page.getByTestId('bp-min-collection-docs').fill('10');
+  await s.page.getByTestId('bp-save').click();
+  await s.ready('boilerplate');
+  assert.match(await s.page.getByTestId('bp-settings-status').textContent(), /Saved: document frequency is counted/);
+  const info = await (await fetch(`${bp.base}/collections/letters`)).json();
+  assert.deepEqual(info.stats.index.boilerplate && [info.stats.index.boilerplate.enabled, info.stats.index.boilerplate.share,
+    info.stats.index.boilerplate.min_docs, info.stats.index.boilerplate.min_collection_docs], [true, 0.3, 3, 10]);
+  const rows = s.page.getByTestId('bp-passage');
+  assert.ok(await rows.count() >= 1);
+  assert.equal(await rows.first().getAttribute('data-documents'), '6');
+  assert.ok((await rows.first().getByTestId('bp-passage-text').textContent()).includes('Valley Courier'));
+  await s.close();
+});
+
+test('a content-score search on a collection that counts no document frequency says so and how to turn it on', async () => {
+  const s = await session(passaged, [/status of 409/]);
+  await s.view('search');
+  await s.page.getByTestId('search-score').selectOption('content');
+  assert.match(await s.page.getByTestId('score-note').textContent(), /counts no document frequency/);
+  await s.page.getByTestId('search-text').fill(TWIN_A);
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  assert.match(await s.page.getByTestId('boilerplate-off').textContent(),
+    /counts no document frequency.*NEARDUP_INDEX__BOILERPLATE__ENABLED=true/s);
+  // The boilerplate view says the same without a failing request.
+  await s.view('boilerplate');
+  assert.equal(await s.page.getByTestId('boilerplate-off').count(), 1);
+  assert.equal(await s.page.getByTestId('bp-passage').count(), 0);
   await s.close();
 });

@@ -2,7 +2,10 @@
 // they share (POST /explain) highlighted in matching colours; clicking a
 // passage scrolls to its partner; long unmatched stretches fold. When one
 // text is mostly inside the other (an excerpt, a quote) it says so and
-// shows where the excerpt sits in the longer text. A second tab shows a
+// shows where the excerpt sits in the longer text. Boilerplate (text
+// common in the collection, or a registered template) is greyed on both
+// sides, apart from the shared content passages, and the content scores
+// (boilerplate left out) stand beside the raw ones. A second tab shows a
 // word edit diff.
 
 import { api, collectionBase } from '../api.js';
@@ -105,7 +108,8 @@ async function explain(out, input) {
     }, title);
   }
   const inside = excerpt(answer, textA, textB);
-  out.append(scores(answer), legend(), ...(inside ? [inside.note] : []), tabs, passages, diff);
+  const marked = [answer.a, answer.b].some((x) => x.segments.some((seg) => seg.boilerplate));
+  out.append(scores(answer), ...legend(answer.content, marked).filter(Boolean), ...(inside ? [inside.note] : []), tabs, passages, diff);
   // The longer side's pane opens at the first shared passage.
   if (inside) {
     const longer = inside.longer === 'a' ? paneA : paneB;
@@ -145,11 +149,18 @@ function excerpt(s, textA, textB) {
   };
 }
 
-/** What "A in B" means, where it appears. */
-function legend() {
-  return h('p', { class: 'muted legend' },
+/** What "A in B" means, where it appears; with content scores or
+ * boilerplate marks, what they are and how the panes show them. */
+function legend(content, marked) {
+  return [h('p', { class: 'muted legend' },
     h('strong', {}, 'A in B'), ' is the containment of A in B: the share of A’s shingles that are also in B (1 = all of A is inside B). ',
-    h('strong', {}, 'B in A'), ' the other way round. ', h('strong', {}, 'jaccard'), ' compares the whole of both texts.');
+    h('strong', {}, 'B in A'), ' the other way round. ', h('strong', {}, 'jaccard'), ' compares the whole of both texts.',
+    content ? [' The ', h('strong', {}, 'content'), ' scores leave boilerplate out (shingles common in the collection, and registered templates); ',
+      h('strong', {}, 'weighted Jaccard'), ' weighs each shingle by its rarity in the collection.'] : null),
+  content || marked ? h('p', { class: 'legend marks', testid: 'compare-legend' },
+    h('mark', { class: 'p0 key' }, 'shared content'), ' a passage both texts hold (the same colour on both sides) · ',
+    h('span', { class: 'bp key' }, 'boilerplate'), ' text common in the collection or a template: it does not count in the content scores · ',
+    h('mark', { class: 'bp key' }, 'shared boilerplate'), ' both hold it, and it is boilerplate.') : null];
 }
 
 function label(input, letter) {
@@ -157,19 +168,35 @@ function label(input, letter) {
 }
 
 function scores(s) {
+  const c = s.content;
   const items = [
     ['jaccard', s.jaccard], ['estimate', s.estimate],
     ['intersection', s.intersection], ['union', s.union],
     ['A in B', s.containment_a_in_b], ['B in A', s.containment_b_in_a],
   ].filter(([, v]) => v !== undefined);
+  const contentItems = c ? [
+    ['content jaccard', c.jaccard], ['weighted jaccard', c.weighted_jaccard],
+    ['content A in B', c.query_in_stored], ['content B in A', c.stored_in_query],
+    ['shared content', c.shared_content], ['shared boilerplate', c.shared_boilerplate],
+  ].filter(([, v]) => v !== undefined) : [];
   const help = {
     'A in B': 'containment of A in B: the share of A’s shingles that are in B',
     'B in A': 'containment of B in A: the share of B’s shingles that are in A',
     jaccard: 'shared shingles over all shingles of both',
     estimate: 'the MinHash estimate of Jaccard',
+    'content jaccard': 'Jaccard over the shingles that are not boilerplate',
+    'weighted jaccard': 'Jaccard with each shingle weighted by its rarity in the collection (IDF); boilerplate weighs nothing',
+    'content A in B': 'the share of A’s content shingles that are in B',
+    'content B in A': 'the share of B’s content shingles that are in A',
+    'shared content': 'shared shingles that are content',
+    'shared boilerplate': 'shared shingles that are boilerplate (common in the collection, or a template’s)',
   };
+  const item = ([k, v]) => h('div', { title: help[k], class: k.startsWith('content') || k.startsWith('weighted') || k.startsWith('shared') ? 'content' : null },
+    h('dt', {}, k), h('dd', { dataset: { score: k } }, num(v)));
   return h('dl', { class: 'scores', testid: 'compare-scores' },
-    items.map(([k, v]) => h('div', { title: help[k] }, h('dt', {}, k), h('dd', { dataset: { score: k } }, num(v)))));
+    h('div', { class: 'group' }, h('span', { class: 'muted small' }, 'raw (every shingle)'), h('div', { class: 'items' }, items.map(item))),
+    contentItems.length ? h('div', { class: 'group', testid: 'content-scores' },
+      h('span', { class: 'muted small' }, 'content (boilerplate left out)'), h('div', { class: 'items' }, contentItems.map(item))) : null);
 }
 
 /** A side's segments: matched passages as marks, unmatched text folded when long. */
@@ -178,13 +205,17 @@ function pane(name, segments) {
   const el = h('div', { class: 'pane', testid: `compare-${name}`, lang: '' });
   for (const seg of segments) {
     if (seg.match === null || seg.match === undefined) {
-      el.append(folded(seg.text));
+      el.append(seg.boilerplate
+        ? h('span', { class: 'bp', testid: 'boilerplate', title: 'boilerplate: common in the collection, or a registered template' }, folded(seg.text))
+        : folded(seg.text));
       continue;
     }
     el.append(h('mark', {
-      testid: 'passage', tabindex: '0', class: `p${seg.match % COLOURS}`,
-      dataset: { match: String(seg.match), side: name },
-      title: `passage ${seg.match}: click to see it on the other side`,
+      testid: 'passage', tabindex: '0', class: seg.boilerplate ? `p${seg.match % COLOURS} bp` : `p${seg.match % COLOURS}`,
+      dataset: seg.boilerplate ? { match: String(seg.match), side: name, boilerplate: 'true' } : { match: String(seg.match), side: name },
+      title: seg.boilerplate
+        ? `passage ${seg.match}, boilerplate (common in the collection, or a template): click to see it on the other side`
+        : `passage ${seg.match}: click to see it on the other side`,
       onclick: () => jump(other, seg.match),
       onkeydown: (ev) => { if (ev.key === 'Enter') jump(other, seg.match); },
     }, seg.text));

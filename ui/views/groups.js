@@ -1,11 +1,13 @@
 // Groups: the pages of GET /duplicates, by Jaccard or by containment
-// (either text inside the other), with sizes and members; a member opens
-// Compare with its best match.
+// (either text inside the other), on raw or content scores (boilerplate
+// left out), with sizes and members; a member opens Compare with its best
+// match. The verified pairs behind them (GET /duplicates/pairs) list on
+// demand with their raw and content scores.
 
 import { api, collectionBase } from '../api.js';
-import { h, fill, num, errorBox } from '../dom.js';
+import { h, fill, add, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds, go } from '../shell.js';
-import { thresholdFloor, measureSelect, isPassageIndexOff, passageIndexOffBox, passageIndexOn } from '../measures.js';
+import { measureSelect, passageIndexOn, scoreSelect, floorFor, boilerplateOn, conflictBox } from '../measures.js';
 
 const GROUP_MEASURES = [
   { value: 'jaccard', label: 'Jaccard: about the same text' },
@@ -13,24 +15,33 @@ const GROUP_MEASURES = [
 ];
 
 const PAGE = 25;
+/** Pairs listed at most (the highest scores of the whole answer). */
+const PAIRS_SHOWN = 200;
 
 export default async function groups(root) {
   const t = thresholds();
   const shown = h('output', {}, num(t.threshold, 2));
   const slider = h('input', {
-    type: 'range', testid: 'threshold-input', min: String(thresholdFloor('jaccard', t.min)), max: '1', step: '0.01', value: String(t.threshold),
+    type: 'range', testid: 'threshold-input', min: String(floorFor('jaccard', 'raw', t.min)), max: '1', step: '0.01', value: String(t.threshold),
     'aria-label': 'threshold',
     oninput: () => { shown.textContent = num(Number(slider.value), 2); },
   });
   const indexNote = h('span', { class: 'muted' });
-  const measure = measureSelect('groups-measure', 'jaccard', GROUP_MEASURES, (value) => {
-    const floor = thresholdFloor(value, t.min);
+  const measure = measureSelect('groups-measure', 'jaccard', GROUP_MEASURES, () => limits());
+  const score = scoreSelect('groups-score', 'raw', () => limits());
+  /** The slider's lower end for the measure and score chosen, and what they need. */
+  function limits() {
+    const floor = floorFor(measure.value, score.value, t.min);
     slider.min = String(floor);
     if (Number(slider.value) < floor) slider.value = String(floor);
     shown.textContent = num(Number(slider.value), 2);
-    indexNote.textContent = value !== 'jaccard' && !passageIndexOn()
-      ? 'This collection keeps no passage index: a containment scan needs it.' : '';
-  });
+    const needs = [];
+    if ((measure.value !== 'jaccard' || score.value === 'content') && !passageIndexOn()) needs.push('keeps no passage index');
+    if (score.value === 'content' && !boilerplateOn()) needs.push('counts no document frequency');
+    indexNote.textContent = needs.length
+      ? `This collection ${needs.join(' and ')}: a ${score.value === 'content' ? 'content-score' : 'containment'} scan needs ${needs.length > 1 ? 'both' : 'it'}.` : '';
+  }
+  const pairsOut = h('div', { testid: 'pairs-out' });
   const minSize = h('input', { type: 'number', min: '2', value: '2', class: 'narrow' });
   const list = h('div', {});
   const pager = h('div', { class: 'row' });
@@ -39,33 +50,38 @@ export default async function groups(root) {
   async function load(page) {
     fill(list);
     fill(pager);
-    const q = new URLSearchParams({ threshold: slider.value, measure: measure.value, min_size: minSize.value || '2', limit: String(PAGE) });
+    fill(pairsOut);
+    const q = new URLSearchParams({ threshold: slider.value, measure: measure.value, score: score.value, min_size: minSize.value || '2', limit: String(PAGE) });
     if (cursors[page]) q.set('cursor', cursors[page]);
     let answer;
     try {
       answer = await fetchPage(`${collectionBase(ctx.collection)}/duplicates?${q}`);
     } catch (e) {
-      list.append(isPassageIndexOff(e) ? passageIndexOffBox(() => load(0)) : errorBox(e));
+      list.append(conflictBox(e, () => load(0)) || errorBox(e));
       return;
     }
     cursors[page + 1] = answer.next_cursor;
     const byContainment = answer.measure === 'containment';
-    list.append(h('p', { class: 'muted', testid: 'groups-total' },
+    const onContent = answer.score === 'content';
+    list.append(h('p', { class: 'muted', testid: 'groups-total', dataset: { score: answer.score || 'raw' } },
       `${answer.total_groups} group${answer.total_groups === 1 ? '' : 's'}, ${answer.total_members} documents in them, at `
-      + (byContainment ? `containment ≥ ${num(answer.threshold, 2)} (one text inside the other: the share of the shorter’s shingles in the longer).`
-        : `Jaccard ≥ ${num(answer.threshold, 2)}.`)));
+      + (onContent ? 'content ' : '')
+      + (byContainment ? `containment ≥ ${num(answer.threshold, 2)} (one text inside the other: the share of the shorter’s shingles in the longer)`
+        : `Jaccard ≥ ${num(answer.threshold, 2)}`)
+      + (onContent ? ': the threshold applied to the content score, boilerplate left out. The scores shown by each member are raw (every shingle); list the pairs for their content scores.' : '.')));
     if (answer.groups.length) {
       list.append(h('div', { class: 'table-wrap' }, h('table', {},
         h('thead', {}, h('tr', {}, h('th', {}, 'size'), h('th', {}, 'members (each opens Compare with its best match)'))),
-        h('tbody', {}, answer.groups.map((g) => row(g, byContainment))))));
+        h('tbody', {}, answer.groups.map((g) => row(g, byContainment, onContent))))));
     }
     pager.append(
+      h('button', { type: 'button', testid: 'pairs-submit', title: 'every verified pair at this threshold, with raw and content scores', onclick: () => action('groups', () => loadPairs()) }, 'List the pairs'),
       h('button', { type: 'button', disabled: page === 0, onclick: () => action('groups', () => load(page - 1)) }, '← previous'),
       h('span', { class: 'muted' }, `page ${page + 1}`),
       h('button', { type: 'button', testid: 'groups-next', disabled: !answer.next_cursor, onclick: () => action('groups', () => load(page + 1)) }, 'next →'));
   }
 
-  function row(g, byContainment) {
+  function row(g, byContainment, onContent) {
     return h('tr', { testid: 'groups-row', dataset: { size: String(g.size) } },
       h('td', { class: 'n' }, String(g.size)),
       h('td', {}, h('ul', { class: 'members' }, g.members.map((m) => h('li', {},
@@ -78,19 +94,71 @@ export default async function groups(root) {
           },
         }, m.id),
         h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, byContainment
-          ? ` ↔ ${m.best_match} (containment ${num(m.containment)}, Jaccard ${num(m.jaccard)})`
-          : ` ↔ ${m.best_match} (${num(m.jaccard)})`))))));
+          ? ` ↔ ${m.best_match} (${onContent ? 'raw ' : ''}containment ${num(m.containment)}, Jaccard ${num(m.jaccard)})`
+          : ` ↔ ${m.best_match} (${onContent ? 'raw Jaccard ' : ''}${num(m.jaccard)})`))))));
+  }
+
+  /** The verified pairs (GET /duplicates/pairs, one JSON answer), the
+   * highest scores first, at most PAIRS_SHOWN of them. */
+  async function loadPairs() {
+    fill(pairsOut);
+    const q = new URLSearchParams({ threshold: slider.value, measure: measure.value, score: score.value });
+    let answer;
+    try {
+      answer = await api(`${collectionBase(ctx.collection)}/duplicates/pairs?${q}`);
+    } catch (e) {
+      pairsOut.append(conflictBox(e, () => loadPairs()) || errorBox(e));
+      return;
+    }
+    const onContent = answer.score === 'content';
+    const byContainment = answer.measure === 'containment';
+    const key = (p) => {
+      const s = onContent && p.content ? p.content : p;
+      return byContainment ? Math.max(s.a_in_b, s.b_in_a) : s.jaccard;
+    };
+    const pairs = [...answer.pairs].sort((x, y) => key(y) - key(x) || (x.a < y.a ? -1 : 1));
+    const withContent = pairs.some((p) => p.content);
+    add(pairsOut,
+      h('h2', {}, 'Pairs'),
+      h('p', { class: 'muted', testid: 'pairs-total' },
+        `${num(pairs.length)} pair${pairs.length === 1 ? '' : 's'} at ${onContent ? 'content ' : ''}${byContainment ? 'containment' : 'Jaccard'} ≥ ${num(answer.threshold, 2)}`
+        + ` (${num(answer.documents)} documents, ${num(answer.candidates)} candidate${answer.candidates === 1 ? '' : 's'})`
+        + (pairs.length > PAIRS_SHOWN ? `; the ${PAIRS_SHOWN} highest shown.` : '.')),
+      pairs.length ? h('div', { class: 'table-wrap' }, h('table', { testid: 'pairs', class: 'stack' },
+        h('thead', {}, h('tr', {},
+          h('th', {}, 'a'), h('th', {}, 'b'),
+          h('th', { class: onContent ? null : 'primary' }, 'Jaccard'), h('th', {}, 'a in b'), h('th', {}, 'b in a'),
+          withContent ? [h('th', { class: onContent ? 'primary' : 'content' }, 'content Jaccard'), h('th', { class: 'content' }, 'content a in b'),
+            h('th', { class: 'content' }, 'content b in a'), h('th', { class: 'content' }, 'weighted Jaccard'),
+            h('th', { class: 'content', title: 'shared shingles that are content + those that are boilerplate' }, 'shared')] : null)),
+        h('tbody', {}, pairs.slice(0, PAIRS_SHOWN).map((p) => h('tr', {
+          testid: 'pair-row', class: 'clickable', tabindex: '0', title: 'compare side by side', dataset: { a: p.a, b: p.b },
+          onclick: () => { ctx.compare = null; go('compare', { a: p.a, b: p.b }); },
+          onkeydown: (ev) => { if (ev.key === 'Enter') { ctx.compare = null; go('compare', { a: p.a, b: p.b }); } },
+        },
+        h('td', { class: 'id' }, p.a), h('td', { class: 'id' }, p.b),
+        h('td', { class: 'n', 'data-label': 'Jaccard', dataset: { score: 'jaccard' } }, num(p.jaccard)),
+        h('td', { class: 'n', 'data-label': 'a in b' }, num(p.a_in_b)),
+        h('td', { class: 'n', 'data-label': 'b in a' }, num(p.b_in_a)),
+        withContent ? [
+          h('td', { class: 'n', 'data-label': 'content Jaccard', dataset: { score: 'content_jaccard' } }, p.content ? num(p.content.jaccard) : '–'),
+          h('td', { class: 'n', 'data-label': 'content a in b' }, p.content ? num(p.content.a_in_b) : '–'),
+          h('td', { class: 'n', 'data-label': 'content b in a' }, p.content ? num(p.content.b_in_a) : '–'),
+          h('td', { class: 'n', 'data-label': 'weighted Jaccard', dataset: { score: 'weighted_jaccard' } }, p.content ? num(p.content.weighted_jaccard) : '–'),
+          h('td', { class: 'n', 'data-label': 'shared' }, p.content ? `${num(p.content.shared_content)} + ${num(p.content.shared_boilerplate)} boilerplate` : '–'),
+        ] : null))))) : null);
   }
 
   fill(root,
     h('h1', {}, 'Groups'),
     h('form', { class: 'row', onsubmit: (ev) => { ev.preventDefault(); cursors.length = 1; action('groups', () => load(0)); } },
       h('label', {}, 'measure ', measure),
+      h('label', { title: 'raw: every shingle counts; content: boilerplate (text common in the collection, templates) left out' }, 'score ', score),
       h('label', {}, 'threshold ', slider, ' ', shown),
       h('label', {}, 'smallest group ', minSize),
       indexNote,
       h('button', { type: 'submit', testid: 'groups-submit' }, 'List groups')),
-    list, pager);
+    list, pager, pairsOut);
   await load(0);
 }
 

@@ -1,10 +1,13 @@
 // Overview: every collection this key may see, with its documents, memory
-// per document, banding (b, r), recall at its threshold, retention and
-// whether it keeps the passage index.
+// per document, banding (b, r), recall at its threshold, retention,
+// whether it keeps the passage index, and whether it counts boilerplate
+// (document frequency, for content scores) and how many template shingles
+// it has.
 
 import { api, collectionBase } from '../api.js';
 import { h, fill, num, bytes, duration } from '../dom.js';
 import { ctx } from '../shell.js';
+import { boilerplateSettings } from '../measures.js';
 
 export default async function overview(root) {
   const { collections } = await api('/collections');
@@ -18,7 +21,7 @@ export default async function overview(root) {
   fill(root,
     h('h1', {}, 'Overview'),
     h('div', { class: 'table-wrap' }, h('table', { testid: 'overview' },
-      h('thead', {}, h('tr', {}, ['collection', 'status', 'documents', 'memory per document', 'memory', 'threshold', '(b, r)', 'recall at threshold', 'recipe', 'retention', 'passage index'].map((c) => h('th', {}, c)))),
+      h('thead', {}, h('tr', {}, ['collection', 'status', 'documents', 'memory per document', 'memory', 'threshold', '(b, r)', 'recall at threshold', 'recipe', 'retention', 'passage index', 'boilerplate'].map((c) => h('th', {}, c)))),
       h('tbody', {}, described.map((c) => {
         const s = c.stats;
         const idx = c.settings.index || {};
@@ -46,6 +49,19 @@ export default async function overview(root) {
           testid: 'overview-passage-index',
           title: 'the index containment searches, containment groups and passage lookups need'
             + (c.name === 'default' ? ' (config index.passage_index)' : ' (PATCH /collections/{name} {"passage_index": true|false})'),
-        }, idx.passage_index ? 'on' : 'off'));
+        }, idx.passage_index ? 'on' : 'off'),
+        boilerplateCell(c));
       })))));
+}
+
+/** Whether a collection counts boilerplate, and from when. */
+function boilerplateCell(c) {
+  const b = boilerplateSettings(c);
+  const templates = c.stats && c.stats.index && c.stats.index.boilerplate ? c.stats.index.boilerplate.template_shingles : null;
+  const how = c.name === 'default' ? ' (config index.boilerplate)' : ' (PATCH /collections/{name} {"boilerplate": {...}}, or the Boilerplate view)';
+  return h('td', {
+    testid: 'overview-boilerplate', dataset: { enabled: String(Boolean(b.enabled)) },
+    title: `whether document frequency is counted, which content scores and the common passages need${how}`,
+  }, b.enabled ? `counted: ≥ ${num(b.share * 100, 1)}% and ≥ ${num(b.min_docs)} documents, from ${num(b.min_collection_docs)}` : 'off',
+  templates ? h('div', { class: 'muted small' }, `${num(templates)} template shingles`) : null);
 }

@@ -1,7 +1,10 @@
 // Search: a pasted text (POST /similar) or a stored id (GET /similar),
-// by a measure (Jaccard, or containment in either direction), with a
-// threshold starting at the collection's and bounded by its tuned minimum
-// (Jaccard) or anything above 0 (containment); a result row opens
+// by a measure (Jaccard, or containment in either direction) on a score
+// (raw: every shingle; content: boilerplate left out), with a threshold
+// starting at the collection's and bounded by its tuned minimum (raw
+// Jaccard) or anything above 0 (containment, content scores); results
+// show raw and content scores side by side when the collection counts
+// document frequency; a result row opens
 // Compare. The one write control stores the pasted text (disabled with a
 // read-only key, which may search: the server counts POST /similar as a
 // read).
@@ -10,29 +13,32 @@ import { api, canWrite, collectionBase } from '../api.js';
 import { h, fill, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds, go } from '../shell.js';
 import {
-  MEASURES, isContainment, passageIndexOn, thresholdFloor, measureSelect, commonNote,
-  isPassageIndexOff, passageIndexOffBox,
+  MEASURES, isContainment, passageIndexOn, measureSelect, commonNote,
+  SCORES, scoreSelect, floorFor, boilerplateOn, conflictBox,
 } from '../measures.js';
 
 /** The last search, kept while the page lives so Back shows it again. */
-let last = { text: '', id: '', threshold: null, measure: 'jaccard', answer: null, collection: null };
+let last = { text: '', id: '', threshold: null, measure: 'jaccard', score: 'raw', answer: null, collection: null };
 
 export default async function search(root, params) {
   const t = thresholds();
-  if (last.collection !== ctx.collection) last = { text: '', id: '', threshold: null, measure: 'jaccard', answer: null, collection: ctx.collection };
+  if (last.collection !== ctx.collection) last = { text: '', id: '', threshold: null, measure: 'jaccard', score: 'raw', answer: null, collection: ctx.collection };
   if (params.get('id')) last.id = params.get('id');
   if (MEASURES.some((m) => m.value === params.get('measure'))) last.measure = params.get('measure');
+  if (SCORES.some((m) => m.value === params.get('score'))) last.score = params.get('score');
   const threshold = last.threshold ?? t.threshold;
   const writable = canWrite();
   const floorNote = h('span', { class: 'muted', testid: 'threshold-floor' });
   const indexNote = h('span', { class: 'muted', testid: 'passage-index-note' });
   const measure = measureSelect('search-measure', last.measure, MEASURES, (value) => setMeasure(value));
+  const scoreNote = h('span', { class: 'muted', testid: 'score-note' });
+  const score = scoreSelect('search-score', last.score, (value) => { last.score = value; setMeasure(measure.value); });
 
   const text = h('textarea', { testid: 'search-text', rows: 6, placeholder: 'Paste a text to find its near-duplicates', value: last.text });
   const id = h('input', { testid: 'search-id', placeholder: 'or a stored document id', value: last.id, spellcheck: 'false' });
   const shown = h('output', { testid: 'threshold-value' }, num(threshold, 2));
   const slider = h('input', {
-    type: 'range', testid: 'threshold-input', min: String(thresholdFloor(last.measure, t.min)), max: '1', step: '0.01', value: String(threshold),
+    type: 'range', testid: 'threshold-input', min: String(floorFor(last.measure, last.score, t.min)), max: '1', step: '0.01', value: String(threshold),
     'aria-label': 'threshold',
     oninput: () => { shown.textContent = num(Number(slider.value), 2); },
   });
@@ -45,15 +51,19 @@ export default async function search(root, params) {
   /** A measure's threshold range: the slider's lower end, and what it means. */
   function setMeasure(value) {
     last.measure = value;
-    const floor = thresholdFloor(value, t.min);
+    const floor = floorFor(value, last.score, t.min);
     slider.min = String(floor);
     if (Number(slider.value) < floor) slider.value = String(floor);
     shown.textContent = num(Number(slider.value), 2);
-    floorNote.textContent = isContainment(value)
-      ? '(a containment may be anything above 0)'
-      : `(from ${num(floor, 2)}, the lowest this index is tuned for)`;
-    indexNote.textContent = isContainment(value) && !passageIndexOn()
-      ? 'This collection keeps no passage index: containment searches need it.' : '';
+    floorNote.textContent = last.score === 'content'
+      ? '(a content score may be anything above 0)'
+      : isContainment(value)
+        ? '(a containment may be anything above 0)'
+        : `(from ${num(floor, 2)}, the lowest this index is tuned for)`;
+    indexNote.textContent = (isContainment(value) || last.score === 'content') && !passageIndexOn()
+      ? `This collection keeps no passage index: ${isContainment(value) ? 'containment searches' : 'content-score searches'} need it.` : '';
+    scoreNote.textContent = last.score === 'content' && !boilerplateOn()
+      ? 'This collection counts no document frequency: content scores need it (see Boilerplate).' : '';
   }
 
   async function run(ev) {
@@ -62,15 +72,16 @@ export default async function search(root, params) {
     last.id = id.value.trim();
     last.threshold = Number(slider.value);
     last.measure = measure.value;
+    last.score = score.value;
     await action('search', async () => {
       fill(status);
       fill(results);
       try {
         const base = collectionBase(ctx.collection);
-        const common = { threshold: last.threshold, limit: Number(limit.value) || 20, measure: last.measure };
+        const common = { threshold: last.threshold, limit: Number(limit.value) || 20, measure: last.measure, score: last.score };
         let answer;
         if (last.id) {
-          const q = new URLSearchParams({ id: last.id, threshold: common.threshold, limit: common.limit, measure: common.measure });
+          const q = new URLSearchParams({ id: last.id, threshold: common.threshold, limit: common.limit, measure: common.measure, score: common.score });
           answer = await api(`${base}/similar?${q}`);
         } else if (last.text.trim()) {
           answer = await api(`${base}/similar`, { method: 'POST', body: { text: last.text, ...common } });
@@ -81,7 +92,7 @@ export default async function search(root, params) {
         last.answer = answer;
         await show(answer);
       } catch (e) {
-        results.append(isPassageIndexOff(e) ? passageIndexOffBox(() => run()) : errorBox(e));
+        results.append(conflictBox(e, () => run()) || errorBox(e));
       }
     });
   }
@@ -89,8 +100,13 @@ export default async function search(root, params) {
   async function show(answer) {
     const rows = answer.results;
     const asked = answer.measure || 'jaccard';
-    const cols = columns(asked, answer.id ? 'this document' : 'this text');
-    status.textContent = `${rows.length} result${rows.length === 1 ? '' : 's'} at ${cols[0].phrase} ≥ ${num(answer.threshold, 2)}; ${answer.candidates} candidate${answer.candidates === 1 ? '' : 's'} verified${answer.truncated ? ' (candidates truncated)' : ''}.`;
+    const by = answer.score || 'raw';
+    const withContent = by === 'content' || rows.some((r) => r.content);
+    const cols = columns(asked, answer.id ? 'this document' : 'this text', by, withContent);
+    status.textContent = `${rows.length} result${rows.length === 1 ? '' : 's'} at ${cols[0].phrase} ≥ ${num(answer.threshold, 2)}`
+      + (by === 'content' ? ' (the threshold applied to the content score: boilerplate left out)' : withContent ? ' (the threshold applied to the raw score: every shingle)' : '')
+      + `; ${answer.candidates} candidate${answer.candidates === 1 ? '' : 's'} verified${answer.truncated ? ' (candidates truncated)' : ''}.`;
+    status.dataset.score = by;
     const note = commonNote(answer.passages);
     if (note) results.append(note);
     if (!rows.length) return;
@@ -105,6 +121,7 @@ export default async function search(root, params) {
     },
     h('td', { class: 'id' }, r.id),
     cols.map((c, j) => h('td', { class: j === 0 ? 'n primary' : 'n', 'data-label': c.name, dataset: { score: c.key } }, num(c.value(r)))),
+    withContent ? h('td', { class: 'n', 'data-label': 'shared', dataset: { score: 'shared' } }, shared(r)) : null,
     h('td', { class: 'n', 'data-label': 'estimate', dataset: { score: 'estimate' } }, num(r.estimate)),
     h('td', { 'data-label': 'created_at' }, r.created_at),
     h('td', { class: 'meta' }, docs[i] && docs[i].metadata != null ? JSON.stringify(docs[i].metadata) : '')));
@@ -112,13 +129,15 @@ export default async function search(root, params) {
       h('div', { class: 'table-wrap' }, h('table', { testid: 'search-results', class: 'stack', dataset: { measure: asked } },
         h('thead', {}, h('tr', {},
           h('th', {}, 'id'),
-          cols.map((c, j) => h('th', { title: c.help, class: j === 0 ? 'primary' : null }, c.name)),
+          cols.map((c, j) => h('th', { title: c.help, class: j === 0 ? 'primary' : c.content ? 'content' : null }, c.name)),
+          withContent ? h('th', { title: 'shared shingles that are content, and those that are boilerplate' }, 'shared') : null,
           h('th', { title: 'the MinHash estimate of Jaccard' }, 'estimate'),
           h('th', {}, 'created_at'),
           h('th', {}, 'metadata'))),
         h('tbody', {}, body))),
       h('p', { class: 'muted legend', testid: 'score-legend' },
-        cols.map((c) => h('span', {}, h('strong', {}, c.name), `: ${c.help}. `))));
+        cols.map((c) => h('span', {}, h('strong', {}, c.name), `: ${c.help}. `)),
+        withContent ? h('span', {}, h('strong', {}, 'shared'), ': shared shingles that are content + those that are boilerplate (common in the collection, or a registered template). ') : null));
   }
 
   function openCompare(other) {
@@ -151,7 +170,8 @@ export default async function search(root, params) {
       h('div', { class: 'row' },
         id,
         h('label', {}, 'measure ', measure),
-        indexNote),
+        h('label', { title: 'raw: every shingle counts; content: shingles common in the collection (boilerplate) and registered templates are left out' }, 'score ', score),
+        indexNote, scoreNote),
       h('div', { class: 'row' },
         h('label', {}, 'threshold ', slider, ' ', shown),
         floorNote,
@@ -166,11 +186,19 @@ export default async function search(root, params) {
   else if (params.get('id')) await run();
 }
 
-/** The score columns of a result: the measure asked first, then Jaccard
- * and both containments in words (`query` names the query: this text, or
- * this document for a search by id). */
-function columns(measure, query) {
-  const all = {
+/** A match's shared shingles: content + boilerplate. */
+function shared(r) {
+  if (!r.content) return '–';
+  return `${num(r.content.shared_content)} + ${num(r.content.shared_boilerplate)} boilerplate`;
+}
+
+/** The score columns of a result: the measure asked on the score asked
+ * first, then the others of that score, then the other score's (raw and
+ * content; content columns only when the answer has them). `query` names
+ * the query: this text, or this document for a search by id. */
+function columns(measure, query, score, withContent) {
+  const c = (r) => r.content || {};
+  const raw = {
     jaccard: {
       key: 'jaccard', name: 'Jaccard', phrase: 'Jaccard', value: (r) => r.jaccard,
       help: 'shared shingles over all shingles of both texts (1 = the same text)',
@@ -183,14 +211,39 @@ function columns(measure, query) {
       key: 'stored_in_query', name: `it in ${query}`, phrase: `containment of the document in ${query}`, value: (r) => r.stored_in_query,
       help: `containment of the stored document in ${query}: the share of its shingles that ${query} holds (1 = ${query} embeds all of it)`,
     },
-  };
-  const rest = ['jaccard', 'query_in_stored', 'stored_in_query'];
-  if (measure === 'containment') {
-    return [{
+    containment: {
       key: 'containment', name: 'either inside the other', phrase: 'containment either way', value: (r) => Math.max(r.query_in_stored, r.stored_in_query),
       help: 'the larger of the two containments',
-    }, ...rest.map((k) => all[k])];
-  }
-  const first = all[measure] ? measure : 'jaccard';
-  return [all[first], ...rest.filter((k) => k !== first).map((k) => all[k])];
+    },
+  };
+  const content = {
+    jaccard: {
+      key: 'content_jaccard', content: true, name: 'content Jaccard', phrase: 'content Jaccard', value: (r) => c(r).jaccard,
+      help: 'Jaccard over the shingles that are not boilerplate (a shared footer or template does not count)',
+    },
+    query_in_stored: {
+      key: 'content_query_in_stored', content: true, name: `content: ${query} in it`, phrase: `content containment of ${query} in the document`, value: (r) => c(r).query_in_stored,
+      help: `the containment of ${query} in the stored document over content shingles (boilerplate left out)`,
+    },
+    stored_in_query: {
+      key: 'content_stored_in_query', content: true, name: `content: it in ${query}`, phrase: `content containment of the document in ${query}`, value: (r) => c(r).stored_in_query,
+      help: `the containment of the stored document in ${query} over content shingles (boilerplate left out)`,
+    },
+    containment: {
+      key: 'content_containment', content: true, name: 'content: either inside the other', phrase: 'content containment either way',
+      value: (r) => (r.content ? Math.max(r.content.query_in_stored, r.content.stored_in_query) : undefined),
+      help: 'the larger of the two content containments',
+    },
+    weighted: {
+      key: 'weighted_jaccard', content: true, name: 'weighted Jaccard', phrase: 'weighted Jaccard', value: (r) => c(r).weighted_jaccard,
+      help: 'Jaccard with each shingle weighted by its rarity in the collection (IDF); boilerplate weighs nothing',
+    },
+  };
+  const rest = ['jaccard', 'query_in_stored', 'stored_in_query'];
+  const first = measure === 'containment' || raw[measure] ? measure : 'jaccard';
+  const others = rest.filter((k) => k !== first);
+  const rawCols = [raw[first], ...others.map((k) => raw[k])];
+  if (!withContent) return rawCols;
+  const contentCols = [content[first], ...others.map((k) => content[k]), content.weighted];
+  return score === 'content' ? [...contentCols, ...rawCols] : [...rawCols, ...contentCols];
 }
