@@ -171,14 +171,58 @@ pub fn pair_counts(
     )
 }
 
+/// Content scores in an analysis: boilerplate decided within the analysed
+/// texts by a collection's rule (`index.boilerplate`): a shingle held by at
+/// least `max(min_docs, ⌈share · n⌉)` of the `n` texts (once `n` reaches
+/// `min_collection_docs`), or by a template, is left out of every set.
+#[derive(Clone, Debug, Default)]
+pub struct ContentRule {
+    pub share: f64,
+    pub min_docs: usize,
+    pub min_collection_docs: usize,
+    /// The collection's templates' texts (shingled with each k analysed).
+    pub templates: Vec<String>,
+}
+
+impl ContentRule {
+    /// `sets` without their boilerplate shingles (`k` the shingle size).
+    pub fn apply(&self, recipe: &Recipe, k: usize, sets: &mut [Vec<u32>]) {
+        let tokenizer = recipe.tokenizer(k);
+        let mut common: std::collections::HashSet<u32> = self
+            .templates
+            .iter()
+            .filter_map(|t| tokenizer.shingles(t).ok())
+            .flat_map(|s| s.as_slice().to_vec())
+            .collect();
+        let n = sets.len();
+        if n >= self.min_collection_docs.max(1) {
+            let at = ((self.share * n as f64 - 1e-9).ceil().max(0.0) as usize).max(self.min_docs);
+            let mut df: std::collections::HashMap<u32, usize> = std::collections::HashMap::new();
+            for s in sets.iter() {
+                for &x in s {
+                    *df.entry(x).or_insert(0) += 1;
+                }
+            }
+            common.extend(df.into_iter().filter(|&(_, d)| d >= at).map(|(x, _)| x));
+        }
+        if common.is_empty() {
+            return;
+        }
+        sets.par_iter_mut()
+            .for_each(|s| s.retain(|x| !common.contains(x)));
+    }
+}
+
 /// The histogram, suggestion and S-curve for each k in `ks`, under the
-/// banding (`bands`, `rows`).
+/// banding (`bands`, `rows`); with `content`, of the content Jaccard.
+#[allow(clippy::too_many_arguments)]
 pub fn histograms<S: AsRef<str> + Sync>(
     recipe: &Recipe,
     texts: &[S],
     ks: &[usize],
     bins: usize,
     (bands, rows): (usize, usize),
+    content: Option<&ContentRule>,
     stop: &AtomicBool,
     progress: ProgressFn<'_>,
 ) -> Result<Vec<Histogram>, AnalysisError> {
@@ -186,7 +230,10 @@ pub fn histograms<S: AsRef<str> + Sync>(
     let total = n * ks.len() as u64;
     let mut out = Vec::with_capacity(ks.len());
     for (step, &k) in ks.iter().enumerate() {
-        let sets = shingle_sets(recipe, k, texts, stop)?;
+        let mut sets = shingle_sets(recipe, k, texts, stop)?;
+        if let Some(rule) = content {
+            rule.apply(recipe, k, &mut sets);
+        }
         let base = step as u64 * n;
         let counts = pair_counts(&sets, bins, stop, &|done| progress(base + done, total))?;
         let suggestion = valley::suggest(&counts);

@@ -30,6 +30,7 @@ fn examples_md_three_documents_fall_in_the_bins_derived_by_hand() {
         &[3],
         4,
         (21, 6),
+        None,
         &stop,
         &no_progress,
     )
@@ -68,6 +69,7 @@ fn the_advisor_finds_the_valley_with_planted_near_duplicates_and_none_without() 
         &[2, 3],
         20,
         (21, 6),
+        None,
         &stop,
         &no_progress,
     )
@@ -88,6 +90,7 @@ fn the_advisor_finds_the_valley_with_planted_near_duplicates_and_none_without() 
         &[1, 2, 3],
         20,
         (21, 6),
+        None,
         &stop,
         &no_progress,
     )

@@ -206,6 +206,7 @@ pub fn run(config: &Config, args: &AnalyzeArgs) -> anyhow::Result<i32> {
         &ks,
         args.bins as usize,
         (bands.bands, bands.rows),
+        None,
         &stop,
         &|done, total| counting.update(done, Some(total), || format!("{done}/{total} rows")),
     )

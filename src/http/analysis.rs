@@ -21,7 +21,7 @@ use crate::analysis::{
     MAX_VALUES,
 };
 use crate::collections::Collection;
-use crate::engine::MAX_SHINGLE_K;
+use crate::engine::{Score, MAX_SHINGLE_K};
 use axum::extract::State;
 use axum::Json;
 use std::hash::BuildHasher;
@@ -227,6 +227,25 @@ pub async fn histogram(
             "bins must be between 2 and {MAX_BINS}, got {bins}"
         )));
     }
+    let score = req.score.unwrap_or_default();
+    let content = match score {
+        Score::Raw => None,
+        Score::Content => {
+            let p = coll.recipe().boilerplate_params();
+            let templates = super::state::backend(&coll)?
+                .templates(coll.dir())
+                .await?
+                .into_iter()
+                .map(|t| t.text)
+                .collect();
+            Some(analysis::ContentRule {
+                share: p.share,
+                min_docs: p.min_docs,
+                min_collection_docs: p.min_collection_docs,
+                templates,
+            })
+        }
+    };
     let Texts { texts, ids } = gather(&app, &coll, req.texts, req.sample, req.seed).await?;
     let recipe = recipe(&coll);
     let b = *coll.recipe().bands();
@@ -238,6 +257,7 @@ pub async fn histogram(
             &ks,
             bins,
             (b.bands, b.rows),
+            content.as_ref(),
             stop,
             &|_, _| {},
         )
@@ -245,6 +265,7 @@ pub async fn histogram(
     .await?;
     Ok(Json(HistogramOut {
         texts: n,
+        score,
         bands: b.bands,
         rows: b.rows,
         histograms,

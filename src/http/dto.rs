@@ -457,6 +457,9 @@ pub struct HistogramIn {
     pub k: Option<Vec<usize>>,
     #[serde(default, deserialize_with = "integral_count")]
     pub bins: Option<usize>,
+    /// `raw` (default) or `content`.
+    #[serde(default)]
+    pub score: Option<Score>,
 }
 
 /// `POST /analysis/accuracy`.
@@ -482,6 +485,10 @@ pub struct AccuracyIn {
 pub struct HistogramOut {
     /// Texts analysed (a sample may hold fewer than asked for).
     pub texts: usize,
+    /// `content`: the Jaccard of the texts without their boilerplate,
+    /// decided within the analysed texts by the collection's rule
+    /// (`index.boilerplate`) and templates.
+    pub score: Score,
     /// The collection's banding, which the S-curves and recalls are for.
     pub bands: usize,
     pub rows: usize,

@@ -586,3 +586,36 @@ async fn the_cli_dedups_on_content_scores_as_the_server_does() {
     // Every article with its reprint, and nothing the footers alone make.
     assert_eq!(offline.lines().count(), arts.len(), "{offline}");
 }
+
+#[tokio::test]
+async fn the_threshold_histogram_is_drawn_on_content_scores() {
+    let app = spawn_app_with(settings()).await;
+    let posts = short_posts(60);
+    let high = |h: &Value| -> u64 {
+        h["histograms"][0]["bins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["lo"].as_f64().unwrap() >= 0.5)
+            .map(|b| b["count"].as_u64().unwrap())
+            .sum()
+    };
+    let mut answers = Vec::new();
+    for score in ["raw", "content"] {
+        let r = app
+            .post_json(
+                "/analysis/histogram",
+                &json!({"texts": posts, "k": [3], "score": score}),
+            )
+            .await;
+        assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+        let h: Value = r.json().await.unwrap();
+        assert_eq!(h["score"], score);
+        answers.push(h);
+    }
+    // 60 posts, three footers: the 3 × 190 pairs that share one.
+    assert!(high(&answers[0]) > 400, "{}", answers[0]);
+    assert_eq!(high(&answers[1]), 0, "{}", answers[1]);
+    assert_eq!(answers[0]["histograms"][0]["pairs"], 60 * 59 / 2);
+    assert_eq!(answers[1]["histograms"][0]["pairs"], 60 * 59 / 2);
+}
