@@ -18,10 +18,12 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
             assert_conforms(schema, &example, &format!("{} request example", op.name()));
             // With only the required parameters, then with every parameter
             // example too; a fresh server each time so examples cannot collide.
-            // Collections keep the passage index: examples ask by containment.
+            // Collections keep the passage index and count document
+            // frequency: examples ask by containment and on content.
             for all_query in [false, true] {
                 let mut settings = test_settings();
                 settings.index.passage_index = true;
+                settings.index.boilerplate.enabled = true;
                 let app = spawn_app_with(settings).await;
                 let url = example_url(&op, all_query);
                 // The named collection the example addresses, unless the
@@ -35,7 +37,7 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
                             &format!("/collections/{name}"),
                             &Body::Json(serde_json::json!({
                                 "store_text": true,
-                                "index": {"passage_index": true},
+                                "index": {"passage_index": true, "boilerplate": {"enabled": true}},
                             })),
                         )
                         .await;

@@ -177,6 +177,75 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
         .call("POST", "/explain", "/explain", Body::Json(pair))
         .await;
     assert_eq!(body["a"]["segments"][0]["match"], 1, "{body}");
+
+    // Templates, content scores and the common passages (the collections
+    // of the happy path count document frequency).
+    let footer = "Unsubscribe from this newsletter at any time by following the link below";
+    let (reply, body) = walk
+        .call(
+            "PUT",
+            "/templates/{id}",
+            "/templates/footer",
+            Body::Json(json!({"text": footer})),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{body}");
+    assert!(body.get("text").is_none(), "{body}");
+    let (reply, _) = walk
+        .call(
+            "PUT",
+            "/templates/{id}",
+            "/templates/footer",
+            Body::Json(json!({"text": footer})),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    let (_, body) = walk
+        .call("GET", "/templates", "/templates", Body::None)
+        .await;
+    assert_eq!(body["templates"][0]["id"], "footer", "{body}");
+    let (_, body) = walk
+        .call("GET", "/templates/{id}", "/templates/footer", Body::None)
+        .await;
+    assert_eq!(body["text"], footer, "{body}");
+    let pair = json!({"a": {"text": format!("The night is dark and the moon is red. {footer}")},
+                      "b": {"text": format!("A recipe for bread with seeds and honey. {footer}")}});
+    let (_, body) = walk
+        .call("POST", "/explain", "/explain", Body::Json(pair))
+        .await;
+    assert_eq!(body["content"]["jaccard"], 0.0, "{body}");
+    assert!(
+        body["a"]["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["boilerplate"] == true),
+        "{body}"
+    );
+    let url = "/similar?id=q1&score=content&threshold=0.5";
+    let (_, body) = walk.call("GET", "/similar", url, Body::None).await;
+    assert_eq!(body["score"], "content", "{body}");
+    assert_eq!(body["results"][0]["id"], "q2", "{body}");
+    assert!(body["results"][0]["content"].is_object(), "{body}");
+    let text = json!({"text": "What is the step by step guide to invest in share market?",
+                      "score": "content", "measure": "query_in_stored", "threshold": 0.5});
+    let (_, body) = walk
+        .call("POST", "/similar", "/similar", Body::Json(text))
+        .await;
+    assert_eq!(body["score"], "content", "{body}");
+    let (_, body) = walk
+        .call(
+            "GET",
+            "/boilerplate",
+            "/boilerplate?limit=5&sample=10",
+            Body::None,
+        )
+        .await;
+    assert_eq!(body["templates"], 1, "{body}");
+    let (reply, _) = walk
+        .call("DELETE", "/templates/{id}", "/templates/footer", Body::None)
+        .await;
+    assert_eq!(reply.status, 204);
     let texts = json!({"texts": ["The night is dark and the moon is red.",
                                  "The night is dark and the moon is red!",
                                  "Prices rose by £3 in Zürich’s cafés."],
@@ -232,6 +301,20 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     let url = "/duplicates/pairs?measure=query_in_stored&threshold=0.9";
     let (_, body) = walk.call("GET", "/duplicates/pairs", url, Body::None).await;
     assert_eq!(body["measure"], "containment", "{body}");
+    let url = "/duplicates?score=content&threshold=0.5";
+    let (_, body) = walk.call("GET", "/duplicates", url, Body::None).await;
+    assert_eq!(body["score"], "content", "{body}");
+    assert_eq!(body["groups"][0]["ids"], json!(["q1", "q2"]), "{body}");
+    let url = "/duplicates/pairs?score=content&threshold=0.5";
+    let (_, body) = walk.call("GET", "/duplicates/pairs", url, Body::None).await;
+    assert_eq!(body["score"], "content", "{body}");
+    assert!(body["pairs"][0]["content"].is_object(), "{body}");
+    let q4 =
+        json!({"id": "q4", "text": "What is the step by step guide to invest in share market?"});
+    let url = "/documents?if_unique=true&score=content&threshold=0.9";
+    let (reply, body) = walk.call("POST", "/documents", url, Body::Json(q4)).await;
+    assert_eq!(reply.status, 200, "{body}");
+    assert_eq!(body["score"], "content", "{body}");
     // An export, imported back: every document replaced by itself.
     let (reply, _) = walk.call("GET", "/export", "/export", Body::None).await;
     assert_eq!(
@@ -260,6 +343,7 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
 async fn a_happy_path_through_every_route_matches_the_documented_responses() {
     let mut settings = test_settings();
     settings.index.passage_index = true;
+    settings.index.boilerplate.enabled = true;
     let app = spawn_app_with(settings).await;
     let mut walk = Walk {
         app: &app,
@@ -270,7 +354,7 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
     collection_happy_path(&mut walk).await;
 
     let settings = json!({"retention": {"ttl_secs": 86400}, "store_text": true,
-                          "index": {"passage_index": true}});
+                          "index": {"passage_index": true, "boilerplate": {"enabled": true}}});
     let (reply, body) = walk
         .call(
             "PUT",
@@ -317,7 +401,8 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
         )
         .await;
     assert_eq!(body["stats"]["documents"], 5, "{body}");
-    let patch = json!({"retention": {"ttl_secs": null}, "passage_index": false});
+    let patch = json!({"retention": {"ttl_secs": null}, "passage_index": false,
+                       "boilerplate": {"share": 0.5, "min_docs": 2, "min_collection_docs": null}});
     let (_, body) = walk
         .call(
             "PATCH",
@@ -332,6 +417,11 @@ async fn a_happy_path_through_every_route_matches_the_documented_responses() {
         "{body}"
     );
     assert_eq!(body["settings"]["index"]["passage_index"], false, "{body}");
+    assert_eq!(
+        body["settings"]["index"]["boilerplate"],
+        json!({"enabled": true, "share": 0.5, "min_docs": 2, "min_collection_docs": 50}),
+        "{body}"
+    );
     let (reply, body) = walk
         .call(
             "POST",
@@ -469,6 +559,7 @@ fn error_cases() -> Vec<Case> {
         ("/documents", "/documents/batch", "/documents/{id}", "/similar", "/compare", "/explain");
     let (hist, acc) = ("/analysis/histogram", "/analysis/accuracy");
     let (dup, pairs, pas) = ("/duplicates", "/duplicates/pairs", "/passages");
+    let (tpls, tpl, common) = ("/templates", "/templates/{id}", "/boilerplate");
     let off = "passage-index-off";
     vec![
         ("POST", doc, doc, text_body(), 415, "unsupported-media-type"),
@@ -540,6 +631,28 @@ fn error_cases() -> Vec<Case> {
         ("POST", pas, pas, json_body(json!({"text": "¿?"})), 422, "empty-text"),
         ("POST", pas, pas, json_body(json!({"text": long_passage()})), 422, "invalid-body"),
         ("POST", pas, pas, json_body(json!({"text": "the night is dark"})), 409, off),
+        ("GET", sim, "/similar?id=q1&score=content", Empty, 409, off),
+        ("GET", sim, "/similar?id=q1&score=contents", Empty, 400, "invalid-parameter"),
+        ("GET", sim, "/similar?id=q1&score=content&threshold=0", Empty, 400, "invalid-threshold"),
+        ("POST", sim, sim, json_body(json!({"text": "a", "score": "content"})), 409, off),
+        ("POST", sim, sim, json_body(json!({"text": "a", "score": "boilerplate"})), 422, "invalid-body"),
+        ("POST", doc, "/documents?similar=true&score=content&threshold=0.3", json_body(json!({"text": "a b c"})), 409, off),
+        ("POST", doc, "/documents?score=bogus", json_body(json!({"text": "a b c"})), 400, "invalid-parameter"),
+        ("GET", dup, "/duplicates?score=content&threshold=0.3", Empty, 409, off),
+        ("GET", pairs, "/duplicates/pairs?score=content", Empty, 409, off),
+        ("GET", pairs, "/duplicates/pairs?score=x", Empty, 400, "invalid-parameter"),
+        ("GET", tpls, "/templates?x=1", Empty, 400, "invalid-parameter"),
+        ("GET", tpl, "/templates/nope", Empty, 404, "template-not-found"),
+        ("GET", tpl, "/templates/%FF", Empty, 400, "invalid-parameter"),
+        ("PUT", tpl, "/templates/t1", text_body(), 415, "unsupported-media-type"),
+        ("PUT", tpl, "/templates/t1", broken_json(), 400, "malformed-json"),
+        ("PUT", tpl, "/templates/%01", json_body(json!({"text": "a b c"})), 400, "invalid-id"),
+        ("PUT", tpl, "/templates/t1", json_body(json!({"text": "a b c", "x": 1})), 422, "invalid-body"),
+        ("PUT", tpl, "/templates/t1", json_body(json!({"text": "?!"})), 422, "empty-text"),
+        ("DELETE", tpl, "/templates/nope", Empty, 404, "template-not-found"),
+        ("GET", common, "/boilerplate", Empty, 409, "boilerplate-off"),
+        ("GET", common, "/boilerplate?limit=0", Empty, 400, "invalid-parameter"),
+        ("GET", common, "/boilerplate?sample=2001", Empty, 400, "invalid-parameter"),
         ("GET", cmp, "/compare?a=q1", Empty, 400, "invalid-parameter"),
         ("GET", cmp, "/compare?a=q1&b=q2&c=q3", Empty, 400, "invalid-parameter"),
         ("GET", cmp, "/compare?a=q1&b=nope", Empty, 404, "document-not-found"),
