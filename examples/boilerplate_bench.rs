@@ -183,7 +183,9 @@ fn main() {
 
     // The server collapses the index's memory into huge pages after a
     // restore and on a timer (src/hugepages.rs): so does the bench.
-    let huge = neardup::hugepages::collapse_resident().ok().map(|p| p.collapsed_bytes());
+    let huge = neardup::hugepages::collapse_resident()
+        .ok()
+        .map(|p| p.collapsed_bytes());
 
     // Queries by id.
     let ids: Vec<&str> = docs.iter().map(|(id, _)| id.as_str()).collect();

@@ -13,7 +13,7 @@ use super::dto::format_time;
 use super::error::ApiError;
 use super::extract::{parse_json, ApiQuery, Coll, DocPath, JsonBody, Text};
 use super::state::{backend, AppState};
-use crate::engine::{DocId, EngineError, Template};
+use crate::engine::{EngineError, Template};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -103,7 +103,9 @@ pub async fn put(
     DocPath(id): DocPath,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
-    let id = DocId::parse(&id)?.to_string();
+    // The rule of document ids (`.` and `..` would not survive a client's
+    // path normalization).
+    let id = super::documents::client_id(&id)?.to_string();
     let req: TemplateIn = parse_json(&body.0)?;
     let text = Text::parse(req.text, &app.config.limits)?.into_string();
     // A text with nothing left after normalization would mark nothing.
@@ -300,7 +302,19 @@ fn common_passages(
             let Ok(inner) = recipe.passage(piece) else {
                 continue;
             };
-            let key = inner.doc.shingles().to_vec();
+            // The passage is its boilerplate shingles (a run may bridge a
+            // few words of the document's own between common ones): the
+            // same footer in two documents is one passage.
+            let key: Vec<u32> = inner
+                .doc
+                .shingles()
+                .iter()
+                .copied()
+                .filter(|s| df.contains_key(s) || templates.contains(s))
+                .collect();
+            if key.is_empty() {
+                continue;
+            }
             // Shingles of the passage that are counted common (a template's
             // may be rarer): the fewest documents among them.
             let counts: Vec<u32> = key.iter().filter_map(|s| df.get(s).copied()).collect();

@@ -51,7 +51,7 @@ fn location(coll: &Collection, id: &DocId) -> HeaderValue {
 const RESERVED_IDS: &[&str] = &["batch", ".", ".."];
 
 /// Parse a client-chosen id for a write.
-fn client_id(raw: &str) -> Result<DocId, ApiError> {
+pub(super) fn client_id(raw: &str) -> Result<DocId, ApiError> {
     if RESERVED_IDS.contains(&raw) {
         return Err(ApiError::InvalidId(IdError::Reserved(raw.to_owned())));
     }

@@ -17,10 +17,12 @@ fn keyed_settings() -> Settings {
     settings
 }
 
-/// Every route answers a success: the passage index on (for `/passages`).
+/// Every route answers a success: the passage index on (for `/passages`),
+/// document frequency counted (for `/boilerplate`).
 fn passages_on() -> Settings {
     let mut settings = test_settings();
     settings.index.passage_index = true;
+    settings.index.boilerplate.enabled = true;
     settings
 }
 
@@ -115,6 +117,33 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             "/passages".to_owned(),
             Some(json!({"text": "the night is dark"})),
         ),
+        (
+            Method::PUT,
+            "/templates/{id}",
+            "/templates/footer".to_owned(),
+            Some(json!({"text": "follow us for more news"})),
+        ),
+        (Method::GET, "/templates", "/templates".to_owned(), None),
+        (
+            Method::GET,
+            "/templates/{id}",
+            "/templates/footer".to_owned(),
+            None,
+        ),
+        (
+            Method::DELETE,
+            "/templates/{id}",
+            "/templates/footer".to_owned(),
+            None,
+        ),
+        // Again, so that the next key finds it.
+        (
+            Method::PUT,
+            "/templates/{id}",
+            "/templates/footer".to_owned(),
+            Some(json!({"text": "follow us for more news"})),
+        ),
+        (Method::GET, "/boilerplate", "/boilerplate".to_owned(), None),
         (
             Method::POST,
             "/analysis/histogram",
@@ -670,6 +699,16 @@ async fn scoped_keys_reach_their_collections_only_on_every_route() {
             .await;
             assert_eq!(resp.status(), 201);
         }
+        // A template for the readers of each collection to read.
+        let resp = send(
+            &app,
+            Method::PUT,
+            &format!("{prefix}/templates/footer"),
+            full.as_deref(),
+            Some(json!({"text": "follow us for more news"})),
+        )
+        .await;
+        assert_eq!(resp.status(), 201);
     }
     // Which collection each key may use, and whether it may write.
     let keys: [(&str, &[&str], bool); 5] = [
