@@ -714,3 +714,178 @@ async fn content_queries_need_the_counts_on() {
         "{err:?}"
     );
 }
+
+/// Round trips of this node's connection while `f` runs (a write's
+/// background trip included: it is waited for).
+async fn trips<F: std::future::Future<Output = ()>>(node: &Node, f: F) -> u64 {
+    let before = node
+        .index
+        .redis()
+        .counters
+        .round_trips
+        .load(Ordering::Relaxed);
+    f.await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    node.index
+        .redis()
+        .counters
+        .round_trips
+        .load(Ordering::Relaxed)
+        - before
+}
+
+/// The round trips counting costs a write, and those of content queries
+/// (docs/redis-layout.md, "Document frequency and templates").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trips_of_counting_and_of_content_queries() {
+    let (on, _, _) = two_nodes(params(true)).await;
+    let (off, _, _) = two_nodes(params(false)).await;
+    let footer = words(3, 40);
+    let post = |seed: u64| [words(seed, 50), footer.clone()].concat().join(" ");
+    for node in [&on, &off] {
+        let batch = (0..20u64)
+            .map(|i| new_doc(&node.engine, &format!("p{i}"), &post(10 + i)))
+            .collect();
+        node.index
+            .insert_many(batch, WriteMode::Create)
+            .await
+            .unwrap();
+        node.index.templates().await.unwrap();
+    }
+    let create = |node: &'static Node, id: &'static str, seed: u64| async move {
+        node.index
+            .insert(new_doc(&node.engine, id, &post(seed)), WriteMode::Upsert)
+            .await
+            .unwrap();
+    };
+    // Leak the nodes for the 'static closures of this test.
+    let on: &'static Node = Box::leak(Box::new(on));
+    let off: &'static Node = Box::leak(Box::new(off));
+    // A create: appends, commit, then the counting with the write counter
+    // (awaited) where the uncounted write moves the write counter in the
+    // background: 3 trips either way, 1 more awaited.
+    assert_eq!(trips(on, create(on, "new", 99)).await, 3);
+    assert_eq!(trips(off, create(off, "new", 99)).await, 3);
+    // A replace: the counting goes in the cleanup trip: 3 either way.
+    assert_eq!(trips(on, create(on, "new", 98)).await, 3);
+    assert_eq!(trips(off, create(off, "new", 98)).await, 3);
+    // A delete: 2 either way.
+    assert_eq!(
+        trips(on, async { assert!(on.index.remove("p0").await.unwrap()) }).await,
+        2
+    );
+    assert_eq!(
+        trips(off, async {
+            assert!(off.index.remove("p0").await.unwrap())
+        })
+        .await,
+        2
+    );
+
+    // p1's body without its footer (boilerplate): content Jaccard ~0.9.
+    let reprint = words(11, 50).join(" ");
+    let doc = on.engine.prepare(&reprint).unwrap();
+    let raw_jaccard = Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 10);
+    let raw_containment = Query::new(threshold(0.5, Measure::QueryInStored, Score::Raw), 10)
+        .measure(Measure::QueryInStored);
+    let content = content_query(0.8, Measure::Jaccard);
+    let mut found = None;
+    let t_content = trips(on, async {
+        found = Some(on.index.similar_to(&doc, None, &content).await.unwrap());
+    })
+    .await;
+    let found = found.unwrap();
+    assert_eq!(
+        found
+            .matches
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect::<Vec<_>>(),
+        ["p1"]
+    );
+    // The query's frequencies, the postings of its content fingerprints,
+    // the candidates' records, the candidates' frequencies.
+    assert_eq!(t_content, 4);
+    let t_raw_off = trips(off, async {
+        off.index
+            .similar_to(&doc, None, &raw_jaccard)
+            .await
+            .unwrap();
+    })
+    .await;
+    assert_eq!(t_raw_off, 2);
+    let t_contained_off = trips(off, async {
+        off.index
+            .similar_to(&doc, None, &raw_containment)
+            .await
+            .unwrap();
+    })
+    .await;
+    assert_eq!(t_contained_off, 2);
+    // On raw scores with counts on: one more trip when there are matches
+    // (their content scores).
+    let own = on.engine.prepare(&post(12)).unwrap();
+    let t_raw_on = trips(on, async {
+        let out = on.index.similar_to(&own, None, &raw_jaccard).await.unwrap();
+        assert!(out.matches[0].content.is_some());
+    })
+    .await;
+    assert_eq!(t_raw_on, 3);
+}
+
+/// What counting costs, measured (run by hand: `cargo test --test
+/// api_redis cost_of_counting -- --ignored --nocapture`): ingest time of
+/// the same batches with counts on and off, and Redis memory per
+/// distinct shingle of the frequency hashes (`MEMORY USAGE`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn cost_of_counting_measured() {
+    let footers: Vec<Vec<String>> = (0..5).map(|s| words(60 + s, 50)).collect();
+    let texts: Vec<String> = (0..2_000u64)
+        .map(|i| {
+            [words(5_000 + i, 250), footers[(i % 5) as usize].clone()]
+                .concat()
+                .join(" ")
+        })
+        .collect();
+    let mut times = Vec::new();
+    for round in 0..2 {
+        for counting in [false, true] {
+            let (a, _, _) = two_nodes(params(counting)).await;
+            let started = std::time::Instant::now();
+            for (chunk_no, chunk) in texts.chunks(250).enumerate() {
+                let batch = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| new_doc(&a.engine, &format!("d{chunk_no}-{i}"), t))
+                    .collect();
+                a.index.insert_many(batch, WriteMode::Create).await.unwrap();
+            }
+            let took = started.elapsed();
+            times.push((round, counting, took));
+            if counting && round == 1 {
+                let (_, distinct) = a.index.common_shingles(u32::MAX, 0).await.unwrap();
+                let mut bytes = 0u64;
+                let keys: Vec<String> = a.index.keys().df_keys().collect();
+                for k in &keys {
+                    let mut usage = redis::cmd("MEMORY");
+                    usage.arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+                    let v: Option<u64> = a.index.redis().one("test", usage).await.unwrap();
+                    bytes += v.unwrap_or(0);
+                }
+                println!(
+                    "frequency hashes: {} keys, {distinct} distinct shingles, {bytes} bytes: {:.1} B a distinct shingle, {:.0} B a document",
+                    keys.len(),
+                    bytes as f64 / distinct as f64,
+                    bytes as f64 / texts.len() as f64
+                );
+            }
+        }
+    }
+    for (round, counting, took) in &times {
+        println!(
+            "round {round} counting {counting}: {} documents in {took:?}",
+            texts.len()
+        );
+    }
+}
