@@ -863,6 +863,22 @@ async fn cost_of_counting_measured() {
             }
             let took = started.elapsed();
             times.push((round, counting, took));
+            if !counting && round == 1 {
+                let raw_q = Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 10);
+                let mut ms = Vec::new();
+                for t in texts.iter().take(200) {
+                    let d = a.engine.prepare(t).unwrap();
+                    let started = std::time::Instant::now();
+                    let out = a.index.similar_to(&d, None, &raw_q).await.unwrap();
+                    ms.push(started.elapsed().as_secs_f64() * 1e3);
+                    assert_eq!(out.matches.len(), 1);
+                }
+                ms.sort_by(f64::total_cmp);
+                println!(
+                    "query median, counts off: raw jaccard {:.2} ms",
+                    ms[ms.len() / 2]
+                );
+            }
             if counting && round == 1 {
                 let (_, distinct) = a.index.common_shingles(u32::MAX, 0).await.unwrap();
                 let mut bytes = 0u64;
@@ -873,11 +889,43 @@ async fn cost_of_counting_measured() {
                     let v: Option<u64> = a.index.redis().one("test", usage).await.unwrap();
                     bytes += v.unwrap_or(0);
                 }
+                let mut enc = redis::cmd("OBJECT");
+                enc.arg("ENCODING").arg(&keys[0]);
+                let enc: String = a.index.redis().one("test", enc).await.unwrap();
+                println!("encoding of a frequency hash: {enc}");
                 println!(
                     "frequency hashes: {} keys, {distinct} distinct shingles, {bytes} bytes: {:.1} B a distinct shingle, {:.0} B a document",
                     keys.len(),
                     bytes as f64 / distinct as f64,
                     bytes as f64 / texts.len() as f64
+                );
+                // Query latency: content Jaccard (a body without its
+                // footer) against raw Jaccard (the full text), alternating.
+                let raw_q = Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 10);
+                let content_q = content_query(0.8, Measure::Jaccard);
+                let (mut raw_ms, mut content_ms) = (Vec::new(), Vec::new());
+                for i in 0..200u64 {
+                    let body = words(5_000 + i, 250).join(" ");
+                    let full = &texts[i as usize];
+                    let d = a.engine.prepare(&body).unwrap();
+                    let started = std::time::Instant::now();
+                    let out = a.index.similar_to(&d, None, &content_q).await.unwrap();
+                    content_ms.push(started.elapsed().as_secs_f64() * 1e3);
+                    assert_eq!(out.matches.len(), 1);
+                    let d = a.engine.prepare(full).unwrap();
+                    let started = std::time::Instant::now();
+                    let out = a.index.similar_to(&d, None, &raw_q).await.unwrap();
+                    raw_ms.push(started.elapsed().as_secs_f64() * 1e3);
+                    assert_eq!(out.matches.len(), 1);
+                }
+                let median = |v: &mut Vec<f64>| {
+                    v.sort_by(f64::total_cmp);
+                    v[v.len() / 2]
+                };
+                println!(
+                    "query median: content jaccard {:.2} ms, raw jaccard (content scores attached) {:.2} ms",
+                    median(&mut content_ms),
+                    median(&mut raw_ms)
                 );
             }
         }

@@ -43,11 +43,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 
 /// Add deltas to document frequencies (a field reaching 0 goes). `KEYS` the
-/// hashes of one slot; ARGV: key index, field, delta, …
+/// hashes of one slot; ARGV: key index, delta, the fields concatenated, …
 static DF_ADD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/df_add.lua")));
 
 /// Read document frequencies. `KEYS` the hashes of one slot; ARGV: key
-/// index, field, … Returns the counts in order.
+/// index, the fields concatenated, … Returns the counts in order.
 static DF_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/df_read.lua")));
 
@@ -69,8 +69,10 @@ static TPL_DEL: LazyLock<Script> =
 const META_FIELD: &str = "df";
 /// Fields per script call of a recount's writes.
 const SET_PART: usize = 8192;
-/// Document-frequency hashes read per trip by `common_shingles`.
-const COMMON_READ: usize = 1024;
+/// Document-frequency hashes read per script call by `common_shingles`…
+const COMMON_KEYS: usize = 256;
+/// …and calls per trip.
+const COMMON_CALLS: usize = 16;
 
 /// Whether a layout string says the counts are complete.
 pub(super) fn layout_has_counts(meta: &str) -> bool {
@@ -203,11 +205,19 @@ impl RedisIndex {
             .df_slots(moved.keys().copied())
             .into_values()
             .map(|(hashes, _, asked)| {
-                let mut args = Vec::with_capacity(3 * asked.len());
+                // Per (hash, delta): the fields, concatenated.
+                let mut packed: BTreeMap<(usize, i64), Vec<u8>> = BTreeMap::new();
                 for (at, x) in asked {
+                    packed
+                        .entry((at, moved[&x]))
+                        .or_default()
+                        .extend_from_slice(&x.to_le_bytes());
+                }
+                let mut args = Vec::with_capacity(3 * packed.len());
+                for ((at, d), fields) in packed {
                     args.push(at.to_string().into_bytes());
-                    args.push(x.to_le_bytes().to_vec());
-                    args.push(moved[&x].to_string().into_bytes());
+                    args.push(d.to_string().into_bytes());
+                    args.push(fields);
                 }
                 script_call(&DF_ADD, hashes, args)
             })
@@ -233,12 +243,19 @@ impl RedisIndex {
         let mut calls = vec![call(mget)];
         let mut asked = Vec::new();
         for (hashes, _, pairs) in self.df_slots(shingles.iter().copied()).into_values() {
-            let mut args = Vec::with_capacity(2 * pairs.len());
-            for &(at, x) in &pairs {
-                args.push(at.to_string().into_bytes());
-                args.push(x.to_le_bytes().to_vec());
+            // Per hash: the fields, concatenated; answered in this order.
+            let mut packed: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+            for (at, x) in pairs {
+                packed.entry(at).or_default().push(x);
             }
-            asked.push(pairs.into_iter().map(|(_, x)| x).collect());
+            let mut args = Vec::with_capacity(2 * packed.len());
+            let mut order = Vec::new();
+            for (at, xs) in packed {
+                args.push(at.to_string().into_bytes());
+                args.push(xs.iter().flat_map(|x| x.to_le_bytes()).collect());
+                order.extend(xs);
+            }
+            asked.push(order);
             calls.push(script_call(&DF_READ, hashes, args));
         }
         (calls, DfRead { asked })
@@ -458,22 +475,34 @@ impl RedisIndex {
 
     /// Every shingle held by at least `at` documents (at most `max`, the
     /// most common first, then by shingle), and the distinct shingles
-    /// counted: every hash filtered by a script (trips of [`COMMON_READ`]).
+    /// counted: every hash filtered by a script, [`COMMON_KEYS`] hashes a
+    /// call, [`COMMON_CALLS`] calls a trip.
     pub async fn common_shingles(
         &self,
         at: u32,
         max: usize,
     ) -> Result<(Vec<(u32, u32)>, usize), BackendError> {
-        let keys: Vec<String> = self.keys.df_keys().collect();
+        // One call per 256 hashes of a slot, 16 calls a trip.
+        let tags = 1u64 << DF_TAG_BITS;
+        let mut groups: Vec<Vec<String>> = Vec::new();
+        for tag in 0..tags {
+            let hashes: Vec<String> = self
+                .keys
+                .df_groups_of_tag(tag)
+                .map(|g| self.keys.df_key(g))
+                .collect();
+            groups.extend(hashes.chunks(COMMON_KEYS).map(<[String]>::to_vec));
+        }
         let at_arg = at.max(1).to_string().into_bytes();
         let mut all: Vec<(u32, u32)> = Vec::new();
         let mut distinct = 0usize;
-        for part in keys.chunks(COMMON_READ) {
+        for part in groups.chunks(COMMON_CALLS) {
             let calls = part
                 .iter()
-                .map(|k| script_call(&DF_COMMON, vec![k.clone()], vec![at_arg.clone()]))
+                .map(|keys| script_call(&DF_COMMON, keys.clone(), vec![at_arg.clone()]))
                 .collect();
             let values = self.redis.calls("reading common shingles", calls).await?;
+            let part: Vec<&String> = part.iter().map(|keys| &keys[0]).collect();
             for (key, value) in part.iter().zip(values) {
                 let Value::Array(items) = value else {
                     return Err(corrupt(key, "the common read answered no list"));
