@@ -475,8 +475,8 @@ impl RedisIndex {
 
     /// Every shingle held by at least `at` documents (at most `max`, the
     /// most common first, then by shingle), and the distinct shingles
-    /// counted: every hash filtered by a script, [`COMMON_KEYS`] hashes a
-    /// call, [`COMMON_CALLS`] calls a trip.
+    /// counted: every hash filtered by a script, 256 hashes a call, 16
+    /// calls a trip.
     pub async fn common_shingles(
         &self,
         at: u32,
