@@ -621,6 +621,10 @@ impl Collections {
             done += n;
             progress(done, skipped);
         }
+        // The templates are keys of the incarnation: they go along.
+        for t in old.templates(&c.dir).await? {
+            new.put_template(&c.dir, t).await?;
+        }
         Ok(())
     }
 

@@ -48,6 +48,7 @@ mod similar;
 // texts.rs below), and the suites of the memory backend's own machinery
 // (crash, disk_full, upgrade, reindex: refused on this backend).
 
+mod boilerplate;
 mod due_index;
 mod failover;
 mod passage_index;

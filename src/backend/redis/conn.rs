@@ -199,6 +199,13 @@ pub struct RedisCounters {
     pub postings_common: AtomicU64,
     /// Records whose postings a backfill (switching the index on) added.
     pub postings_backfilled: AtomicU64,
+    /// Trips that moved document frequencies (a write's, delete's or
+    /// sweep's counting).
+    pub df_updates: AtomicU64,
+    /// Reads of document frequencies (content queries, content scores).
+    pub df_reads: AtomicU64,
+    /// Records a recount of document frequency counted.
+    pub df_recounted: AtomicU64,
 }
 
 /// What the last check of the cluster saw (see [`Redis::check`]).

@@ -21,11 +21,12 @@ pub struct RedisMetrics {
     registry: Registry,
     /// round trips, commands, errors, timeouts, replication failures,
     /// retries, check failures, reconnects, posting reads, common postings
-    /// skipped, postings backfilled: counters fed from
+    /// skipped, postings backfilled, document-frequency updates, reads and
+    /// records recounted: counters fed from
     /// [`RedisCounters`](super::conn::RedisCounters)' totals.
-    counters: [Counter; 11],
+    counters: [Counter; 14],
     /// Those totals at the last scrape.
-    seen: Mutex<[u64; 11]>,
+    seen: Mutex<[u64; 14]>,
     up: Gauge,
     primaries: Gauge,
     redirections: Family<RedirectLabels, Gauge>,
@@ -34,7 +35,7 @@ pub struct RedisMetrics {
 impl RedisMetrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("neardup_redis");
-        let counters: [Counter; 11] = Default::default();
+        let counters: [Counter; 14] = Default::default();
         for (c, (name, help)) in counters.iter().zip([
             ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
             ("commands", "Commands sent to Redis"),
@@ -47,6 +48,9 @@ impl RedisMetrics {
             ("posting_reads", "Posting buckets of the passage index read in full by containment queries, passage lookups and containment scans"),
             ("posting_common_skipped", "Posting buckets skipped as common (more than index.common_fingerprint_docs members): sized, not read, reported in the answer"),
             ("posting_backfilled", "Records whose postings a backfill added (the passage index switched on for stored documents)"),
+            ("df_updates", "Writes, deletes and expiries whose document-frequency counts were moved (index.boilerplate.enabled)"),
+            ("df_reads", "Reads of document frequencies: content-score queries, content scores of matches, frequency lookups"),
+            ("df_recounted", "Records counted by recounts of document frequency (index.boilerplate switched on)"),
         ]) {
             registry.register(name, help, c.clone());
         }
@@ -71,7 +75,7 @@ impl RedisMetrics {
         Self {
             registry,
             counters,
-            seen: Mutex::new([0; 11]),
+            seen: Mutex::new([0; 14]),
             up,
             primaries,
             redirections,
@@ -93,6 +97,9 @@ impl RedisMetrics {
             &c.postings_read,
             &c.postings_common,
             &c.postings_backfilled,
+            &c.df_updates,
+            &c.df_reads,
+            &c.df_recounted,
         ]
         .map(|a| a.load(Ordering::Relaxed));
         let mut seen = self.seen.lock().expect("metrics lock");

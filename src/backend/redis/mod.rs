@@ -20,6 +20,9 @@
 //! - `sweep.rs`: purge_expired and the due index it reads;
 //! - `passages.rs`: the passage index (posting buckets): containment
 //!   queries, passage lookups, containment pairs, switching it on and off;
+//! - `boilerplate.rs`: document frequency (counted with every committed
+//!   write, delete and expiry; recounted when switched on), the registered
+//!   templates, and what content scores read of them;
 //! - `catalog.rs`: the catalog of named collections every node shares;
 //! - `conn.rs`, `codec.rs`, `metrics.rs`: the connection, the key layout and
 //!   record encoding, `neardup_redis_*`.
@@ -80,6 +83,12 @@ pub struct RedisIndex {
     passage_epoch: Arc<AtomicU64>,
     /// A backfill of the postings runs on this node.
     backfilling: std::sync::atomic::AtomicBool,
+    /// Moved by every switch of document frequency (as `passage_epoch`).
+    df_epoch: Arc<AtomicU64>,
+    /// A recount of document frequency runs on this node.
+    recounting: std::sync::atomic::AtomicBool,
+    /// The templates' version this node's engine has (`u64::MAX`: none read).
+    templates_seen: Arc<AtomicU64>,
 }
 
 fn corrupt(key: &str, e: impl std::fmt::Display) -> BackendError {
@@ -128,8 +137,9 @@ impl RedisIndex {
         let recipe = engine.params().normalize.recipe_name();
         // A new collection's postings are complete if it keeps the index.
         let meta = format!(
-            "layout=1;group_bits={wanted};{};text={recipe}",
-            passages::layout_field(engine.passage_index())
+            "layout=1;group_bits={wanted};{};{};text={recipe}",
+            passages::layout_field(engine.passage_index()),
+            boilerplate::layout_field(engine.boilerplate_on())
         );
         let mut set = redis::cmd("SET");
         set.arg(probe.meta()).arg(&meta).arg("NX");
@@ -161,6 +171,9 @@ impl RedisIndex {
             next_walk: std::sync::Mutex::new(None),
             passage_epoch: Arc::new(AtomicU64::new(0)),
             backfilling: std::sync::atomic::AtomicBool::new(false),
+            df_epoch: Arc::new(AtomicU64::new(0)),
+            recounting: std::sync::atomic::AtomicBool::new(false),
+            templates_seen: Arc::new(AtomicU64::new(u64::MAX)),
         };
         this.refresh_count().await?;
         // The passage index as configured against what the layout says the
@@ -174,6 +187,15 @@ impl RedisIndex {
             this.build_postings(true).await?;
         } else if !this.passage_index() && complete {
             this.mark_postings(false).await?;
+        }
+        // Document frequency the same way: counted if the counts are not
+        // complete (a collection written without them, or while they were
+        // off), or the layout told this node does not count.
+        let counted = boilerplate::layout_has_counts(&stored);
+        if this.engine.boilerplate_on() && !counted {
+            this.recount(true).await?;
+        } else if !this.engine.boilerplate_on() && counted {
+            this.mark_counts(false).await?;
         }
         Ok(this)
     }
@@ -191,6 +213,9 @@ impl RedisIndex {
             next_walk: std::sync::Mutex::new(None),
             passage_epoch: Arc::clone(&self.passage_epoch),
             backfilling: std::sync::atomic::AtomicBool::new(false),
+            df_epoch: Arc::clone(&self.df_epoch),
+            recounting: std::sync::atomic::AtomicBool::new(false),
+            templates_seen: Arc::clone(&self.templates_seen),
         }
     }
 
@@ -200,6 +225,15 @@ impl RedisIndex {
             "on": self.passage_index(),
             "posting_hashes": 1u64 << self.keys.posting_bits(),
             "backfilling": self.backfilling.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Document frequency's state, for `/stats`.
+    pub fn boilerplate_stats(&self) -> serde_json::Value {
+        serde_json::json!({
+            "on": self.engine.boilerplate_on(),
+            "frequency_hashes": 1u64 << self.keys.df_bits(),
+            "recounting": self.recounting(),
         })
     }
 

@@ -44,8 +44,8 @@
 use super::codec::{iid, members, MEMBER};
 use super::{corrupt, script_call, BackendError, RedisIndex, Script, SCAN_READ};
 use crate::engine::{
-    Edge, Engine, EngineError, Measure, Passage, PassageOutcome, PassageWork, Prepared, Query,
-    QueryOutcome, Record, ScanStats, Threshold,
+    ContentQuery, Edge, Engine, EngineError, Measure, Passage, PassageOutcome, PassageWork,
+    Prepared, Query, QueryOutcome, Record, ScanStats, Score, Threshold,
 };
 use redis::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -66,7 +66,7 @@ static ADD_ABSENT: LazyLock<Script> =
 
 /// Set one `name=value` of the layout key. `KEYS[1]` the layout key;
 /// `ARGV[1]` the name, `ARGV[2]` the value.
-static META_SET: LazyLock<Script> =
+pub(super) static META_SET: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/meta_set.lua")));
 
 use crate::engine::{COMMON_LISTED, MAX_READ};
@@ -130,7 +130,7 @@ impl Postings {
 
 /// How long after a switch the node that made it runs its step again (see
 /// the module docs).
-fn settle_delay(settings: &crate::config::RedisSettings) -> Duration {
+pub(super) fn settle_delay(settings: &crate::config::RedisSettings) -> Duration {
     Duration::from_millis(2 * settings.watch_interval_ms + settings.command_timeout_ms)
 }
 
@@ -448,9 +448,35 @@ impl RedisIndex {
         self.engine.query_fingerprints(doc.shingles().len(), keys)
     }
 
-    /// A containment query (the measure is not Jaccard): the posting
-    /// buckets of the query's fingerprints (1 trip), the candidates'
-    /// records (1 trip per 256, most-sharing first), verified exactly.
+    /// The share rule on the query's side alone, before a candidate's
+    /// record is read (as in memory): on raw scores for `query_in_stored`;
+    /// on content scores (a document's count then includes its boilerplate
+    /// fingerprints) for `query_in_stored` and Jaccard.
+    pub(super) fn worth_by_query(
+        q: &Query,
+        query_fps: usize,
+        shared: usize,
+        common: usize,
+    ) -> bool {
+        match (q.score, q.measure) {
+            (Score::Raw, Measure::QueryInStored) => {
+                Engine::worth_verifying(q, query_fps, 0, shared, common)
+            }
+            (Score::Content, Measure::QueryInStored | Measure::Jaccard) => {
+                shared >= Engine::fingerprints_needed(query_fps, q.threshold.value(), common)
+            }
+            _ => true,
+        }
+    }
+
+    /// A query answered from the passage index (a containment measure, or
+    /// any measure on content scores): the posting buckets of the query's
+    /// fingerprints (1 trip), the candidates' records (1 trip per 256,
+    /// most-sharing first), verified exactly. On content scores, first the
+    /// query's document frequencies (1 trip: only its content fingerprints
+    /// are looked up), and the candidates' before they are verified (1
+    /// trip); on raw scores with document frequency counted, the matches'
+    /// content scores (1 trip).
     pub(super) async fn contained(
         &self,
         doc: &Prepared,
@@ -460,37 +486,70 @@ impl RedisIndex {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff(q.measure.as_str()).into());
         }
-        let keys = self
+        let start = if q.score == Score::Content {
+            Some(self.content_start(doc.shingles()).await?)
+        } else {
+            None
+        };
+        let mut keys = self
             .engine
             .containment_keys(doc.shingles(), doc.fingerprints());
+        if let Some((classifier, map)) = &start {
+            keys = Self::content_keys(classifier, map, &keys);
+        }
         let postings = self.read_postings(&keys, exclude.map(iid)).await?;
         let common = postings.work.common;
         let query_fps = self.query_fingerprints(doc, keys.len());
         let mut ranked = postings.ranked();
-        // Without the document's own count only the query's side can rule
-        // a candidate out before its record is read (as in memory).
-        if q.measure == Measure::QueryInStored {
-            ranked.retain(|&(_, shared)| Engine::worth_verifying(q, query_fps, 0, shared, common));
-        }
+        ranked.retain(|&(_, shared)| Self::worth_by_query(q, query_fps, shared, common));
         let cap = self.engine.params().index.max_candidates;
+        let content = start.is_some();
         let (candidates, cut) = self
             .current_candidates(&postings, &ranked, cap, |record, shared| {
                 exclude != Some(record.id().as_str())
-                    && Engine::worth_verifying(
-                        q,
-                        query_fps,
-                        crate::text::winnow::count(record.selection()),
-                        shared,
-                        common,
-                    )
+                    && (content
+                        || Engine::worth_verifying(
+                            q,
+                            query_fps,
+                            crate::text::winnow::count(record.selection()),
+                            shared,
+                            common,
+                        ))
             })
             .await?;
+        let Some((classifier, mut map)) = start else {
+            let records: Vec<Arc<Record>> = candidates.iter().map(|(r, _)| Arc::clone(r)).collect();
+            let mut out = self.engine.verify_contained_candidates(
+                doc,
+                keys.len(),
+                exclude,
+                q,
+                None,
+                candidates,
+                postings.work,
+                postings.truncated || cut,
+            );
+            self.attach_content(doc.shingles(), &records, &mut out.matches)
+                .await?;
+            return Ok(out);
+        };
+        self.df_extend(&mut map, candidates.iter().map(|(r, _)| &**r))
+            .await?;
+        let content = ContentQuery {
+            q_df: doc
+                .shingles()
+                .iter()
+                .map(|x| map.get(x).copied().unwrap_or(0))
+                .collect(),
+            classifier,
+            df: &map,
+        };
         Ok(self.engine.verify_contained_candidates(
             doc,
             keys.len(),
             exclude,
             q,
-            None,
+            Some(&content),
             candidates,
             postings.work,
             postings.truncated || cut,
@@ -540,13 +599,8 @@ impl RedisIndex {
         by: impl Into<crate::engine::By>,
     ) -> Result<(Vec<Edge>, ScanStats), BackendError> {
         let by = by.into();
-        if by.score == crate::engine::Score::Content {
-            return Err(BackendError::Unavailable(
-                "content scans are not yet kept in redis".into(),
-            ));
-        }
-        if by.measure.is_containment() {
-            return self.scan_contained(threshold).await;
+        if by.via_passages() {
+            return self.scan_contained(threshold, by).await;
         }
         let (pairs, stats) = self.scan_pairs(threshold).await?;
         let edges = pairs
@@ -571,14 +625,33 @@ impl RedisIndex {
     /// their posting buckets in one trip, the peers' records in trips of
     /// [`SCAN_READ`]. Memory: one step's records, buckets and peers, and
     /// the edges. Writes during the scan may or may not be in it.
+    ///
+    /// On content scores (the memory scan's rule): each record's content
+    /// fingerprints only, the measure Jaccard when `by` asks it, else
+    /// either text inside the other, over content shingles; the share rule
+    /// on the peer's content fingerprints; the document frequencies of a
+    /// step's records and of their peers read in one trip each, N and the
+    /// rule once for the scan.
     async fn scan_contained(
         &self,
         threshold: Threshold,
+        by: crate::engine::By,
     ) -> Result<(Vec<Edge>, ScanStats), BackendError> {
         if !self.passage_index() {
-            return Err(EngineError::PassageIndexOff(Measure::Containment.as_str()).into());
+            return Err(EngineError::PassageIndexOff(by.measure.as_str()).into());
         }
-        let q = Query::new(threshold, usize::MAX).measure(Measure::Containment);
+        let content = by.score == Score::Content;
+        let measure = if content && by.measure == Measure::Jaccard {
+            Measure::Jaccard
+        } else {
+            Measure::Containment
+        };
+        let classifier = if content {
+            Some(self.content_start(&[]).await?.0)
+        } else {
+            None
+        };
+        let q = Query::new(threshold, usize::MAX).measure(measure);
         let t = threshold.value();
         let now = self.engine.now_ms();
         let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
@@ -602,6 +675,16 @@ impl RedisIndex {
                 }
             }
             documents += own.len();
+            // On content scores: this step's frequencies, and each record's
+            // content fingerprints only.
+            let mut df: HashMap<u32, u32> = HashMap::new();
+            if let Some(c) = &classifier {
+                self.df_extend(&mut df, own.iter().map(|(_, r, _)| &**r))
+                    .await?;
+                for (_, _, fps) in own.iter_mut() {
+                    fps.retain(|x| !c.is_boilerplate(*x, df.get(x).copied().unwrap_or(0)));
+                }
+            }
             let mut all: Vec<u32> = own.iter().flat_map(|(_, _, f)| f.iter().copied()).collect();
             all.sort_unstable();
             all.dedup();
@@ -643,6 +726,15 @@ impl RedisIndex {
                     }
                 }
             }
+            if classifier.is_some() {
+                self.df_extend(&mut df, current.values().map(|(_, r)| &**r))
+                    .await?;
+            }
+            let scorer = classifier.as_ref().map(|c| ContentQuery {
+                classifier: c.clone(),
+                q_df: Vec::new(),
+                df: &df,
+            });
             for ((_, record, fps), (shared, common)) in own.iter().zip(gathered) {
                 let mut found: Vec<(&Arc<Record>, usize)> = shared
                     .into_iter()
@@ -655,11 +747,18 @@ impl RedisIndex {
                     .collect();
                 found.sort_by(|a, b| a.0.id().cmp(b.0.id()));
                 for (peer, n) in found {
-                    let peer_fps = crate::text::winnow::count(peer.selection());
+                    let peer_fps = match &scorer {
+                        Some(c) => c.content_fingerprints(peer),
+                        None => crate::text::winnow::count(peer.selection()),
+                    };
                     if !Engine::worth_verifying(&q, fps.len(), peer_fps, n, common) {
                         continue;
                     }
                     candidates += 1;
+                    if let Some(c) = &scorer {
+                        edges.extend(Self::content_edge(c, record, peer, measure, t));
+                        continue;
+                    }
                     let intersection =
                         crate::jaccard::overlap(record.shingles(), peer.shingles()).intersection;
                     let smaller = record.shingles().len().min(peer.shingles().len()).max(1);

@@ -286,7 +286,7 @@ impl RedisIndex {
         exclude: Option<&str>,
         q: &Query,
     ) -> Result<QueryOutcome, BackendError> {
-        if q.measure.is_containment() {
+        if q.via_passages() {
             return self.contained(doc, exclude, q).await;
         }
         let band_keys = self.engine.band_keys(doc.signature());
@@ -309,9 +309,13 @@ impl RedisIndex {
             }
             current.push(self.to_record(stored)?);
         }
-        Ok(self
-            .engine
-            .verify_candidates(doc, exclude, q, current, truncated))
+        let mut out =
+            self.engine
+                .verify_candidates(doc, exclude, q, current.iter().cloned(), truncated);
+        // With document frequency counted, each match's content scores.
+        self.attach_content(doc.shingles(), &current, &mut out.matches)
+            .await?;
+        Ok(out)
     }
 
     /// Near-duplicates of the stored document `id`.

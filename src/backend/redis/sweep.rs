@@ -105,8 +105,13 @@ impl RedisIndex {
         for (head, bucket) in expired {
             let iid = iid(&head.id);
             if let Some(old) = self.delete_record(&head.id, Some(head.gen)).await? {
+                let mut df = super::boilerplate::DfDelta::default();
+                if self.engine.boilerplate_on() {
+                    df.add_stored(&self.keys.record(iid), &old, -1)?;
+                }
                 let mut trip = self.removal_calls(&[(iid, old)])?;
                 trip.push(self.counter_call(-1));
+                trip.extend(self.df_calls(&df));
                 trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
                 purged += 1;

@@ -7,10 +7,13 @@
 //! buckets of its fingerprints, so of two concurrent writes sharing a
 //! fingerprint that is not common, at least one sees the other.
 
+use super::boilerplate::DfDelta;
 use super::codec::{decode_record, member};
 use super::write::{parse_commit, Committed, Staged, APPEND, POSTINGS_APPEND};
 use super::{corrupt, new_gen, BackendError, Conn, RedisIndex, Script};
-use crate::engine::{EngineError, NewDoc, Query, Record, UniqueOutcome, WriteMode};
+use crate::engine::{
+    Classifier, ContentQuery, EngineError, NewDoc, Query, Record, Score, UniqueOutcome, WriteMode,
+};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
@@ -40,8 +43,11 @@ impl RedisIndex {
         q: Query,
     ) -> Result<UniqueOutcome, BackendError> {
         self.check_writable()?;
-        if q.measure.is_containment() && !self.passage_index() {
+        if q.via_passages() && !self.passage_index() {
             return Err(EngineError::PassageIndexOff(q.measure.as_str()).into());
+        }
+        if q.score == Score::Content && !self.engine.boilerplate_on() {
+            return Err(EngineError::BoilerplateOff.into());
         }
         let q = Query {
             limit: q.limit.max(1),
@@ -93,24 +99,42 @@ impl RedisIndex {
             [(doc.iid, doc.gen, doc.fingerprints.as_slice())],
         ));
         trip.extend(self.due_add_calls([(doc.due, member(doc.iid, doc.gen))]));
-        self.redis.calls("appending bucket entries", trip).await?;
+        // On content scores, the query's frequencies in the same trip.
+        let content_read = (q.score == Score::Content).then(|| {
+            let (calls, read) = self.df_read_calls(new.doc.shingles());
+            (calls.len(), read, calls)
+        });
+        let (df_calls, df_read) = match content_read {
+            Some((n, read, calls)) => {
+                trip.extend(calls);
+                (n, Some(read))
+            }
+            None => (0, None),
+        };
+        let mut answers = self.redis.calls("appending bucket entries", trip).await?;
+        let mut content_ctx: Option<(Classifier, HashMap<u32, u32>)> = None;
+        if let Some(read) = df_read {
+            let tail = answers.split_off(answers.len() - df_calls);
+            let (map, n) = self.df_read_answers(read, tail).await?;
+            content_ctx = Some((self.engine.classifier_with(n), map));
+        }
         // Trip 2: the buckets (by containment: the posting buckets), after
         // our own entries are in.
         let cap = self.engine.params().index.max_candidates;
         let mut query_keys = 0;
-        let (found, postings, iids, truncated) = if q.measure.is_containment() {
-            let keys = self
+        let (found, postings, iids, truncated) = if q.via_passages() {
+            let mut keys = self
                 .engine
                 .containment_keys(new.doc.shingles(), new.doc.fingerprints());
+            // On content scores only the query's content keys are read.
+            if let Some((classifier, map)) = &content_ctx {
+                keys = Self::content_keys(classifier, map, &keys);
+            }
             let postings = self.read_postings(&keys, Some(doc.iid)).await?;
             let common = postings.work.common;
             let n = self.query_fingerprints(&new.doc, keys.len());
             let mut ranked = postings.ranked();
-            if q.measure == crate::engine::Measure::QueryInStored {
-                ranked.retain(|&(_, shared)| {
-                    crate::engine::Engine::worth_verifying(q, n, 0, shared, common)
-                });
-            }
+            ranked.retain(|&(_, shared)| Self::worth_by_query(q, n, shared, common));
             query_keys = keys.len();
             let truncated = postings.truncated || ranked.len() > cap;
             ranked.truncate(cap);
@@ -185,13 +209,35 @@ impl RedisIndex {
         }
         let prepared = &new.doc;
         let own = Some(new.id.as_str());
+        // On content scores: the candidates' frequencies (one trip).
+        let mut content_map = HashMap::new();
+        let mut classifier = None;
+        if let Some((c, mut map)) = content_ctx {
+            self.df_extend(
+                &mut map,
+                committed.iter().chain(&pending).map(|(r, _)| &**r),
+            )
+            .await?;
+            content_map = map;
+            classifier = Some(c);
+        }
+        let content = classifier.map(|classifier| ContentQuery {
+            q_df: prepared
+                .shingles()
+                .iter()
+                .map(|x| content_map.get(x).copied().unwrap_or(0))
+                .collect(),
+            classifier,
+            df: &content_map,
+        });
+        let verified: Vec<Arc<Record>> = committed.iter().map(|(r, _)| Arc::clone(r)).collect();
         let verify = |candidates: Vec<(Arc<Record>, usize)>, truncated: bool| match &postings {
             Some(p) => self.engine.verify_contained_candidates(
                 prepared,
                 query_keys,
                 own,
                 q,
-                None,
+                content.as_ref(),
                 candidates,
                 p.work.clone(),
                 truncated,
@@ -204,9 +250,13 @@ impl RedisIndex {
                 truncated,
             ),
         };
-        let matches = verify(committed, truncated);
+        let mut matches = verify(committed, truncated);
         if !matches.matches.is_empty() {
             self.withdraw(&doc).await?;
+            if content.is_none() {
+                self.attach_content(prepared.shingles(), &verified, &mut matches.matches)
+                    .await?;
+            }
             return Ok(Some(UniqueOutcome::Duplicate(matches)));
         }
         let rivals = verify(pending, false);
@@ -229,6 +279,13 @@ impl RedisIndex {
         match parse_commit(answer.pop().expect("one answer"))? {
             Committed::Created(old) => {
                 self.redis.replicate().await?;
+                let mut df = DfDelta::default();
+                if self.engine.boilerplate_on() {
+                    df.add(new.doc.shingles(), 1);
+                    if let Some(old) = &old {
+                        df.add_stored(&self.keys.record(doc.iid), old, -1)?;
+                    }
+                }
                 let mut trip = match &old {
                     Some(old) => self.removal_calls(&[(doc.iid, old.clone())])?,
                     None => Vec::new(),
@@ -236,6 +293,7 @@ impl RedisIndex {
                 if old.is_none() {
                     trip.push(self.counter_call(1));
                 }
+                trip.extend(self.df_calls(&df));
                 trip.push(self.bump_call());
                 self.redis.calls("committing a record", trip).await?;
                 Ok(Some(UniqueOutcome::Inserted(0)))

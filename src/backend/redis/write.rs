@@ -12,6 +12,7 @@
 //! unfinished versions are skipped. Removing entries removes exactly one
 //! `(iid, gen)`, so it never touches another version's entries.
 
+use super::boilerplate::DfDelta;
 use super::codec::{decode_record, due_of, encode_record, iid, member, Due, DUE_MINUTE_MS, MEMBER};
 use super::{call, corrupt, new_gen, script_call, BackendError, Call, Conn, RedisIndex, Script};
 use crate::engine::{DocId, EngineError, NewDoc, WriteMode, WriteOutcome};
@@ -406,10 +407,19 @@ impl RedisIndex {
             let answers = self.redis.trip("committing records", commits).await?;
             let mut cleanup: Vec<(u64, Vec<u8>)> = Vec::new();
             let mut not_created = 0i64;
+            // Document frequency, by what each commit did (boilerplate.rs).
+            let counting = self.engine.boilerplate_on();
+            let mut df = DfDelta::default();
             for ((i, s), answer) in staged.into_iter().zip(answers) {
                 let result = match parse_commit(answer)? {
                     Committed::Created(old) => {
                         not_created += i64::from(old.is_some());
+                        if counting {
+                            df.add(items[i].doc.shingles(), 1);
+                            if let Some(old) = &old {
+                                df.add_stored(&self.keys.record(s.iid), old, -1)?;
+                            }
+                        }
                         if let Some(old) = old {
                             cleanup.push((s.iid, old));
                         }
@@ -417,6 +427,10 @@ impl RedisIndex {
                     }
                     Committed::Replaced(old) => {
                         not_created += 1;
+                        if counting {
+                            df.add(items[i].doc.shingles(), 1);
+                            df.add_stored(&self.keys.record(s.iid), &old, -1)?;
+                        }
                         cleanup.push((s.iid, old));
                         Ok(WriteOutcome::Replaced)
                     }
@@ -452,11 +466,15 @@ impl RedisIndex {
             // is recomputed): with the cleanup when there is one, else
             // just after the answer, so a plain insert stays at 2 round
             // trips.
-            if !cleanup.is_empty() || not_created != 0 {
+            // The counting of document frequency goes in that trip too
+            // (one more trip for plain creates while it is counted).
+            let counts = self.df_calls(&df);
+            if !cleanup.is_empty() || not_created != 0 || !counts.is_empty() {
                 let mut trip = self.removal_calls(&cleanup)?;
                 if not_created != 0 {
                     trip.push(self.counter_call(-not_created));
                 }
+                trip.extend(counts);
                 trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
             } else {
@@ -486,8 +504,13 @@ impl RedisIndex {
                 let record = self.to_record(stored)?;
                 let live = self.engine.is_live(&record, self.engine.now_ms());
                 self.redis.replicate().await?;
+                let mut df = DfDelta::default();
+                if self.engine.boilerplate_on() {
+                    df.add(record.shingles(), -1);
+                }
                 let mut trip = self.removal_calls(&[(iid(id), old)])?;
                 trip.push(self.counter_call(-1));
+                trip.extend(self.df_calls(&df));
                 trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
                 Ok(live)

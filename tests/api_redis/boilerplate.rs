@@ -1,0 +1,939 @@
+//! Document frequency, templates and content scores on the redis backend
+//! (issue 44; docs/redis-layout.md, "Document frequency and templates"),
+//! driven through the backend's own calls: two nodes (an engine and a
+//! connection each) over the shared Redis Cluster, writes on one and reads
+//! on the other. Every answer is checked against the test's own brute
+//! force: document frequencies counted from the texts it stored, the
+//! boilerplate set, content Jaccard and containment computed here.
+
+use crate::helpers::shared_cluster;
+use neardup::backend::redis::{Redis, RedisIndex};
+use neardup::config::RedisSettings;
+use neardup::engine::{
+    BoilerplateParams, By, DocId, Engine, EngineError, EngineParams, ManualClock, Measure, NewDoc,
+    Query, Score, Template, Threshold, UniqueOutcome, WriteMode,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Node {
+    engine: Arc<Engine>,
+    index: RedisIndex,
+}
+
+fn rule() -> BoilerplateParams {
+    BoilerplateParams {
+        enabled: true,
+        share: 0.2,
+        min_docs: 3,
+        min_collection_docs: 10,
+    }
+}
+
+fn params(counting: bool) -> EngineParams {
+    let mut p = EngineParams::default();
+    p.index.passage_index = true;
+    p.index.boilerplate = BoilerplateParams {
+        enabled: counting,
+        ..rule()
+    };
+    p
+}
+
+fn fresh_prefix() -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "boilerplate-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn node(prefix: &str, p: EngineParams, clock: &Arc<ManualClock>) -> Node {
+    let clock: Arc<dyn neardup::engine::Clock> = Arc::clone(clock) as _;
+    let engine = Arc::new(Engine::with_clock(p.validate().unwrap(), clock));
+    let redis = Arc::new(Redis::new(RedisSettings {
+        nodes: shared_cluster().urls(),
+        key_prefix: prefix.to_owned(),
+        expected_documents: 2_000,
+        watch_interval_ms: 100,
+        command_timeout_ms: 2_000,
+        ..Default::default()
+    }));
+    let index = RedisIndex::open(Arc::clone(&engine), redis, "default")
+        .await
+        .unwrap();
+    Node { engine, index }
+}
+
+async fn two_nodes(p: EngineParams) -> (Node, Node, Arc<ManualClock>) {
+    let prefix = fresh_prefix();
+    let clock = Arc::new(ManualClock::default());
+    let a = node(&prefix, p.clone(), &clock).await;
+    let b = node(&prefix, p, &clock).await;
+    (a, b, clock)
+}
+
+/// `n` words drawn from a vocabulary of 5,000 (seeded).
+fn words(seed: u64, n: usize) -> Vec<String> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| format!("w{}", rng.gen_range(0..5_000u32)))
+        .collect()
+}
+
+fn text(seed: u64, n: usize) -> String {
+    words(seed, n).join(" ")
+}
+
+fn new_doc(engine: &Engine, id: &str, text: &str) -> NewDoc {
+    NewDoc {
+        id: DocId::parse(id).unwrap(),
+        doc: engine.prepare(text).unwrap(),
+        metadata: None,
+        expires_ms: None,
+        text: None,
+        created_ms: None,
+    }
+}
+
+fn shingles(engine: &Engine, text: &str) -> Vec<u32> {
+    engine.prepare(text).unwrap().shingles().to_vec()
+}
+
+fn threshold(t: f64, measure: Measure, score: Score) -> Threshold {
+    Engine::new(EngineParams::default().validate().unwrap())
+        .threshold_for(measure, score, Some(t))
+        .unwrap()
+}
+
+fn content_query(t: f64, measure: Measure) -> Query {
+    Query::new(threshold(t, measure, Score::Content), 1_000)
+        .measure(measure)
+        .score(Score::Content)
+}
+
+/// What the test stored: id → shingles (expired documents stay until purged).
+#[derive(Default)]
+struct Model(BTreeMap<String, Vec<u32>>);
+
+impl Model {
+    fn df(&self) -> HashMap<u32, u32> {
+        let mut df = HashMap::new();
+        for s in self.0.values() {
+            for &x in s {
+                *df.entry(x).or_insert(0) += 1;
+            }
+        }
+        df
+    }
+
+    /// The boilerplate set by the rule (and the templates' shingles).
+    fn boilerplate(&self, templates: &HashSet<u32>) -> HashSet<u32> {
+        let n = self.0.len();
+        let df = self.df();
+        let r = rule();
+        let mut out: HashSet<u32> = templates.clone();
+        if n >= r.min_collection_docs {
+            let at = ((r.share * n as f64) - 1e-9).ceil().max(r.min_docs as f64) as u32;
+            out.extend(df.iter().filter(|(_, &c)| c >= at).map(|(&x, _)| x));
+        }
+        out
+    }
+}
+
+/// (content Jaccard, |Qc ∩ Dc| / |Qc|, |Qc ∩ Dc| / |Dc|) computed here.
+fn content_scores(q: &[u32], d: &[u32], bp: &HashSet<u32>) -> (f64, f64, f64) {
+    let qc: BTreeSet<u32> = q.iter().copied().filter(|x| !bp.contains(x)).collect();
+    let dc: BTreeSet<u32> = d.iter().copied().filter(|x| !bp.contains(x)).collect();
+    let shared = qc.intersection(&dc).count();
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    (
+        ratio(shared, qc.len() + dc.len() - shared),
+        ratio(shared, qc.len()),
+        ratio(shared, dc.len()),
+    )
+}
+
+/// Store `t` under `id` in the model, its shingles among those `seen`.
+fn remember(model: &mut Model, seen: &mut BTreeSet<u32>, engine: &Engine, id: &str, t: &str) {
+    let s = shingles(engine, t);
+    seen.extend(s.iter().copied());
+    model.0.insert(id.to_owned(), s);
+}
+
+/// Every shingle the model ever held or `extra` names, sorted.
+fn universe(seen: &BTreeSet<u32>) -> Vec<u32> {
+    seen.iter().copied().collect()
+}
+
+/// The frequencies in Redis (read on `node`) equal the model's, for every
+/// shingle ever stored; N too; and `common_shingles` lists exactly the
+/// counts at or above 2, with the distinct total.
+async fn assert_exact(node: &Node, model: &Model, seen: &BTreeSet<u32>, when: &str) {
+    let all = universe(seen);
+    let (counts, n) = node.index.doc_frequencies(&all).await.unwrap();
+    let df = model.df();
+    let mut wrong = Vec::new();
+    for (x, c) in all.iter().zip(&counts) {
+        let want = df.get(x).copied().unwrap_or(0);
+        if *c != want {
+            wrong.push((*x, *c, want));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{when}: {} of {} counts differ (shingle, redis, brute force): {:?}",
+        wrong.len(),
+        all.len(),
+        &wrong[..wrong.len().min(10)]
+    );
+    assert_eq!(n, model.0.len(), "{when}: N");
+    let (common, distinct) = node.index.common_shingles(2, usize::MAX).await.unwrap();
+    assert_eq!(distinct, df.len(), "{when}: distinct shingles");
+    let mut want: Vec<(u32, u32)> = df
+        .iter()
+        .filter(|(_, &c)| c >= 2)
+        .map(|(&x, &c)| (x, c))
+        .collect();
+    want.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    assert_eq!(common, want, "{when}: common shingles");
+}
+
+async fn layout(node: &Node) -> String {
+    let mut get = redis::cmd("GET");
+    get.arg(node.index.keys().meta());
+    let v: Option<String> = node.index.redis().one("test", get).await.unwrap();
+    v.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn document_frequency_is_exact_through_writes_replaces_deletes_expiry_and_recounts() {
+    let (a, b, clock) = two_nodes(params(true)).await;
+    assert!(layout(&a).await.contains("df=1"), "{}", layout(&a).await);
+    let mut model = Model::default();
+    let mut seen = BTreeSet::new();
+    let footer = words(7, 40);
+    let body = |seed: u64| [words(seed, 60), footer.clone()].concat().join(" ");
+
+    // A batch on a (a repeated id: written in a later wave).
+    let mut batch = Vec::new();
+    for i in 0..20u64 {
+        batch.push(new_doc(&a.engine, &format!("d{i}"), &body(100 + i)));
+        remember(
+            &mut model,
+            &mut seen,
+            &a.engine,
+            &format!("d{i}"),
+            &body(100 + i),
+        );
+    }
+    batch.push(new_doc(&a.engine, "d3", &body(999)));
+    remember(&mut model, &mut seen, &a.engine, "d3", &body(999));
+    for r in a.index.insert_many(batch, WriteMode::Upsert).await.unwrap() {
+        r.unwrap();
+    }
+    assert_exact(&b, &model, &seen, "after a batch").await;
+
+    // Single writes, replaces on the other node, a refused create.
+    for i in 20..26u64 {
+        let t = body(100 + i);
+        a.index
+            .insert(new_doc(&a.engine, &format!("d{i}"), &t), WriteMode::Create)
+            .await
+            .unwrap();
+        remember(&mut model, &mut seen, &a.engine, &format!("d{i}"), &t);
+    }
+    for i in [1u64, 5, 21] {
+        let t = body(500 + i);
+        b.index
+            .insert(new_doc(&b.engine, &format!("d{i}"), &t), WriteMode::Upsert)
+            .await
+            .unwrap();
+        remember(&mut model, &mut seen, &b.engine, &format!("d{i}"), &t);
+    }
+    let refused = b
+        .index
+        .insert(new_doc(&b.engine, "d2", &body(4_242)), WriteMode::Create)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            neardup::backend::BackendError::Engine(EngineError::AlreadyExists(_))
+        ),
+        "{refused:?}"
+    );
+    seen.extend(shingles(&b.engine, &body(4_242)));
+    // The same text written again: replaced, counted once.
+    b.index
+        .insert(new_doc(&b.engine, "d4", &body(104)), WriteMode::Upsert)
+        .await
+        .unwrap();
+    assert_exact(&a, &model, &seen, "after replaces and a refused create").await;
+
+    // Deletes (one of an id that is not there).
+    for id in ["d0", "d7", "d21"] {
+        assert!(a.index.remove(id).await.unwrap());
+        model.0.remove(id);
+    }
+    assert!(!b.index.remove("d0").await.unwrap());
+    assert_exact(&b, &model, &seen, "after deletes").await;
+
+    // if_unique: a refused duplicate counts nothing, a stored one counts.
+    let dup = b
+        .index
+        .insert_if_unique(
+            new_doc(&b.engine, "u1", &body(110)),
+            Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 10),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(dup, UniqueOutcome::Duplicate(_)), "{dup:?}");
+    let fresh = text(31_337, 80);
+    let stored = b
+        .index
+        .insert_if_unique(
+            new_doc(&b.engine, "u2", &fresh),
+            Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 10),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(stored, UniqueOutcome::Inserted(_)));
+    remember(&mut model, &mut seen, &b.engine, "u2", &fresh);
+    assert_exact(&a, &model, &seen, "after if_unique writes").await;
+
+    // Expiry: counted until purged; one replaced while expired (created
+    // over an expired record), the others purged by the sweep.
+    for i in 0..3u64 {
+        let t = text(800 + i, 70);
+        let mut d = new_doc(&a.engine, &format!("e{i}"), &t);
+        d.expires_ms = Some(a.engine.now_ms() + 60_000);
+        a.index.insert(d, WriteMode::Create).await.unwrap();
+        remember(&mut model, &mut seen, &a.engine, &format!("e{i}"), &t);
+    }
+    clock.advance(Duration::from_secs(120));
+    assert_exact(&b, &model, &seen, "expired, not yet purged").await;
+    let again = text(900, 70);
+    b.index
+        .insert(new_doc(&b.engine, "e2", &again), WriteMode::Create)
+        .await
+        .unwrap();
+    remember(&mut model, &mut seen, &b.engine, "e2", &again);
+    assert_eq!(b.index.purge_expired().await.unwrap(), 2);
+    model.0.remove("e0");
+    model.0.remove("e1");
+    assert_exact(&a, &model, &seen, "after the sweep").await;
+
+    // Drift (a node killed between a commit and its counting trip, here
+    // made by hand), repaired by switching off and on: a recount.
+    let some = model.0["d9"][0];
+    let mut incr = redis::cmd("HINCRBY");
+    incr.arg(a.index.keys().df_key(a.index.keys().df_group_of(some)))
+        .arg(some.to_le_bytes().as_slice())
+        .arg(5);
+    let _: i64 = a.index.redis().one("test", incr).await.unwrap();
+    a.index.set_boilerplate(false).await.unwrap();
+    assert!(layout(&a).await.contains("df=0"));
+    let (counts, n) = b.index.doc_frequencies(&universe(&seen)).await.unwrap();
+    assert!(counts.iter().all(|&c| c == 0) && n == 0);
+    a.index.set_boilerplate(true).await.unwrap();
+    assert!(layout(&a).await.contains("df=1"));
+    assert_exact(&b, &model, &seen, "after a recount").await;
+    // The repeat a settle delay later (for nodes that learn late) recounts
+    // again: still exact.
+    tokio::time::sleep(Duration::from_millis(2_600)).await;
+    assert_exact(&b, &model, &seen, "after the repeated recount").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_opens_a_collection_written_without_counts_recounts_it() {
+    let prefix = fresh_prefix();
+    let clock = Arc::new(ManualClock::default());
+    let off = node(&prefix, params(false), &clock).await;
+    let mut model = Model::default();
+    let mut seen = BTreeSet::new();
+    for i in 0..15u64 {
+        let t = text(2_000 + i, 50);
+        off.index
+            .insert(
+                new_doc(&off.engine, &format!("x{i}"), &t),
+                WriteMode::Create,
+            )
+            .await
+            .unwrap();
+        let s = shingles(&off.engine, &t);
+        seen.extend(s.iter().copied());
+        model.0.insert(format!("x{i}"), s);
+    }
+    assert!(layout(&off).await.contains("df=0"));
+    let on = node(&prefix, params(true), &clock).await;
+    assert!(layout(&on).await.contains("df=1"));
+    assert_exact(&on, &model, &seen, "counted at open").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn templates_are_durable_and_reach_the_other_node() {
+    let (a, b, _clock) = two_nodes(params(true)).await;
+    assert!(b.index.templates().await.unwrap().is_empty());
+    assert!(!b.index.templates_changed().await.unwrap());
+    let t = |id: &str, text: &str| Template {
+        id: id.to_owned(),
+        text: text.to_owned(),
+        created_ms: 1_000,
+    };
+    assert!(a
+        .index
+        .put_template(t("footer", "read more at our site"))
+        .await
+        .unwrap());
+    assert!(a
+        .index
+        .put_template(t("alpha", "a legal notice of some length"))
+        .await
+        .unwrap());
+    assert!(!a
+        .index
+        .put_template(t("footer", "read more on our website"))
+        .await
+        .unwrap());
+    assert!(b.index.templates_changed().await.unwrap());
+    assert!(b.index.refresh_templates_if_changed().await.unwrap());
+    assert!(!b.index.templates_changed().await.unwrap());
+    let listed = b.index.templates().await.unwrap();
+    assert_eq!(
+        listed.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["alpha", "footer"]
+    );
+    assert_eq!(listed[1].text, "read more on our website");
+    // Applied to b's engine: the template's shingles.
+    let want: HashSet<u32> = ["a legal notice of some length", "read more on our website"]
+        .iter()
+        .flat_map(|s| shingles(&b.engine, s))
+        .collect();
+    assert_eq!(*b.engine.templates(), want);
+    assert!(a.index.delete_template("alpha").await.unwrap());
+    assert!(!a.index.delete_template("alpha").await.unwrap());
+    // A frequency read notices the move and reads them again by itself.
+    b.index.doc_frequencies(&[1, 2, 3]).await.unwrap();
+    let want: HashSet<u32> = shingles(&b.engine, "read more on our website")
+        .into_iter()
+        .collect();
+    assert_eq!(*b.engine.templates(), want);
+    // A third node (a restart) reads them from Redis.
+    let prefix = a.index.keys().base().split(':').next().unwrap().to_owned();
+    let c = node(&prefix, params(true), &Arc::new(ManualClock::default())).await;
+    assert_eq!(c.index.templates().await.unwrap().len(), 1);
+}
+
+/// A corpus of sites: each post is a body of its own and its site's
+/// footer; reprints carry another site's footer; excerpts quote a body.
+fn corpus() -> Vec<(String, String)> {
+    let footers: Vec<Vec<String>> = (0..3).map(|s| words(40 + s, 45)).collect();
+    let mut out = Vec::new();
+    let mut bodies = Vec::new();
+    for i in 0..36u64 {
+        let site = (i % 3) as usize;
+        let body = words(1_000 + i, 25 + (i as usize * 7) % 40);
+        out.push((
+            format!("post-{i}"),
+            [body.clone(), footers[site].clone()].concat().join(" "),
+        ));
+        bodies.push(body);
+    }
+    for i in [2usize, 9, 17] {
+        let other = (i + 1) % 3;
+        out.push((
+            format!("reprint-{i}"),
+            [bodies[i].clone(), footers[other].clone()]
+                .concat()
+                .join(" "),
+        ));
+    }
+    // A near copy (a few words changed) under the same footer.
+    let mut near = bodies[20].clone();
+    near[3] = "changed".into();
+    out.push((
+        "near-20".into(),
+        [near, footers[20 % 3].clone()].concat().join(" "),
+    ));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_scores_queries_if_unique_and_pair_scans_equal_brute_force() {
+    let (a, b, _clock) = two_nodes(params(true)).await;
+    let docs = corpus();
+    let mut model = Model::default();
+    let batch = docs
+        .iter()
+        .map(|(id, t)| new_doc(&a.engine, id, t))
+        .collect();
+    for r in a.index.insert_many(batch, WriteMode::Create).await.unwrap() {
+        r.unwrap();
+    }
+    for (id, t) in &docs {
+        model.0.insert(id.clone(), shingles(&a.engine, t));
+    }
+    // A template registered on a: the first 12 words of post-0's body
+    // (held by one document: boilerplate only as a template).
+    let signature = docs[0].1.split(' ').take(12).collect::<Vec<_>>().join(" ");
+    a.index
+        .put_template(Template {
+            id: "sig".into(),
+            text: signature.clone(),
+            created_ms: 0,
+        })
+        .await
+        .unwrap();
+    let templates: HashSet<u32> = shingles(&a.engine, &signature).into_iter().collect();
+    let bp = model.boilerplate(&templates);
+    assert!(!bp.is_empty());
+    // The footers are boilerplate (12 documents each of 40 ≥ 0.2 · 40).
+    let footer0 = shingles(&a.engine, &words(40, 45).join(" "));
+    assert!(footer0.iter().all(|x| bp.contains(x)));
+
+    let t = 0.5;
+    let mut found = 0;
+    for measure in [
+        Measure::Jaccard,
+        Measure::QueryInStored,
+        Measure::Containment,
+    ] {
+        for (qid, qtext) in docs.iter().step_by(3).chain(docs.iter().rev().take(4)) {
+            let qs = shingles(&b.engine, qtext);
+            let mut want: BTreeMap<String, f64> = BTreeMap::new();
+            for (id, ds) in &model.0 {
+                if id == qid {
+                    continue;
+                }
+                let (j, qin, din) = content_scores(&qs, ds, &bp);
+                let v = match measure {
+                    Measure::Jaccard => j,
+                    Measure::QueryInStored => qin,
+                    Measure::StoredInQuery => din,
+                    Measure::Containment => qin.max(din),
+                };
+                if v >= t {
+                    want.insert(id.clone(), j);
+                }
+            }
+            let doc = b.engine.prepare(qtext).unwrap();
+            let out = b
+                .index
+                .similar_to(&doc, Some(qid), &content_query(t, measure))
+                .await
+                .unwrap();
+            let got: BTreeMap<String, f64> = out
+                .matches
+                .iter()
+                .map(|m| (m.id.as_str().to_owned(), m.content.unwrap().jaccard))
+                .collect();
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                want.keys().collect::<Vec<_>>(),
+                "{measure:?} from {qid}"
+            );
+            for (id, j) in &want {
+                assert!((got[id] - j).abs() < 1e-12, "{id}: {} vs {j}", got[id]);
+            }
+            found += want.len();
+            // By id: the same answer.
+            let by_id = b
+                .index
+                .similar_to_id(qid, &content_query(t, measure))
+                .await
+                .unwrap();
+            assert_eq!(
+                by_id
+                    .matches
+                    .iter()
+                    .map(|m| m.id.as_str())
+                    .collect::<BTreeSet<_>>(),
+                got.keys().map(String::as_str).collect::<BTreeSet<_>>(),
+                "{measure:?} by id {qid}"
+            );
+        }
+    }
+    // The queries met reprints and near copies (not only empty answers).
+    assert!(found >= 10, "{found}");
+    // Raw queries carry the content scores too (a collection that counts).
+    let post9 = &docs.iter().find(|(id, _)| id == "post-9").unwrap().1;
+    let doc = b.engine.prepare(post9).unwrap();
+    let raw = b
+        .index
+        .similar_to(
+            &doc,
+            None,
+            &Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 100),
+        )
+        .await
+        .unwrap();
+    assert!(raw.matches.iter().any(|m| m.id.as_str() == "post-9"));
+    for m in &raw.matches {
+        let c = m.content.expect("content scores attached");
+        let (j, _, _) = content_scores(doc.shingles(), &model.0[m.id.as_str()], &bp);
+        assert!((c.jaccard - j).abs() < 1e-12);
+    }
+    // A reprint is found on the content score (raw Jaccard far lower).
+    let reprint = &docs.iter().find(|(id, _)| id == "reprint-9").unwrap().1;
+    let doc = b.engine.prepare(reprint).unwrap();
+    let out = b
+        .index
+        .similar_to(
+            &doc,
+            Some("reprint-9"),
+            &content_query(0.7, Measure::Jaccard),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.matches
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect::<Vec<_>>(),
+        ["post-9"]
+    );
+    assert!(out.matches[0].jaccard < 0.7, "{:?}", out.matches[0]);
+
+    // if_unique on content scores: a reprint under a third footer is
+    // refused (naming its source); a new post under a footer is stored.
+    let footers: Vec<Vec<String>> = (0..3).map(|s| words(40 + s, 45)).collect();
+    let body17 = words(1_017, 25 + (17 * 7) % 40);
+    let third = [body17, footers[0].clone()].concat().join(" ");
+    match b
+        .index
+        .insert_if_unique(
+            new_doc(&b.engine, "u-17", &third),
+            content_query(0.7, Measure::Jaccard),
+        )
+        .await
+        .unwrap()
+    {
+        UniqueOutcome::Duplicate(out) => {
+            let ids: BTreeSet<&str> = out.matches.iter().map(|m| m.id.as_str()).collect();
+            assert!(ids.contains("post-17"), "{ids:?}");
+        }
+        UniqueOutcome::Inserted(_) => panic!("a reprint was stored on content scores"),
+    }
+    let new_post = [words(77, 40), footers[1].clone()].concat().join(" ");
+    assert!(matches!(
+        b.index
+            .insert_if_unique(
+                new_doc(&b.engine, "u-new", &new_post),
+                content_query(0.5, Measure::Jaccard)
+            )
+            .await
+            .unwrap(),
+        UniqueOutcome::Inserted(_)
+    ));
+    model
+        .0
+        .insert("u-new".into(), shingles(&b.engine, &new_post));
+    let bp = model.boilerplate(&templates);
+
+    // Pair scans on content scores: Jaccard, and either way containment.
+    for (measure, pick) in [(Measure::Jaccard, 0usize), (Measure::Containment, 1)] {
+        let mut want: BTreeSet<(String, String)> = BTreeSet::new();
+        let ids: Vec<&String> = model.0.keys().collect();
+        for (i, x) in ids.iter().enumerate() {
+            for y in &ids[i + 1..] {
+                let (j, xin, yin) = content_scores(&model.0[*x], &model.0[*y], &bp);
+                let v = if pick == 0 { j } else { xin.max(yin) };
+                if v >= t {
+                    want.insert(((*x).clone(), (*y).clone()));
+                }
+            }
+        }
+        assert!(!want.is_empty());
+        let (edges, stats) = b
+            .index
+            .scan_edges(
+                threshold(t, measure, Score::Content),
+                By::new(measure, Score::Content),
+            )
+            .await
+            .unwrap();
+        let got: BTreeSet<(String, String)> = edges
+            .iter()
+            .map(|e| (e.a.id().as_str().to_owned(), e.b.id().as_str().to_owned()))
+            .collect();
+        assert_eq!(got, want, "{measure:?} pairs on content scores");
+        assert_eq!(stats.documents, model.0.len());
+        for e in &edges {
+            let c = e.content.expect("content scores on the edge");
+            let (j, ain, bin) = content_scores(
+                &model.0[e.a.id().as_str()],
+                &model.0[e.b.id().as_str()],
+                &bp,
+            );
+            assert!((c.jaccard - j).abs() < 1e-12);
+            assert!((c.query_in_stored - ain).abs() < 1e-12);
+            assert!((c.stored_in_query - bin).abs() < 1e-12);
+        }
+    }
+    // Raw scans are unchanged.
+    let (raw, _) = b
+        .index
+        .scan_edges(
+            threshold(0.8, Measure::Jaccard, Score::Raw),
+            Measure::Jaccard,
+        )
+        .await
+        .unwrap();
+    assert!(
+        raw.iter()
+            .any(|e| e.a.id().as_str() == "near-20" && e.b.id().as_str() == "post-20"),
+        "{}",
+        raw.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn content_queries_need_the_counts_on() {
+    let (a, _b, _clock) = two_nodes(params(false)).await;
+    a.index
+        .insert(new_doc(&a.engine, "x", &text(1, 50)), WriteMode::Create)
+        .await
+        .unwrap();
+    let doc = a.engine.prepare(&text(1, 50)).unwrap();
+    let err = a
+        .index
+        .similar_to(&doc, None, &content_query(0.5, Measure::Jaccard))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            neardup::backend::BackendError::Engine(EngineError::BoilerplateOff)
+        ),
+        "{err:?}"
+    );
+}
+
+/// Round trips of this node's connection while `f` runs (a write's
+/// background trip included: it is waited for).
+async fn trips<F: std::future::Future<Output = ()>>(node: &Node, f: F) -> u64 {
+    let before = node
+        .index
+        .redis()
+        .counters
+        .round_trips
+        .load(Ordering::Relaxed);
+    f.await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    node.index
+        .redis()
+        .counters
+        .round_trips
+        .load(Ordering::Relaxed)
+        - before
+}
+
+/// The round trips counting costs a write, and those of content queries
+/// (docs/redis-layout.md, "Document frequency and templates").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn round_trips_of_counting_and_of_content_queries() {
+    let (on, _, _) = two_nodes(params(true)).await;
+    let (off, _, _) = two_nodes(params(false)).await;
+    let footer = words(3, 40);
+    let post = |seed: u64| [words(seed, 50), footer.clone()].concat().join(" ");
+    for node in [&on, &off] {
+        let batch = (0..20u64)
+            .map(|i| new_doc(&node.engine, &format!("p{i}"), &post(10 + i)))
+            .collect();
+        node.index
+            .insert_many(batch, WriteMode::Create)
+            .await
+            .unwrap();
+        node.index.templates().await.unwrap();
+    }
+    let create = |node: &'static Node, id: &'static str, seed: u64| async move {
+        node.index
+            .insert(new_doc(&node.engine, id, &post(seed)), WriteMode::Upsert)
+            .await
+            .unwrap();
+    };
+    // Leak the nodes for the 'static closures of this test.
+    let on: &'static Node = Box::leak(Box::new(on));
+    let off: &'static Node = Box::leak(Box::new(off));
+    // A create: appends, commit, then the counting with the write counter
+    // (awaited) where the uncounted write moves the write counter in the
+    // background: 3 trips either way, 1 more awaited.
+    assert_eq!(trips(on, create(on, "new", 99)).await, 3);
+    assert_eq!(trips(off, create(off, "new", 99)).await, 3);
+    // A replace: the counting goes in the cleanup trip: 3 either way.
+    assert_eq!(trips(on, create(on, "new", 98)).await, 3);
+    assert_eq!(trips(off, create(off, "new", 98)).await, 3);
+    // A delete: 2 either way.
+    assert_eq!(
+        trips(on, async { assert!(on.index.remove("p0").await.unwrap()) }).await,
+        2
+    );
+    assert_eq!(
+        trips(off, async {
+            assert!(off.index.remove("p0").await.unwrap())
+        })
+        .await,
+        2
+    );
+
+    // p1's body without its footer (boilerplate): content Jaccard ~0.9.
+    let reprint = words(11, 50).join(" ");
+    let doc = on.engine.prepare(&reprint).unwrap();
+    let raw_jaccard = Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 10);
+    let raw_containment = Query::new(threshold(0.5, Measure::QueryInStored, Score::Raw), 10)
+        .measure(Measure::QueryInStored);
+    let content = content_query(0.8, Measure::Jaccard);
+    let mut found = None;
+    let t_content = trips(on, async {
+        found = Some(on.index.similar_to(&doc, None, &content).await.unwrap());
+    })
+    .await;
+    let found = found.unwrap();
+    assert_eq!(
+        found
+            .matches
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect::<Vec<_>>(),
+        ["p1"]
+    );
+    // The query's frequencies, the postings of its content fingerprints,
+    // the candidates' records, the candidates' frequencies.
+    assert_eq!(t_content, 4);
+    let t_raw_off = trips(off, async {
+        off.index
+            .similar_to(&doc, None, &raw_jaccard)
+            .await
+            .unwrap();
+    })
+    .await;
+    assert_eq!(t_raw_off, 2);
+    let t_contained_off = trips(off, async {
+        off.index
+            .similar_to(&doc, None, &raw_containment)
+            .await
+            .unwrap();
+    })
+    .await;
+    assert_eq!(t_contained_off, 2);
+    // On raw scores with counts on: one more trip when there are matches
+    // (their content scores).
+    let own = on.engine.prepare(&post(12)).unwrap();
+    let t_raw_on = trips(on, async {
+        let out = on.index.similar_to(&own, None, &raw_jaccard).await.unwrap();
+        assert!(out.matches[0].content.is_some());
+    })
+    .await;
+    assert_eq!(t_raw_on, 3);
+}
+
+/// What counting costs, measured (run by hand: `cargo test --test
+/// api_redis cost_of_counting -- --ignored --nocapture`): ingest time of
+/// the same batches with counts on and off, and Redis memory per
+/// distinct shingle of the frequency hashes (`MEMORY USAGE`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn cost_of_counting_measured() {
+    let footers: Vec<Vec<String>> = (0..5).map(|s| words(60 + s, 50)).collect();
+    let texts: Vec<String> = (0..2_000u64)
+        .map(|i| {
+            [words(5_000 + i, 250), footers[(i % 5) as usize].clone()]
+                .concat()
+                .join(" ")
+        })
+        .collect();
+    let mut times = Vec::new();
+    for round in 0..2 {
+        for counting in [false, true] {
+            let (a, _, _) = two_nodes(params(counting)).await;
+            let started = std::time::Instant::now();
+            for (chunk_no, chunk) in texts.chunks(250).enumerate() {
+                let batch = chunk
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| new_doc(&a.engine, &format!("d{chunk_no}-{i}"), t))
+                    .collect();
+                a.index.insert_many(batch, WriteMode::Create).await.unwrap();
+            }
+            let took = started.elapsed();
+            times.push((round, counting, took));
+            if !counting && round == 1 {
+                let raw_q = Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 10);
+                let mut ms = Vec::new();
+                for t in texts.iter().take(200) {
+                    let d = a.engine.prepare(t).unwrap();
+                    let started = std::time::Instant::now();
+                    let out = a.index.similar_to(&d, None, &raw_q).await.unwrap();
+                    ms.push(started.elapsed().as_secs_f64() * 1e3);
+                    assert_eq!(out.matches.len(), 1);
+                }
+                ms.sort_by(f64::total_cmp);
+                println!(
+                    "query median, counts off: raw jaccard {:.2} ms",
+                    ms[ms.len() / 2]
+                );
+            }
+            if counting && round == 1 {
+                let (_, distinct) = a.index.common_shingles(u32::MAX, 0).await.unwrap();
+                let mut bytes = 0u64;
+                let keys: Vec<String> = a.index.keys().df_keys().collect();
+                for k in &keys {
+                    let mut usage = redis::cmd("MEMORY");
+                    usage.arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+                    let v: Option<u64> = a.index.redis().one("test", usage).await.unwrap();
+                    bytes += v.unwrap_or(0);
+                }
+                let mut enc = redis::cmd("OBJECT");
+                enc.arg("ENCODING").arg(&keys[0]);
+                let enc: String = a.index.redis().one("test", enc).await.unwrap();
+                println!("encoding of a frequency hash: {enc}");
+                println!(
+                    "frequency hashes: {} keys, {distinct} distinct shingles, {bytes} bytes: {:.1} B a distinct shingle, {:.0} B a document",
+                    keys.len(),
+                    bytes as f64 / distinct as f64,
+                    bytes as f64 / texts.len() as f64
+                );
+                // Query latency: content Jaccard (a body without its
+                // footer) against raw Jaccard (the full text), alternating.
+                let raw_q = Query::new(threshold(0.8, Measure::Jaccard, Score::Raw), 10);
+                let content_q = content_query(0.8, Measure::Jaccard);
+                let (mut raw_ms, mut content_ms) = (Vec::new(), Vec::new());
+                for i in 0..200u64 {
+                    let body = words(5_000 + i, 250).join(" ");
+                    let full = &texts[i as usize];
+                    let d = a.engine.prepare(&body).unwrap();
+                    let started = std::time::Instant::now();
+                    let out = a.index.similar_to(&d, None, &content_q).await.unwrap();
+                    content_ms.push(started.elapsed().as_secs_f64() * 1e3);
+                    assert_eq!(out.matches.len(), 1);
+                    let d = a.engine.prepare(full).unwrap();
+                    let started = std::time::Instant::now();
+                    let out = a.index.similar_to(&d, None, &raw_q).await.unwrap();
+                    raw_ms.push(started.elapsed().as_secs_f64() * 1e3);
+                    assert_eq!(out.matches.len(), 1);
+                }
+                let median = |v: &mut Vec<f64>| {
+                    v.sort_by(f64::total_cmp);
+                    v[v.len() / 2]
+                };
+                println!(
+                    "query median: content jaccard {:.2} ms, raw jaccard (content scores attached) {:.2} ms",
+                    median(&mut content_ms),
+                    median(&mut raw_ms)
+                );
+            }
+        }
+    }
+    for (round, counting, took) in &times {
+        println!(
+            "round {round} counting {counting}: {} documents in {took:?}",
+            texts.len()
+        );
+    }
+}
