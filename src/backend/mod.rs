@@ -241,6 +241,15 @@ impl Backend {
         }
     }
 
+    /// Re-read the templates if another node changed them (the shared
+    /// catalog's watch); true if they were. Nothing to do in memory.
+    pub async fn refresh_templates_if_changed(&self) -> Result<bool, BackendError> {
+        match self {
+            Backend::Memory(_) => Ok(false),
+            Backend::Redis(r) => r.refresh_templates_if_changed().await,
+        }
+    }
+
     /// The collection's registered templates, by id. `dir` is the
     /// collection's directory (where the memory backend keeps them).
     pub async fn templates(&self, dir: &std::path::Path) -> Result<Vec<Template>, BackendError> {
@@ -507,6 +516,7 @@ impl Backend {
                     "store_text": r.stores_text(),
                     "cluster_up": r.redis().is_healthy(),
                     "passage_index": r.passage_stats(),
+                    "boilerplate": r.boilerplate_stats(),
                 })
             }
         }

@@ -186,7 +186,14 @@ impl Collections {
                 }
             }
             match self.get(name) {
-                Some(c) if c.incarnation == entry.incarnation => Self::apply(&c, entry),
+                Some(c) if c.incarnation == entry.incarnation => {
+                    Self::apply(&c, entry);
+                    if let Some(backend) = c.backend() {
+                        if let Err(e) = backend.refresh_templates_if_changed().await {
+                            tracing::warn!(collection = %c.name, error = %e, "cannot read the collection's templates; retried");
+                        }
+                    }
+                }
                 _ => match self.open_entry(parsed, entry).await {
                     Ok(c) => {
                         let c = self.adopt(c);

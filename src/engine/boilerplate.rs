@@ -554,7 +554,7 @@ pub fn content_of(classifier: &Classifier, shingles: &[u32], df: &[u32]) -> usiz
 }
 
 /// Document frequencies of sorted shingles, from wherever they are counted
-/// (this engine's [`Frequencies`], or a map a backend read for a query).
+/// (this engine's counts, or a map a backend read for a query).
 pub trait DfLookup: Sync {
     fn df_of(&self, sorted: &[u32]) -> Vec<u32>;
 }
