@@ -380,6 +380,8 @@ async fn a_node_that_opens_a_collection_written_without_counts_recounts_it() {
 async fn templates_are_durable_and_reach_the_other_node() {
     let (a, b, _clock) = two_nodes(params(true)).await;
     assert!(b.index.templates().await.unwrap().is_empty());
+    // A listing is not an application: the node applies them once.
+    b.index.refresh_templates_if_changed().await.unwrap();
     assert!(!b.index.templates_changed().await.unwrap());
     let t = |id: &str, text: &str| Template {
         id: id.to_owned(),
@@ -750,7 +752,8 @@ async fn round_trips_of_counting_and_of_content_queries() {
             .insert_many(batch, WriteMode::Create)
             .await
             .unwrap();
-        node.index.templates().await.unwrap();
+        // The templates applied (as a node's collection does at open).
+        node.index.refresh_templates_if_changed().await.unwrap();
     }
     let create = |node: &'static Node, id: &'static str, seed: u64| async move {
         node.index

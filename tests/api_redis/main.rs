@@ -48,11 +48,12 @@ mod similar;
 // texts.rs below), and the suites of the memory backend's own machinery
 // (crash, disk_full, upgrade, reindex: refused on this backend).
 
-mod boilerplate;
 mod due_index;
 mod failover;
 mod passage_index;
 mod recipe;
+#[path = "boilerplate.rs"]
+mod redis_boilerplate;
 mod reindex;
 mod texts;
 mod unique;

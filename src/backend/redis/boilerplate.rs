@@ -567,10 +567,11 @@ impl RedisIndex {
 
     /// The collection's registered templates, by id. The caller makes
     /// them its engine's (`Collection::refresh_templates`).
+    /// (A read for a listing is not an application: the version this node
+    /// has applied moves only in [`Self::apply_templates`], so the next
+    /// frequency read still applies what this one saw.)
     pub async fn templates(&self) -> Result<Vec<Template>, BackendError> {
-        let (out, version) = self.read_templates().await?;
-        self.templates_seen.store(version, Ordering::Release);
-        Ok(out)
+        Ok(self.read_templates().await?.0)
     }
 
     /// Read the templates and make them this node's engine's.
