@@ -619,3 +619,63 @@ async fn the_threshold_histogram_is_drawn_on_content_scores() {
     assert_eq!(answers[0]["histograms"][0]["pairs"], 60 * 59 / 2);
     assert_eq!(answers[1]["histograms"][0]["pairs"], 60 * 59 / 2);
 }
+
+/// A company's description of itself, at the bottom of every ad.
+const ABOUT: &str = "About us: Harbourside Analytics is an award-winning consultancy that \
+    helps public bodies and charities across the United Kingdom make better decisions with \
+    data. Founded in 2009, we employ 240 people in five offices and were named one of the \
+    “Best Small Employers” of 2025. We offer hybrid working, 28 days’ holiday, a £1,200 \
+    learning budget and an employer pension contribution of 8%. We welcome applications \
+    from everyone.";
+
+#[tokio::test]
+async fn job_ads_sharing_the_company_blurb_pair_only_when_the_role_is_the_same() {
+    let app = spawn_app_with(settings()).await;
+    let w = corpus_words();
+    let mut texts = BTreeMap::new();
+    for i in 0..60 {
+        let len = 15 + (i * 7) % 21;
+        let role = w[i * 45..i * 45 + len].join(" ");
+        texts.insert(
+            format!("ad{i:02}"),
+            format!("Location: London. {role}\n\n{ABOUT}"),
+        );
+    }
+    // Five ads copied for another office: only the place differs.
+    for i in 0..5 {
+        let copy = texts[&format!("ad{i:02}")].replacen("London", "Leeds", 1);
+        texts.insert(format!("ad{i:02}-leeds"), copy);
+    }
+    post_all(&app, &texts).await;
+    let reference = Reference::new(&texts, 0.05, 10, 50);
+    let ids: Vec<&String> = reference.sets.keys().collect();
+    let mut want = BTreeSet::new();
+    let mut raw = 0;
+    for (i, a) in ids.iter().enumerate() {
+        for b in &ids[i + 1..] {
+            let (sa, sb) = (&reference.sets[*a], &reference.sets[*b]);
+            raw += usize::from(raw_jaccard(sa, sb) >= 0.5);
+            if reference.scores(sa, sb).0 >= 0.5 {
+                want.insert(((*a).clone(), (*b).clone()));
+            }
+        }
+    }
+    assert!(raw > 1000, "the blurb pairs every ad on raw Jaccard: {raw}");
+    let expected: BTreeSet<(String, String)> = (0..5)
+        .map(|i| (format!("ad{i:02}"), format!("ad{i:02}-leeds")))
+        .collect();
+    assert_eq!(want, expected, "the test's own content scores");
+    let pairs = get_json(&app, "/duplicates/pairs?score=content&threshold=0.5").await;
+    let got: BTreeSet<(String, String)> = pairs["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["a"].as_str().unwrap().to_owned(),
+                p["b"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(got, expected, "{pairs}");
+}
