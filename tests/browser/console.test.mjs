@@ -432,6 +432,15 @@ test('tune draws the Jaccard histogram per k, the suggested thresholds and the e
   await s.page.locator('[data-testid="accuracy"] canvas').waitFor();
   assert.equal(await s.page.getByTestId('accuracy-row').count(), 20);
   assert.equal(await s.page.locator('main .error').count(), 0);
+  // The same texts on content scores: drawn, every pair still counted.
+  await s.page.getByTestId('tune-score').selectOption('content');
+  await s.page.getByTestId('tune-submit').click();
+  await s.ready('tune');
+  await s.page.locator('[data-testid="histogram"] canvas').waitFor();
+  const content = await s.page.getByTestId('advice-row').first().locator('td').allTextContents();
+  assert.equal(content[1].replace(/,/g, ''), String(texts.length * (texts.length - 1) / 2));
+  assert.equal(await s.page.locator('main .error').count(), 0);
+  await s.page.getByTestId('tune-score').selectOption('raw');
   await s.shot('tune');
   await s.close();
 });

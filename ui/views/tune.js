@@ -21,6 +21,11 @@ export default async function tune(root) {
   const sample = h('input', { type: 'number', min: '2', max: '2000', value: '300', class: 'narrow', testid: 'tune-sample' });
   const texts = h('textarea', { rows: 4, testid: 'tune-texts', placeholder: 'or paste texts, one per line (these are analysed instead of a sample)' });
   const ks = h('input', { value: '1,2,3,4', class: 'narrow', testid: 'tune-k', spellcheck: 'false' });
+  // Raw Jaccard, or content Jaccard: boilerplate (text common among the
+  // analysed texts by the collection's rule, and its templates) left out.
+  const score = h('select', { testid: 'tune-score' },
+    h('option', { value: 'raw' }, 'raw'),
+    h('option', { value: 'content' }, 'content (boilerplate left out)'));
   const histBox = h('div', { class: 'plot', testid: 'histogram' });
   const curveBox = h('div', { class: 'plot', testid: 'scurve' });
   const accBox = h('div', { class: 'plot', testid: 'accuracy' });
@@ -110,7 +115,7 @@ export default async function tune(root) {
       const base = collectionBase(ctx.collection);
       let sCurve = null;
       try {
-        const answer = await api(`${base}/analysis/histogram`, { method: 'POST', body: { ...source, k: kList, bins: 20 } });
+        const answer = await api(`${base}/analysis/histogram`, { method: 'POST', body: { ...source, k: kList, bins: 20, score: score.value } });
         sCurve = drawHistogram(answer.histograms);
       } catch (e) {
         histBox.append(errorBox(e));
@@ -136,7 +141,7 @@ export default async function tune(root) {
     // Stepped series: each bin's count holds from its lo to its hi.
     const series = histograms.map((x) => x.bins.map((b) => b.count).concat([x.bins[x.bins.length - 1].count]));
     plot(histBox, {
-      title: `Pairwise Jaccard (${histograms[0].pairs.toLocaleString('en')} pairs)`,
+      title: `Pairwise ${score.value === 'content' ? 'content ' : ''}Jaccard (${histograms[0].pairs.toLocaleString('en')} pairs)`,
       scales: { x: { time: false, range: [0, 1] }, y: { distr: 4, asinh: 1, range: (_u, _min, max) => [0, Math.max(max, 10)] } },
       axes: [{ label: 'Jaccard' }, { label: 'pairs (asinh scale)' }],
       series: [{}].concat(histograms.map((x, i) => ({
@@ -198,6 +203,7 @@ export default async function tune(root) {
     h('form', { class: 'row', onsubmit: analyse },
       h('label', {}, 'sample of stored texts ', sample),
       h('label', {}, 'k ', ks),
+      h('label', {}, 'score ', score),
       h('button', { type: 'submit', testid: 'tune-submit' }, 'Analyse')),
     texts,
     h('div', { class: 'row' },
