@@ -612,6 +612,7 @@ fn analysis(c: &mut Criterion) {
                 &[1, 2, 3, 4],
                 20,
                 (21, 6),
+                None,
                 &stop,
                 &|_, _| {},
             )
@@ -620,6 +621,95 @@ fn analysis(c: &mut Criterion) {
             h
         })
     });
+    g.finish();
+}
+
+/// Document frequency and content scores (issue 44) on 10,000 generated
+/// 120-word posts, each with one of ten 40-word footers: a content query
+/// by id against a raw one on the same engine, and one write (a replace:
+/// uncount and count) with the counts off and on.
+fn boilerplate(c: &mut Criterion) {
+    use neardup::engine::{BoilerplateParams, EngineParams, IndexParams, Measure, Score};
+    let words = |seed: u64, n: usize, vocab: u32| -> String {
+        let mut rng = StdRng::seed_from_u64(seed);
+        (0..n)
+            .map(|_| format!("w{}", rng.gen_range(0..vocab)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let engine = |on: bool| {
+        Engine::new(
+            EngineParams {
+                index: IndexParams {
+                    passage_index: true,
+                    boilerplate: BoilerplateParams {
+                        enabled: on,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+                ..Default::default()
+            }
+            .validate()
+            .unwrap(),
+        )
+    };
+    let footers: Vec<String> = (0..10).map(|f| words(1_000_000 + f, 40, 500)).collect();
+    let docs: Vec<(String, String)> = (0..10_000u64)
+        .map(|i| {
+            (
+                format!("p{i}"),
+                format!("{} {}", words(i, 120, 50_000), footers[i as usize % 10]),
+            )
+        })
+        .collect();
+    let (off, on) = (engine(false), engine(true));
+    for e in [&off, &on] {
+        for (id, text) in &docs {
+            let doc = e.prepare(text).unwrap();
+            e.insert(DocId::parse(id).unwrap(), &doc, None, WriteMode::Upsert)
+                .unwrap();
+        }
+    }
+    let mut g = c.benchmark_group("boilerplate");
+    g.throughput(Throughput::Elements(1));
+    let raw = Query::new(on.threshold(None).unwrap(), 10);
+    let content = Query::new(
+        on.threshold_for(Measure::Jaccard, Score::Content, Some(0.8))
+            .unwrap(),
+        10,
+    )
+    .score(Score::Content);
+    for (name, e, q) in [
+        ("raw_query_counts_off", &off, raw),
+        ("raw_query_counts_on", &on, raw),
+        ("content_query", &on, content),
+    ] {
+        g.bench_function(name, |b| {
+            let mut i = Cycle::new(docs.len());
+            b.iter(|| e.similar_to_id(black_box(&docs[i.next()].0), &q).unwrap())
+        });
+    }
+    let signed: Vec<_> = docs
+        .iter()
+        .take(1000)
+        .map(|(_, t)| on.prepare(t).unwrap())
+        .collect();
+    for (name, e) in [("replace_counts_off", &off), ("replace_counts_on", &on)] {
+        g.bench_function(name, |b| {
+            let mut i = Cycle::new(signed.len());
+            b.iter(|| {
+                let n = i.next();
+                e.insert(
+                    DocId::parse(&docs[n].0).unwrap(),
+                    black_box(&signed[n]),
+                    None,
+                    WriteMode::Upsert,
+                )
+                .unwrap()
+            })
+        });
+    }
     g.finish();
 }
 
@@ -634,6 +724,7 @@ criterion_group!(
     verify,
     similar_end_to_end,
     explain,
-    analysis
+    analysis,
+    boilerplate
 );
 criterion_main!(benches);

@@ -28,8 +28,7 @@
 
 use clap::Parser;
 use neardup::engine::{
-    BatchWrite, BoilerplateParams, DocId, Engine, EngineParams, IndexParams, Measure, NoJournal,
-    Prepared, Query, Score, Stamp, WriteMode,
+    BoilerplateParams, Engine, EngineParams, IndexParams, Measure, Prepared, Query, Score,
 };
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -38,7 +37,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 mod common;
-use common::median;
+use common::{load, median};
 
 #[derive(Parser)]
 struct Args {
@@ -90,26 +89,6 @@ fn engine(boilerplate: bool) -> Engine {
         .validate()
         .expect("default params"),
     )
-}
-
-fn load(engine: &Engine, docs: &[(String, Prepared)]) -> f64 {
-    let t = Instant::now();
-    engine.reserve(docs.len());
-    for chunk in docs.chunks(1000) {
-        let writes = chunk
-            .iter()
-            .map(|(id, doc)| BatchWrite {
-                id: DocId::parse(id).expect("a valid id"),
-                doc,
-                metadata: None,
-                stamp: Stamp::default(),
-            })
-            .collect();
-        for r in engine.insert_many_journaled(writes, WriteMode::Upsert, &NoJournal) {
-            r.expect("stored");
-        }
-    }
-    docs.len() as f64 / t.elapsed().as_secs_f64()
 }
 
 fn main() {

@@ -30,10 +30,7 @@
 //! Prints one JSON object.
 
 use clap::Parser;
-use neardup::engine::{
-    BatchWrite, DocId, Engine, EngineParams, IndexParams, Measure, NoJournal, Prepared, Query,
-    Score, Stamp, WriteMode,
-};
+use neardup::engine::{Engine, EngineParams, IndexParams, Measure, Prepared, Query, Score};
 use neardup::text::{NormalizeOptions, ShingleOptions, Tokenizer};
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -42,7 +39,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 mod common;
-use common::median;
+use common::{load, median};
 
 #[derive(Parser)]
 struct Args {
@@ -68,26 +65,6 @@ fn engine(passages: bool) -> Engine {
         .validate()
         .expect("default params"),
     )
-}
-
-fn load(engine: &Engine, docs: &[(String, Prepared)]) -> f64 {
-    let t = Instant::now();
-    engine.reserve(docs.len());
-    for chunk in docs.chunks(1000) {
-        let writes = chunk
-            .iter()
-            .map(|(id, doc)| BatchWrite {
-                id: DocId::parse(id).expect("a valid id"),
-                doc,
-                metadata: None,
-                stamp: Stamp::default(),
-            })
-            .collect();
-        for r in engine.insert_many_journaled(writes, WriteMode::Upsert, &NoJournal) {
-            r.expect("stored");
-        }
-    }
-    docs.len() as f64 / t.elapsed().as_secs_f64()
 }
 
 /// xorshift draws in `0..n`.

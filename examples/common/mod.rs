@@ -1,10 +1,13 @@
-//! Shared by the two query benches (`lsh_bench`, `query_bench`): their
-//! command line, the corpus they load, their random draws and medians.
+//! Shared by the query benches (`lsh_bench`, `query_bench`, `passage_bench`,
+//! `boilerplate_bench`): their command line, the corpus they load, their
+//! random draws, batch loading and medians.
 //! (A directory without a `main.rs`, so Cargo does not take it for an
 //! example of its own.)
 
 use clap::Args;
+use neardup::engine::{BatchWrite, DocId, Engine, NoJournal, Prepared, Stamp, WriteMode};
 use std::num::NonZeroUsize;
+use std::time::Instant;
 
 mod median;
 pub use median::median;
@@ -56,4 +59,26 @@ pub fn draws(stream: u64, count: usize, len: usize) -> Vec<usize> {
             (x % len as u64) as usize
         })
         .collect()
+}
+
+/// Batch inserts (1,000 a batch) of signed documents; docs/s.
+#[allow(dead_code)] // not every bench loads this way
+pub fn load(engine: &Engine, docs: &[(String, Prepared)]) -> f64 {
+    let t = Instant::now();
+    engine.reserve(docs.len());
+    for chunk in docs.chunks(1000) {
+        let writes = chunk
+            .iter()
+            .map(|(id, doc)| BatchWrite {
+                id: DocId::parse(id).expect("a valid id"),
+                doc,
+                metadata: None,
+                stamp: Stamp::default(),
+            })
+            .collect();
+        for r in engine.insert_many_journaled(writes, WriteMode::Upsert, &NoJournal) {
+            r.expect("stored");
+        }
+    }
+    docs.len() as f64 / t.elapsed().as_secs_f64()
 }

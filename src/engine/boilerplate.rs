@@ -211,6 +211,13 @@ use super::counts::{CountTable, SHARD_BITS};
 #[repr(align(64))]
 struct Shard(RwLock<CountTable>);
 
+/// A sorted slice cut into its runs of one shard: (shard, run).
+fn shard_runs(sorted: &[u32]) -> impl Iterator<Item = (usize, &[u32])> {
+    sorted
+        .chunk_by(|a, b| Frequencies::shard(*a) == Frequencies::shard(*b))
+        .map(|run| (Frequencies::shard(run[0]), run))
+}
+
 /// Exact document frequency of every distinct shingle (see the module docs).
 pub(crate) struct Frequencies {
     shards: Box<[Shard]>,
@@ -264,28 +271,7 @@ impl Frequencies {
         let _gate = self.gate.read().expect("df gate");
         let out = step();
         if self.is_on() && !records.is_empty() {
-            let mut by_shard: Vec<Vec<u32>> = vec![Vec::new(); self.shards.len()];
-            for r in records {
-                for &x in r.shingles() {
-                    by_shard[Self::shard(x)].push(x);
-                }
-            }
-            use rayon::prelude::*;
-            by_shard.par_iter_mut().enumerate().for_each(|(s, xs)| {
-                if xs.is_empty() {
-                    return;
-                }
-                xs.sort_unstable();
-                let mut map = self.shards[s].0.write().expect("df shard");
-                map.reserve(xs.len() / 2);
-                let runs: Vec<&[u32]> = xs.chunk_by(|a, b| a == b).collect();
-                for (i, run) in runs.iter().enumerate() {
-                    if let Some(ahead) = runs.get(i + 8) {
-                        map.prefetch(ahead[0]);
-                    }
-                    map.add(run[0], run.len() as u32);
-                }
-            });
+            self.count_all(records.iter().map(|r| r.shingles()));
             self.docs.fetch_add(records.len(), Ordering::Relaxed);
         }
         out
@@ -310,15 +296,7 @@ impl Frequencies {
     /// Count (`by` = 1) or uncount (−1) one document's sorted, distinct
     /// shingles: runs of one shard under one lock.
     fn add(&self, shingles: &[u32], by: i32) {
-        let mut rest = shingles;
-        while let Some(&first) = rest.first() {
-            let s = Self::shard(first);
-            let n = rest
-                .iter()
-                .position(|&x| Self::shard(x) != s)
-                .unwrap_or(rest.len());
-            let (run, tail) = rest.split_at(n);
-            rest = tail;
+        for (s, run) in shard_runs(shingles) {
             let mut map = self.shards[s].0.write().expect("df shard");
             if by > 0 {
                 map.add_each(run);
@@ -351,40 +329,43 @@ impl Frequencies {
         self.docs.store(0, Ordering::Relaxed);
         if on {
             let records = all();
-            use rayon::prelude::*;
-            // Every shingle of every record, grouped by shard, then each
-            // shard's sorted run counted on the pool.
-            let mut by_shard: Vec<Vec<u32>> = vec![Vec::new(); self.shards.len()];
-            for r in &records {
-                for &x in r.shingles() {
-                    by_shard[Self::shard(x)].push(x);
-                }
-            }
-            by_shard.par_iter_mut().enumerate().for_each(|(s, xs)| {
-                xs.sort_unstable();
-                let mut map = self.shards[s].0.write().expect("df shard");
-                map.reserve(xs.len() / 4);
-                for run in xs.chunk_by(|a, b| a == b) {
-                    map.add(run[0], run.len() as u32);
-                }
-            });
+            self.count_all(records.iter().map(|r| r.shingles()));
             self.docs.store(records.len(), Ordering::Relaxed);
         }
+    }
+
+    /// Count the shingles of many documents: grouped by shard, each
+    /// shard's values sorted and counted on the rayon pool (one lock a
+    /// shard, the table visited in order, prefetched ahead).
+    fn count_all<'a>(&self, sets: impl Iterator<Item = &'a [u32]>) {
+        use rayon::prelude::*;
+        let mut by_shard: Vec<Vec<u32>> = vec![Vec::new(); self.shards.len()];
+        for set in sets {
+            for &x in set {
+                by_shard[Self::shard(x)].push(x);
+            }
+        }
+        by_shard.par_iter_mut().enumerate().for_each(|(s, xs)| {
+            if xs.is_empty() {
+                return;
+            }
+            xs.sort_unstable();
+            let runs: Vec<&[u32]> = xs.chunk_by(|a, b| a == b).collect();
+            let mut map = self.shards[s].0.write().expect("df shard");
+            for (i, run) in runs.iter().enumerate() {
+                if let Some(ahead) = runs.get(i + 8) {
+                    map.prefetch(ahead[0]);
+                }
+                map.add(run[0], run.len() as u32);
+            }
+        });
     }
 
     /// Document frequencies of sorted shingles into `out` (one lock a shard run).
     pub(crate) fn lookup_sorted(&self, shingles: &[u32], out: &mut Vec<u32>) {
         out.clear();
         out.reserve(shingles.len());
-        let mut rest = shingles;
-        while let Some(&first) = rest.first() {
-            let s = Self::shard(first);
-            let n = rest
-                .iter()
-                .position(|&x| Self::shard(x) != s)
-                .unwrap_or(rest.len());
-            let (run, tail) = rest.split_at(n);
-            rest = tail;
+        for (s, run) in shard_runs(shingles) {
             let map = self.shards[s].0.read().expect("df shard");
             map.get_each(run, out);
         }
