@@ -561,7 +561,9 @@ impl<S: std::hash::BuildHasher + Sync> DfLookup for HashMap<u32, u32, S> {
 /// own shingles' frequencies, and where the others' are read.
 pub struct ContentQuery<'a> {
     pub classifier: Classifier,
-    pub q_df: Vec<u32>,
+    /// The query's shingles' frequencies, read from `df` when the first
+    /// candidate is scored (a query with no candidate reads none).
+    pub q_df: std::sync::OnceLock<Vec<u32>>,
     pub df: &'a dyn DfLookup,
 }
 
@@ -589,9 +591,10 @@ impl ContentQuery<'_> {
 
     /// The content scores of the query (`shingles`) against `record`.
     pub fn scores(&self, shingles: &[u32], record: &Record) -> ContentScores {
+        let q_df = self.q_df.get_or_init(|| self.df.df_of(shingles));
         let d_df = self.df.df_of(record.shingles());
         self.classifier
-            .scores(shingles, &self.q_df, record.shingles(), &d_df)
+            .scores(shingles, q_df, record.shingles(), &d_df)
     }
 }
 
@@ -636,7 +639,7 @@ impl Engine {
         }
         let content = ContentQuery {
             classifier: self.classifier(),
-            q_df: self.doc_frequencies(shingles),
+            q_df: Default::default(),
             df: &self.frequencies,
         };
         for m in matches.iter_mut() {

@@ -317,7 +317,7 @@ impl Engine {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff(q.measure.as_str()));
         }
-        let content = self.content_query(shingles, q)?;
+        let content = self.content_query(q)?;
         // On content scores, only the query's content fingerprints are read.
         let keys: Vec<u32>;
         let fingerprints = match &content {
@@ -381,10 +381,9 @@ impl Engine {
     }
 
     /// What a query on content scores needs beyond its shingles: the rule
-    /// now and the query's document frequencies (`None` on raw scores).
+    /// now and where frequencies are read (`None` on raw scores).
     pub(crate) fn content_query<'a>(
         &'a self,
-        shingles: &[u32],
         q: &Query,
     ) -> Result<Option<ContentQuery<'a>>, EngineError> {
         if q.score != Score::Content {
@@ -395,7 +394,7 @@ impl Engine {
         }
         Ok(Some(ContentQuery {
             classifier: self.classifier(),
-            q_df: self.doc_frequencies(shingles),
+            q_df: Default::default(),
             df: &self.frequencies,
         }))
     }

@@ -713,10 +713,7 @@ impl RedisIndex {
         let (map, n) = self.df_map(&all).await?;
         let content = ContentQuery {
             classifier: self.engine.classifier_with(n),
-            q_df: shingles
-                .iter()
-                .map(|x| map.get(x).copied().unwrap_or(0))
-                .collect(),
+            q_df: Default::default(),
             df: &map,
         };
         for m in matches.iter_mut() {

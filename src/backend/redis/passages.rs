@@ -536,11 +536,7 @@ impl RedisIndex {
         self.df_extend(&mut map, candidates.iter().map(|(r, _)| &**r))
             .await?;
         let content = ContentQuery {
-            q_df: doc
-                .shingles()
-                .iter()
-                .map(|x| map.get(x).copied().unwrap_or(0))
-                .collect(),
+            q_df: Default::default(),
             classifier,
             df: &map,
         };
@@ -732,7 +728,7 @@ impl RedisIndex {
             }
             let scorer = classifier.as_ref().map(|c| ContentQuery {
                 classifier: c.clone(),
-                q_df: Vec::new(),
+                q_df: Default::default(),
                 df: &df,
             });
             for ((_, record, fps), (shared, common)) in own.iter().zip(gathered) {

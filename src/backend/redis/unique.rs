@@ -222,11 +222,7 @@ impl RedisIndex {
             classifier = Some(c);
         }
         let content = classifier.map(|classifier| ContentQuery {
-            q_df: prepared
-                .shingles()
-                .iter()
-                .map(|x| content_map.get(x).copied().unwrap_or(0))
-                .collect(),
+            q_df: Default::default(),
             classifier,
             df: &content_map,
         });
