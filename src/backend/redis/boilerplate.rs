@@ -568,7 +568,7 @@ impl RedisIndex {
     /// The collection's registered templates, by id. The caller makes
     /// them its engine's (`Collection::refresh_templates`).
     /// (A read for a listing is not an application: the version this node
-    /// has applied moves only in [`Self::apply_templates`], so the next
+    /// has applied moves only in `apply_templates`, so the next
     /// frequency read still applies what this one saw.)
     pub async fn templates(&self) -> Result<Vec<Template>, BackendError> {
         Ok(self.read_templates().await?.0)
