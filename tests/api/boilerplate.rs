@@ -424,10 +424,42 @@ async fn templates_survive_a_restart() {
         .put_json("/templates/f", &json!({"text": FOOTERS[1]}))
         .await;
     assert_eq!(r.status(), 201);
+    // Documents, some replaced and deleted: the counts are made again
+    // from them at the start.
+    let posts = short_posts(60);
+    for (i, t) in posts.iter().enumerate() {
+        let r = app
+            .put_json(&format!("/documents/p{i}"), &json!({"text": t}))
+            .await;
+        assert_eq!(r.status(), 201);
+    }
+    for i in 0..10 {
+        let r = app
+            .put_json(&format!("/documents/p{i}"), &json!({"text": posts[59 - i]}))
+            .await;
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            app.delete(&format!("/documents/p{}", 20 + i))
+                .await
+                .status(),
+            204
+        );
+    }
+    let before = get_json(&app, "/boilerplate").await;
+    assert_eq!(before["documents"], 50);
     app.stop().await.unwrap();
     let app = spawn_app_with(s).await;
     let one = get_json(&app, "/templates/f").await;
     assert_eq!(one["text"], FOOTERS[1]);
+    let after = get_json(&app, "/boilerplate").await;
+    for key in [
+        "documents",
+        "distinct_shingles",
+        "boilerplate_shingles",
+        "top_counts",
+    ] {
+        assert_eq!(after[key], before[key], "{key}");
+    }
     let stats = get_json(&app, "/stats").await;
     assert_eq!(
         stats["index"]["boilerplate"]["template_shingles"],
