@@ -352,6 +352,11 @@ impl Frequencies {
             xs.sort_unstable();
             let runs: Vec<&[u32]> = xs.chunk_by(|a, b| a == b).collect();
             let mut map = self.shards[s].0.write().expect("df shard");
+            // Room first for the keys that are new: inserted in sorted order
+            // into a table that grew on the way, they would all land in its
+            // first part (their homes are spread over the final size).
+            let new = runs.iter().filter(|run| map.get(run[0]) == 0).count();
+            map.reserve(new);
             for (i, run) in runs.iter().enumerate() {
                 if let Some(ahead) = runs.get(i + 8) {
                     map.prefetch(ahead[0]);

@@ -79,7 +79,9 @@ impl CountTable {
         }
     }
 
-    /// Add 1 to each of `xs` (sorted), prefetching ahead.
+    /// Add 1 to each of `xs` (sorted), prefetching ahead. (Room for all
+    /// of them first: sorted keys inserted into a table that grows on the
+    /// way would crowd its first part.)
     pub(crate) fn add_each(&mut self, xs: &[u32]) {
         self.reserve(xs.len());
         for (i, &x) in xs.iter().enumerate() {
