@@ -22,6 +22,17 @@ pub struct MemberOut<'a> {
     pub jaccard: f64,
     /// The larger exact containment of the two (either inside the other).
     pub containment: f64,
+    /// With `score=content`: the two scores over content shingles
+    /// (boilerplate left out), which the group was formed on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<MemberContentOut>,
+}
+
+/// A member's scores over content shingles with its best match.
+#[derive(Debug, Serialize)]
+pub struct MemberContentOut {
+    pub jaccard: f64,
+    pub containment: f64,
 }
 
 impl<'a> From<&'a Group> for GroupOut<'a> {
@@ -37,6 +48,10 @@ impl<'a> From<&'a Group> for GroupOut<'a> {
                     best_match: m.best_match.id().as_str(),
                     jaccard: m.jaccard,
                     containment: m.containment,
+                    content: m.content.map(|(jaccard, containment)| MemberContentOut {
+                        jaccard,
+                        containment,
+                    }),
                 })
                 .collect(),
         }

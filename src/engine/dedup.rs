@@ -140,6 +140,9 @@ pub struct GroupMember {
     pub jaccard: f64,
     /// The larger exact containment of the two (either inside the other).
     pub containment: f64,
+    /// Their scores over content shingles (boilerplate left out), when the
+    /// scan was on content scores: (Jaccard, the larger containment).
+    pub content: Option<(f64, f64)>,
 }
 
 /// A connected component of the verified-pair graph, members sorted by id.
@@ -573,6 +576,7 @@ impl Groups {
                     best_match: b.other,
                     jaccard: b.jaccard,
                     containment: b.containment,
+                    content: b.content,
                 });
         }
         let mut members = 0;
@@ -600,6 +604,7 @@ struct Best {
     score: f64,
     jaccard: f64,
     containment: f64,
+    content: Option<(f64, f64)>,
     other: Arc<Record>,
 }
 
@@ -610,6 +615,7 @@ impl Best {
             score: -1.0,
             jaccard: 0.0,
             containment: 0.0,
+            content: None,
             other: Arc::clone(other),
         }
     }
@@ -620,6 +626,9 @@ impl Best {
             self.score = score;
             self.jaccard = edge.jaccard;
             self.containment = edge.containment();
+            self.content = edge
+                .content
+                .map(|c| (c.jaccard, c.query_in_stored.max(c.stored_in_query)));
             self.other = Arc::clone(other);
         }
     }

@@ -710,4 +710,26 @@ async fn job_ads_sharing_the_company_blurb_pair_only_when_the_role_is_the_same()
         })
         .collect();
     assert_eq!(got, expected, "{pairs}");
+    // The groups: the same five, each member with the content scores it
+    // was grouped by (and its raw ones).
+    let groups = get_json(&app, "/duplicates?score=content&threshold=0.5").await;
+    assert_eq!(groups["score"], "content");
+    assert_eq!(groups["total_groups"], 5, "{groups}");
+    for g in groups["groups"].as_array().unwrap() {
+        for m in g["members"].as_array().unwrap() {
+            let (a, b) = (m["id"].as_str().unwrap(), m["best_match"].as_str().unwrap());
+            let (j, ab, ba) = reference.scores(&reference.sets[a], &reference.sets[b]);
+            assert!(
+                (m["content"]["jaccard"].as_f64().unwrap() - j).abs() < 0.01,
+                "{m}"
+            );
+            assert!(
+                (m["content"]["containment"].as_f64().unwrap() - ab.max(ba)).abs() < 0.01,
+                "{m}"
+            );
+            assert!(m["jaccard"].as_f64().unwrap() > j, "the blurb lifts raw: {m}");
+        }
+    }
+    let raw = get_json(&app, "/duplicates?measure=containment&threshold=0.5").await;
+    assert!(raw["groups"][0]["members"][0].get("content").is_none());
 }

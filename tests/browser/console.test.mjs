@@ -913,6 +913,8 @@ test('groups and pairs on content scores; overview flags the collections that co
   await s.ready('groups');
   assert.match(await s.page.getByTestId('groups-total').textContent(), /^1 group, 2 documents in them, at content Jaccard ≥ 0\.50/);
   assert.deepEqual(await s.page.getByTestId('group-member').allTextContents(), [POSTS[0].id, REPRINT.id], 'content: only the reprint');
+  const scores = await s.page.getByTestId('groups-row').first().locator('li span').first().textContent();
+  assert.match(scores, /content Jaccard 0\.\d+; raw Jaccard 0\.\d+/, `members show content then raw scores: ${scores}`);
   // Pairs: the reprint with its content scores, its raw Jaccard low.
   await s.page.getByTestId('pairs-submit').click();
   await s.ready('groups');

@@ -68,7 +68,7 @@ export default async function groups(root) {
       + (onContent ? 'content ' : '')
       + (byContainment ? `containment ≥ ${num(answer.threshold, 2)} (one text inside the other: the share of the shorter’s shingles in the longer)`
         : `Jaccard ≥ ${num(answer.threshold, 2)}`)
-      + (onContent ? ': the threshold applied to the content score, boilerplate left out. The scores shown by each member are raw (every shingle); list the pairs for their content scores.' : '.')));
+      + (onContent ? ': the threshold applied to the content score, boilerplate left out; each member shows its content and raw scores with its best match.' : '.')));
     if (answer.groups.length) {
       list.append(h('div', { class: 'table-wrap' }, h('table', {},
         h('thead', {}, h('tr', {}, h('th', {}, 'size'), h('th', {}, 'members (each opens Compare with its best match)'))),
@@ -93,9 +93,19 @@ export default async function groups(root) {
             go('compare', { a: m.id, b: m.best_match });
           },
         }, m.id),
-        h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, byContainment
-          ? ` ↔ ${m.best_match} (${onContent ? 'raw ' : ''}containment ${num(m.containment)}, Jaccard ${num(m.jaccard)})`
-          : ` ↔ ${m.best_match} (${onContent ? 'raw Jaccard ' : ''}${num(m.jaccard)})`))))));
+        h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, memberScores(m, byContainment, onContent)))))));
+  }
+
+  /** A member's scores with its best match: the content ones first when the group was formed on them. */
+  function memberScores(m, byContainment, onContent) {
+    const raw = byContainment
+      ? `${onContent ? 'raw ' : ''}containment ${num(m.containment)}, Jaccard ${num(m.jaccard)}`
+      : `${onContent ? 'raw Jaccard ' : ''}${num(m.jaccard)}`;
+    if (!onContent || !m.content) return ` ↔ ${m.best_match} (${raw})`;
+    const content = byContainment
+      ? `content containment ${num(m.content.containment)}, content Jaccard ${num(m.content.jaccard)}`
+      : `content Jaccard ${num(m.content.jaccard)}`;
+    return ` ↔ ${m.best_match} (${content}; ${raw})`;
   }
 
   /** The verified pairs (GET /duplicates/pairs, one JSON answer), the
