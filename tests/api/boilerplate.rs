@@ -727,7 +727,10 @@ async fn job_ads_sharing_the_company_blurb_pair_only_when_the_role_is_the_same()
                 (m["content"]["containment"].as_f64().unwrap() - ab.max(ba)).abs() < 0.01,
                 "{m}"
             );
-            assert!(m["jaccard"].as_f64().unwrap() > j, "the blurb lifts raw: {m}");
+            assert!(
+                m["jaccard"].as_f64().unwrap() > j,
+                "the blurb lifts raw: {m}"
+            );
         }
     }
     let raw = get_json(&app, "/duplicates?measure=containment&threshold=0.5").await;
