@@ -76,14 +76,13 @@ const COMMON_CALLS: usize = 16;
 
 /// Whether a layout string says the counts are complete.
 pub(super) fn layout_has_counts(meta: &str) -> bool {
-    meta.split(';')
-        .any(|kv| kv == format!("{META_FIELD}=1").as_str())
+    super::layout_flag(meta, META_FIELD)
 }
 
 /// The field a layout string gets for a collection created with counts
 /// `on` (an empty collection's counts are complete).
 pub(super) fn layout_field(on: bool) -> String {
-    format!("{META_FIELD}={}", u8::from(on))
+    super::layout_entry(META_FIELD, on)
 }
 
 /// Net document-frequency changes of some committed writes: per shingle,
@@ -324,22 +323,8 @@ impl RedisIndex {
 
     /// Set `df=` of the layout key.
     pub(super) async fn mark_counts(&self, complete: bool) -> Result<(), BackendError> {
-        let call = script_call(
-            &super::passages::META_SET,
-            vec![self.keys.meta()],
-            vec![
-                META_FIELD.as_bytes().to_vec(),
-                if complete {
-                    b"1".to_vec()
-                } else {
-                    b"0".to_vec()
-                },
-            ],
-        );
-        self.redis
-            .calls("marking document frequency", vec![call])
+        self.mark_layout(META_FIELD, complete, "marking document frequency")
             .await
-            .map(drop)
     }
 
     /// Count every stored record (unless the layout says the counts are
@@ -444,20 +429,7 @@ impl RedisIndex {
         self.mark_counts(false).await?;
         let mut keys: Vec<String> = self.keys.df_keys().collect();
         keys.push(self.keys.df_docs());
-        for part in keys.chunks(4096) {
-            let calls = part
-                .iter()
-                .map(|k| {
-                    let mut unlink = redis::cmd("UNLINK");
-                    unlink.arg(k);
-                    call(unlink)
-                })
-                .collect();
-            self.redis
-                .calls("dropping document frequencies", calls)
-                .await?;
-        }
-        Ok(())
+        super::unlink_keys(&self.redis, &keys, "dropping document frequencies").await
     }
 
     /// The document frequency of each of `sorted` (sorted, distinct

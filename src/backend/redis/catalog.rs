@@ -13,7 +13,7 @@
 //! follows the catalog, is the collections module's (`collections/shared.rs`);
 //! this is how they are kept.
 
-use super::{call, script_call, Call, Redis, RedisIndex, Script};
+use super::{script_call, Call, Redis, RedisIndex, Script};
 use crate::backend::{Backend, BackendError};
 use crate::config::RedisSettings;
 use crate::engine::Engine;
@@ -297,18 +297,6 @@ async fn remove_keys(redis: &Redis, base: &str) -> Result<usize, BackendError> {
     let mut keys = redis.scan_all(&format!("{base}:*")).await?;
     keys.extend(redis.scan_all(&format!("{{{base}}}:*")).await?);
     let n = keys.len();
-    for chunk in keys.chunks(1000) {
-        let calls = chunk
-            .iter()
-            .map(|k| {
-                let mut unlink = redis::cmd("UNLINK");
-                unlink.arg(k);
-                call(unlink)
-            })
-            .collect();
-        redis
-            .calls("removing a deleted collection's keys", calls)
-            .await?;
-    }
+    super::unlink_keys(redis, &keys, "removing a deleted collection's keys").await?;
     Ok(n)
 }

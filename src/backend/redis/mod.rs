@@ -102,6 +102,38 @@ async fn stored_meta(redis: &Redis, probe: &Keys) -> Result<Option<String>, Back
     redis.one("reading the collection layout", get).await
 }
 
+/// Whether a layout says `field=1` (the passage index's `passages`, the
+/// document frequency's `df`: that what it names is complete).
+fn layout_flag(meta: &str, field: &str) -> bool {
+    meta.split(';')
+        .filter_map(|kv| kv.split_once('='))
+        .any(|(k, v)| k == field && v == "1")
+}
+
+/// The entry a layout string gets for `field` `on`.
+fn layout_entry(field: &str, on: bool) -> String {
+    format!("{field}={}", u8::from(on))
+}
+
+/// Keys `UNLINK`ed per trip by [`unlink_keys`].
+const UNLINK_PART: usize = 1000;
+
+/// `UNLINK` every one of `keys`, [`UNLINK_PART`] a trip.
+async fn unlink_keys(redis: &Redis, keys: &[String], what: &str) -> Result<(), BackendError> {
+    for part in keys.chunks(UNLINK_PART) {
+        let calls = part
+            .iter()
+            .map(|k| {
+                let mut unlink = redis::cmd("UNLINK");
+                unlink.arg(k);
+                call(unlink)
+            })
+            .collect();
+        redis.calls(what, calls).await?;
+    }
+    Ok(())
+}
+
 /// The text recipe a layout names (`text=`; `"1"` if none).
 fn stored_recipe(meta: &str) -> String {
     meta.split(';')
@@ -123,6 +155,24 @@ pub(super) async fn written_text_version(
 }
 
 impl RedisIndex {
+    /// Set `field=` of the collection's layout key to 1 (`complete`) or 0.
+    async fn mark_layout(
+        &self,
+        field: &str,
+        complete: bool,
+        what: &str,
+    ) -> Result<(), BackendError> {
+        let call = script_call(
+            &passages::META_SET,
+            vec![self.keys.meta()],
+            vec![
+                field.as_bytes().to_vec(),
+                (if complete { "1" } else { "0" }).as_bytes().to_vec(),
+            ],
+        );
+        self.redis.calls(what, vec![call]).await.map(drop)
+    }
+
     /// The collection `name` in `redis`, laid out as its metadata key says
     /// (written by the first node that opens it: the bucket-hash size `g`
     /// is fixed from then on, so every node computes the same keys).

@@ -136,14 +136,13 @@ pub(super) fn settle_delay(settings: &crate::config::RedisSettings) -> Duration 
 
 /// Whether a layout string says the postings are complete.
 pub(super) fn layout_has_postings(meta: &str) -> bool {
-    meta.split(';')
-        .any(|kv| kv == format!("{META_FIELD}=1").as_str())
+    super::layout_flag(meta, META_FIELD)
 }
 
 /// The field a layout string gets for a collection created with the index
 /// `on` (an empty collection's postings are complete).
 pub(super) fn layout_field(on: bool) -> String {
-    format!("{META_FIELD}={}", u8::from(on))
+    super::layout_entry(META_FIELD, on)
 }
 
 impl RedisIndex {
@@ -191,22 +190,8 @@ impl RedisIndex {
 
     /// Set `passages=` of the layout key.
     pub(super) async fn mark_postings(&self, complete: bool) -> Result<(), BackendError> {
-        let call = script_call(
-            &META_SET,
-            vec![self.keys.meta()],
-            vec![
-                META_FIELD.as_bytes().to_vec(),
-                if complete {
-                    b"1".to_vec()
-                } else {
-                    b"0".to_vec()
-                },
-            ],
-        );
-        self.redis
-            .calls("marking the passage index", vec![call])
+        self.mark_layout(META_FIELD, complete, "marking the passage index")
             .await
-            .map(drop)
     }
 
     /// Add the postings of every stored record that lacks them (unless the
@@ -268,18 +253,7 @@ impl RedisIndex {
     pub(super) async fn drop_postings(&self) -> Result<(), BackendError> {
         self.mark_postings(false).await?;
         let keys: Vec<String> = self.keys.posting_keys().collect();
-        for part in keys.chunks(4096) {
-            let calls = part
-                .iter()
-                .map(|k| {
-                    let mut unlink = redis::cmd("UNLINK");
-                    unlink.arg(k);
-                    super::call(unlink)
-                })
-                .collect();
-            self.redis.calls("dropping postings", calls).await?;
-        }
-        Ok(())
+        super::unlink_keys(&self.redis, &keys, "dropping postings").await
     }
 
     /// The posting buckets of `fingerprints` (distinct), one script call a
