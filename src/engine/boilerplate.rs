@@ -137,6 +137,17 @@ impl Classifier {
         self.at.is_some_and(|at| df >= at) || self.templates.contains(&x)
     }
 
+    /// The shingles of `sorted` that are content, their frequencies read
+    /// from `df`.
+    pub fn content_keys(&self, sorted: &[u32], df: &dyn DfLookup) -> Vec<u32> {
+        sorted
+            .iter()
+            .zip(df.df_of(sorted))
+            .filter(|&(&x, n)| !self.is_boilerplate(x, n))
+            .map(|(&x, _)| x)
+            .collect()
+    }
+
     /// A content shingle's weight.
     #[inline]
     pub fn idf(&self, df: u32) -> f64 {
@@ -515,28 +526,6 @@ impl Engine {
     pub fn frequency_bytes(&self) -> usize {
         self.frequencies.heap_bytes()
     }
-
-    /// The content scores of `q` against `record` from this engine's counts
-    /// (`q_df` the query's frequencies, looked up once per query).
-    pub fn content_scores(
-        &self,
-        classifier: &Classifier,
-        q: &[u32],
-        q_df: &[u32],
-        record: &Record,
-    ) -> ContentScores {
-        let d_df = self.doc_frequencies(record.shingles());
-        classifier.scores(q, q_df, record.shingles(), &d_df)
-    }
-}
-
-/// The shingles of `shingles` that are content (not boilerplate).
-pub fn content_of(classifier: &Classifier, shingles: &[u32], df: &[u32]) -> usize {
-    shingles
-        .iter()
-        .zip(df)
-        .filter(|(&x, &n)| !classifier.is_boilerplate(x, n))
-        .count()
 }
 
 /// Document frequencies of sorted shingles, from wherever they are counted
@@ -573,25 +562,10 @@ pub struct ContentQuery<'a> {
 }
 
 impl ContentQuery<'_> {
-    /// The keys of `fingerprints` (sorted) that are content.
-    pub fn content_keys(&self, fingerprints: &[u32], df: &dyn DfLookup) -> Vec<u32> {
-        let counts = df.df_of(fingerprints);
-        fingerprints
-            .iter()
-            .zip(counts)
-            .filter(|&(&x, n)| !self.classifier.is_boilerplate(x, n))
-            .map(|(&x, _)| x)
-            .collect()
-    }
-
     /// How many of `record`'s fingerprints are content.
     pub fn content_fingerprints(&self, record: &Record) -> usize {
         let fps: Vec<u32> = record.fingerprints().collect();
-        let counts = self.df.df_of(&fps);
-        fps.iter()
-            .zip(counts)
-            .filter(|&(&x, n)| !self.classifier.is_boilerplate(x, n))
-            .count()
+        self.classifier.content_keys(&fps, self.df).len()
     }
 
     /// The content scores of the query (`shingles`) against `record`.

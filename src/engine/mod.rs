@@ -54,8 +54,7 @@ pub mod sample;
 mod unique;
 
 pub use boilerplate::{
-    content_of, BoilerplateParams, Classifier, ContentQuery, ContentScores, DfLookup, Template,
-    MAX_TEMPLATES,
+    BoilerplateParams, Classifier, ContentQuery, ContentScores, DfLookup, Template, MAX_TEMPLATES,
 };
 pub use bulk::{BatchWrite, Restore};
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};

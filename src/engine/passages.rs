@@ -322,7 +322,7 @@ impl Engine {
         let keys: Vec<u32>;
         let fingerprints = match &content {
             Some(c) => {
-                keys = c.content_keys(fingerprints, &self.frequencies);
+                keys = c.classifier.content_keys(fingerprints, c.df);
                 &keys[..]
             }
             None => fingerprints,

@@ -643,19 +643,6 @@ impl RedisIndex {
         Ok(())
     }
 
-    /// The keys (sorted) of `keys` that are content for `classifier`, the
-    /// frequencies in `map`.
-    pub(super) fn content_keys(
-        classifier: &Classifier,
-        map: &HashMap<u32, u32>,
-        keys: &[u32],
-    ) -> Vec<u32> {
-        keys.iter()
-            .copied()
-            .filter(|x| !classifier.is_boilerplate(*x, map.get(x).copied().unwrap_or(0)))
-            .collect()
-    }
-
     /// Add the content scores to matches found on raw scores when the
     /// collection counts document frequency (the memory engine's
     /// `attach_content`): `records` holds the verified versions; one trip

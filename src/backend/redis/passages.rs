@@ -469,7 +469,7 @@ impl RedisIndex {
             .engine
             .containment_keys(doc.shingles(), doc.fingerprints());
         if let Some((classifier, map)) = &start {
-            keys = Self::content_keys(classifier, map, &keys);
+            keys = classifier.content_keys(&keys, map);
         }
         let postings = self.read_postings(&keys, exclude.map(iid)).await?;
         let common = postings.work.common;

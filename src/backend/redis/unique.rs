@@ -128,7 +128,7 @@ impl RedisIndex {
                 .containment_keys(new.doc.shingles(), new.doc.fingerprints());
             // On content scores only the query's content keys are read.
             if let Some((classifier, map)) = &content_ctx {
-                keys = Self::content_keys(classifier, map, &keys);
+                keys = classifier.content_keys(&keys, map);
             }
             let postings = self.read_postings(&keys, Some(doc.iid)).await?;
             let common = postings.work.common;
