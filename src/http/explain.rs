@@ -141,7 +141,16 @@ async fn boilerplate_marks(
     if !backend.boilerplate_on() && recipe.template_shingles().is_empty() {
         return Ok(None);
     }
-    let (Ok(pa), Ok(pb)) = (recipe.passage(a), recipe.passage(b)) else {
+    // Shingled off the async workers when large, as the explanation is.
+    let shingled = if a.len() + b.len() <= INLINE_PREPARE_BYTES {
+        (recipe.passage(a), recipe.passage(b))
+    } else {
+        let (r, a, b) = (recipe.clone(), a.to_owned(), b.to_owned());
+        tokio::task::spawn_blocking(move || (r.passage(&a), r.passage(&b)))
+            .await
+            .map_err(|e| ApiError::Internal(format!("explain task failed: {e}")))?
+    };
+    let (Ok(pa), Ok(pb)) = shingled else {
         return Ok(None);
     };
     let mut all: Vec<u32> = pa.doc.shingles().to_vec();
