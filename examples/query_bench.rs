@@ -21,9 +21,7 @@
 //! restore (`neardup::hugepages`); run with and without, alternating.
 
 use clap::Parser;
-use neardup::engine::{
-    BatchWrite, DocId, Engine, EngineParams, NoJournal, Query, Stamp, WriteMode,
-};
+use neardup::engine::{Engine, EngineParams, Query};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::hint::black_box;
@@ -61,21 +59,7 @@ fn main() {
         })
         .collect();
     drop(raw);
-    engine.reserve(docs.len());
-    for chunk in docs.chunks(1000) {
-        let writes = chunk
-            .iter()
-            .map(|(id, doc)| BatchWrite {
-                id: DocId::parse(id).expect("a valid id"),
-                doc,
-                metadata: None,
-                stamp: Stamp::default(),
-            })
-            .collect();
-        for r in engine.insert_many_journaled(writes, WriteMode::Upsert, &NoJournal) {
-            r.expect("stored");
-        }
-    }
+    common::load(&engine, &docs);
     let load_s = t0.elapsed().as_secs_f64();
     let huge = huge_pages.then(|| {
         let t = Instant::now();

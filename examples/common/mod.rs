@@ -62,7 +62,7 @@ pub fn draws(stream: u64, count: usize, len: usize) -> Vec<usize> {
 }
 
 /// Batch inserts (1,000 a batch) of signed documents; docs/s.
-#[allow(dead_code)] // not every bench loads this way
+#[allow(dead_code)] // lsh_bench loads no engine
 pub fn load(engine: &Engine, docs: &[(String, Prepared)]) -> f64 {
     let t = Instant::now();
     engine.reserve(docs.len());
