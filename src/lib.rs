@@ -32,6 +32,7 @@ pub mod cli;
 pub mod collections;
 pub mod config;
 pub mod engine;
+pub mod events;
 mod hashsort;
 pub mod http;
 pub mod hugepages;
