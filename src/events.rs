@@ -201,3 +201,16 @@ pub struct FailedDelivery {
     pub error: String,
     pub failed_ms: u64,
 }
+
+/// A page of the event feed.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EventPage {
+    /// Oldest first, strictly after the cursor asked.
+    pub events: Vec<Event>,
+    /// The cursor to pass next: the last event's, or the one asked when
+    /// the page is empty.
+    pub next: Option<String>,
+    /// The oldest cursor still retained (a client whose cursor is older
+    /// missed the events trimmed in between).
+    pub oldest: Option<String>,
+}

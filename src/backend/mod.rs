@@ -29,7 +29,11 @@ use crate::engine::{
     PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Score, Template, Threshold,
     UniqueOutcome, WriteMode, WriteOutcome,
 };
+use crate::events::{
+    Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription,
+};
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Why a backend operation failed.
@@ -601,4 +605,146 @@ pub struct LogStats {
     /// Bytes of stored texts on disk.
     pub text_bytes: u64,
     pub writable: bool,
+}
+
+// ---- Events, webhooks and the feed (issue 45; types in crate::events) ----
+
+impl Backend {
+    /// The collection's webhook subscriptions (secrets included: the caller
+    /// never returns them).
+    pub async fn subscriptions(&self, dir: &Path) -> Result<Vec<Subscription>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.subscriptions(dir).await,
+            Backend::Redis(r) => r.subscriptions(dir).await,
+        }
+    }
+
+    /// Store `s` durably (replacing one with its id); true if it is new. A
+    /// new subscription receives only events appended after it.
+    pub async fn put_subscription(
+        &self,
+        dir: &Path,
+        s: Subscription,
+    ) -> Result<bool, BackendError> {
+        match self {
+            Backend::Memory(m) => m.put_subscription(dir, s).await,
+            Backend::Redis(r) => r.put_subscription(dir, s).await,
+        }
+    }
+
+    /// Delete subscription `id` with its pending and failed deliveries; false
+    /// if there was none.
+    pub async fn delete_subscription(&self, dir: &Path, id: &str) -> Result<bool, BackendError> {
+        match self {
+            Backend::Memory(m) => m.delete_subscription(dir, id).await,
+            Backend::Redis(r) => r.delete_subscription(dir, id).await,
+        }
+    }
+
+    /// Number `drafts` and append them to the event log (the outbox and the
+    /// feed), durably before `Ok`.
+    pub async fn append_events(
+        &self,
+        dir: &Path,
+        drafts: Vec<EventDraft>,
+    ) -> Result<Vec<Event>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.append_events(dir, drafts).await,
+            Backend::Redis(r) => r.append_events(dir, drafts).await,
+        }
+    }
+
+    /// The feed: up to `limit` events strictly after the cursor `after`,
+    /// oldest first.
+    pub async fn read_events(
+        &self,
+        dir: &Path,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<EventPage, BackendError> {
+        match self {
+            Backend::Memory(m) => m.read_events(dir, after, limit).await,
+            Backend::Redis(r) => r.read_events(dir, after, limit).await,
+        }
+    }
+
+    /// Drop events older than `keep_ms` or beyond the newest `keep_max`,
+    /// never one a subscription still owes; how many were dropped.
+    pub async fn trim_events(
+        &self,
+        dir: &Path,
+        keep_ms: u64,
+        keep_max: usize,
+        now_ms: u64,
+    ) -> Result<usize, BackendError> {
+        match self {
+            Backend::Memory(m) => m.trim_events(dir, keep_ms, keep_max, now_ms).await,
+            Backend::Redis(r) => r.trim_events(dir, keep_ms, keep_max, now_ms).await,
+        }
+    }
+
+    /// Up to `max` deliveries due to `sub` now: new events it selects and
+    /// retries whose time has come (`consumer` names this node).
+    pub async fn due_deliveries(
+        &self,
+        dir: &Path,
+        sub: &Subscription,
+        consumer: &str,
+        now_ms: u64,
+        max: usize,
+    ) -> Result<Vec<Delivery>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.due_deliveries(dir, sub, consumer, now_ms, max).await,
+            Backend::Redis(r) => r.due_deliveries(dir, sub, consumer, now_ms, max).await,
+        }
+    }
+
+    /// Record how a delivery attempt ended, durably.
+    pub async fn settle(
+        &self,
+        dir: &Path,
+        sub: &Subscription,
+        d: &Delivery,
+        outcome: Attempt,
+    ) -> Result<(), BackendError> {
+        match self {
+            Backend::Memory(m) => m.settle(dir, sub, d, outcome).await,
+            Backend::Redis(r) => r.settle(dir, sub, d, outcome).await,
+        }
+    }
+
+    /// Deliveries to `sub_id` that ran out of attempts, newest first.
+    pub async fn failed_deliveries(
+        &self,
+        dir: &Path,
+        sub_id: &str,
+        limit: usize,
+    ) -> Result<Vec<FailedDelivery>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.failed_deliveries(dir, sub_id, limit).await,
+            Backend::Redis(r) => r.failed_deliveries(dir, sub_id, limit).await,
+        }
+    }
+
+    /// Put failed deliveries of `sub_id` (one, or all for `None`) back into
+    /// delivery with their attempts reset; how many.
+    pub async fn retry_failed(
+        &self,
+        dir: &Path,
+        sub_id: &str,
+        event_id: Option<&str>,
+    ) -> Result<usize, BackendError> {
+        match self {
+            Backend::Memory(m) => m.retry_failed(dir, sub_id, event_id).await,
+            Backend::Redis(r) => r.retry_failed(dir, sub_id, event_id).await,
+        }
+    }
+
+    /// Deliveries to `sub_id` not yet settled (new or retrying).
+    pub async fn pending_deliveries(&self, dir: &Path, sub_id: &str) -> Result<u64, BackendError> {
+        match self {
+            Backend::Memory(m) => m.pending_deliveries(dir, sub_id).await,
+            Backend::Redis(r) => r.pending_deliveries(dir, sub_id).await,
+        }
+    }
 }

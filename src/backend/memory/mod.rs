@@ -4,6 +4,7 @@
 //! directly on the caller's thread, as before the seam existed.
 
 mod catalog;
+mod events;
 mod rebuild;
 
 pub use catalog::{DefaultCollection, LocalCatalog};

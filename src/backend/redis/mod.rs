@@ -31,6 +31,7 @@ mod boilerplate;
 mod catalog;
 pub mod codec;
 pub mod conn;
+mod events;
 mod metrics;
 
 mod passages;
