@@ -15,7 +15,7 @@
 //! settings are the configuration's, as with the memory backend.
 
 use super::{Collection, CollectionError, CollectionName, CollectionSettings, Collections};
-use crate::backend::{BackendError, Created, SharedCatalog, HEARTBEAT_MS};
+use crate::backend::{Backend, BackendError, Created, SharedCatalog, HEARTBEAT_MS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -631,6 +631,12 @@ impl Collections {
         // The templates are keys of the incarnation: they go along.
         for t in old.templates(&c.dir).await? {
             new.put_template(&c.dir, t).await?;
+        }
+        // So are the event log, the webhook subscriptions and their
+        // delivery state (issue 45): copied whole, entry ids, consumer
+        // groups and pending deliveries kept.
+        if let (Backend::Redis(from), Backend::Redis(to)) = (old, &new) {
+            from.carry_events_to(to).await?;
         }
         Ok(())
     }

@@ -182,6 +182,9 @@ impl ApiError {
                     "boilerplate-off",
                     "The collection counts no document frequency",
                 ),
+                EngineError::InvalidCursor(_) => {
+                    (S::BAD_REQUEST, "invalid-parameter", "Invalid parameter")
+                }
             },
             ApiError::InvalidId(_) => (S::BAD_REQUEST, "invalid-id", "Invalid document id"),
             ApiError::InvalidCollectionName(_) => (

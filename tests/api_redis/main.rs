@@ -49,6 +49,7 @@ mod similar;
 // (crash, disk_full, upgrade, reindex: refused on this backend).
 
 mod due_index;
+mod events;
 mod failover;
 mod passage_index;
 mod recipe;

@@ -259,6 +259,57 @@ impl Keys {
     pub fn templates_version(&self) -> String {
         format!("{{{}}}:tv", self.base)
     }
+
+    /// The event log (issue 45): one Stream, the webhooks' outbox and the
+    /// feed; a consumer group per subscription (metadata's slot, like every
+    /// events key, so one script may touch them together).
+    pub fn events(&self) -> String {
+        format!("{{{}}}:ev", self.base)
+    }
+
+    /// The webhook subscriptions: id → JSON (metadata's slot).
+    pub fn subscriptions(&self) -> String {
+        format!("{{{}}}:wh", self.base)
+    }
+
+    /// Moved by every change of the subscriptions (metadata's slot).
+    pub fn subscriptions_version(&self) -> String {
+        format!("{{{}}}:whv", self.base)
+    }
+
+    /// Subscription `sub`'s delivery schedule: a sorted set of the
+    /// deliveries taken and not settled (member: the stream entry id, or
+    /// `h` + it for a retry by hand), scored by when they are due again.
+    pub fn event_due(&self, sub: &str) -> String {
+        format!("{{{}}}:ev:due:{sub}", self.base)
+    }
+
+    /// Subscription `sub`'s retries by hand: entry id → the event's JSON
+    /// (a copy: the stream may have trimmed it).
+    pub fn event_retries(&self, sub: &str) -> String {
+        format!("{{{}}}:ev:rq:{sub}", self.base)
+    }
+
+    /// How often each of `sub`'s retries by hand was taken: entry id → n.
+    pub fn event_retry_takes(&self, sub: &str) -> String {
+        format!("{{{}}}:ev:rqn:{sub}", self.base)
+    }
+
+    /// Subscription `sub`'s failed deliveries: a list, newest first, of
+    /// `FailedDelivery` JSON (bounded).
+    pub fn event_failed(&self, sub: &str) -> String {
+        format!("{{{}}}:ev:fail:{sub}", self.base)
+    }
+
+    /// Every events key of subscription `sub` but the stream and its group.
+    pub fn event_sub_keys(&self, sub: &str) -> [String; 4] {
+        [
+            self.event_due(sub),
+            self.event_retries(sub),
+            self.event_retry_takes(sub),
+            self.event_failed(sub),
+        ]
+    }
 }
 
 /// The two kinds of due bucket (see the module docs).

@@ -206,6 +206,12 @@ pub struct RedisCounters {
     pub df_reads: AtomicU64,
     /// Records a recount of document frequency counted.
     pub df_recounted: AtomicU64,
+    /// Webhook deliveries taken over from a node that took them and did
+    /// not settle them before their lease ended (a dead or stalled node).
+    pub deliveries_reclaimed: AtomicU64,
+    /// Failed deliveries dropped from a subscription's failed list by its
+    /// bound (the oldest beyond the newest 1,000).
+    pub failed_dropped: AtomicU64,
 }
 
 /// What the last check of the cluster saw (see [`Redis::check`]).

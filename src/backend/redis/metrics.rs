@@ -21,12 +21,13 @@ pub struct RedisMetrics {
     registry: Registry,
     /// round trips, commands, errors, timeouts, replication failures,
     /// retries, check failures, reconnects, posting reads, common postings
-    /// skipped, postings backfilled, document-frequency updates, reads and
-    /// records recounted: counters fed from
+    /// skipped, postings backfilled, document-frequency updates, reads,
+    /// records recounted, webhook deliveries reclaimed and failed
+    /// deliveries dropped: counters fed from
     /// [`RedisCounters`](super::conn::RedisCounters)' totals.
-    counters: [Counter; 14],
+    counters: [Counter; 16],
     /// Those totals at the last scrape.
-    seen: Mutex<[u64; 14]>,
+    seen: Mutex<[u64; 16]>,
     up: Gauge,
     primaries: Gauge,
     redirections: Family<RedirectLabels, Gauge>,
@@ -35,7 +36,7 @@ pub struct RedisMetrics {
 impl RedisMetrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("neardup_redis");
-        let counters: [Counter; 14] = Default::default();
+        let counters: [Counter; 16] = Default::default();
         for (c, (name, help)) in counters.iter().zip([
             ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
             ("commands", "Commands sent to Redis"),
@@ -51,6 +52,8 @@ impl RedisMetrics {
             ("df_updates", "Writes, deletes and expiries whose document-frequency counts were moved (index.boilerplate.enabled)"),
             ("df_reads", "Reads of document frequencies: content-score queries, content scores of matches, frequency lookups"),
             ("df_recounted", "Records counted by recounts of document frequency (index.boilerplate switched on)"),
+            ("deliveries_reclaimed", "Webhook deliveries another node took and did not settle before their lease ended (a dead or stalled node), taken over by this node"),
+            ("failed_deliveries_dropped", "Failed webhook deliveries dropped from a subscription's failed list by its bound (the newest 1,000 are kept)"),
         ]) {
             registry.register(name, help, c.clone());
         }
@@ -75,7 +78,7 @@ impl RedisMetrics {
         Self {
             registry,
             counters,
-            seen: Mutex::new([0; 14]),
+            seen: Mutex::new([0; 16]),
             up,
             primaries,
             redirections,
@@ -100,6 +103,8 @@ impl RedisMetrics {
             &c.df_updates,
             &c.df_reads,
             &c.df_recounted,
+            &c.deliveries_reclaimed,
+            &c.failed_dropped,
         ]
         .map(|a| a.load(Ordering::Relaxed));
         let mut seen = self.seen.lock().expect("metrics lock");

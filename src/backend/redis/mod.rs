@@ -23,6 +23,8 @@
 //! - `boilerplate.rs`: document frequency (counted with every committed
 //!   write, delete and expiry; recounted when switched on), the registered
 //!   templates, and what content scores read of them;
+//! - `events.rs`: the event log (a Stream), webhook subscriptions (a
+//!   consumer group each) and their deliveries (issue 45);
 //! - `catalog.rs`: the catalog of named collections every node shares;
 //! - `conn.rs`, `codec.rs`, `metrics.rs`: the connection, the key layout and
 //!   record encoding, `neardup_redis_*`.
@@ -46,6 +48,7 @@ use crate::engine::Engine;
 pub use catalog::{Created, Heartbeat, SharedCatalog, HEARTBEAT_MS};
 use codec::Keys;
 pub use conn::{call, script_call, Call, Conn, Redis, RedisCounters, Script};
+pub use events::{DeliveryTiming, FAILED_KEPT};
 pub use read::Export;
 pub use scan::ScanPair;
 use std::hash::BuildHasher;
@@ -90,6 +93,8 @@ pub struct RedisIndex {
     recounting: std::sync::atomic::AtomicBool,
     /// The templates' version this node's engine has (`u64::MAX`: none read).
     templates_seen: Arc<AtomicU64>,
+    /// The lease of a webhook delivery this node takes (events.rs).
+    delivery_timing: Arc<std::sync::Mutex<DeliveryTiming>>,
 }
 
 fn corrupt(key: &str, e: impl std::fmt::Display) -> BackendError {
@@ -225,6 +230,7 @@ impl RedisIndex {
             df_epoch: Arc::new(AtomicU64::new(0)),
             recounting: std::sync::atomic::AtomicBool::new(false),
             templates_seen: Arc::new(AtomicU64::new(u64::MAX)),
+            delivery_timing: Arc::default(),
         };
         this.refresh_count().await?;
         // The passage index as configured against what the layout says the
@@ -267,6 +273,7 @@ impl RedisIndex {
             df_epoch: Arc::clone(&self.df_epoch),
             recounting: std::sync::atomic::AtomicBool::new(false),
             templates_seen: Arc::clone(&self.templates_seen),
+            delivery_timing: Arc::clone(&self.delivery_timing),
         }
     }
 
