@@ -15,7 +15,7 @@
 //! settings are the configuration's, as with the memory backend.
 
 use super::{Collection, CollectionError, CollectionName, CollectionSettings, Collections};
-use crate::backend::{Backend, BackendError, Created, SharedCatalog, HEARTBEAT_MS};
+use crate::backend::{BackendError, Created, SharedCatalog, HEARTBEAT_MS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -635,9 +635,7 @@ impl Collections {
         // So are the event log, the webhook subscriptions and their
         // delivery state (issue 45): copied whole, entry ids, consumer
         // groups and pending deliveries kept.
-        if let (Backend::Redis(from), Backend::Redis(to)) = (old, &new) {
-            from.carry_events_to(to).await?;
-        }
+        old.carry_events_to(&new).await?;
         Ok(())
     }
 

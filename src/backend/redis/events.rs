@@ -670,6 +670,24 @@ impl RedisIndex {
     }
 }
 
+impl crate::backend::Backend {
+    /// A reindex's carry-over of the event log, the webhook subscriptions
+    /// and their delivery state from this index to `to`, the new one; how
+    /// many keys were copied. On Redis they are keys of the incarnation:
+    /// [`RedisIndex::carry_events_to`]. The memory backend keeps them in
+    /// the collection's directory, which a reindex keeps: nothing to do.
+    pub async fn carry_events_to(
+        &self,
+        to: &crate::backend::Backend,
+    ) -> Result<usize, BackendError> {
+        use crate::backend::Backend;
+        match (self, to) {
+            (Backend::Redis(from), Backend::Redis(to)) => from.carry_events_to(to).await,
+            _ => Ok(0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
