@@ -202,6 +202,8 @@ async fn the_feed_pages_by_cursor_from_any_node_and_names_the_oldest() {
         read.extend(page.events);
     }
     assert_eq!(read, written, "the feed holds exactly what was appended");
+    let all = b.read_events(dir(), None, usize::MAX).await.unwrap();
+    assert_eq!(all.events, written);
     // Strictly after: from the 4th cursor, the 5th on.
     let page = b
         .read_events(dir(), Some(&written[3].cursor), 100)
@@ -256,7 +258,7 @@ async fn a_subscription_receives_only_events_appended_after_it() {
     let now = wall_ms();
     assert_eq!(a.pending_deliveries(dir(), &sub.id).await.unwrap(), 2);
     let due = a
-        .due_deliveries(dir(), &changed, "n1", now, 10)
+        .due_deliveries(dir(), &changed, "n1", now, usize::MAX)
         .await
         .unwrap();
     assert_eq!(ids(&due), event_ids(&later));
@@ -563,6 +565,12 @@ async fn the_failed_list_keeps_the_newest_and_is_read_newest_first() {
         }
     }
     assert_eq!(failed_order, event_ids(&written));
+    let dropped = index(&a)
+        .redis()
+        .counters
+        .failed_dropped
+        .load(Ordering::Relaxed);
+    assert_eq!(dropped, 5, "the dropped are counted");
     let listed = a
         .failed_deliveries(dir(), &sub.id, usize::MAX)
         .await

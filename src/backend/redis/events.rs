@@ -71,6 +71,11 @@ const TRIM_STEP: usize = 10_000;
 /// Takes per `due_deliveries` call, at most, when the events taken are
 /// ones the subscription does not select (settled silently).
 const DUE_ROUNDS: usize = 8;
+/// Deliveries one `due_deliveries` call takes, at most (a larger `max`
+/// takes this many: the caller asks again).
+const DUE_MAX: usize = 10_000;
+/// Events one feed page reads, at most (likewise).
+const PAGE_MAX: usize = 100_000;
 
 /// How long a node may hold a delivery before another takes it again: the
 /// backoff of its take number (`min(base · 2^(take − 1), max)`) plus a
@@ -291,6 +296,7 @@ impl RedisIndex {
     ) -> Result<EventPage, BackendError> {
         let _ = dir;
         let key = self.keys.events();
+        let limit = limit.min(PAGE_MAX);
         let start = match after {
             None => Some("-".to_owned()),
             Some(c) => id_after(parse_cursor(c)?),
@@ -357,6 +363,7 @@ impl RedisIndex {
         let _ = dir;
         let key = self.keys.events();
         let t = self.delivery_timing();
+        let max = max.min(DUE_MAX);
         let mut out = Vec::new();
         for _ in 0..DUE_ROUNDS {
             let want = max - out.len();
