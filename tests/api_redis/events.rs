@@ -909,7 +909,7 @@ async fn a_reindex_carries_the_log_subscriptions_and_delivery_state_over() {
         .open(engine(), "noticias", "aaaaaaaaaaaa")
         .await
         .unwrap();
-    index(&old).set_delivery_timing(TIMING);
+    old.set_delivery_timing(TIMING);
     let sub = every_kind("wh_carried");
     old.put_subscription(dir(), sub.clone()).await.unwrap();
     let written = old.append_events(dir(), drafts(4)).await.unwrap();
@@ -934,7 +934,7 @@ async fn a_reindex_carries_the_log_subscriptions_and_delivery_state_over() {
         .open(engine(), "noticias", "bbbbbbbbbbbb")
         .await
         .unwrap();
-    index(&new).set_delivery_timing(TIMING);
+    new.set_delivery_timing(TIMING);
     assert_eq!(old.carry_events_to(&new).await.unwrap(), 5);
     assert_eq!(new.subscriptions(dir()).await.unwrap(), vec![sub.clone()]);
     let page = new
@@ -972,7 +972,7 @@ async fn deleting_a_collection_removes_every_events_key() {
         .open(engine(), "spiegel", incarnation)
         .await
         .unwrap();
-    index(&c).set_delivery_timing(TIMING);
+    c.set_delivery_timing(TIMING);
     let sub = every_kind("wh_doomed");
     c.put_subscription(dir(), sub.clone()).await.unwrap();
     c.append_events(dir(), drafts(3)).await.unwrap();

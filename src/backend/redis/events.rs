@@ -678,6 +678,16 @@ impl RedisIndex {
 }
 
 impl crate::backend::Backend {
+    /// The lease timing of the webhook deliveries this node takes from
+    /// this collection (the delivery settings, `webhooks.*`): on Redis, how
+    /// long a node that took a delivery has before another takes it again
+    /// ([`DeliveryTiming`]). The memory backend has one node: no lease.
+    pub fn set_delivery_timing(&self, timing: DeliveryTiming) {
+        if let crate::backend::Backend::Redis(r) = self {
+            r.set_delivery_timing(timing);
+        }
+    }
+
     /// A reindex's carry-over of the event log, the webhook subscriptions
     /// and their delivery state from this index to `to`, the new one; how
     /// many keys were copied. On Redis they are keys of the incarnation:
