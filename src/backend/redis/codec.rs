@@ -853,4 +853,29 @@ mod tests {
             assert_eq!(tag(&key), tag(&k.meta()), "{key}");
         }
     }
+
+    #[test]
+    fn events_keys_share_the_metadata_slot_whatever_the_subscription_id() {
+        let k = Keys::new("nd1", "nouvelles.0123456789ab", 12);
+        assert_eq!(k.events(), "{nd1:nouvelles.0123456789ab}:ev");
+        // The slot is the first {…} of the key (Redis's hash tag rule), so
+        // a subscription id with braces cannot move its keys elsewhere.
+        let slot_tag = |key: &str| {
+            let open = key.find('{').unwrap();
+            let close = open + key[open..].find('}').unwrap();
+            key[open + 1..close].to_owned()
+        };
+        let meta = slot_tag(&k.meta());
+        let mut keys = vec![k.events(), k.subscriptions(), k.subscriptions_version()];
+        for sub in ["wh_0193a", "{other}", "wh_}{", "Über-Abo"] {
+            keys.extend(k.event_sub_keys(sub));
+        }
+        for key in &keys {
+            assert_eq!(slot_tag(key), meta, "{key}");
+        }
+        // Each subscription's keys are its own.
+        let a: std::collections::HashSet<String> = k.event_sub_keys("a").into();
+        assert!(k.event_sub_keys("b").iter().all(|key| !a.contains(key)));
+        assert_eq!(a.len(), 4);
+    }
 }
