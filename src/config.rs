@@ -36,6 +36,8 @@ pub struct Settings {
     pub normalize: NormalizeOptions,
     /// The `default` collection's retention (named collections have their own).
     pub retention: Retention,
+    /// The `default` collection's originals (and the default of new collections).
+    pub originals: Originals,
     pub query: QuerySettings,
     pub storage: StorageSettings,
     pub log: LogSettings,
@@ -109,6 +111,35 @@ impl Retention {
 
     pub fn ttl(&self) -> Option<std::time::Duration> {
         self.ttl_secs.map(std::time::Duration::from_secs)
+    }
+}
+
+/// Which member of a set of near-duplicates is the original
+/// (`engine::originals`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Originals {
+    /// A top-level metadata field holding an RFC 3339 time (e.g.
+    /// `published_at`): a document's time when it holds a valid one;
+    /// otherwise, and when `None`, the time it was stored.
+    pub time_field: Option<String>,
+}
+
+impl Originals {
+    /// `time_field`, when given, is 1 to 256 bytes.
+    pub fn check(&self) -> Result<(), String> {
+        use crate::engine::originals::MAX_FIELD_BYTES;
+        match &self.time_field {
+            Some(f) if f.is_empty() || f.len() > MAX_FIELD_BYTES => Err(format!(
+                "originals.time_field must be a metadata field name of 1 to {MAX_FIELD_BYTES} bytes (or null for the time documents were stored), got {} bytes",
+                f.len()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn time_field(&self) -> Option<&str> {
+        self.time_field.as_deref()
     }
 }
 
@@ -716,6 +747,9 @@ impl Settings {
             return invalid("limits.max_collections must be at least 1 (the default collection)");
         }
         if let Err(e) = self.retention.check() {
+            return Err(ConfigError::Invalid(e));
+        }
+        if let Err(e) = self.originals.check() {
             return Err(ConfigError::Invalid(e));
         }
         self.log.validate()?;
