@@ -133,6 +133,15 @@ impl Backend {
         }
     }
 
+    /// The current live versions of `ids`, in their order (`None` for one
+    /// that is not stored); on Redis, read in batched trips.
+    pub async fn get_many(&self, ids: &[&str]) -> Result<Vec<Option<Arc<Record>>>, BackendError> {
+        match self {
+            Backend::Memory(m) => Ok(ids.iter().map(|id| m.engine.get(id)).collect()),
+            Backend::Redis(r) => r.get_many(ids).await,
+        }
+    }
+
     /// Near-duplicates of an unstored document; `exclude` skips one id.
     pub async fn similar_to(
         &self,

@@ -77,6 +77,27 @@ impl RedisIndex {
             .then_some(record))
     }
 
+    /// The live documents `ids` (each `None` when not stored or not live),
+    /// in one trip of record reads (`SCAN_READ` at a time).
+    pub async fn get_many(&self, ids: &[&str]) -> Result<Vec<Option<Arc<Record>>>, BackendError> {
+        let mut out = Vec::with_capacity(ids.len());
+        let now = self.engine.now_ms();
+        for chunk in ids.chunks(super::SCAN_READ) {
+            let iids: Vec<u64> = chunk.iter().map(|id| iid(id)).collect();
+            let found = self.read_records(&iids).await?;
+            for (id, stored) in chunk.iter().zip(found) {
+                out.push(match stored {
+                    Some(s) if s.id == *id => {
+                        let record = self.to_record(s)?;
+                        self.engine.is_live(&record, now).then_some(record)
+                    }
+                    _ => None,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     /// The live document `id` and its stored text (`None` when it was
     /// written without one), in one trip; `None` when there is no such
     /// live document.
