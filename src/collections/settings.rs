@@ -225,7 +225,10 @@ impl CollectionSettings {
         out.push(("store_text".into(), Value::Bool(self.store_text)));
         out.push((
             "originals.time_field".into(),
-            self.originals.time_field.clone().map_or(Value::Null, Value::String),
+            self.originals
+                .time_field
+                .clone()
+                .map_or(Value::Null, Value::String),
         ));
         out
     }

@@ -280,11 +280,16 @@ mod tests {
         let t = |m: &str| time_of(Some(m), 5, F);
         assert_eq!(t(r#"{"published_at": "1970-01-01T00:00:01Z"}"#), 1000);
         assert_eq!(t(r#"{"published_at": "1970-01-01T02:00:01+02:00"}"#), 1000);
-        assert_eq!(t(r#"{"published_at": "1970-01-01T00:00:01.250-00:30"}"#), 1_801_250);
+        assert_eq!(
+            t(r#"{"published_at": "1970-01-01T00:00:01.250-00:30"}"#),
+            1_801_250
+        );
         assert_eq!(t(r#"{"published_at": "1969-12-31T23:59:59Z"}"#), -1000);
         // Other keys, nested objects and escapes are skipped unread.
         assert_eq!(
-            t(r#"{"a": {"published_at": "2001-01-01T00:00:00Z"}, "t\u00eftre": "“Été” £", "published_at": "1970-01-01T00:00:00.007Z"}"#),
+            t(
+                r#"{"a": {"published_at": "2001-01-01T00:00:00Z"}, "t\u00eftre": "“Été” £", "published_at": "1970-01-01T00:00:00.007Z"}"#
+            ),
             7
         );
     }
@@ -350,7 +355,11 @@ mod tests {
     fn numbers_only_count_for_max() {
         let m = Some(r#"{"votes": 12.5, "views": "100", "likes": -3}"#);
         assert_eq!(metadata_number(m, "votes"), Some(12.5));
-        assert_eq!(metadata_number(m, "views"), None, "a string is not a number");
+        assert_eq!(
+            metadata_number(m, "views"),
+            None,
+            "a string is not a number"
+        );
         assert_eq!(metadata_number(m, "likes"), Some(-3.0));
         assert_eq!(metadata_number(m, "missing"), None);
         assert_eq!(metadata_number(None, "votes"), None);
@@ -364,7 +373,13 @@ mod tests {
             Ok(Keep::Max("prix_€".into()))
         );
         assert_eq!(Keep::parse("keep", "max:a").unwrap().as_string(), "max:a");
-        for bad in ["", "Oldest", "max:", "min:x", &format!("max:{}", "x".repeat(257))] {
+        for bad in [
+            "",
+            "Oldest",
+            "max:",
+            "min:x",
+            &format!("max:{}", "x".repeat(257)),
+        ] {
             let e = Keep::parse("keep", bad).unwrap_err();
             assert!(e.starts_with("keep"), "{e}");
         }

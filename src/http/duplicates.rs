@@ -198,9 +198,7 @@ pub async fn groups(
             threshold,
             key,
             after,
-            move |out, _, group| {
-                out.value(&GroupOut::new(group, time_field.as_deref()), b"\n")
-            },
+            move |out, _, group| out.value(&GroupOut::new(group, time_field.as_deref()), b"\n"),
         ));
     }
     let limit = Limit::parse(params.limit, &app.config.query)?.get();
