@@ -108,8 +108,8 @@ export default async function groups(root) {
             go('compare', { a: m.id, b: m.best_match });
           },
         }, m.id),
-        m.id === g.original ? h('span', { class: 'muted', testid: 'group-original', title: 'the earliest member: by the collection’s originals.time_field in its metadata, else by when it was stored' }, ' (original)') : null,
-        h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, memberScores(m, byContainment, onContent)))))));
+        h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, memberScores(m, byContainment, onContent)),
+        m.id === g.original ? h('strong', { testid: 'group-original', title: 'the earliest member: by the collection’s originals.time_field in its metadata, else by when it was stored' }, ' original') : null)))));
   }
 
   /** A member's scores with its best match: the content ones first when the group was formed on them. */
