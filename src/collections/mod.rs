@@ -175,6 +175,18 @@ impl Collection {
         self.settings.read().expect("settings lock").clone()
     }
 
+    /// `originals.time_field`: the metadata field a document's time for
+    /// originals is read from (`None`: when it was stored); as `PATCH`
+    /// last set it.
+    pub fn time_field(&self) -> Option<String> {
+        self.settings
+            .read()
+            .expect("settings lock")
+            .originals
+            .time_field
+            .clone()
+    }
+
     /// What went wrong restoring it, if it failed.
     pub fn failure(&self) -> Option<&str> {
         self.failure.get().map(String::as_str)

@@ -214,7 +214,7 @@ pub async fn create(
     // original weighs the very `created_at` it gets.
     let created_ms = params.similar.then(|| coll.recipe().now_ms());
     let time_ms = created_ms.map(|ms| {
-        let field = coll.settings().originals.time_field;
+        let field = coll.time_field();
         crate::engine::originals::time_of(metadata.as_deref(), ms, field.as_deref())
     });
     let new = NewDoc {

@@ -184,7 +184,7 @@ pub async fn groups(
     };
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     needs_index(backend(&coll)?, By::new(measure, score))?;
-    let time_field = coll.settings().originals.time_field;
+    let time_field = coll.time_field();
     if wants_ndjson(&headers) {
         if params.limit.is_some() {
             return Err(ApiError::InvalidParameter(
@@ -346,7 +346,7 @@ pub async fn drop_list(
     };
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     needs_index(backend(&coll)?, By::new(measure, score))?;
-    let time_field = coll.settings().originals.time_field;
+    let time_field = coll.time_field();
     if wants_ndjson(&headers) {
         if params.limit.is_some() {
             return Err(ApiError::InvalidParameter(

@@ -46,7 +46,7 @@ pub(super) async fn original_of(
     if matches.is_empty() {
         return Ok(None);
     }
-    let field = coll.settings().originals.time_field;
+    let field = coll.time_field();
     let field = field.as_deref();
     let mut read: Vec<&str> = Vec::new();
     let query_unknown = query.as_ref().filter(|q| q.time_ms.is_none());
