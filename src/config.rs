@@ -981,6 +981,25 @@ mod tests {
     }
 
     #[test]
+    fn the_originals_time_field_comes_from_a_file_or_the_environment_and_is_checked() {
+        let s = load(Some("[originals]\ntime_field = \"date\"\n"), &[]).unwrap();
+        assert_eq!(s.originals.time_field(), Some("date"));
+        let s = load(
+            Some("[originals]\ntime_field = \"date\"\n"),
+            &[("ORIGINALS__TIME_FIELD", "published_at")],
+        )
+        .unwrap();
+        assert_eq!(s.originals.time_field(), Some("published_at"));
+        assert_eq!(load(None, &[]).unwrap().originals.time_field(), None);
+        for bad in ["", &"é".repeat(129)] {
+            let e = load(None, &[("ORIGINALS__TIME_FIELD", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("originals.time_field"), "{e}");
+        }
+    }
+
+    #[test]
     fn unknown_keys_and_bad_values_are_clear_errors() {
         let e = load(Some("[index]\nthreshhold = 0.9\n"), &[])
             .unwrap_err()
