@@ -607,6 +607,19 @@ mod tests {
     }
 
     #[test]
+    fn lines_keep_a_metadata_object_and_their_position() {
+        let meta = r#"{"published_at":"2024-03-01T10:00:00+02:00","titre":"Été “à Zürich”"}"#;
+        let line = format!(r#"{{"id":"a","text":"t","metadata":{meta}}}"#);
+        let item = parse_line(5, line.as_bytes());
+        assert_eq!(item.metadata.as_deref(), Some(meta));
+        assert_eq!(item.position, 5);
+        for other in [r#"[1]"#, r#""x""#, "null"] {
+            let line = format!(r#"{{"id":"a","text":"t","metadata":{other}}}"#);
+            assert!(parse_line(1, line.as_bytes()).metadata.is_none(), "{other}");
+        }
+    }
+
+    #[test]
     fn file_ids_are_slash_separated_relative_paths() {
         let root = Path::new("/data/corpus");
         assert_eq!(
