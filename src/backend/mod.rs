@@ -133,12 +133,21 @@ impl Backend {
         }
     }
 
-    /// The current live versions of `ids`, in their order (`None` for one
-    /// that is not stored); on Redis, read in batched trips.
-    pub async fn get_many(&self, ids: &[&str]) -> Result<Vec<Option<Arc<Record>>>, BackendError> {
+    /// When each of `ids` was stored and its metadata (`None`: not
+    /// stored), in their order: what dating a document for originals
+    /// needs; on Redis, read in batched trips.
+    pub async fn dates(&self, ids: &[&str]) -> Result<Vec<Option<StoredDate>>, BackendError> {
         match self {
-            Backend::Memory(m) => Ok(ids.iter().map(|id| m.engine.get(id)).collect()),
-            Backend::Redis(r) => r.get_many(ids).await,
+            Backend::Memory(m) => Ok(ids
+                .iter()
+                .map(|id| {
+                    m.engine.get(id).map(|r| StoredDate {
+                        created_ms: r.created_ms(),
+                        metadata: r.metadata().map(Into::into),
+                    })
+                })
+                .collect()),
+            Backend::Redis(r) => r.dates(ids).await,
         }
     }
 
@@ -599,6 +608,15 @@ pub enum StoredText {
 }
 
 /// The write-ahead log's counters (`/metrics`), totals since the start.
+/// When a document was stored and its metadata: what dates it for
+/// originals (`engine::originals::time_of`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDate {
+    pub created_ms: u64,
+    /// Its metadata as stored (JSON text).
+    pub metadata: Option<Box<str>>,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LogStats {
     pub appends: u64,

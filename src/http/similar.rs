@@ -56,37 +56,37 @@ pub(super) async fn original_of(
     if field.is_some() {
         read.extend(matches.iter().map(|m| m.id.as_str()));
     }
-    let records = if read.is_empty() {
+    let dates = if read.is_empty() {
         Vec::new()
     } else {
-        backend.get_many(&read).await?
+        backend.dates(&read).await?
     };
-    let mut records = records.into_iter();
+    let mut dates = dates.into_iter();
     let mut docs: Vec<Dated<'_>> = Vec::with_capacity(matches.len() + 1);
     if let Some(q) = &query {
         match q.time_ms {
             Some(time_ms) => docs.push(Dated { id: q.id, time_ms }),
             None => {
                 // Gone since the query: it is no candidate.
-                if let Some(r) = records.next().flatten() {
+                if let Some(d) = dates.next().flatten() {
                     docs.push(Dated {
                         id: q.id,
-                        time_ms: originals::record_time(&r, field),
+                        time_ms: originals::time_of(d.metadata.as_deref(), d.created_ms, field),
                     });
                 }
             }
         }
     }
     for m in matches {
-        let record = if field.is_some() {
-            records.next().flatten()
+        let date = if field.is_some() {
+            dates.next().flatten()
         } else {
             None
         };
-        let metadata = record
-            .as_deref()
-            .filter(|r| r.created_ms() == m.created_ms)
-            .and_then(|r| r.metadata());
+        let metadata = date
+            .as_ref()
+            .filter(|d| d.created_ms == m.created_ms)
+            .and_then(|d| d.metadata.as_deref());
         docs.push(Dated {
             id: m.id.as_str(),
             time_ms: originals::time_of(metadata, m.created_ms, field),
