@@ -36,6 +36,8 @@ pub struct Settings {
     pub normalize: NormalizeOptions,
     /// The `default` collection's retention (named collections have their own).
     pub retention: Retention,
+    /// The `default` collection's originals (and the default of new collections).
+    pub originals: Originals,
     pub query: QuerySettings,
     pub storage: StorageSettings,
     pub log: LogSettings,
@@ -109,6 +111,35 @@ impl Retention {
 
     pub fn ttl(&self) -> Option<std::time::Duration> {
         self.ttl_secs.map(std::time::Duration::from_secs)
+    }
+}
+
+/// Which member of a set of near-duplicates is the original
+/// (`engine::originals`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Originals {
+    /// A top-level metadata field holding an RFC 3339 time (e.g.
+    /// `published_at`): a document's time when it holds a valid one;
+    /// otherwise, and when `None`, the time it was stored.
+    pub time_field: Option<String>,
+}
+
+impl Originals {
+    /// `time_field`, when given, is 1 to 256 bytes.
+    pub fn check(&self) -> Result<(), String> {
+        use crate::engine::originals::MAX_FIELD_BYTES;
+        match &self.time_field {
+            Some(f) if f.is_empty() || f.len() > MAX_FIELD_BYTES => Err(format!(
+                "originals.time_field must be a metadata field name of 1 to {MAX_FIELD_BYTES} bytes (or null for the time documents were stored), got {} bytes",
+                f.len()
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    pub fn time_field(&self) -> Option<&str> {
+        self.time_field.as_deref()
     }
 }
 
@@ -718,6 +749,9 @@ impl Settings {
         if let Err(e) = self.retention.check() {
             return Err(ConfigError::Invalid(e));
         }
+        if let Err(e) = self.originals.check() {
+            return Err(ConfigError::Invalid(e));
+        }
         self.log.validate()?;
         self.auth.validate()?;
         self.storage.redis.validate(self.storage.backend)?;
@@ -944,6 +978,25 @@ mod tests {
         assert_eq!(s.index.num_perm, 256);
         assert_eq!(s.shingle.kind, ShingleKind::Char);
         assert_eq!(s.server.max_batch, 50);
+    }
+
+    #[test]
+    fn the_originals_time_field_comes_from_a_file_or_the_environment_and_is_checked() {
+        let s = load(Some("[originals]\ntime_field = \"date\"\n"), &[]).unwrap();
+        assert_eq!(s.originals.time_field(), Some("date"));
+        let s = load(
+            Some("[originals]\ntime_field = \"date\"\n"),
+            &[("ORIGINALS__TIME_FIELD", "published_at")],
+        )
+        .unwrap();
+        assert_eq!(s.originals.time_field(), Some("published_at"));
+        assert_eq!(load(None, &[]).unwrap().originals.time_field(), None);
+        for bad in ["", &"é".repeat(129)] {
+            let e = load(None, &[("ORIGINALS__TIME_FIELD", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("originals.time_field"), "{e}");
+        }
     }
 
     #[test]

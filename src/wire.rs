@@ -1,8 +1,11 @@
 //! The JSON shapes of duplicate groups and pairs: written by the HTTP API
 //! (`GET /duplicates`, `/duplicates/pairs`) and by the offline command
 //! (`neardup dedup`), which must print byte for byte what the server
-//! answers. Depends on the engine's answers only.
+//! answers; and the drop list of a dedup with a keep policy
+//! (`GET /duplicates/drop-list`, `neardup dedup --drop-list`). Depends on
+//! the engine's answers only.
 
+use crate::engine::originals::{self, Keep};
 use crate::engine::{Edge, Group};
 use serde::Serialize;
 
@@ -11,6 +14,10 @@ use serde::Serialize;
 pub struct GroupOut<'a> {
     pub size: usize,
     pub ids: Vec<&'a str>,
+    /// The member that is the original: the earliest by the collection's
+    /// `originals.time_field` or `created_at`, ties to the smaller id
+    /// (`engine::originals`).
+    pub original: &'a str,
     pub members: Vec<MemberOut<'a>>,
 }
 
@@ -35,11 +42,15 @@ pub struct MemberContentOut {
     pub containment: f64,
 }
 
-impl<'a> From<&'a Group> for GroupOut<'a> {
-    fn from(g: &'a Group) -> Self {
+impl<'a> GroupOut<'a> {
+    /// `g` with its original by the time in metadata field `time_field`
+    /// (`None`: when stored).
+    pub fn new(g: &'a Group, time_field: Option<&str>) -> Self {
+        let original = originals::group_original(g, time_field);
         Self {
             size: g.len(),
             ids: g.members.iter().map(|m| m.record.id().as_str()).collect(),
+            original: g.members[original].record.id().as_str(),
             members: g
                 .members
                 .iter()
@@ -102,4 +113,38 @@ impl<'a> From<&'a Edge> for PairOut<'a> {
             }),
         }
     }
+}
+
+/// One entry of a drop list: a document to remove, so that `kept` stays
+/// alone of its group (a page item, or one NDJSON line).
+#[derive(Debug, PartialEq, Serialize)]
+pub struct DropOut<'a> {
+    pub id: &'a str,
+    /// The member of its group the keep policy keeps.
+    pub kept: &'a str,
+    /// Its group's position in the whole answer (groups ordered by their
+    /// smallest id, as `GET /duplicates` lists them), from 0.
+    pub group: usize,
+}
+
+/// The drop entries of `group` (number `index` of the answer) under
+/// `keep`: every member but the kept one, in id order.
+pub fn drops<'a>(
+    group: &'a Group,
+    index: usize,
+    keep: &Keep,
+    time_field: Option<&str>,
+) -> impl Iterator<Item = DropOut<'a>> {
+    let k = originals::group_kept(group, keep, time_field);
+    let kept = group.members[k].record.id().as_str();
+    group
+        .members
+        .iter()
+        .enumerate()
+        .filter(move |&(i, _)| i != k)
+        .map(move |(_, m)| DropOut {
+            id: m.record.id().as_str(),
+            kept,
+            group: index,
+        })
 }

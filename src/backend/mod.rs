@@ -137,6 +137,24 @@ impl Backend {
         }
     }
 
+    /// When each of `ids` was stored and its metadata (`None`: not
+    /// stored), in their order: what dating a document for originals
+    /// needs; on Redis, read in batched trips.
+    pub async fn dates(&self, ids: &[&str]) -> Result<Vec<Option<StoredDate>>, BackendError> {
+        match self {
+            Backend::Memory(m) => Ok(ids
+                .iter()
+                .map(|id| {
+                    m.engine.get(id).map(|r| StoredDate {
+                        created_ms: r.created_ms(),
+                        metadata: r.metadata().map(Into::into),
+                    })
+                })
+                .collect()),
+            Backend::Redis(r) => r.dates(ids).await,
+        }
+    }
+
     /// Near-duplicates of an unstored document; `exclude` skips one id.
     pub async fn similar_to(
         &self,
@@ -594,6 +612,15 @@ pub enum StoredText {
 }
 
 /// The write-ahead log's counters (`/metrics`), totals since the start.
+/// When a document was stored and its metadata: what dates it for
+/// originals (`engine::originals::time_of`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredDate {
+    pub created_ms: u64,
+    /// Its metadata as stored (JSON text).
+    pub metadata: Option<Box<str>>,
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LogStats {
     pub appends: u64,

@@ -3,8 +3,15 @@
 //!
 //! ```text
 //!   JSONL lines / files ─batches of 4096─▶ parse + sign + insert (every core)
-//!        ─▶ scan every pair (every core) ─▶ groups or pairs as JSON Lines on stdout
+//!        ─▶ scan every pair (every core) ─▶ groups, pairs or the drop list as JSON Lines on stdout
 //! ```
+//!
+//! Originals and keep policies (`--drop-list --keep`) order documents as
+//! the server does (`engine::originals`): by the RFC 3339 time in the
+//! metadata field `originals.time_field` (or `--time-field`); a document
+//! without a valid one dates from the run's start plus its line number
+//! (its file's position, for a directory) in milliseconds, so input order
+//! stands in for the order a server was written in.
 //!
 //! The input is streamed: at most one batch of texts is in memory at a
 //! time, and the engine keeps each document's shingle set and signature
@@ -16,10 +23,12 @@
 use super::lines::JsonLines;
 use super::progress::Progress;
 use crate::config::Config;
+use crate::engine::originals::Keep;
 use crate::engine::{
-    By, DocId, Engine, EngineError, Groups, Measure, Prepared, Score, Threshold, WriteMode,
+    By, DocId, Engine, EngineError, Groups, Measure, NoJournal, Prepared, Score, Stamp, Threshold,
+    WriteMode,
 };
-use crate::wire::{GroupOut, PairOut};
+use crate::wire::{drops, GroupOut, PairOut};
 use anyhow::Context;
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -43,8 +52,22 @@ pub struct DedupArgs {
     pub input: PathBuf,
     /// Write every verified pair `{"a", "b", "jaccard", "a_in_b", "b_in_a"}`
     /// instead of groups.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "drop_list")]
     pub pairs: bool,
+    /// Write the drop list instead of groups: `{"id", "kept", "group"}` for
+    /// every document to remove so that one per group is kept (the one
+    /// `--keep` names), as `GET /duplicates/drop-list` answers.
+    #[arg(long)]
+    pub drop_list: bool,
+    /// Which member of a group the drop list keeps: `oldest` (the original),
+    /// `newest`, `longest` (most distinct shingles) or `max:<field>` (the
+    /// highest number in that metadata field).
+    #[arg(long, requires = "drop_list", value_parser = parse_keep, default_value = "oldest")]
+    pub keep: Keep,
+    /// The metadata field holding a document's time for originals and
+    /// keep policies (default: originals.time_field).
+    #[arg(long)]
+    pub time_field: Option<String>,
     /// Exact score at or above which two documents are duplicates
     /// (default: index.threshold); for Jaccard the offline index is tuned
     /// for it.
@@ -71,6 +94,10 @@ pub struct DedupArgs {
     /// Exit with status 1 if any input was skipped.
     #[arg(long)]
     pub strict: bool,
+}
+
+fn parse_keep(raw: &str) -> Result<Keep, String> {
+    Keep::parse("--keep", raw)
 }
 
 /// The score `neardup dedup` groups by.
@@ -126,6 +153,9 @@ struct Line {
     #[serde(default)]
     id: Option<serde_json::Value>,
     text: String,
+    /// Kept as raw JSON when it is an object (for originals and `--keep`).
+    #[serde(default)]
+    metadata: Option<Box<serde_json::value::RawValue>>,
 }
 
 /// Skipped input, reported as it is met.
@@ -173,12 +203,28 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let threshold = engine
         .threshold_for(measure, score, args.threshold)
         .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?;
+    let time_field = match &args.time_field {
+        Some(f) => {
+            let o = crate::config::Originals {
+                time_field: Some(f.clone()),
+            };
+            o.check()
+                .map_err(|e| anyhow::anyhow!("--time-field: {e}"))?;
+            o
+        }
+        None => config.originals.clone(),
+    };
     let mut problems = Problems::default();
     let max_text = config.limits.max_text_bytes;
+    let load = Load {
+        engine: &engine,
+        max_text,
+        started_ms: engine.now_ms(),
+    };
     if args.input.is_dir() {
-        load_directory(&engine, &args.input, max_text, args.quiet, &mut problems)?;
+        load_directory(&load, &args.input, args.quiet, &mut problems)?;
     } else {
-        load_json_lines(&engine, &args.input, max_text, args.quiet, &mut problems)?;
+        load_json_lines(&load, &args.input, args.quiet, &mut problems)?;
     }
     let read_seconds = start.elapsed().as_secs_f64();
     let mut summary = Summary {
@@ -193,7 +239,15 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let written = if args.pairs {
         write_pairs(&engine, threshold, by, args.quiet, &mut out, &mut summary)
     } else {
-        write_groups(&engine, threshold, by, args, &mut out, &mut summary)
+        write_groups(
+            &engine,
+            threshold,
+            by,
+            args,
+            time_field.time_field(),
+            &mut out,
+            &mut summary,
+        )
     };
     match written.and_then(|()| out.flush()) {
         Ok(()) => {}
@@ -239,6 +293,7 @@ fn write_groups(
     threshold: Threshold,
     by: By,
     args: &DedupArgs,
+    time_field: Option<&str>,
     out: &mut impl Write,
     summary: &mut Summary,
 ) -> std::io::Result<()> {
@@ -254,9 +309,16 @@ fn write_groups(
     summary.groups = groups.groups.len();
     summary.duplicates = groups.redundant();
     summary.pairs = groups.stats.pairs;
-    for group in &groups.groups {
-        serde_json::to_writer(&mut *out, &GroupOut::from(group))?;
-        out.write_all(b"\n")?;
+    for (i, group) in groups.groups.iter().enumerate() {
+        if args.drop_list {
+            for d in drops(group, i, &args.keep, time_field) {
+                serde_json::to_writer(&mut *out, &d)?;
+                out.write_all(b"\n")?;
+            }
+        } else {
+            serde_json::to_writer(&mut *out, &GroupOut::new(group, time_field))?;
+            out.write_all(b"\n")?;
+        }
     }
     Ok(())
 }
@@ -302,17 +364,30 @@ fn write_pairs(
 }
 
 /// A document read from the input: where it was (for problems), its id,
-/// and its text or why it cannot be used.
+/// its text or why it cannot be used, its metadata and its position.
 struct Item {
     at: String,
     id: String,
     text: Result<String, String>,
+    metadata: Option<Box<str>>,
+    /// Its line number (a file's position in a directory), from 1.
+    position: u64,
+}
+
+/// Where and how the input is loaded.
+struct Load<'a> {
+    engine: &'a Engine,
+    max_text: usize,
+    /// When the run started: a document's stored time is this plus its
+    /// position, so input order is the order of `created_at`.
+    started_ms: u64,
 }
 
 /// Sign and insert a batch on every core; report problems in input order.
 /// Of two lines with one id the first is kept: repeats within the batch
 /// are found before the parallel part, earlier batches are already stored.
-fn ingest(engine: &Engine, batch: Vec<Item>, max_text: usize, problems: &mut Problems) {
+fn ingest(load: &Load<'_>, batch: Vec<Item>, problems: &mut Problems) {
+    let (engine, max_text) = (load.engine, load.max_text);
     let repeated: Vec<bool> = {
         let mut seen = HashSet::with_capacity(batch.len());
         batch
@@ -327,15 +402,26 @@ fn ingest(engine: &Engine, batch: Vec<Item>, max_text: usize, problems: &mut Pro
             let outcome = if repeated {
                 Err(repeat_message(&item.id))
             } else {
+                let stamp = Stamp {
+                    created_ms: load.started_ms + item.position,
+                    expires_ms: None,
+                };
                 item.text
                     .and_then(|text| prepare(engine, &item.id, &text, max_text))
-                    .and_then(
-                        |(id, doc)| match engine.insert(id, &doc, None, WriteMode::Create) {
+                    .and_then(|(id, doc)| {
+                        match engine.insert_journaled(
+                            id,
+                            &doc,
+                            item.metadata,
+                            WriteMode::Create,
+                            stamp,
+                            &NoJournal,
+                        ) {
                             Ok(_) => Ok(()),
                             Err(EngineError::AlreadyExists(id)) => Err(repeat_message(id.as_str())),
                             Err(e) => Err(e.to_string()),
-                        },
-                    )
+                        }
+                    })
             };
             outcome.err().map(|why| (item.at, why))
         })
@@ -369,12 +455,12 @@ fn prepare(
 }
 
 fn load_json_lines(
-    engine: &Engine,
+    load: &Load<'_>,
     path: &Path,
-    max_text: usize,
     quiet: bool,
     problems: &mut Problems,
 ) -> anyhow::Result<()> {
+    let engine = load.engine;
     let mut input = JsonLines::open(path)?;
     let total = input.total;
     let progress = Progress::new(quiet, "reading", total);
@@ -394,7 +480,7 @@ fn load_json_lines(
             .par_iter()
             .map(|(n, line)| parse_line(*n, line))
             .collect();
-        ingest(engine, batch, max_text, problems);
+        ingest(load, batch, problems);
         let docs = engine.len();
         let (bytes, line_no) = (input.bytes, input.line_no);
         progress.update(bytes, total, || format!("{docs} documents, line {line_no}"));
@@ -406,36 +492,50 @@ fn load_json_lines(
 /// A line as an item; problems name the line number.
 fn parse_line(line_no: u64, bytes: &[u8]) -> Item {
     let at = format!("line {line_no}");
+    let mut metadata = None;
     let (id, text) = match serde_json::from_slice::<Line>(bytes) {
         Err(e) => (
             String::new(),
             Err(format!("not a JSON object with a \"text\" string: {e}")),
         ),
-        Ok(line) => match line.id {
-            None | Some(serde_json::Value::Null) => (line_no.to_string(), Ok(line.text)),
-            Some(serde_json::Value::String(id)) => (id, Ok(line.text)),
-            Some(serde_json::Value::Number(n)) => (n.to_string(), Ok(line.text)),
-            Some(_) => (String::new(), Err("id must be a string or a number".into())),
-        },
+        Ok(line) => {
+            metadata = line
+                .metadata
+                .filter(|m| m.get().starts_with('{'))
+                .map(|m| m.get().into());
+            match line.id {
+                None | Some(serde_json::Value::Null) => (line_no.to_string(), Ok(line.text)),
+                Some(serde_json::Value::String(id)) => (id, Ok(line.text)),
+                Some(serde_json::Value::Number(n)) => (n.to_string(), Ok(line.text)),
+                Some(_) => (String::new(), Err("id must be a string or a number".into())),
+            }
+        }
     };
-    Item { at, id, text }
+    Item {
+        at,
+        id,
+        text,
+        metadata,
+        position: line_no,
+    }
 }
 
 fn load_directory(
-    engine: &Engine,
+    load: &Load<'_>,
     root: &Path,
-    max_text: usize,
     quiet: bool,
     problems: &mut Problems,
 ) -> anyhow::Result<()> {
+    let engine = load.engine;
     let files = list_files(root)?;
     let total = files.len() as u64;
     let progress = Progress::new(quiet, "reading", Some(total));
     let mut done = 0u64;
-    for chunk in files.chunks(BATCH) {
+    for (c, chunk) in files.chunks(BATCH).enumerate() {
         let batch: Vec<Item> = chunk
             .par_iter()
-            .map(|path| {
+            .enumerate()
+            .map(|(i, path)| {
                 let text = std::fs::read(path)
                     .map_err(|e| e.to_string())
                     .and_then(|b| String::from_utf8(b).map_err(|e| format!("not UTF-8 text: {e}")));
@@ -443,10 +543,12 @@ fn load_directory(
                     at: path.display().to_string(),
                     id: relative_id(root, path),
                     text,
+                    metadata: None,
+                    position: (c * BATCH + i + 1) as u64,
                 }
             })
             .collect();
-        ingest(engine, batch, max_text, problems);
+        ingest(load, batch, problems);
         done += chunk.len() as u64;
         let docs = engine.len();
         progress.update(done, Some(total), || format!("{docs} documents"));
@@ -502,6 +604,19 @@ mod tests {
         assert!(bad.text.unwrap_err().contains("text"));
         assert!(parse_line(9, b"{nope").text.is_err());
         assert!(parse_line(9, br#"{"id":[1],"text":"t"}"#).text.is_err());
+    }
+
+    #[test]
+    fn lines_keep_a_metadata_object_and_their_position() {
+        let meta = r#"{"published_at":"2024-03-01T10:00:00+02:00","titre":"Été “à Zürich”"}"#;
+        let line = format!(r#"{{"id":"a","text":"t","metadata":{meta}}}"#);
+        let item = parse_line(5, line.as_bytes());
+        assert_eq!(item.metadata.as_deref(), Some(meta));
+        assert_eq!(item.position, 5);
+        for other in [r#"[1]"#, r#""x""#, "null"] {
+            let line = format!(r#"{{"id":"a","text":"t","metadata":{other}}}"#);
+            assert!(parse_line(1, line.as_bytes()).metadata.is_none(), "{other}");
+        }
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub use reindex::{ReindexJob, ReindexProgress, ReindexState};
 
 pub use settings::{
     empty_body, integral_floats_to_integers, stored_normalize, BoilerplatePatch, CollectionName,
-    CollectionSettings, InvalidName, Retention, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
+    CollectionSettings, InvalidName, Originals, Retention, SettingsError, DEFAULT_COLLECTION,
+    MAX_NAME_LEN,
 };
 
 use crate::backend::{Backend, SharedCatalog};
@@ -172,6 +173,18 @@ impl Collection {
 
     pub fn settings(&self) -> CollectionSettings {
         self.settings.read().expect("settings lock").clone()
+    }
+
+    /// `originals.time_field`: the metadata field a document's time for
+    /// originals is read from (`None`: when it was stored); as `PATCH`
+    /// last set it.
+    pub fn time_field(&self) -> Option<String> {
+        self.settings
+            .read()
+            .expect("settings lock")
+            .originals
+            .time_field
+            .clone()
     }
 
     /// What went wrong restoring it, if it failed.
@@ -358,6 +371,7 @@ impl Collections {
             index: config.index.clone(),
             retention: config.retention,
             store_text: false,
+            originals: config.originals.clone(),
         };
         let this = Self {
             local: local.clone(),
@@ -766,9 +780,13 @@ impl Collections {
         store_text: Option<bool>,
         passage_index: Option<bool>,
         boilerplate: Option<settings::BoilerplatePatch>,
+        originals: Option<settings::Originals>,
     ) -> Result<Arc<Collection>, CollectionError> {
         if let Some(r) = &retention {
             r.check().map_err(SettingsError::Retention)?;
+        }
+        if let Some(o) = &originals {
+            o.check().map_err(SettingsError::Originals)?;
         }
         let _ddl = self.ddl.lock().expect("ddl lock");
         let c = self
@@ -781,6 +799,8 @@ impl Collections {
                 "whether the default collection stores texts comes from the server configuration (storage.store_text)"
             } else if passage_index.is_some() {
                 "whether the default collection keeps the passage index comes from the server configuration (index.passage_index)"
+            } else if originals.is_some() {
+                "the default collection's originals.time_field comes from the server configuration (originals.time_field)"
             } else {
                 "the default collection's boilerplate settings come from the server configuration (index.boilerplate)"
             }));
@@ -795,6 +815,9 @@ impl Collections {
             }
             if let Some(on) = passage_index {
                 settings.index.passage_index = on;
+            }
+            if let Some(o) = originals {
+                settings.originals = o;
             }
             if let Some(b) = &boilerplate {
                 settings.index.boilerplate = b.apply(&settings.index.boilerplate)?;
@@ -821,6 +844,9 @@ impl Collections {
         }
         if let Some(on) = store_text {
             settings.store_text = on;
+        }
+        if let Some(o) = originals {
+            settings.originals = o;
         }
         if let Some(on) = passage_index {
             settings.index.passage_index = on;

@@ -294,6 +294,7 @@ impl Collections {
         }
         let settings = CollectionSettings {
             retention: current.retention,
+            originals: current.originals.clone(),
             store_text: true,
             ..job.settings.clone()
         };

@@ -7,7 +7,7 @@
 //! key by key in a fixed order, so a conflicting `PUT` can name the first
 //! key that differs ([`CollectionSettings::first_difference`]).
 
-pub use crate::config::Retention;
+pub use crate::config::{Originals, Retention};
 use crate::engine::{EngineParams, EngineParamsError, IndexParams, ValidParams};
 use crate::text::{NormalizeOptions, ShingleOptions};
 use serde::{Deserialize, Serialize};
@@ -73,6 +73,8 @@ pub struct CollectionSettings {
     pub retention: Retention,
     /// Keep every document's text as posted, on disk (`persist::texts`).
     pub store_text: bool,
+    /// Which member of a set of near-duplicates is the original.
+    pub originals: Originals,
 }
 
 /// `PATCH /collections/{name}` `{"boilerplate": {...}}`: the keys given
@@ -156,12 +158,15 @@ pub enum SettingsError {
     Retention(String),
     #[error("{0}")]
     Boilerplate(String),
+    #[error("{0}")]
+    Originals(String),
 }
 
 impl CollectionSettings {
     /// The recipe and index parameters, checked (with their banding).
     pub fn validate(&self) -> Result<ValidParams, SettingsError> {
         self.retention.check().map_err(SettingsError::Retention)?;
+        self.originals.check().map_err(SettingsError::Originals)?;
         Ok(self.engine_params().validate()?)
     }
 
@@ -218,6 +223,13 @@ impl CollectionSettings {
             }
         }
         out.push(("store_text".into(), Value::Bool(self.store_text)));
+        out.push((
+            "originals.time_field".into(),
+            self.originals
+                .time_field
+                .clone()
+                .map_or(Value::Null, Value::String),
+        ));
         out
     }
 

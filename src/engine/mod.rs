@@ -44,6 +44,7 @@ mod explain;
 mod id;
 mod journal;
 mod memory;
+pub mod originals;
 mod params;
 mod passages;
 mod postings;

@@ -123,6 +123,18 @@ struct Patch {
     /// from every stored document when `enabled` turns on).
     #[serde(default, deserialize_with = "not_null")]
     boilerplate: Option<crate::collections::BoilerplatePatch>,
+    /// `originals.time_field`: a metadata field name, or null for the time
+    /// documents were stored; later answers use it (nothing is reindexed).
+    #[serde(default, deserialize_with = "not_null")]
+    originals: Option<OriginalsPatch>,
+}
+
+/// `{"time_field": "name"}` or `{"time_field": null}`: the key is required.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OriginalsPatch {
+    #[serde(default, deserialize_with = "present")]
+    time_field: Option<Option<String>>,
 }
 
 /// A field that may be left out but not null.
@@ -142,8 +154,10 @@ struct RetentionPatch {
 }
 
 /// A field that may be null but must be there: `Some(None)` for null.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<u64>>, D::Error> {
-    Option::<u64>::deserialize(d).map(Some)
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 /// `PATCH /collections/{name}`: change the retention, at once and without
@@ -157,7 +171,7 @@ pub async fn patch(
         ApiError::InvalidBody(format!(
             "{detail}; PATCH changes only {{\"retention\": {{\"ttl_secs\": n or null}}}} and \
              {{\"store_text\": true or false}} and {{\"passage_index\": true or false}} and {{\"boilerplate\": {{\"enabled\", \"share\", \
-             \"min_docs\", \"min_collection_docs\"}}}}: the \
+             \"min_docs\", \"min_collection_docs\"}}}} and {{\"originals\": {{\"time_field\": name or null}}}}: the \
              recipe and the other index parameters change by \
              POST /collections/{{name}}/reindex"
         ))
@@ -176,6 +190,13 @@ pub async fn patch(
     let store_text = patch.store_text;
     let passage_index = patch.passage_index;
     let boilerplate = patch.boilerplate;
+    let originals = match patch.originals {
+        Some(o) => match o.time_field {
+            Some(time_field) => Some(crate::collections::Originals { time_field }),
+            None => return Err(hint("originals.time_field is missing".into())),
+        },
+        None => None,
+    };
     let collections = Arc::clone(&app.collections);
     let c = tokio::task::spawn_blocking(move || {
         collections.change(
@@ -184,6 +205,7 @@ pub async fn patch(
             store_text,
             passage_index,
             boilerplate,
+            originals,
         )
     })
     .await

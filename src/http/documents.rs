@@ -210,13 +210,20 @@ pub async fn create(
     .score(score);
     let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
+    // With `similar`, the time it is stored is taken here, so the answer's
+    // original weighs the very `created_at` it gets.
+    let created_ms = params.similar.then(|| coll.recipe().now_ms());
+    let time_ms = created_ms.map(|ms| {
+        let field = coll.time_field();
+        crate::engine::originals::time_of(metadata.as_deref(), ms, field.as_deref())
+    });
     let new = NewDoc {
         id: id.clone(),
         doc: prepared,
         metadata,
         expires_ms,
         text: kept,
-        created_ms: None,
+        created_ms,
     };
     if params.if_unique {
         return create_if_unique(&app, &coll, new, q).await;
@@ -243,9 +250,20 @@ pub async fn create(
                 .observe_write_error(coll.name.as_str(), e.status().as_u16())
         })?;
     app.metrics.observe_write(coll.name.as_str(), "created");
+    let original = match &similar {
+        Some(found) => {
+            let stored = super::similar::Stored {
+                id: id.as_str(),
+                time_ms,
+            };
+            Some(super::similar::original_of(&coll, backend, Some(stored), &found.matches).await?)
+        }
+        None => None,
+    };
     let body = WrittenOut {
         id: id.to_string(),
         shingles,
+        original,
         inserted: None,
         truncated: similar.as_ref().map(|q| q.truncated),
         measure: similar.as_ref().map(|_| measure),
@@ -302,6 +320,7 @@ async fn create_if_unique(
                 id: id.to_string(),
                 shingles,
                 inserted: Some(true),
+                original: Some(None),
                 similar: Some(Vec::new()),
                 truncated: Some(false),
                 measure: Some(q.measure),
@@ -319,9 +338,12 @@ async fn create_if_unique(
             app.metrics
                 .observe_measure(name, crate::engine::By::new(q.measure, q.score), &found);
             app.metrics.observe_write(name, "rejected_duplicate");
+            let original =
+                super::similar::original_of(coll, backend(coll)?, None, &found.matches).await?;
             let body = WrittenOut {
                 id: id.to_string(),
                 shingles,
+                original: Some(original),
                 inserted: Some(false),
                 truncated: Some(found.truncated),
                 measure: Some(q.measure),
@@ -373,6 +395,7 @@ pub async fn put(
         id: id.to_string(),
         shingles,
         inserted: None,
+        original: None,
         similar: None,
         truncated: None,
         measure: None,

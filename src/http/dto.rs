@@ -147,6 +147,10 @@ pub struct WrittenOut {
     pub inserted: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similar: Option<Vec<MatchOut>>,
+    /// With `similar` or `if_unique`: the original among `similar` and
+    /// the written document (when stored); null without matches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub original: Option<Option<String>>,
     /// Set when `similar` was computed from a truncated candidate list.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
@@ -210,6 +214,10 @@ pub struct SimilarOut {
     /// Over which shingles that score is taken.
     pub score: Score,
     pub results: Vec<MatchOut>,
+    /// The original among the results and the queried document (when it
+    /// is stored): the earliest by the collection's `originals.time_field`
+    /// or `created_at`, ties to the smaller id; null without results.
+    pub original: Option<String>,
     /// Distinct candidates verified for this answer (from the LSH bands,
     /// or from the passage index for a containment measure).
     pub candidates: usize,

@@ -15,9 +15,10 @@ use super::extract::{accepts, ApiQuery, Coll, Limit};
 use super::state::{backend, AppState};
 use crate::backend::{Backend, BackendError};
 use crate::collections::Collection;
-use crate::engine::{By, EngineError, Groups, Measure, ScanStats, Score, Threshold};
+use crate::engine::originals::Keep;
+use crate::engine::{By, EngineError, Group, Groups, Measure, ScanStats, Score, Threshold};
 use crate::service::scans::{GroupsKey, ScanError};
-use crate::wire::{GroupOut, PairOut};
+use crate::wire::{drops, DropOut, GroupOut, PairOut};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -48,6 +49,19 @@ pub struct GroupsParams {
     cursor: Option<String>,
 }
 
+/// `GET /duplicates/drop-list`: the groups' parameters and the keep policy.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DropListParams {
+    threshold: Option<f64>,
+    measure: Option<Measure>,
+    score: Option<Score>,
+    min_size: Option<usize>,
+    limit: Option<usize>,
+    cursor: Option<String>,
+    keep: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PairsParams {
@@ -70,6 +84,26 @@ pub struct GroupsPage<'a> {
     /// Documents in those groups.
     pub total_members: usize,
     pub groups: Vec<GroupOut<'a>>,
+    /// Pass as `cursor` for the next page; null on the last one.
+    pub next_cursor: Option<String>,
+}
+
+/// `GET /duplicates/drop-list` as `application/json`: the drops of one
+/// page of groups.
+#[derive(Debug, Serialize)]
+pub struct DropListPage<'a> {
+    pub threshold: f64,
+    pub measure: Measure,
+    pub score: Score,
+    pub min_size: usize,
+    /// The keep policy: `oldest`, `newest`, `longest` or `max:<field>`.
+    pub keep: String,
+    /// Groups in the whole answer (all pages).
+    pub total_groups: usize,
+    /// Documents to drop in the whole answer: every group's members but one.
+    pub total_drops: usize,
+    /// The drops of this page's groups, group by group, each in id order.
+    pub drops: Vec<DropOut<'a>>,
     /// Pass as `cursor` for the next page; null on the last one.
     pub next_cursor: Option<String>,
 }
@@ -150,6 +184,7 @@ pub async fn groups(
     };
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     needs_index(backend(&coll)?, By::new(measure, score))?;
+    let time_field = coll.time_field();
     if wants_ndjson(&headers) {
         if params.limit.is_some() {
             return Err(ApiError::InvalidParameter(
@@ -157,7 +192,14 @@ pub async fn groups(
                     .into(),
             ));
         }
-        return Ok(stream_groups(app, coll, threshold, key, after));
+        return Ok(stream_groups(
+            app,
+            coll,
+            threshold,
+            key,
+            after,
+            move |out, _, group| out.value(&GroupOut::new(group, time_field.as_deref()), b"\n"),
+        ));
     }
     let limit = Limit::parse(params.limit, &app.config.query)?.get();
     let timeout = Duration::from_secs(app.config.server.request_timeout_secs);
@@ -176,7 +218,10 @@ pub async fn groups(
         min_size: key.min_size,
         total_groups: groups.groups.len(),
         total_members: groups.members,
-        groups: page.iter().map(GroupOut::from).collect(),
+        groups: page
+            .iter()
+            .map(|g| GroupOut::new(g, time_field.as_deref()))
+            .collect(),
         next_cursor,
     })
     .into_response())
@@ -274,12 +319,91 @@ impl ChunkWriter {
     }
 }
 
+/// `GET /duplicates/drop-list`: for each group of `GET /duplicates` with
+/// the same parameters (the same scan and page cache), every member but
+/// the one `keep` keeps; pages of groups as JSON, or every drop as NDJSON.
+pub async fn drop_list(
+    State(app): State<AppState>,
+    Coll(coll): Coll,
+    headers: HeaderMap,
+    ApiQuery(params): ApiQuery<DropListParams>,
+) -> Result<Response, ApiError> {
+    let keep = match params.keep.as_deref() {
+        None => Keep::Oldest,
+        Some(raw) => Keep::parse("keep", raw).map_err(ApiError::InvalidParameter)?,
+    };
+    let measure = pair_measure(params.measure);
+    let score = params.score.unwrap_or_default();
+    let threshold = coll
+        .recipe()
+        .threshold_for(measure, score, params.threshold)?;
+    let key = GroupsKey {
+        collection: coll.id,
+        threshold: threshold.value(),
+        measure,
+        score,
+        min_size: min_size(params.min_size)?,
+    };
+    let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
+    needs_index(backend(&coll)?, By::new(measure, score))?;
+    let time_field = coll.time_field();
+    if wants_ndjson(&headers) {
+        if params.limit.is_some() {
+            return Err(ApiError::InvalidParameter(
+                "limit pages application/json answers; an application/x-ndjson stream has every drop"
+                    .into(),
+            ));
+        }
+        return Ok(stream_groups(
+            app,
+            coll,
+            threshold,
+            key,
+            after,
+            move |out, index, group| {
+                drops(group, index, &keep, time_field.as_deref()).all(|d| out.value(&d, b"\n"))
+            },
+        ));
+    }
+    let limit = Limit::parse(params.limit, &app.config.query)?.get();
+    let timeout = Duration::from_secs(app.config.server.request_timeout_secs);
+    let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
+    let groups = computed_groups(&app, &coll, threshold, key, after.is_some(), wait).await?;
+    let start = after.as_deref().map_or(0, |k| groups.position_after(k));
+    let start = start.min(groups.groups.len());
+    let page = &groups.groups[start..];
+    let page = &page[..limit.min(page.len())];
+    let next_cursor = (start + page.len() < groups.groups.len())
+        .then(|| page.last().map(|g| encode_cursor(g.first_id())))
+        .flatten();
+    Ok(Json(DropListPage {
+        threshold: key.threshold,
+        measure,
+        score,
+        min_size: key.min_size,
+        keep: keep.as_string(),
+        total_groups: groups.groups.len(),
+        total_drops: groups.redundant(),
+        drops: page
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| drops(g, start + i, &keep, time_field.as_deref()))
+            .collect(),
+        next_cursor,
+    })
+    .into_response())
+}
+
+/// The groups at `key` as NDJSON, from the group after `after`: `write`
+/// puts each (with its position in the whole answer) on the stream, false
+/// once the client is gone.
 fn stream_groups(
     app: AppState,
     coll: Arc<Collection>,
     threshold: Threshold,
     key: GroupsKey,
     after: Option<Vec<u8>>,
+    write: impl Fn(&mut ChunkWriter, usize, &Group) -> bool + Send + 'static,
 ) -> Response {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
@@ -295,8 +419,8 @@ fn stream_groups(
         let _ = tokio::task::spawn_blocking(move || {
             let start = after.as_deref().map_or(0, |k| groups.position_after(k));
             let mut out = ChunkWriter::new(tx);
-            for group in &groups.groups[start..] {
-                if !out.value(&GroupOut::from(group), b"\n") {
+            for (i, group) in groups.groups.iter().enumerate().skip(start) {
+                if !write(&mut out, i, group) {
                     return;
                 }
             }

@@ -84,6 +84,7 @@ fn collection_routes() -> Router<AppState> {
         .route("/analysis/accuracy", post(analysis::accuracy))
         .route("/duplicates", get(duplicates::groups))
         .route("/duplicates/pairs", get(duplicates::pairs))
+        .route("/duplicates/drop-list", get(duplicates::drop_list))
         .route("/stats", get(ops::stats))
         .route("/export", get(transfer::export))
         .route("/import", post(transfer::import))

@@ -26,6 +26,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/analysis/accuracy"),
     ("GET", "/duplicates"),
     ("GET", "/duplicates/pairs"),
+    ("GET", "/duplicates/drop-list"),
     ("GET", "/stats"),
     ("GET", "/export"),
     ("POST", "/import"),
@@ -54,6 +55,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/collections/{name}/analysis/accuracy"),
     ("GET", "/collections/{name}/duplicates"),
     ("GET", "/collections/{name}/duplicates/pairs"),
+    ("GET", "/collections/{name}/duplicates/drop-list"),
     ("GET", "/collections/{name}/stats"),
     ("GET", "/collections/{name}/export"),
     ("POST", "/collections/{name}/import"),
@@ -94,6 +96,7 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/analysis/accuracy",
     "/duplicates",
     "/duplicates/pairs",
+    "/duplicates/drop-list",
     "/stats",
     "/export",
     "/import",
@@ -112,6 +115,7 @@ pub const QUERY_ROUTES: &[(&str, &str)] = &[
     ("GET", "/compare"),
     ("GET", "/duplicates"),
     ("GET", "/duplicates/pairs"),
+    ("GET", "/duplicates/drop-list"),
     ("GET", "/boilerplate"),
 ];
 

@@ -165,6 +165,12 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             "/duplicates/pairs".to_owned(),
             None,
         ),
+        (
+            Method::GET,
+            "/duplicates/drop-list",
+            "/duplicates/drop-list".to_owned(),
+            None,
+        ),
         (Method::GET, "/stats", "/stats".to_owned(), None),
         (Method::GET, "/export", "/export".to_owned(), None),
         (

@@ -96,6 +96,7 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
         ),
         (Method::GET, "/duplicates".into(), None),
         (Method::GET, "/duplicates/pairs".into(), None),
+        (Method::GET, "/duplicates/drop-list".into(), None),
         (Method::GET, "/stats".into(), None),
         (Method::GET, "/export".into(), None),
         (
@@ -149,7 +150,8 @@ async fn a_collection_is_created_listed_shown_changed_and_deleted() {
                          "boilerplate": {"enabled": false, "share": 0.05, "min_docs": 10,
                                          "min_collection_docs": 50}},
                "retention": {"ttl_secs": 2592000},
-               "store_text": false})
+               "store_text": false,
+               "originals": {"time_field": null}})
     );
     assert!(body["derived"]["min_query_threshold"].as_f64().unwrap() < 0.7);
 

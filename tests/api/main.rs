@@ -24,6 +24,7 @@ mod hostile;
 mod hugepages;
 mod openapi;
 mod ops;
+mod originals;
 mod passages;
 mod reindex;
 mod retention;

@@ -31,6 +31,8 @@ mod errors;
 mod explain;
 #[path = "../api/hostile.rs"]
 mod hostile;
+#[path = "../api/originals.rs"]
+mod originals;
 #[path = "../api/passages.rs"]
 mod passages;
 #[path = "../api/retention.rs"]

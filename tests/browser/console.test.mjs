@@ -372,6 +372,17 @@ test('groups lists the planted group; a member opens Compare with its best match
   assert.equal(await row.getAttribute('data-size'), '3');
   const members = await row.getByTestId('group-member').allTextContents();
   assert.deepEqual(members, ['twin-a', 'twin-b', 'twin-c']);
+  // Its original (the earliest stored; ties: the smaller id) is marked, once.
+  assert.equal(await row.getByTestId('group-original').count(), 1);
+  const marked = row.locator('li').filter({ has: s.page.getByTestId('group-original') });
+  assert.equal(await marked.getByTestId('group-member').textContent(), 'twin-a');
+  // The drop list keeps it (keep=oldest) and lists the two others.
+  await s.page.getByTestId('drop-list-submit').click();
+  await s.page.getByTestId('drop-list-total').waitFor();
+  const drops = s.page.getByTestId('drop-row').filter({ hasText: 'twin-' });
+  assert.deepEqual((await drops.allTextContents()).length, 2);
+  for (const d of await drops.all()) assert.equal(await d.getAttribute('data-kept'), 'twin-a');
+  assert.ok(await s.page.getByTestId('drop-list-download').count() === 1, 'an NDJSON download');
   await s.shot('groups');
   await row.getByTestId('group-member').first().click();
   await s.ready('compare');

@@ -1,8 +1,11 @@
 // Groups: the pages of GET /duplicates, by Jaccard or by containment
 // (either text inside the other), on raw or content scores (boilerplate
 // left out), with sizes and members; a member opens Compare with its best
-// match. The verified pairs behind them (GET /duplicates/pairs) list on
-// demand with their raw and content scores.
+// match; each group's original (the earliest by the collection's time
+// field or created_at) is marked. The verified pairs behind them (GET
+// /duplicates/pairs) list on demand with their raw and content scores, and
+// the drop list (GET /duplicates/drop-list) under a keep policy, to view
+// or download as NDJSON.
 
 import { api, collectionBase } from '../api.js';
 import { h, fill, add, num, errorBox } from '../dom.js';
@@ -15,6 +18,8 @@ const GROUP_MEASURES = [
 ];
 
 const PAGE = 25;
+/** Drop entries listed at most (the download has every one). */
+const DROPS_SHOWN = 200;
 /** Pairs listed at most (the highest scores of the whole answer). */
 const PAIRS_SHOWN = 200;
 
@@ -42,6 +47,13 @@ export default async function groups(root) {
       ? `This collection ${needs.join(' and ')}: a ${score.value === 'content' ? 'content-score' : 'containment'} scan needs ${needs.length > 1 ? 'both' : 'it'}.` : '';
   }
   const pairsOut = h('div', { testid: 'pairs-out' });
+  const dropOut = h('div', { testid: 'drop-list-out' });
+  const keep = h('select', { testid: 'keep-policy', 'aria-label': 'keep policy' },
+    h('option', { value: 'oldest' }, 'oldest (the original)'),
+    h('option', { value: 'newest' }, 'newest'),
+    h('option', { value: 'longest' }, 'longest (most shingles)'),
+    h('option', { value: 'max' }, 'highest metadata number…'));
+  const keepField = h('input', { type: 'text', class: 'narrow', placeholder: 'field', 'aria-label': 'metadata field', testid: 'keep-field' });
   const minSize = h('input', { type: 'number', min: '2', value: '2', class: 'narrow' });
   const list = h('div', {});
   const pager = h('div', { class: 'row' });
@@ -51,6 +63,7 @@ export default async function groups(root) {
     fill(list);
     fill(pager);
     fill(pairsOut);
+    fill(dropOut);
     const q = new URLSearchParams({ threshold: slider.value, measure: measure.value, score: score.value, min_size: minSize.value || '2', limit: String(PAGE) });
     if (cursors[page]) q.set('cursor', cursors[page]);
     let answer;
@@ -75,6 +88,8 @@ export default async function groups(root) {
         h('tbody', {}, answer.groups.map((g) => row(g, byContainment, onContent))))));
     }
     pager.append(
+      h('label', { title: 'which member of each group the drop list keeps; every other is to delete' }, 'keep ', keep, ' ', keepField),
+      h('button', { type: 'button', testid: 'drop-list-submit', title: 'the ids to delete so that one document per group is left', onclick: () => action('groups', () => loadDrops()) }, 'Drop list'),
       h('button', { type: 'button', testid: 'pairs-submit', title: 'every verified pair at this threshold, with raw and content scores', onclick: () => action('groups', () => loadPairs()) }, 'List the pairs'),
       h('button', { type: 'button', disabled: page === 0, onclick: () => action('groups', () => load(page - 1)) }, '← previous'),
       h('span', { class: 'muted' }, `page ${page + 1}`),
@@ -93,7 +108,8 @@ export default async function groups(root) {
             go('compare', { a: m.id, b: m.best_match });
           },
         }, m.id),
-        h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, memberScores(m, byContainment, onContent)))))));
+        h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, memberScores(m, byContainment, onContent)),
+        m.id === g.original ? h('strong', { testid: 'group-original', title: 'the earliest member: by the collection’s originals.time_field in its metadata, else by when it was stored' }, ' original') : null)))));
   }
 
   /** A member's scores with its best match: the content ones first when the group was formed on them. */
@@ -106,6 +122,42 @@ export default async function groups(root) {
       ? `content containment ${num(m.content.containment)}, content Jaccard ${num(m.content.jaccard)}`
       : `content Jaccard ${num(m.content.jaccard)}`;
     return ` ↔ ${m.best_match} (${content}; ${raw})`;
+  }
+
+  /** The drop list under the keep policy chosen (GET /duplicates/drop-list,
+   * its JSON pages of query.default_limit groups walked to the end):
+   * listed, and offered as NDJSON. */
+  async function loadDrops() {
+    fill(dropOut);
+    const policy = keep.value === 'max' ? `max:${keepField.value.trim()}` : keep.value;
+    const drops = [];
+    let cursor = null;
+    let answer;
+    try {
+      do {
+        const q = new URLSearchParams({ threshold: slider.value, measure: measure.value, score: score.value, min_size: minSize.value || '2', keep: policy });
+        if (cursor) q.set('cursor', cursor);
+        answer = await fetchPage(`${collectionBase(ctx.collection)}/duplicates/drop-list?${q}`);
+        drops.push(...answer.drops);
+        cursor = answer.next_cursor;
+      } while (cursor);
+    } catch (e) {
+      dropOut.append(conflictBox(e, () => loadDrops()) || errorBox(e));
+      return;
+    }
+    const ndjson = drops.map((d) => `${JSON.stringify(d)}\n`).join('');
+    add(dropOut,
+      h('h2', {}, 'Drop list'),
+      h('p', { class: 'muted', testid: 'drop-list-total' },
+        `${num(answer.total_drops)} document${answer.total_drops === 1 ? '' : 's'} to delete from ${num(answer.total_groups)} group${answer.total_groups === 1 ? '' : 's'}, keeping ${answer.keep}`
+        + (drops.length > DROPS_SHOWN ? `; the first ${DROPS_SHOWN} shown, the download has every one.` : '.')),
+      drops.length ? h('a', { testid: 'drop-list-download', download: 'drop-list.ndjson', href: `data:application/x-ndjson;charset=utf-8,${encodeURIComponent(ndjson)}` }, 'Download as NDJSON') : null,
+      drops.length ? h('div', { class: 'table-wrap' }, h('table', { testid: 'drop-list', class: 'stack' },
+        h('thead', {}, h('tr', {}, h('th', {}, 'delete'), h('th', {}, 'kept'), h('th', {}, 'group'))),
+        h('tbody', {}, drops.slice(0, DROPS_SHOWN).map((d) => h('tr', { testid: 'drop-row', dataset: { id: d.id, kept: d.kept } },
+          h('td', { class: 'id', 'data-label': 'delete' }, d.id),
+          h('td', { class: 'id', 'data-label': 'kept' }, d.kept),
+          h('td', { class: 'n', 'data-label': 'group' }, String(d.group))))))) : null);
   }
 
   /** The verified pairs (GET /duplicates/pairs, one JSON answer), the
@@ -168,7 +220,7 @@ export default async function groups(root) {
       h('label', {}, 'smallest group ', minSize),
       indexNote,
       h('button', { type: 'submit', testid: 'groups-submit' }, 'List groups')),
-    list, pager, pairsOut);
+    list, pager, dropOut, pairsOut);
   await load(0);
 }
 

@@ -8,6 +8,7 @@
 
 use super::codec::{decode_record, iid, members, own_expiry, StoredRecord};
 use super::{corrupt, BackendError, Conn, RedisIndex};
+use crate::backend::StoredDate;
 use crate::engine::{Comparison, DocId, EngineError, Prepared, Query, QueryOutcome, Record, Stamp};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -75,6 +76,24 @@ impl RedisIndex {
             .engine
             .is_live(&record, self.engine.now_ms())
             .then_some(record))
+    }
+
+    /// When each of `ids` was stored and its metadata, as its record says
+    /// (`None`: no record), in trips of `SCAN_READ` record reads; nothing
+    /// else of the record is decoded into an engine record.
+    pub async fn dates(&self, ids: &[&str]) -> Result<Vec<Option<StoredDate>>, BackendError> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(super::SCAN_READ) {
+            let iids: Vec<u64> = chunk.iter().map(|id| iid(id)).collect();
+            let found = self.read_records(&iids).await?;
+            for (id, stored) in chunk.iter().zip(found) {
+                out.push(stored.filter(|s| s.id == *id).map(|s| StoredDate {
+                    created_ms: s.created_ms,
+                    metadata: s.metadata.map(String::into_boxed_str),
+                }));
+            }
+        }
+        Ok(out)
     }
 
     /// The live document `id` and its stored text (`None` when it was

@@ -295,6 +295,15 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     assert_eq!(body["pairs"][0]["b"], "q2", "{body}");
     assert_eq!(body["pairs"][0]["b_in_a"], 1.0, "{body}");
     assert_eq!(body["measure"], "jaccard", "{body}");
+    let url = "/duplicates/drop-list?threshold=0.8&keep=newest&limit=5";
+    let (_, body) = walk
+        .call("GET", "/duplicates/drop-list", url, Body::None)
+        .await;
+    assert_eq!(
+        body["drops"],
+        json!([{"id": "q1", "kept": "q2", "group": 0}]),
+        "{body}"
+    );
     let url = "/duplicates?measure=containment&threshold=0.9";
     let (_, body) = walk.call("GET", "/duplicates", url, Body::None).await;
     assert_eq!(body["measure"], "containment", "{body}");
@@ -641,6 +650,9 @@ fn error_cases() -> Vec<Case> {
         ("GET", dup, "/duplicates?score=content&threshold=0.3", Empty, 409, off),
         ("GET", pairs, "/duplicates/pairs?score=content", Empty, 409, off),
         ("GET", pairs, "/duplicates/pairs?score=x", Empty, 400, "invalid-parameter"),
+        ("GET", "/duplicates/drop-list", "/duplicates/drop-list?keep=max:", Empty, 400, "invalid-parameter"),
+        ("GET", "/duplicates/drop-list", "/duplicates/drop-list?keep=largest", Empty, 400, "invalid-parameter"),
+        ("GET", "/duplicates/drop-list", "/duplicates/drop-list?score=content", Empty, 409, off),
         ("GET", tpls, "/templates?x=1", Empty, 400, "invalid-parameter"),
         ("GET", tpl, "/templates/nope", Empty, 404, "template-not-found"),
         ("GET", tpl, "/templates/%FF", Empty, 400, "invalid-parameter"),
