@@ -681,7 +681,7 @@ fn boilerplate(c: &mut Criterion) {
     )
     .score(Score::Content);
     for (name, e, q) in [
-        ("raw_query_counts_off", &off, raw),
+        ("raw_query_counts_off", &off, raw.clone()),
         ("raw_query_counts_on", &on, raw),
         ("content_query", &on, content),
     ] {

@@ -12,10 +12,11 @@
 
 use super::error::ApiError;
 use super::extract::{accepts, ApiQuery, Coll, Limit};
+use super::filters;
 use super::state::{backend, AppState};
 use crate::backend::{Backend, BackendError};
 use crate::collections::Collection;
-use crate::engine::{By, EngineError, Groups, Measure, ScanStats, Score, Threshold};
+use crate::engine::{By, EngineError, FilterSpec, Groups, Measure, ScanStats, Score, Threshold};
 use crate::service::scans::{GroupsKey, ScanError};
 use crate::wire::{GroupOut, PairOut};
 use axum::body::{Body, Bytes};
@@ -46,6 +47,10 @@ pub struct GroupsParams {
     min_size: Option<usize>,
     limit: Option<usize>,
     cursor: Option<String>,
+    /// A JSON object: conditions both documents of a pair must satisfy.
+    filter: Option<String>,
+    /// Comma-separated fields the two documents of a pair must not share.
+    exclude_same: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -54,6 +59,9 @@ pub struct PairsParams {
     threshold: Option<f64>,
     measure: Option<Measure>,
     score: Option<Score>,
+    /// As [`GroupsParams`]'s.
+    filter: Option<String>,
+    exclude_same: Option<String>,
 }
 
 /// `GET /duplicates` as `application/json`: one page.
@@ -147,7 +155,11 @@ pub async fn groups(
         measure,
         score,
         min_size: min_size(params.min_size)?,
+        filter: filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?,
     };
+    if key.filter.is_some() {
+        app.metrics.observe_filtered(coll.name.as_str(), "groups");
+    }
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     needs_index(backend(&coll)?, By::new(measure, score))?;
     if wants_ndjson(&headers) {
@@ -160,6 +172,7 @@ pub async fn groups(
         return Ok(stream_groups(app, coll, threshold, key, after));
     }
     let limit = Limit::parse(params.limit, &app.config.query)?.get();
+    let min_size = key.min_size;
     let timeout = Duration::from_secs(app.config.server.request_timeout_secs);
     let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
     let groups = computed_groups(&app, &coll, threshold, key, after.is_some(), wait).await?;
@@ -170,10 +183,10 @@ pub async fn groups(
         .then(|| page.last().map(|g| encode_cursor(g.first_id())))
         .flatten();
     Ok(Json(GroupsPage {
-        threshold: key.threshold,
+        threshold: threshold.value(),
         measure,
         score,
-        min_size: key.min_size,
+        min_size,
         total_groups: groups.groups.len(),
         total_members: groups.members,
         groups: page.iter().map(GroupOut::from).collect(),
@@ -321,6 +334,10 @@ pub async fn pairs(
         .recipe()
         .threshold_for(measure, score, params.threshold)?;
     let by = By::new(measure, score);
+    let filter = filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?;
+    if filter.is_some() {
+        app.metrics.observe_filtered(coll.name.as_str(), "pairs");
+    }
     let ndjson = wants_ndjson(&headers);
     needs_index(backend(&coll)?, by)?;
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
@@ -334,7 +351,15 @@ pub async fn pairs(
             let Some(backend) = scanned.backend() else {
                 return Err(BackendError::Internal("the collection is not ready".into()));
             };
-            let result = write_pairs(backend, scans.pool(), threshold, by, ndjson, &mut out);
+            let result = write_pairs(
+                backend,
+                scans.pool(),
+                threshold,
+                by,
+                filter.as_ref(),
+                ndjson,
+                &mut out,
+            );
             match &result {
                 Ok(stats) if stats.complete => {
                     out.flush();
@@ -378,6 +403,7 @@ fn write_pairs(
     pool: &rayon::ThreadPool,
     threshold: Threshold,
     by: By,
+    filter: Option<&Arc<FilterSpec>>,
     ndjson: bool,
     out: &mut ChunkWriter,
 ) -> Result<ScanStats, BackendError> {
@@ -393,7 +419,7 @@ fn write_pairs(
             return Ok(ScanStats::default());
         }
     }
-    let stats = backend.scan_pairs(threshold, by, pool, &mut |edge| {
+    let stats = backend.scan_pairs(threshold, by, filter, pool, &mut |edge| {
         let pair = PairOut::from(edge);
         if ndjson {
             out.value(&pair, b"\n")
