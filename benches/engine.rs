@@ -724,7 +724,9 @@ fn filter(c: &mut Criterion) {
     use neardup::engine::FilterSpec;
     let words = |seed: u64| -> Vec<String> {
         let mut rng = StdRng::seed_from_u64(seed);
-        (0..200).map(|_| format!("w{}", rng.gen_range(0..50_000u32))).collect()
+        (0..200)
+            .map(|_| format!("w{}", rng.gen_range(0..50_000u32)))
+            .collect()
     };
     let e = engine();
     let mut heads = Vec::new();
@@ -760,7 +762,9 @@ fn filter(c: &mut Criterion) {
         Arc::new(FilterSpec::parse(Some(&f), &ex).unwrap().unwrap())
     };
     let plain = Query::new(t, 10);
-    let all = Query::new(t, 10).filter(Some(spec(serde_json::json!({"draft": false}), &[]).about(None)));
+    let all = Query::new(t, 10).filter(Some(
+        spec(serde_json::json!({"draft": false}), &[]).about(None),
+    ));
     let one_of = Query::new(t, 10).filter(Some(
         spec(serde_json::json!({"lang": ["fr", "de"], "site": (0..50).map(|s| format!("site-{s}.example")).collect::<Vec<_>>()}), &["author"])
             .about(None),

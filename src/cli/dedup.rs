@@ -17,7 +17,8 @@ use super::lines::JsonLines;
 use super::progress::Progress;
 use crate::config::Config;
 use crate::engine::{
-    By, DocId, Engine, EngineError, Groups, Measure, Prepared, Score, Threshold, WriteMode,
+    By, DocId, Engine, EngineError, FilterSpec, Groups, Measure, Prepared, Score, Threshold,
+    WriteMode,
 };
 use crate::wire::{GroupOut, PairOut};
 use anyhow::Context;
@@ -28,6 +29,7 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Documents read, signed and inserted per step.
@@ -71,6 +73,16 @@ pub struct DedupArgs {
     /// Exit with status 1 if any input was skipped.
     #[arg(long)]
     pub strict: bool,
+    /// Only pairs whose two documents' `metadata` (a JSON object on each
+    /// line) satisfy these conditions: a JSON object of field → value or
+    /// non-empty array of values, as the API's `filter`
+    /// (docs/collections.md, "Metadata filters").
+    #[arg(long, value_name = "JSON")]
+    pub filter: Option<String>,
+    /// Comma-separated metadata fields: two documents with equal values of
+    /// one of them are not a pair, as the API's `exclude_same`.
+    #[arg(long, value_name = "FIELDS")]
+    pub exclude_same: Option<String>,
 }
 
 /// The score `neardup dedup` groups by.
@@ -120,12 +132,16 @@ pub struct Summary {
 }
 
 /// One JSON Lines record: `id` may be a string or a number, or absent (the
-/// line number is used); other fields are ignored.
+/// line number is used); `metadata` is read only for `--filter` and
+/// `--exclude-same` (anything but an object counts as none); other fields
+/// are ignored.
 #[derive(Deserialize)]
-struct Line {
+struct Line<'a> {
     #[serde(default)]
     id: Option<serde_json::Value>,
     text: String,
+    #[serde(default, borrow)]
+    metadata: Option<&'a serde_json::value::RawValue>,
 }
 
 /// Skipped input, reported as it is met.
@@ -169,6 +185,7 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
                 .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?
         }
     };
+    let filter = filter_of(args)?;
     let engine = Engine::new(params);
     let threshold = engine
         .threshold_for(measure, score, args.threshold)
@@ -178,7 +195,15 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     if args.input.is_dir() {
         load_directory(&engine, &args.input, max_text, args.quiet, &mut problems)?;
     } else {
-        load_json_lines(&engine, &args.input, max_text, args.quiet, &mut problems)?;
+        let keep_metadata = filter.is_some();
+        load_json_lines(
+            &engine,
+            &args.input,
+            max_text,
+            args.quiet,
+            keep_metadata,
+            &mut problems,
+        )?;
     }
     let read_seconds = start.elapsed().as_secs_f64();
     let mut summary = Summary {
@@ -191,9 +216,25 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let scan_start = Instant::now();
     let written = if args.pairs {
-        write_pairs(&engine, threshold, by, args.quiet, &mut out, &mut summary)
+        write_pairs(
+            &engine,
+            threshold,
+            by,
+            filter.as_ref(),
+            args.quiet,
+            &mut out,
+            &mut summary,
+        )
     } else {
-        write_groups(&engine, threshold, by, args, &mut out, &mut summary)
+        write_groups(
+            &engine,
+            threshold,
+            by,
+            filter.as_ref(),
+            args,
+            &mut out,
+            &mut summary,
+        )
     };
     match written.and_then(|()| out.flush()) {
         Ok(()) => {}
@@ -234,10 +275,30 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// `--filter` and `--exclude-same`, checked as the API checks them.
+fn filter_of(args: &DedupArgs) -> anyhow::Result<Option<Arc<FilterSpec>>> {
+    let value = args
+        .filter
+        .as_deref()
+        .map(|raw| {
+            serde_json::from_str::<serde_json::Value>(raw)
+                .map_err(|e| anyhow::anyhow!("--filter: not a valid JSON object: {e}"))
+        })
+        .transpose()?;
+    let names: Vec<String> = args
+        .exclude_same
+        .as_deref()
+        .map(|list| list.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let spec = FilterSpec::parse(value.as_ref(), &names).map_err(|e| anyhow::anyhow!("--{e}"))?;
+    Ok(spec.map(Arc::new))
+}
+
 fn write_groups(
     engine: &Engine,
     threshold: Threshold,
     by: By,
+    filter: Option<&Arc<FilterSpec>>,
     args: &DedupArgs,
     out: &mut impl Write,
     summary: &mut Summary,
@@ -248,8 +309,13 @@ fn write_groups(
             format!("{done}/{total} documents")
         });
     };
-    let groups: Groups =
-        engine.duplicate_groups_by(threshold, by, args.min_size as usize, Some(&report));
+    let groups: Groups = engine.duplicate_groups_filtered(
+        threshold,
+        by,
+        filter,
+        args.min_size as usize,
+        Some(&report),
+    );
     progress.finish();
     summary.groups = groups.groups.len();
     summary.duplicates = groups.redundant();
@@ -265,6 +331,7 @@ fn write_pairs(
     engine: &Engine,
     threshold: Threshold,
     by: By,
+    filter: Option<&Arc<FilterSpec>>,
     quiet: bool,
     out: &mut impl Write,
     summary: &mut Summary,
@@ -280,7 +347,7 @@ fn write_pairs(
         });
     };
     let mut failure = None;
-    let stats = engine.scan_pairs_by(threshold, by, Some(&report), &mut |edges| {
+    let stats = engine.scan_pairs_filtered(threshold, by, filter, Some(&report), &mut |edges| {
         found.fetch_add(edges.len() as u64, Ordering::Relaxed);
         for edge in &edges {
             let line = serde_json::to_writer(&mut *out, &PairOut::from(edge))
@@ -307,6 +374,8 @@ struct Item {
     at: String,
     id: String,
     text: Result<String, String>,
+    /// Its metadata object's JSON text (kept only when a filter needs it).
+    metadata: Option<Box<str>>,
 }
 
 /// Sign and insert a batch on every core; report problems in input order.
@@ -327,15 +396,16 @@ fn ingest(engine: &Engine, batch: Vec<Item>, max_text: usize, problems: &mut Pro
             let outcome = if repeated {
                 Err(repeat_message(&item.id))
             } else {
+                let metadata = item.metadata;
                 item.text
                     .and_then(|text| prepare(engine, &item.id, &text, max_text))
-                    .and_then(
-                        |(id, doc)| match engine.insert(id, &doc, None, WriteMode::Create) {
+                    .and_then(|(id, doc)| {
+                        match engine.insert(id, &doc, metadata, WriteMode::Create) {
                             Ok(_) => Ok(()),
                             Err(EngineError::AlreadyExists(id)) => Err(repeat_message(id.as_str())),
                             Err(e) => Err(e.to_string()),
-                        },
-                    )
+                        }
+                    })
             };
             outcome.err().map(|why| (item.at, why))
         })
@@ -373,6 +443,7 @@ fn load_json_lines(
     path: &Path,
     max_text: usize,
     quiet: bool,
+    keep_metadata: bool,
     problems: &mut Problems,
 ) -> anyhow::Result<()> {
     let mut input = JsonLines::open(path)?;
@@ -392,7 +463,7 @@ fn load_json_lines(
         }
         let batch: Vec<Item> = lines
             .par_iter()
-            .map(|(n, line)| parse_line(*n, line))
+            .map(|(n, line)| parse_line(*n, line, keep_metadata))
             .collect();
         ingest(engine, batch, max_text, problems);
         let docs = engine.len();
@@ -404,21 +475,33 @@ fn load_json_lines(
 }
 
 /// A line as an item; problems name the line number.
-fn parse_line(line_no: u64, bytes: &[u8]) -> Item {
+fn parse_line(line_no: u64, bytes: &[u8], keep_metadata: bool) -> Item {
     let at = format!("line {line_no}");
+    let mut metadata = None;
     let (id, text) = match serde_json::from_slice::<Line>(bytes) {
         Err(e) => (
             String::new(),
             Err(format!("not a JSON object with a \"text\" string: {e}")),
         ),
-        Ok(line) => match line.id {
-            None | Some(serde_json::Value::Null) => (line_no.to_string(), Ok(line.text)),
-            Some(serde_json::Value::String(id)) => (id, Ok(line.text)),
-            Some(serde_json::Value::Number(n)) => (n.to_string(), Ok(line.text)),
-            Some(_) => (String::new(), Err("id must be a string or a number".into())),
-        },
+        Ok(line) => {
+            metadata = line
+                .metadata
+                .filter(|m| keep_metadata && m.get().starts_with('{'))
+                .map(|m| m.get().into());
+            match line.id {
+                None | Some(serde_json::Value::Null) => (line_no.to_string(), Ok(line.text)),
+                Some(serde_json::Value::String(id)) => (id, Ok(line.text)),
+                Some(serde_json::Value::Number(n)) => (n.to_string(), Ok(line.text)),
+                Some(_) => (String::new(), Err("id must be a string or a number".into())),
+            }
+        }
     };
-    Item { at, id, text }
+    Item {
+        at,
+        id,
+        text,
+        metadata,
+    }
 }
 
 fn load_directory(
@@ -443,6 +526,8 @@ fn load_directory(
                     at: path.display().to_string(),
                     id: relative_id(root, path),
                     text,
+                    // A file has no metadata: a filter's conditions fail on it.
+                    metadata: None,
                 }
             })
             .collect();
@@ -494,14 +579,27 @@ mod tests {
 
     #[test]
     fn lines_take_string_number_or_absent_ids() {
-        assert_eq!(parse_line(3, br#"{"id":"a","text":"t"}"#).id, "a");
-        assert_eq!(parse_line(3, br#"{"id":17,"text":"t","x":1}"#).id, "17");
-        assert_eq!(parse_line(3, br#"{"text":"t"}"#).id, "3");
-        let bad = parse_line(9, br#"{"id":"a"}"#);
+        assert_eq!(parse_line(3, br#"{"id":"a","text":"t"}"#, false).id, "a");
+        assert_eq!(
+            parse_line(3, br#"{"id":17,"text":"t","x":1}"#, false).id,
+            "17"
+        );
+        assert_eq!(parse_line(3, br#"{"text":"t"}"#, false).id, "3");
+        let bad = parse_line(9, br#"{"id":"a"}"#, false);
         assert_eq!(bad.at, "line 9");
         assert!(bad.text.unwrap_err().contains("text"));
-        assert!(parse_line(9, b"{nope").text.is_err());
-        assert!(parse_line(9, br#"{"id":[1],"text":"t"}"#).text.is_err());
+        assert!(parse_line(9, b"{nope", false).text.is_err());
+        assert!(parse_line(9, br#"{"id":[1],"text":"t"}"#, false)
+            .text
+            .is_err());
+        let meta = r#"{"id":"a","text":"t","metadata":{"site":"é"}}"#.as_bytes();
+        assert_eq!(
+            parse_line(1, meta, true).metadata.as_deref(),
+            Some(r#"{"site":"é"}"#)
+        );
+        assert_eq!(parse_line(1, meta, false).metadata, None);
+        let not_object = br#"{"id":"a","text":"t","metadata":["site"]}"#;
+        assert_eq!(parse_line(1, not_object, true).metadata, None);
     }
 
     #[test]

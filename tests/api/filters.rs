@@ -10,12 +10,60 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Words of several languages, so the texts are real Unicode.
 const WORDS: &[&str] = &[
-    "crème", "brûlée", "l’école", "déjà", "naïve", "façade", "über", "Straße", "Mädchen",
-    "Größe", "schön", "Frühstück", "Съешь", "мягких", "французских", "булок", "выпей", "чаю",
-    "东京", "天气", "晴れ", "“quoted”", "£12.50", "€9", "Zürich", "año", "señor", "niño",
-    "café", "résumé", "coöperate", "Ærøskøbing", "Łódź", "Kraków", "Dvořák", "smørrebrød",
-    "fjord", "saga", "tundra", "piñata", "jalapeño", "crêpe", "château", "garçon", "soirée",
-    "hôtel", "forêt", "île", "Köln", "Düsseldorf", "Москва", "Петербург", "река", "город",
+    "crème",
+    "brûlée",
+    "l’école",
+    "déjà",
+    "naïve",
+    "façade",
+    "über",
+    "Straße",
+    "Mädchen",
+    "Größe",
+    "schön",
+    "Frühstück",
+    "Съешь",
+    "мягких",
+    "французских",
+    "булок",
+    "выпей",
+    "чаю",
+    "东京",
+    "天气",
+    "晴れ",
+    "“quoted”",
+    "£12.50",
+    "€9",
+    "Zürich",
+    "año",
+    "señor",
+    "niño",
+    "café",
+    "résumé",
+    "coöperate",
+    "Ærøskøbing",
+    "Łódź",
+    "Kraków",
+    "Dvořák",
+    "smørrebrød",
+    "fjord",
+    "saga",
+    "tundra",
+    "piñata",
+    "jalapeño",
+    "crêpe",
+    "château",
+    "garçon",
+    "soirée",
+    "hôtel",
+    "forêt",
+    "île",
+    "Köln",
+    "Düsseldorf",
+    "Москва",
+    "Петербург",
+    "река",
+    "город",
 ];
 
 /// A deterministic generator (no dependency on a random seed).
@@ -143,7 +191,12 @@ fn results(answer: &Value) -> Vec<(String, f64)> {
         .as_array()
         .unwrap_or_else(|| panic!("{answer}"))
         .iter()
-        .map(|r| (r["id"].as_str().unwrap().to_owned(), r["jaccard"].as_f64().unwrap()))
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap().to_owned(),
+                r["jaccard"].as_f64().unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -195,15 +248,25 @@ async fn similar_by_id_with_a_filter_is_the_unfiltered_answer_filtered() {
                 .cloned()
                 .collect();
             nonempty += usize::from(!expected.is_empty());
-            let path = format!("/similar?id={id}&limit=1000&filter={}", encode(&f.to_string()));
+            let path = format!(
+                "/similar?id={id}&limit=1000&filter={}",
+                encode(&f.to_string())
+            );
             assert_eq!(results(&get_ok(&app, &path).await), expected, "{id} {f}");
             // The limit applies after the filter: the first admitted matches.
             let path = format!("/similar?id={id}&limit=1&filter={}", encode(&f.to_string()));
             let one = results(&get_ok(&app, &path).await);
-            assert_eq!(one, expected.iter().take(1).cloned().collect::<Vec<_>>(), "{id} {f}");
+            assert_eq!(
+                one,
+                expected.iter().take(1).cloned().collect::<Vec<_>>(),
+                "{id} {f}"
+            );
         }
     }
-    assert!(nonempty > 20, "the filters admit something often enough ({nonempty})");
+    assert!(
+        nonempty > 20,
+        "the filters admit something often enough ({nonempty})"
+    );
 }
 
 #[tokio::test]
@@ -213,7 +276,12 @@ async fn exclude_same_by_id_compares_with_the_stored_document() {
     let mut cut = 0;
     for id in query_ids() {
         let all = results(&get_ok(&app, &format!("/similar?id={id}&limit=1000")).await);
-        for exclude in [vec!["site"], vec!["author"], vec!["site", "author"], vec!["views"]] {
+        for exclude in [
+            vec!["site"],
+            vec!["author"],
+            vec!["site", "author"],
+            vec!["views"],
+        ] {
             let f = json!({"draft": [true, false]});
             for with_filter in [false, true] {
                 let expected: Vec<(String, f64)> = all
@@ -223,7 +291,10 @@ async fn exclude_same_by_id_compares_with_the_stored_document() {
                     .cloned()
                     .collect();
                 cut += all.len() - expected.len();
-                let mut path = format!("/similar?id={id}&limit=1000&exclude_same={}", exclude.join(","));
+                let mut path = format!(
+                    "/similar?id={id}&limit=1000&exclude_same={}",
+                    exclude.join(",")
+                );
                 if with_filter {
                     path.push_str(&format!("&filter={}", encode(&f.to_string())));
                 }
@@ -241,7 +312,10 @@ async fn similar_by_text_filters_and_excludes_by_the_bodys_metadata() {
     let texts: BTreeMap<String, String> = corpus().into_iter().map(|(i, t, _)| (i, t)).collect();
     let asks = [
         (json!({"site": "spiegel.de", "author": "Zoë"}), vec!["site"]),
-        (json!({"author": "Анна", "views": 2}), vec!["author", "views"]),
+        (
+            json!({"author": "Анна", "views": 2}),
+            vec!["author", "views"],
+        ),
         (json!({"views": 2.0}), vec!["views"]),
         (json!({"site": ["lemonde.fr"]}), vec!["site"]),
     ];
@@ -255,7 +329,11 @@ async fn similar_by_text_filters_and_excludes_by_the_bodys_metadata() {
                 .unwrap(),
         );
         for f in filters() {
-            let expected: Vec<_> = all.iter().filter(|(c, _)| holds(&f, &meta[c])).cloned().collect();
+            let expected: Vec<_> = all
+                .iter()
+                .filter(|(c, _)| holds(&f, &meta[c]))
+                .cloned()
+                .collect();
             let body = json!({"text": text, "limit": 1000, "filter": f});
             let resp = app.post_json("/similar", &body).await;
             assert_eq!(resp.status(), 200);
@@ -268,10 +346,15 @@ async fn similar_by_text_filters_and_excludes_by_the_bodys_metadata() {
                 .filter(|(c, _)| !excluded(exclude, &own, &meta[c]))
                 .cloned()
                 .collect();
-            let body = json!({"text": text, "limit": 1000, "exclude_same": exclude, "metadata": own});
+            let body =
+                json!({"text": text, "limit": 1000, "exclude_same": exclude, "metadata": own});
             let resp = app.post_json("/similar", &body).await;
             assert_eq!(resp.status(), 200);
-            assert_eq!(results(&resp.json().await.unwrap()), expected, "{id} {own:?}");
+            assert_eq!(
+                results(&resp.json().await.unwrap()),
+                expected,
+                "{id} {own:?}"
+            );
         }
         // Without metadata, exclude_same excludes nothing.
         let body = json!({"text": text, "limit": 1000, "exclude_same": ["site", "author"]});
@@ -361,7 +444,8 @@ async fn pairs_and_groups_are_the_admitted_pairs_of_the_unfiltered_scan() {
         let expected: BTreeSet<_> = all
             .iter()
             .filter(|(a, b, _)| {
-                f.as_ref().is_none_or(|f| holds(f, &meta[a]) && holds(f, &meta[b]))
+                f.as_ref()
+                    .is_none_or(|f| holds(f, &meta[a]) && holds(f, &meta[b]))
                     && !excluded(&exclude, &meta[a], &meta[b])
             })
             .cloned()
@@ -375,7 +459,11 @@ async fn pairs_and_groups_are_the_admitted_pairs_of_the_unfiltered_scan() {
         }
         let got = pairs(&app, &query.replacen('&', "?", 1)).await;
         assert_eq!(got, expected, "{f:?} {exclude:?}");
-        assert_eq!(groups(&app, &query).await, components(&expected), "{f:?} {exclude:?}");
+        assert_eq!(
+            groups(&app, &query).await,
+            components(&expected),
+            "{f:?} {exclude:?}"
+        );
     }
     // The unfiltered groups are still the unfiltered ones (a separate cache entry).
     assert_eq!(groups(&app, "").await, components(&all));
@@ -392,7 +480,11 @@ async fn containment_queries_and_scans_filter_too() {
         let all = results(&get_ok(&app, &base).await);
         assert!(!all.is_empty(), "{id}");
         for f in filters() {
-            let expected: Vec<_> = all.iter().filter(|(c, _)| holds(&f, &meta[c])).cloned().collect();
+            let expected: Vec<_> = all
+                .iter()
+                .filter(|(c, _)| holds(&f, &meta[c]))
+                .cloned()
+                .collect();
             let path = format!("{base}&filter={}&exclude_same=site", encode(&f.to_string()));
             let expected: Vec<_> = expected
                 .into_iter()
@@ -408,7 +500,10 @@ async fn containment_queries_and_scans_filter_too() {
         .filter(|(a, b, _)| holds(&f, &meta[a]) && holds(&f, &meta[b]))
         .cloned()
         .collect();
-    let q = format!("?measure=containment&threshold=0.5&filter={}", encode(&f.to_string()));
+    let q = format!(
+        "?measure=containment&threshold=0.5&filter={}",
+        encode(&f.to_string())
+    );
     assert_eq!(pairs(&app, &q).await, expected);
     assert!(!expected.is_empty() && expected.len() < all.len());
 }
@@ -423,7 +518,10 @@ async fn writes_count_only_the_documents_the_filter_admits() {
     let own = json!({"site": "nowhere.example", "author": "Zoë"});
     // Unfiltered: a duplicate, refused.
     let resp = app
-        .post_json("/documents?if_unique=true", &json!({"id": "new-1", "text": text, "metadata": own}))
+        .post_json(
+            "/documents?if_unique=true",
+            &json!({"id": "new-1", "text": text, "metadata": own}),
+        )
         .await;
     assert_eq!(resp.status(), 200);
     let body: Value = resp.json().await.unwrap();
@@ -450,7 +548,10 @@ async fn writes_count_only_the_documents_the_filter_admits() {
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["inserted"], false);
     assert_eq!(
-        results(&json!({"results": body["similar"]})).into_iter().map(|r| r.0).collect::<Vec<_>>(),
+        results(&json!({"results": body["similar"]}))
+            .into_iter()
+            .map(|r| r.0)
+            .collect::<Vec<_>>(),
         ["new-1"]
     );
     // Excluding the same site: new-1 no longer counts, new-2 is stored.
@@ -490,7 +591,8 @@ async fn writes_count_only_the_documents_the_filter_admits() {
 #[tokio::test]
 async fn bad_filters_are_a_4xx_naming_the_field() {
     let app = spawn_app().await;
-    app.insert("a", "un texte déjà vu à l’école, “bien sûr”").await;
+    app.insert("a", "un texte déjà vu à l’école, “bien sûr”")
+        .await;
     let mut deep = String::from("1");
     for _ in 0..100 {
         deep = format!("[{deep}]");
@@ -499,15 +601,22 @@ async fn bad_filters_are_a_4xx_naming_the_field() {
     for _ in 0..200 {
         deeper = format!("{{\"x\":{deeper}}}");
     }
-    let many: serde_json::Map<String, Value> = (0..33).map(|i| (format!("f{i}"), json!(i))).collect();
+    let many: serde_json::Map<String, Value> =
+        (0..33).map(|i| (format!("f{i}"), json!(i))).collect();
     let many = Value::Object(many).to_string();
     let long = format!("{{\"{}\":1}}", "é".repeat(129));
     let query_cases: Vec<(String, &str)> = vec![
-        (r#"{"site":{"name":"x"}}"#.into(), "filter.site: values must be"),
+        (
+            r#"{"site":{"name":"x"}}"#.into(),
+            "filter.site: values must be",
+        ),
         (r#"{"site":[]}"#.into(), "filter.site: an array"),
         (r#"{"site":[["x"]]}"#.into(), "filter.site: values must be"),
         (r#"{"site":null}"#.into(), "filter.site: values must be"),
-        (format!("{{\"deep\":{deep}}}"), "filter.deep: values must be"),
+        (
+            format!("{{\"deep\":{deep}}}"),
+            "filter.deep: values must be",
+        ),
         (deeper.clone(), "filter is not a valid JSON object"),
         (many.clone(), "the limit is 32"),
         (long.clone(), "field names are 1 to 256 bytes"),
@@ -539,25 +648,53 @@ async fn bad_filters_are_a_4xx_naming_the_field() {
     for exclude in ["", "site,,author", &"x".repeat(257)] {
         let path = format!("/similar?id=a&exclude_same={}", encode(exclude));
         let body = assert_problem(app.get(&path).await, 400).await;
-        assert!(body["detail"].as_str().unwrap().starts_with("exclude_same: field names"), "{body}");
+        assert!(
+            body["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("exclude_same: field names"),
+            "{body}"
+        );
     }
     let too_many: Vec<String> = (0..33).map(|i| format!("f{i}")).collect();
     let body = assert_problem(
-        app.get(&format!("/similar?id=a&exclude_same={}", too_many.join(","))).await,
+        app.get(&format!(
+            "/similar?id=a&exclude_same={}",
+            too_many.join(",")
+        ))
+        .await,
         400,
     )
     .await;
-    assert!(body["detail"].as_str().unwrap().contains("the limit is 32"), "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("the limit is 32"),
+        "{body}"
+    );
     // Bodies: 422 invalid-body, naming the field.
     let body_cases: Vec<(Value, &str)> = vec![
-        (json!({"filter": {"site": {"a": 1}}}), "filter.site: values must be"),
+        (
+            json!({"filter": {"site": {"a": 1}}}),
+            "filter.site: values must be",
+        ),
         (json!({"filter": {"site": []}}), "filter.site: an array"),
-        (json!({"filter": serde_json::from_str::<Value>(&format!("{{\"deep\":{deep}}}")).unwrap()}), "filter.deep:"),
-        (json!({"filter": serde_json::from_str::<Value>(&many).unwrap()}), "the limit is 32"),
+        (
+            json!({"filter": serde_json::from_str::<Value>(&format!("{{\"deep\":{deep}}}")).unwrap()}),
+            "filter.deep:",
+        ),
+        (
+            json!({"filter": serde_json::from_str::<Value>(&many).unwrap()}),
+            "the limit is 32",
+        ),
         (json!({"filter": ["site"]}), "filter must be a JSON object"),
         (json!({"filter": "site"}), "filter must be a JSON object"),
-        (json!({"exclude_same": "site"}), "exclude_same must be an array"),
-        (json!({"exclude_same": [1]}), "exclude_same must be an array"),
+        (
+            json!({"exclude_same": "site"}),
+            "exclude_same must be an array",
+        ),
+        (
+            json!({"exclude_same": [1]}),
+            "exclude_same must be an array",
+        ),
         (json!({"exclude_same": [""]}), "exclude_same: field names"),
         (json!({"metadata": ["x"]}), "metadata must be a JSON object"),
     ];
@@ -568,7 +705,10 @@ async fn bad_filters_are_a_4xx_naming_the_field() {
         }
         let problem = assert_problem(app.post_json("/similar", &body).await, 422).await;
         assert_eq!(problem["type"], "urn:neardup:problem:invalid-body");
-        assert!(problem["detail"].as_str().unwrap().contains(says), "{extra}: {problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains(says),
+            "{extra}: {problem}"
+        );
     }
     // A body nested past serde_json's limit is refused as malformed.
     let raw = format!("{{\"text\":\"texte\",\"filter\":{deeper}}}");
