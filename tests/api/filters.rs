@@ -114,7 +114,7 @@ fn corpus() -> Vec<(String, String, Option<Value>)> {
                     "site": site,
                     "author": author,
                     "views": views,
-                    "draft": n % 2 == 0,
+                    "draft": n.is_multiple_of(2),
                     "tags": ["a", {"deep": [1, 2]}],
                 })),
             };
