@@ -290,7 +290,8 @@ fn filter_of(args: &DedupArgs) -> anyhow::Result<Option<Arc<FilterSpec>>> {
         .as_deref()
         .map(|list| list.split(',').map(str::to_owned).collect())
         .unwrap_or_default();
-    let spec = FilterSpec::parse(value.as_ref(), &names).map_err(|e| anyhow::anyhow!("--{e}"))?;
+    let spec = FilterSpec::parse(value.as_ref(), &names)
+        .map_err(|e| anyhow::anyhow!("--filter / --exclude-same: {e}"))?;
     Ok(spec.map(Arc::new))
 }
 
