@@ -244,7 +244,7 @@ fn main() {
                 copy,
                 &Query {
                     limit: 1000,
-                    ..content_q
+                    ..content_q.clone()
                 },
             )
             .expect("stored")

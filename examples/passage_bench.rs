@@ -169,7 +169,7 @@ fn main() {
         )
     };
     let kinds = [
-        ("jaccard", jaccard),
+        ("jaccard", jaccard.clone()),
         ("query_in_stored", by(Measure::QueryInStored)),
         ("stored_in_query", by(Measure::StoredInQuery)),
         ("containment", by(Measure::Containment)),

@@ -167,3 +167,60 @@ export function conflictBox(e, retry) {
   if (isBoilerplateOff(e)) return boilerplateOffBox(retry);
   return null;
 }
+
+/** Check the text of a metadata filter box: empty (no filter), or a JSON
+ * object whose values are strings, numbers or booleans or non-empty
+ * arrays of them (the rules of the API's `filter`). Returns the object or
+ * null; throws an Error with a readable message otherwise. */
+export function parseFilter(text) {
+  const trimmed = text.trim();
+  if (!trimmed) return null;
+  let value;
+  try {
+    value = JSON.parse(trimmed);
+  } catch (e) {
+    throw new Error(`The filter is not valid JSON (${e.message}). Write an object, e.g. {"site": "example.org"}.`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new Error('The filter must be a JSON object of field → value, e.g. {"site": "example.org", "views": [1, 2]}.');
+  }
+  const scalar = (v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+  for (const [field, v] of Object.entries(value)) {
+    if (Array.isArray(v) ? v.length === 0 || !v.every(scalar) : !scalar(v)) {
+      throw new Error(`filter.${field}: a value must be a string, a number or a boolean, or a non-empty list of them.`);
+    }
+  }
+  return Object.keys(value).length ? value : null;
+}
+
+/** The field names of an "exclude same" box: comma-separated, blanks dropped. */
+export function parseExcludeSame(text) {
+  return text.split(',').map((f) => f.trim()).filter((f) => f);
+}
+
+/** The metadata filter inputs of a view: a JSON object box and an
+ * "exclude same" box, with a note for a filter the browser refuses. */
+export function filterInputs(testid) {
+  const filter = h('input', {
+    type: 'text', testid: `${testid}-filter`, class: 'wide', spellcheck: 'false',
+    placeholder: '{"site": "example.org"}', 'aria-label': 'metadata filter (a JSON object)',
+  });
+  const exclude = h('input', {
+    type: 'text', testid: `${testid}-exclude-same`, spellcheck: 'false',
+    placeholder: 'site, author', 'aria-label': 'exclude documents with the same value of these fields',
+  });
+  const note = h('span', { class: 'muted', role: 'alert', testid: `${testid}-filter-note` });
+  return {
+    filter, exclude, note,
+    /** {filter, exclude_same} to send, or null (the note then says why). */
+    read() {
+      note.textContent = '';
+      try {
+        return { filter: parseFilter(filter.value), exclude_same: parseExcludeSame(exclude.value) };
+      } catch (e) {
+        note.textContent = e.message;
+        return null;
+      }
+    },
+  };
+}

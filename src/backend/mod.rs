@@ -25,7 +25,7 @@ pub use crate::persist::{PersistError, SnapshotInfo};
 
 use crate::config::StorageSettings;
 use crate::engine::{
-    By, Comparison, Edge, Engine, EngineError, Groups, MemoryStats, NewDoc, Passage,
+    By, Comparison, Edge, Engine, EngineError, FilterSpec, Groups, MemoryStats, NewDoc, Passage,
     PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Score, Template, Threshold,
     UniqueOutcome, WriteMode, WriteOutcome,
 };
@@ -412,6 +412,7 @@ impl Backend {
         &self,
         threshold: Threshold,
         by: impl Into<By>,
+        filter: Option<&Arc<FilterSpec>>,
         pool: &rayon::ThreadPool,
         sink: &mut (dyn FnMut(&Edge) -> bool + Send),
     ) -> Result<ScanStats, BackendError> {
@@ -419,18 +420,19 @@ impl Backend {
         self.check_by(by)?;
         match self {
             Backend::Memory(m) => Ok(pool.install(|| {
-                m.engine.scan_pairs_by(threshold, by, None, &mut |edges| {
-                    for e in &edges {
-                        if !sink(e) {
-                            return ControlFlow::Break(());
+                m.engine
+                    .scan_pairs_filtered(threshold, by, filter, None, &mut |edges| {
+                        for e in &edges {
+                            if !sink(e) {
+                                return ControlFlow::Break(());
+                            }
                         }
-                    }
-                    ControlFlow::Continue(())
-                })
+                        ControlFlow::Continue(())
+                    })
             })),
             Backend::Redis(r) => {
-                let (edges, mut stats) =
-                    tokio::runtime::Handle::current().block_on(r.scan_edges(threshold, by))?;
+                let (edges, mut stats) = tokio::runtime::Handle::current()
+                    .block_on(r.scan_edges_filtered(threshold, by, filter))?;
                 for e in &edges {
                     if !sink(e) {
                         stats.complete = false;
@@ -448,18 +450,20 @@ impl Backend {
         &self,
         threshold: Threshold,
         by: impl Into<By>,
+        filter: Option<&Arc<FilterSpec>>,
         min_size: usize,
         pool: &rayon::ThreadPool,
     ) -> Result<Groups, BackendError> {
         let by = by.into();
         self.check_by(by)?;
         match self {
-            Backend::Memory(m) => {
-                Ok(pool.install(|| m.engine.duplicate_groups_by(threshold, by, min_size, None)))
-            }
+            Backend::Memory(m) => Ok(pool.install(|| {
+                m.engine
+                    .duplicate_groups_filtered(threshold, by, filter, min_size, None)
+            })),
             Backend::Redis(r) => {
-                let (edges, stats) =
-                    tokio::runtime::Handle::current().block_on(r.scan_edges(threshold, by))?;
+                let (edges, stats) = tokio::runtime::Handle::current()
+                    .block_on(r.scan_edges_filtered(threshold, by, filter))?;
                 Ok(Groups::from_edges(edges, by, min_size, stats))
             }
         }

@@ -25,7 +25,8 @@ use super::progress::Progress;
 use crate::config::Config;
 use crate::engine::originals::Keep;
 use crate::engine::{
-    By, DocId, Engine, EngineError, Groups, Measure, NoJournal, Prepared, Score, Stamp, Threshold,
+    By, DocId, Engine, EngineError, FilterSpec, Groups, Measure, NoJournal, Prepared, Score, Stamp,
+    Threshold,
     WriteMode,
 };
 use crate::wire::{drops, GroupOut, PairOut};
@@ -37,6 +38,7 @@ use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Documents read, signed and inserted per step.
@@ -94,6 +96,16 @@ pub struct DedupArgs {
     /// Exit with status 1 if any input was skipped.
     #[arg(long)]
     pub strict: bool,
+    /// Only pairs whose two documents' `metadata` (a JSON object on each
+    /// line) satisfy these conditions: a JSON object of field → value or
+    /// non-empty array of values, as the API's `filter`
+    /// (docs/collections.md, "Metadata filters").
+    #[arg(long, value_name = "JSON")]
+    pub filter: Option<String>,
+    /// Comma-separated metadata fields: two documents with equal values of
+    /// one of them are not a pair, as the API's `exclude_same`.
+    #[arg(long, value_name = "FIELDS")]
+    pub exclude_same: Option<String>,
 }
 
 fn parse_keep(raw: &str) -> Result<Keep, String> {
@@ -147,7 +159,9 @@ pub struct Summary {
 }
 
 /// One JSON Lines record: `id` may be a string or a number, or absent (the
-/// line number is used); other fields are ignored.
+/// line number is used); `metadata` is kept only for `--filter`,
+/// `--exclude-same`, `--time-field` and `--drop-list` (anything but an
+/// object counts as none); other fields are ignored.
 #[derive(Deserialize)]
 struct Line {
     #[serde(default)]
@@ -199,6 +213,7 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
                 .map_err(|e| anyhow::anyhow!("--threshold: {e}"))?
         }
     };
+    let filter = filter_of(args)?;
     let engine = Engine::new(params);
     let threshold = engine
         .threshold_for(measure, score, args.threshold)
@@ -220,6 +235,8 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
         engine: &engine,
         max_text,
         started_ms: engine.now_ms(),
+        // Lines' metadata costs memory: kept only when something reads it.
+        keep_metadata: filter.is_some() || args.drop_list || time_field.time_field().is_some(),
     };
     if args.input.is_dir() {
         load_directory(&load, &args.input, args.quiet, &mut problems)?;
@@ -237,12 +254,21 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let scan_start = Instant::now();
     let written = if args.pairs {
-        write_pairs(&engine, threshold, by, args.quiet, &mut out, &mut summary)
+        write_pairs(
+            &engine,
+            threshold,
+            by,
+            filter.as_ref(),
+            args.quiet,
+            &mut out,
+            &mut summary,
+        )
     } else {
         write_groups(
             &engine,
             threshold,
             by,
+            filter.as_ref(),
             args,
             time_field.time_field(),
             &mut out,
@@ -288,10 +314,31 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     })
 }
 
+/// `--filter` and `--exclude-same`, checked as the API checks them.
+fn filter_of(args: &DedupArgs) -> anyhow::Result<Option<Arc<FilterSpec>>> {
+    let value = args
+        .filter
+        .as_deref()
+        .map(|raw| {
+            serde_json::from_str::<serde_json::Value>(raw)
+                .map_err(|e| anyhow::anyhow!("--filter: not a valid JSON object: {e}"))
+        })
+        .transpose()?;
+    let names: Vec<String> = args
+        .exclude_same
+        .as_deref()
+        .map(|list| list.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    let spec = FilterSpec::parse(value.as_ref(), &names)
+        .map_err(|e| anyhow::anyhow!("--filter / --exclude-same: {e}"))?;
+    Ok(spec.map(Arc::new))
+}
+
 fn write_groups(
     engine: &Engine,
     threshold: Threshold,
     by: By,
+    filter: Option<&Arc<FilterSpec>>,
     args: &DedupArgs,
     time_field: Option<&str>,
     out: &mut impl Write,
@@ -303,8 +350,13 @@ fn write_groups(
             format!("{done}/{total} documents")
         });
     };
-    let groups: Groups =
-        engine.duplicate_groups_by(threshold, by, args.min_size as usize, Some(&report));
+    let groups: Groups = engine.duplicate_groups_filtered(
+        threshold,
+        by,
+        filter,
+        args.min_size as usize,
+        Some(&report),
+    );
     progress.finish();
     summary.groups = groups.groups.len();
     summary.duplicates = groups.redundant();
@@ -327,6 +379,7 @@ fn write_pairs(
     engine: &Engine,
     threshold: Threshold,
     by: By,
+    filter: Option<&Arc<FilterSpec>>,
     quiet: bool,
     out: &mut impl Write,
     summary: &mut Summary,
@@ -342,7 +395,7 @@ fn write_pairs(
         });
     };
     let mut failure = None;
-    let stats = engine.scan_pairs_by(threshold, by, Some(&report), &mut |edges| {
+    let stats = engine.scan_pairs_filtered(threshold, by, filter, Some(&report), &mut |edges| {
         found.fetch_add(edges.len() as u64, Ordering::Relaxed);
         for edge in &edges {
             let line = serde_json::to_writer(&mut *out, &PairOut::from(edge))
@@ -381,6 +434,9 @@ struct Load<'a> {
     /// When the run started: a document's stored time is this plus its
     /// position, so input order is the order of `created_at`.
     started_ms: u64,
+    /// Keep each line's metadata (for `--filter`, `--exclude-same`,
+    /// `--time-field` and `--drop-list`).
+    keep_metadata: bool,
 }
 
 /// Sign and insert a batch on every core; report problems in input order.
@@ -478,7 +534,7 @@ fn load_json_lines(
         }
         let batch: Vec<Item> = lines
             .par_iter()
-            .map(|(n, line)| parse_line(*n, line))
+            .map(|(n, line)| parse_line(*n, line, load.keep_metadata))
             .collect();
         ingest(load, batch, problems);
         let docs = engine.len();
@@ -490,7 +546,7 @@ fn load_json_lines(
 }
 
 /// A line as an item; problems name the line number.
-fn parse_line(line_no: u64, bytes: &[u8]) -> Item {
+fn parse_line(line_no: u64, bytes: &[u8], keep_metadata: bool) -> Item {
     let at = format!("line {line_no}");
     let mut metadata = None;
     let (id, text) = match serde_json::from_slice::<Line>(bytes) {
@@ -501,7 +557,7 @@ fn parse_line(line_no: u64, bytes: &[u8]) -> Item {
         Ok(line) => {
             metadata = line
                 .metadata
-                .filter(|m| m.get().starts_with('{'))
+                .filter(|m| keep_metadata && m.get().starts_with('{'))
                 .map(|m| m.get().into());
             match line.id {
                 None | Some(serde_json::Value::Null) => (line_no.to_string(), Ok(line.text)),
@@ -596,26 +652,39 @@ mod tests {
 
     #[test]
     fn lines_take_string_number_or_absent_ids() {
-        assert_eq!(parse_line(3, br#"{"id":"a","text":"t"}"#).id, "a");
-        assert_eq!(parse_line(3, br#"{"id":17,"text":"t","x":1}"#).id, "17");
-        assert_eq!(parse_line(3, br#"{"text":"t"}"#).id, "3");
-        let bad = parse_line(9, br#"{"id":"a"}"#);
+        assert_eq!(parse_line(3, br#"{"id":"a","text":"t"}"#, false).id, "a");
+        assert_eq!(
+            parse_line(3, br#"{"id":17,"text":"t","x":1}"#, false).id,
+            "17"
+        );
+        assert_eq!(parse_line(3, br#"{"text":"t"}"#, false).id, "3");
+        let bad = parse_line(9, br#"{"id":"a"}"#, false);
         assert_eq!(bad.at, "line 9");
         assert!(bad.text.unwrap_err().contains("text"));
-        assert!(parse_line(9, b"{nope").text.is_err());
-        assert!(parse_line(9, br#"{"id":[1],"text":"t"}"#).text.is_err());
+        assert!(parse_line(9, b"{nope", false).text.is_err());
+        assert!(parse_line(9, br#"{"id":[1],"text":"t"}"#, false)
+            .text
+            .is_err());
+        let meta = r#"{"id":"a","text":"t","metadata":{"site":"é"}}"#.as_bytes();
+        assert_eq!(
+            parse_line(1, meta, true).metadata.as_deref(),
+            Some(r#"{"site":"é"}"#)
+        );
+        assert_eq!(parse_line(1, meta, false).metadata, None);
+        let not_object = br#"{"id":"a","text":"t","metadata":["site"]}"#;
+        assert_eq!(parse_line(1, not_object, true).metadata, None);
     }
 
     #[test]
     fn lines_keep_a_metadata_object_and_their_position() {
         let meta = r#"{"published_at":"2024-03-01T10:00:00+02:00","titre":"Été “à Zürich”"}"#;
         let line = format!(r#"{{"id":"a","text":"t","metadata":{meta}}}"#);
-        let item = parse_line(5, line.as_bytes());
+        let item = parse_line(5, line.as_bytes(), true);
         assert_eq!(item.metadata.as_deref(), Some(meta));
         assert_eq!(item.position, 5);
         for other in [r#"[1]"#, r#""x""#, "null"] {
             let line = format!(r#"{{"id":"a","text":"t","metadata":{other}}}"#);
-            assert!(parse_line(1, line.as_bytes()).metadata.is_none(), "{other}");
+            assert!(parse_line(1, line.as_bytes(), true).metadata.is_none(), "{other}");
         }
     }
 

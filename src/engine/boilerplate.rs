@@ -580,7 +580,8 @@ impl ContentQuery<'_> {
 impl Engine {
     /// Verify `record` against a query on content scores: the exact match
     /// (raw and content scores), or `None` (below, expired, older than
-    /// `since`). Shared by every backend.
+    /// `since`). Shared by every backend; its caller has checked `q`'s
+    /// metadata filter.
     pub fn judge_content(
         &self,
         shingles: &[u32],
@@ -590,7 +591,7 @@ impl Engine {
         content: &ContentQuery<'_>,
         now: u64,
     ) -> Option<Match> {
-        if !self.is_live(record, now) || q.since.is_some_and(|s| record.created_ms() < s) {
+        if !self.is_live(record, now) || !q.recent(record) {
             return None;
         }
         let scores = content.scores(shingles, record);

@@ -20,6 +20,7 @@
 //! valid (ids, best matches) even if a member is deleted afterwards; the
 //! memory held is that of the duplicates only, never of the whole corpus.
 
+use super::filter::{FilterSpec, MetaFilter};
 use super::query::{Measure, Verdict};
 use super::{By, Engine, Record, Threshold};
 use crate::lsh::index::Slot;
@@ -222,6 +223,21 @@ impl Engine {
         progress: Option<Progress<'_>>,
         sink: &mut dyn FnMut(Vec<Edge>) -> ControlFlow<()>,
     ) -> ScanStats {
+        self.scan_pairs_filtered(threshold, by, None, progress, sink)
+    }
+
+    /// [`Self::scan_pairs_by`] of the pairs `filter` admits (both
+    /// documents satisfy its conditions, and they differ on its
+    /// `exclude_same` fields): a document that fails a condition is not
+    /// scanned, a pair is checked once verified.
+    pub fn scan_pairs_filtered(
+        &self,
+        threshold: Threshold,
+        by: impl Into<By>,
+        filter: Option<&Arc<FilterSpec>>,
+        progress: Option<Progress<'_>>,
+        sink: &mut dyn FnMut(Vec<Edge>) -> ControlFlow<()>,
+    ) -> ScanStats {
         let by = by.into();
         let span = self.slot_span();
         let chunks = span.div_ceil(CHUNK_SLOTS);
@@ -242,9 +258,11 @@ impl Engine {
                     let lo = c * CHUNK_SLOTS;
                     let hi = (lo + CHUNK_SLOTS).min(span);
                     let (edges, docs, cands) = if by.via_passages() {
-                        self.scan_chunk_contained(lo as Slot, hi as Slot, span, threshold, by)
+                        self.scan_chunk_contained(
+                            lo as Slot, hi as Slot, span, threshold, by, filter,
+                        )
                     } else {
-                        self.scan_chunk(lo as Slot, hi as Slot, span, threshold)
+                        self.scan_chunk(lo as Slot, hi as Slot, span, threshold, filter)
                     };
                     documents.fetch_add(docs, Ordering::Relaxed);
                     candidates.fetch_add(cands, Ordering::Relaxed);
@@ -287,8 +305,9 @@ impl Engine {
         hi: Slot,
         span: usize,
         threshold: Threshold,
+        filter: Option<&Arc<FilterSpec>>,
     ) -> (Vec<Edge>, usize, usize) {
-        let t = threshold.value();
+        let q = super::Query::new(threshold, usize::MAX);
         let now = self.now_ms();
         let mut edges = Vec::new();
         let mut slots = Vec::new();
@@ -298,6 +317,9 @@ impl Engine {
                 continue;
             };
             documents += 1;
+            let Some(admit) = admitted(filter, &record) else {
+                continue;
+            };
             let bands = self.shared_bands(slot, &record);
             if bands == 0 {
                 continue;
@@ -309,7 +331,7 @@ impl Engine {
             slots.sort_unstable();
             slots.dedup();
             for &other in &slots {
-                let (peer, j) = match self.verify(record.shingles(), other, t, now, None) {
+                let (peer, j) = match self.verify(record.shingles(), other, &q, now) {
                     Verdict::Missing => continue,
                     Verdict::Below(_) | Verdict::Stale => {
                         verified += 1;
@@ -320,6 +342,10 @@ impl Engine {
                         (peer, j)
                     }
                 };
+                // The filter after the exact check: only pairs are read.
+                if !admits(&admit, &peer) {
+                    continue;
+                }
                 let intersection = crate::jaccard::intersection_of(
                     j,
                     record.shingles().len(),
@@ -348,6 +374,7 @@ impl Engine {
         span: usize,
         threshold: Threshold,
         by: By,
+        filter: Option<&Arc<FilterSpec>>,
     ) -> (Vec<Edge>, usize, usize) {
         let content = by.score == super::Score::Content;
         // A pair scan is symmetric: any containment measure is either text
@@ -369,6 +396,9 @@ impl Engine {
                 continue;
             };
             documents += 1;
+            let Some(admit) = admitted(filter, &record) else {
+                continue;
+            };
             fps.clear();
             fps.extend(record.fingerprints());
             let own_df = classifier
@@ -404,6 +434,9 @@ impl Engine {
                 let Some(peer) = self.current(other, now) else {
                     continue;
                 };
+                if !admits(&admit, &peer) {
+                    continue;
+                }
                 if let (Some(c), Some(own_df)) = (&classifier, &own_df) {
                     let peer_fps: Vec<u32> = peer.fingerprints().collect();
                     let peer_df = self.doc_frequencies(&peer_fps);
@@ -478,6 +511,19 @@ impl Engine {
         min_size: usize,
         progress: Option<Progress<'_>>,
     ) -> Groups {
+        self.duplicate_groups_filtered(threshold, by, None, min_size, progress)
+    }
+
+    /// [`Self::duplicate_groups_by`] over the pairs `filter` admits
+    /// ([`Self::scan_pairs_filtered`]).
+    pub fn duplicate_groups_filtered(
+        &self,
+        threshold: Threshold,
+        by: impl Into<By>,
+        filter: Option<&Arc<FilterSpec>>,
+        min_size: usize,
+        progress: Option<Progress<'_>>,
+    ) -> Groups {
         let by = by.into();
         let span = self.slot_span();
         let mut forest = Forest::new(span);
@@ -493,7 +539,7 @@ impl Engine {
             e.offer(other, edge, by);
             true
         };
-        let stats = self.scan_pairs_by(threshold, by, progress, &mut |edges| {
+        let stats = self.scan_pairs_filtered(threshold, by, filter, progress, &mut |edges| {
             for edge in edges {
                 let (sa, sb) = edge.slots;
                 if offer(sa, &edge.a, &edge.b, &edge) && offer(sb, &edge.b, &edge.a, &edge) {
@@ -504,6 +550,22 @@ impl Engine {
         });
         Groups::assemble(best, &mut forest, min_size, stats)
     }
+}
+
+/// `record` as the scanning side of a filtered scan: `None` when it fails
+/// a condition (no pair of it is admitted), else the filter resolved
+/// against it (`Some(None)` without a filter).
+fn admitted(filter: Option<&Arc<FilterSpec>>, record: &Record) -> Option<Option<MetaFilter>> {
+    match filter {
+        None => Some(None),
+        Some(f) if f.holds_for(record.metadata()) => Some(Some(f.about(record.metadata()))),
+        Some(_) => None,
+    }
+}
+
+/// Whether `admit` (from [`admitted`]) lets `peer` pair with its record.
+fn admits(admit: &Option<MetaFilter>, peer: &Record) -> bool {
+    admit.as_ref().is_none_or(|f| f.admits(peer.metadata()))
 }
 
 impl Groups {

@@ -41,6 +41,7 @@ mod bulk;
 mod counts;
 mod dedup;
 mod explain;
+mod filter;
 mod id;
 mod journal;
 mod memory;
@@ -60,6 +61,9 @@ pub use boilerplate::{
 pub use bulk::{BatchWrite, Restore};
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
 pub use explain::{Explanation, Segment, Side};
+pub use filter::{
+    FilterError, FilterSpec, MetaFilter, MAX_FIELD_BYTES, MAX_FILTER_FIELDS, MAX_FILTER_VALUES,
+};
 pub use id::{DocId, IdError, MAX_ID_BYTES};
 pub use journal::{Journal, JournalEntry, JournalError, NoJournal};
 pub use memory::MemoryStats;

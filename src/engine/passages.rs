@@ -248,7 +248,8 @@ impl Engine {
 
     /// Verify `record` against a query set by a containment `q`: the exact
     /// match, or `None` (below, expired, older than `since`). Shared by
-    /// every backend, as `Engine::judge` is for Jaccard.
+    /// every backend, as `Engine::judge` is for Jaccard; its caller has
+    /// checked `q`'s metadata filter (before counting the candidate).
     pub fn judge_contained(
         &self,
         shingles: &[u32],
@@ -257,7 +258,7 @@ impl Engine {
         q: &Query,
         now: u64,
     ) -> Option<Match> {
-        if !self.is_live(record, now) || q.since.is_some_and(|s| record.created_ms() < s) {
+        if !self.is_live(record, now) || !q.recent(record) {
             return None;
         }
         let (qn, dn) = (shingles.len(), record.shingles().len());
@@ -461,6 +462,11 @@ impl Engine {
                 None => crate::text::winnow::count(record.selection()),
             };
             if !Self::worth_verifying(q, query_fps, record_fps, shared, work.common) {
+                continue;
+            }
+            // A document the filter refuses is no candidate: it takes no
+            // place under the cap.
+            if q.filter.is_some() && !q.admits(&record) {
                 continue;
             }
             if verified == cap {

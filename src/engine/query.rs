@@ -8,6 +8,7 @@
 //! still the version `ids` points to. Queries and the whole-index scan
 //! (`dedup.rs`) both call it, so the rule lives once.
 
+use super::filter::MetaFilter;
 use super::{DocId, Engine, EngineError, Prepared, Record};
 use crate::jaccard::{self, Overlap};
 use crate::lsh::index::{BandMask, Slot, ALL_BANDS};
@@ -154,7 +155,7 @@ impl By {
 }
 
 /// What a similarity query asks for.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Query {
     pub threshold: Threshold,
     /// Most matches returned.
@@ -165,6 +166,10 @@ pub struct Query {
     pub measure: Measure,
     /// Over which shingles.
     pub score: Score,
+    /// Conditions on the candidates' metadata (`filter`, `exclude_same`,
+    /// resolved against the query document): a candidate it refuses is
+    /// not a candidate at all, as one older than `since` is.
+    pub filter: Option<Arc<MetaFilter>>,
 }
 
 impl Query {
@@ -175,7 +180,46 @@ impl Query {
             since: None,
             measure: Measure::Jaccard,
             score: Score::Raw,
+            filter: None,
         }
+    }
+
+    /// Only candidates `filter` admits.
+    pub fn filter(self, filter: Option<MetaFilter>) -> Self {
+        Self {
+            filter: filter.map(Arc::new),
+            ..self
+        }
+    }
+
+    /// This query with its filter's `exclude_same` fields resolved against
+    /// the query document's metadata `metadata` (a query by a stored id
+    /// learns it only once the document is read).
+    pub fn about(&self, metadata: Option<&str>) -> Self {
+        match &self.filter {
+            Some(f) if f.spec().excludes() => Self {
+                filter: Some(Arc::new(f.spec().about(metadata))),
+                ..self.clone()
+            },
+            _ => self.clone(),
+        }
+    }
+
+    /// Whether `record` was stored at or after `since`.
+    #[inline]
+    pub fn recent(&self, record: &Record) -> bool {
+        self.since.is_none_or(|s| record.created_ms() >= s)
+    }
+
+    /// Whether `record` may answer this query at all: stored since `since`,
+    /// and admitted by the filter.
+    #[inline]
+    pub fn admits(&self, record: &Record) -> bool {
+        self.recent(record)
+            && self
+                .filter
+                .as_ref()
+                .is_none_or(|f| f.admits(record.metadata()))
     }
 
     pub fn score(self, score: Score) -> Self {
@@ -307,7 +351,8 @@ pub struct Comparison {
 /// What checking one candidate slot against a query set found.
 pub(crate) enum Verdict {
     /// No record in the slot (removed since the bucket was read), or one
-    /// that has expired or is older than the query's `since`: not a candidate.
+    /// that has expired or that the query does not admit (older than its
+    /// `since`, refused by its filter): not a candidate.
     Missing,
     /// Exact Jaccard (or its size bound) below the threshold.
     Below(Arc<Record>),
@@ -321,7 +366,8 @@ pub(crate) enum Verdict {
 /// What [`Engine::judge`] says of one candidate.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Judgement {
-    /// Expired, or older than the query's `since`: not a candidate at all.
+    /// Expired, or not admitted by the query (`since`, filter): not a
+    /// candidate at all.
     Skip,
     /// A candidate below the threshold.
     Below,
@@ -331,22 +377,22 @@ pub(crate) enum Judgement {
 
 impl Engine {
     /// The candidate rule, the one verifier of every query on every
-    /// backend: live and recent enough → size bound → exact Jaccard
-    /// ([`jaccard::at_least`]). `shingles` is the query's sorted set, `t`
-    /// the threshold, `now` the query's instant.
+    /// backend: live and admitted by `q` (`since`, the metadata filter) →
+    /// size bound → exact Jaccard ([`jaccard::at_least`]) against
+    /// `q.threshold`. `shingles` is the query's sorted set, `now` the
+    /// query's instant.
     #[inline]
     pub(crate) fn judge(
         &self,
         shingles: &[u32],
         record: &Record,
-        t: f64,
+        q: &Query,
         now: u64,
-        since: Option<u64>,
     ) -> Judgement {
-        if !self.is_live(record, now) || since.is_some_and(|s| record.created_ms() < s) {
+        if !self.is_live(record, now) || !q.admits(record) {
             return Judgement::Skip;
         }
-        match jaccard::at_least(shingles, record.shingles(), t) {
+        match jaccard::at_least(shingles, record.shingles(), q.threshold.value()) {
             Some(j) => Judgement::Match(j),
             None => Judgement::Below,
         }
@@ -356,18 +402,11 @@ impl Engine {
     /// version of its id (the memory index's buckets may name a slot being
     /// replaced).
     #[inline]
-    pub(crate) fn verify(
-        &self,
-        shingles: &[u32],
-        slot: Slot,
-        t: f64,
-        now: u64,
-        since: Option<u64>,
-    ) -> Verdict {
+    pub(crate) fn verify(&self, shingles: &[u32], slot: Slot, q: &Query, now: u64) -> Verdict {
         let Some(record) = self.docs.get(&slot) else {
             return Verdict::Missing;
         };
-        match self.judge(shingles, &record, t, now, since) {
+        match self.judge(shingles, &record, q, now) {
             Judgement::Skip => Verdict::Missing,
             Judgement::Below => Verdict::Below(record),
             Judgement::Match(_) if !self.is_current(&record) => Verdict::Stale,
@@ -418,6 +457,7 @@ impl Engine {
         let (slot, record) = self
             .get_with_slot(id)
             .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        let q = &q.about(record.metadata());
         if q.via_passages() {
             let fingerprints = self.containment_keys(record.shingles(), record.fingerprints());
             return self.contained(
@@ -528,7 +568,6 @@ impl Engine {
         let truncated = !complete || slots.len() > cap;
         slots.truncate(cap);
 
-        let t = q.threshold.value();
         let now = self.now_ms();
         let mut out = QueryOutcome {
             truncated,
@@ -540,7 +579,7 @@ impl Engine {
         for window in slots.chunks(PREFETCH_WINDOW) {
             self.docs.prefetch(window);
             for &slot in window {
-                match self.verify(shingles, slot, t, now, q.since) {
+                match self.verify(shingles, slot, q, now) {
                     Verdict::Missing | Verdict::Stale => {} // removed or replaced meanwhile
                     Verdict::Below(record) | Verdict::Match(record, _)
                         if exclude == Some(record.id().as_str()) => {}
@@ -580,7 +619,6 @@ impl Engine {
         truncated: bool,
     ) -> QueryOutcome {
         let shingles = doc.shingles.as_slice();
-        let t = q.threshold.value();
         let now = self.now_ms();
         let mut out = QueryOutcome {
             truncated,
@@ -590,7 +628,7 @@ impl Engine {
             if exclude == Some(record.id().as_str()) {
                 continue;
             }
-            let j = match self.judge(shingles, &record, t, now, q.since) {
+            let j = match self.judge(shingles, &record, q, now) {
                 Judgement::Skip => continue,
                 Judgement::Below => {
                     out.candidates += 1;

@@ -86,7 +86,7 @@ impl Engine {
         }
         let q = Query {
             limit: q.limit.max(1),
-            ..*q
+            ..q.clone()
         };
         let found = self.similar_to(doc, None, &q)?;
         if !found.matches.is_empty() {

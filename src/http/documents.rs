@@ -8,6 +8,7 @@ use super::error::ApiError;
 use super::extract::{
     parse_json, parse_since, parse_time, ApiQuery, Coll, DocPath, JsonBody, Limit, Text,
 };
+use super::filters;
 use super::state::{backend, AppState};
 use crate::backend::StoredText;
 use crate::collections::{Collection, Retention};
@@ -96,7 +97,7 @@ fn json_depth(json: &str) -> usize {
 
 /// Metadata must be a JSON object (or absent / null), nested at most
 /// [`MAX_METADATA_DEPTH`] levels, that serde_json can read back.
-fn metadata_text(raw: Option<&RawValue>) -> Result<Option<Box<str>>, ApiError> {
+pub(super) fn metadata_text(raw: Option<&RawValue>) -> Result<Option<Box<str>>, ApiError> {
     match raw {
         None => Ok(None),
         Some(raw) if raw.get().trim_start().starts_with('{') => {
@@ -174,6 +175,12 @@ pub struct CreateParams {
     measure: Option<Measure>,
     /// With `similar` or `if_unique`: over which shingles (`raw`, `content`).
     score: Option<Score>,
+    /// With `similar` or `if_unique`: a JSON object of conditions on the
+    /// stored documents' metadata; only those it admits count.
+    filter: Option<String>,
+    /// With `similar` or `if_unique`: comma-separated fields a stored
+    /// document must not share with this one's metadata to count.
+    exclude_same: Option<String>,
 }
 
 /// `POST /documents`.
@@ -207,7 +214,19 @@ pub async fn create(
     )
     .since(since(params.since.as_deref())?)
     .measure(measure)
-    .score(score);
+    .score(score)
+    .filter(filters::about(
+        &filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?,
+        metadata.as_deref(),
+    ));
+    if q.filter.is_some() && (params.similar || params.if_unique) {
+        let kind = if params.if_unique {
+            "if_unique"
+        } else {
+            "similar_on_write"
+        };
+        app.metrics.observe_filtered(coll.name.as_str(), kind);
+    }
     let kept = coll.stores_text().then(|| text.as_str().into());
     let prepared = app.prepare(&coll, text).await?;
     // With `similar`, the time it is stored is taken here, so the answer's
@@ -308,6 +327,7 @@ async fn create_if_unique(
     let id = new.id.clone();
     let shingles = new.doc.shingles().len();
     let name = coll.name.as_str();
+    let (measure, score) = (q.measure, q.score);
     let outcome = backend(coll)?
         .insert_if_unique(new, q)
         .await
@@ -323,8 +343,8 @@ async fn create_if_unique(
                 original: Some(None),
                 similar: Some(Vec::new()),
                 truncated: Some(false),
-                measure: Some(q.measure),
-                score: Some(q.score),
+                measure: Some(measure),
+                score: Some(score),
                 passages: None,
             };
             (
@@ -336,7 +356,7 @@ async fn create_if_unique(
         }
         UniqueOutcome::Duplicate(found) => {
             app.metrics
-                .observe_measure(name, crate::engine::By::new(q.measure, q.score), &found);
+                .observe_measure(name, crate::engine::By::new(measure, score), &found);
             app.metrics.observe_write(name, "rejected_duplicate");
             let original =
                 super::similar::original_of(coll, backend(coll)?, None, &found.matches).await?;
@@ -346,8 +366,8 @@ async fn create_if_unique(
                 original: Some(original),
                 inserted: Some(false),
                 truncated: Some(found.truncated),
-                measure: Some(q.measure),
-                score: Some(q.score),
+                measure: Some(measure),
+                score: Some(score),
                 passages: found.passages.map(PassagesOut::from),
                 similar: Some(found.matches.into_iter().map(MatchOut::from).collect()),
             };

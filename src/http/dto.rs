@@ -104,6 +104,17 @@ pub struct SimilarTextIn {
     /// left out).
     #[serde(default)]
     pub score: Option<Score>,
+    /// Conditions on the candidates' top-level metadata fields (checked by
+    /// `http::filters`).
+    #[serde(default)]
+    pub filter: Option<serde_json::Value>,
+    /// Fields a candidate must not share with `metadata`.
+    #[serde(default)]
+    pub exclude_same: Option<serde_json::Value>,
+    /// The query text's own metadata (a JSON object, not stored): what
+    /// `exclude_same` compares with.
+    #[serde(default)]
+    pub metadata: Option<Box<RawValue>>,
 }
 
 #[derive(Debug, Serialize)]

@@ -12,11 +12,14 @@
 
 use super::error::ApiError;
 use super::extract::{accepts, ApiQuery, Coll, Limit};
+use super::filters;
 use super::state::{backend, AppState};
 use crate::backend::{Backend, BackendError};
 use crate::collections::Collection;
 use crate::engine::originals::Keep;
-use crate::engine::{By, EngineError, Group, Groups, Measure, ScanStats, Score, Threshold};
+use crate::engine::{
+    By, EngineError, FilterSpec, Group, Groups, Measure, ScanStats, Score, Threshold,
+};
 use crate::service::scans::{GroupsKey, ScanError};
 use crate::wire::{drops, DropOut, GroupOut, PairOut};
 use axum::body::{Body, Bytes};
@@ -47,6 +50,10 @@ pub struct GroupsParams {
     min_size: Option<usize>,
     limit: Option<usize>,
     cursor: Option<String>,
+    /// A JSON object: conditions both documents of a pair must satisfy.
+    filter: Option<String>,
+    /// Comma-separated fields the two documents of a pair must not share.
+    exclude_same: Option<String>,
 }
 
 /// `GET /duplicates/drop-list`: the groups' parameters and the keep policy.
@@ -60,6 +67,10 @@ pub struct DropListParams {
     limit: Option<usize>,
     cursor: Option<String>,
     keep: Option<String>,
+    /// As on `GET /duplicates`.
+    filter: Option<String>,
+    /// As on `GET /duplicates`.
+    exclude_same: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -68,6 +79,9 @@ pub struct PairsParams {
     threshold: Option<f64>,
     measure: Option<Measure>,
     score: Option<Score>,
+    /// As [`GroupsParams`]'s.
+    filter: Option<String>,
+    exclude_same: Option<String>,
 }
 
 /// `GET /duplicates` as `application/json`: one page.
@@ -181,7 +195,11 @@ pub async fn groups(
         measure,
         score,
         min_size: min_size(params.min_size)?,
+        filter: filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?,
     };
+    if key.filter.is_some() {
+        app.metrics.observe_filtered(coll.name.as_str(), "groups");
+    }
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     needs_index(backend(&coll)?, By::new(measure, score))?;
     let time_field = coll.time_field();
@@ -202,6 +220,7 @@ pub async fn groups(
         ));
     }
     let limit = Limit::parse(params.limit, &app.config.query)?.get();
+    let min_size = key.min_size;
     let timeout = Duration::from_secs(app.config.server.request_timeout_secs);
     let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
     let groups = computed_groups(&app, &coll, threshold, key, after.is_some(), wait).await?;
@@ -212,10 +231,10 @@ pub async fn groups(
         .then(|| page.last().map(|g| encode_cursor(g.first_id())))
         .flatten();
     Ok(Json(GroupsPage {
-        threshold: key.threshold,
+        threshold: threshold.value(),
         measure,
         score,
-        min_size: key.min_size,
+        min_size,
         total_groups: groups.groups.len(),
         total_members: groups.members,
         groups: page
@@ -343,7 +362,11 @@ pub async fn drop_list(
         measure,
         score,
         min_size: min_size(params.min_size)?,
+        filter: filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?,
     };
+    if key.filter.is_some() {
+        app.metrics.observe_filtered(coll.name.as_str(), "drop_list");
+    }
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     needs_index(backend(&coll)?, By::new(measure, score))?;
     let time_field = coll.time_field();
@@ -368,6 +391,7 @@ pub async fn drop_list(
     let limit = Limit::parse(params.limit, &app.config.query)?.get();
     let timeout = Duration::from_secs(app.config.server.request_timeout_secs);
     let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
+    let (t, min_size) = (key.threshold, key.min_size);
     let groups = computed_groups(&app, &coll, threshold, key, after.is_some(), wait).await?;
     let start = after.as_deref().map_or(0, |k| groups.position_after(k));
     let start = start.min(groups.groups.len());
@@ -377,10 +401,10 @@ pub async fn drop_list(
         .then(|| page.last().map(|g| encode_cursor(g.first_id())))
         .flatten();
     Ok(Json(DropListPage {
-        threshold: key.threshold,
+        threshold: t,
         measure,
         score,
-        min_size: key.min_size,
+        min_size,
         keep: keep.as_string(),
         total_groups: groups.groups.len(),
         total_drops: groups.redundant(),
@@ -445,6 +469,10 @@ pub async fn pairs(
         .recipe()
         .threshold_for(measure, score, params.threshold)?;
     let by = By::new(measure, score);
+    let filter = filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?;
+    if filter.is_some() {
+        app.metrics.observe_filtered(coll.name.as_str(), "pairs");
+    }
     let ndjson = wants_ndjson(&headers);
     needs_index(backend(&coll)?, by)?;
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
@@ -458,7 +486,15 @@ pub async fn pairs(
             let Some(backend) = scanned.backend() else {
                 return Err(BackendError::Internal("the collection is not ready".into()));
             };
-            let result = write_pairs(backend, scans.pool(), threshold, by, ndjson, &mut out);
+            let result = write_pairs(
+                backend,
+                scans.pool(),
+                threshold,
+                by,
+                filter.as_ref(),
+                ndjson,
+                &mut out,
+            );
             match &result {
                 Ok(stats) if stats.complete => {
                     out.flush();
@@ -502,6 +538,7 @@ fn write_pairs(
     pool: &rayon::ThreadPool,
     threshold: Threshold,
     by: By,
+    filter: Option<&Arc<FilterSpec>>,
     ndjson: bool,
     out: &mut ChunkWriter,
 ) -> Result<ScanStats, BackendError> {
@@ -517,7 +554,7 @@ fn write_pairs(
             return Ok(ScanStats::default());
         }
     }
-    let stats = backend.scan_pairs(threshold, by, pool, &mut |edge| {
+    let stats = backend.scan_pairs(threshold, by, filter, pool, &mut |edge| {
         let pair = PairOut::from(edge);
         if ndjson {
             out.value(&pair, b"\n")

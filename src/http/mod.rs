@@ -13,6 +13,7 @@ pub mod duplicates;
 pub mod error;
 mod explain;
 pub mod extract;
+mod filters;
 mod middleware;
 pub mod openapi;
 mod ops;

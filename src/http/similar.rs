@@ -1,9 +1,10 @@
 //! `/similar` and `/compare`: the read side, for the request's collection.
 
-use super::documents::since;
+use super::documents::{metadata_text, since};
 use super::dto::{CompareOut, MatchOut, PassagesOut, SimilarOut, SimilarTextIn};
 use super::error::ApiError;
 use super::extract::{parse_json, parse_since, ApiQuery, Coll, JsonBody, Limit, Text};
+use super::filters;
 use super::state::{backend, AppState};
 use crate::backend::Backend;
 use crate::collections::Collection;
@@ -22,6 +23,10 @@ pub struct SimilarParams {
     since: Option<String>,
     measure: Option<Measure>,
     score: Option<Score>,
+    /// A JSON object: conditions on the candidates' metadata.
+    filter: Option<String>,
+    /// Comma-separated fields a candidate must not share with `id`.
+    exclude_same: Option<String>,
 }
 
 /// The stored document a query stands for: its id, and its time for
@@ -127,7 +132,15 @@ pub async fn by_id(
     )
     .since(since(p.since.as_deref())?)
     .measure(measure)
-    .score(score);
+    .score(score)
+    // `exclude_same` is resolved against the stored document once it is read.
+    .filter(filters::about(
+        &filters::from_query(p.filter.as_deref(), p.exclude_same.as_deref())?,
+        None,
+    ));
+    if q.filter.is_some() {
+        app.metrics.observe_filtered(coll.name.as_str(), "similar");
+    }
     let backend = backend(&coll)?;
     let found = backend.similar_to_id(&p.id, &q).await?;
     app.metrics.observe_measure(
@@ -167,6 +180,12 @@ pub async fn by_text(
     )
     .measure(measure)
     .score(score);
+    let spec = filters::from_body(req.filter.as_ref(), req.exclude_same.as_ref())?;
+    let metadata = metadata_text(req.metadata.as_deref())?;
+    let q = q.filter(filters::about(&spec, metadata.as_deref()));
+    if q.filter.is_some() {
+        app.metrics.observe_filtered(coll.name.as_str(), "similar");
+    }
     let prepared = app.prepare(&coll, text).await?;
     let backend = backend(&coll)?;
     let found = backend.similar_to(&prepared, None, &q).await?;

@@ -120,6 +120,7 @@ pub struct Metrics {
     candidates_rejected: Family<CollectionLabels, Counter>,
     rejected_ratio: Family<CollectionLabels, Gauge<f64, AtomicU64>>,
     truncated_queries: Family<CollectionLabels, Counter>,
+    filtered_queries: Family<KindLabels, Counter>,
     writes: Family<OutcomeLabels, Counter>,
     purged: Family<CollectionLabels, Counter>,
     snapshot_seconds: Family<CollectionLabels, Histogram>,
@@ -278,6 +279,11 @@ impl Default for Metrics {
             "Queries whose candidate list was cut at index.max_candidates",
             Family::<CollectionLabels, Counter>::default()
         );
+        let filtered_queries = reg!(
+            "filtered_queries",
+            "Queries and scans with a metadata filter or exclude_same, by kind (similar, similar_on_write, if_unique, pairs, groups)",
+            Family::<KindLabels, Counter>::default()
+        );
         let writes = reg!(
             "writes",
             "Document writes by outcome (created, replaced, deleted, rejected_duplicate, conflict, failed)",
@@ -424,6 +430,7 @@ impl Default for Metrics {
             candidates_rejected,
             rejected_ratio,
             truncated_queries,
+            filtered_queries,
             writes,
             purged,
             snapshot_seconds,
@@ -531,6 +538,17 @@ impl Metrics {
     }
 
     /// A finished whole-index scan of `kind` (`groups` or `pairs`).
+    /// A query or scan of `kind` (`similar`, `similar_on_write`,
+    /// `if_unique`, `pairs`, `groups`) asked with a metadata filter.
+    pub fn observe_filtered(&self, collection: &str, kind: &'static str) {
+        self.filtered_queries
+            .get_or_create(&KindLabels {
+                collection: collection.to_owned(),
+                kind,
+            })
+            .inc();
+    }
+
     pub fn observe_scan(&self, collection: &str, kind: &'static str, seconds: f64) {
         let labels = KindLabels {
             collection: collection.to_owned(),

@@ -22,7 +22,7 @@
 use super::metrics::Metrics;
 use crate::backend::Backend;
 use crate::collections::Collection;
-use crate::engine::{Groups, Measure, Threshold};
+use crate::engine::{FilterSpec, Groups, Measure, Threshold};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -38,7 +38,7 @@ pub const CACHED_ANSWERS: usize = 8;
 type ScanResult = Result<Arc<Groups>, Arc<str>>;
 
 /// What a page request asks for.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct GroupsKey {
     /// The collection's `id` (unique for the process, so a collection
     /// created again under an old name never sees the old answers).
@@ -49,6 +49,9 @@ pub struct GroupsKey {
     /// Over which shingles (`content`: boilerplate left out).
     pub score: crate::engine::Score,
     pub min_size: usize,
+    /// The pairs admitted (`filter`, `exclude_same`): part of the key, so
+    /// a filtered answer is cached apart from the unfiltered one.
+    pub filter: Option<Arc<FilterSpec>>,
 }
 
 /// Why [`ScanScheduler::groups`] has no groups to give.
@@ -163,6 +166,7 @@ impl ScanScheduler {
     ) -> Result<Arc<Groups>, ScanError> {
         let generation = backend.write_version().await.map_err(ScanError::Storage)?;
         let (scheduler, worker) = (Arc::clone(self), Arc::clone(coll));
+        let scanned = key.clone();
         let compute = move || -> BoxFuture<'static, Result<Groups, String>> {
             async move {
                 tokio::task::spawn_blocking(move || {
@@ -172,8 +176,9 @@ impl ScanScheduler {
                     backend
                         .duplicate_groups(
                             threshold,
-                            crate::engine::By::new(key.measure, key.score),
-                            key.min_size,
+                            crate::engine::By::new(scanned.measure, scanned.score),
+                            scanned.filter.as_ref(),
+                            scanned.min_size,
                             scheduler.pool(),
                         )
                         .map_err(|e| e.to_string())
@@ -228,7 +233,8 @@ impl ScanScheduler {
             match cache.running.iter().find(|r| r.key == key) {
                 Some(r) => (r.result.clone(), r.started, Arc::clone(&r.promised)),
                 None => {
-                    let running = self.start(collection, metrics, key, generation, compute());
+                    let running =
+                        self.start(collection, metrics, key.clone(), generation, compute());
                     let joined = (
                         running.result.clone(),
                         running.started,
@@ -268,6 +274,7 @@ impl ScanScheduler {
         let collection = collection.to_owned();
         let promised = Arc::new(AtomicBool::new(false));
         let promised_by_waiters = Arc::clone(&promised);
+        let running_key = key.clone();
         let handle = tokio::spawn(async move {
             let permit = scheduler.permit().await;
             let at = Instant::now();
@@ -317,7 +324,7 @@ impl ScanScheduler {
             .boxed()
             .shared();
         Running {
-            key,
+            key: running_key,
             started: Instant::now(),
             promised,
             result,

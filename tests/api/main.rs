@@ -20,6 +20,7 @@ mod documents;
 mod duplicates;
 mod errors;
 mod explain;
+mod filters;
 mod hostile;
 mod hugepages;
 mod openapi;

@@ -33,6 +33,8 @@ mod duplicates;
 mod errors;
 #[path = "../api/explain.rs"]
 mod explain;
+#[path = "../api/filters.rs"]
+mod filters;
 #[path = "../api/hostile.rs"]
 mod hostile;
 #[path = "../api/originals.rs"]

@@ -330,6 +330,36 @@ test('search by id uses the threshold chosen; a higher threshold drops the loose
   await s.close();
 });
 
+test('search narrows by a metadata filter and exclusion; a malformed filter is explained before anything is sent', async () => {
+  const s = await session(open);
+  await s.page.goto(`${open.base}/ui/#/search?id=twin-a`);
+  await s.ready('search');
+  const ids = () => s.page.getByTestId('result-row').evaluateAll((rows) => rows.map((r) => r.dataset.id).sort());
+  assert.deepEqual(await ids(), ['twin-b', 'twin-c']);
+  await s.page.getByTestId('search-filter').fill('{"source": ["harbour copy", "elsewhere"]}');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  await s.page.waitForFunction(() => document.querySelectorAll('[data-testid="result-row"]').length === 1);
+  assert.deepEqual(await ids(), ['twin-b'], 'only the document whose source is one of those');
+  await s.page.getByTestId('search-filter').fill('');
+  await s.page.getByTestId('search-exclude-same').fill('source');
+  await s.page.getByTestId('search-submit').click();
+  await s.ready('search');
+  await s.page.waitForFunction(() => document.querySelectorAll('[data-testid="result-row"]').length === 2);
+  assert.deepEqual(await ids(), ['twin-b', 'twin-c'], 'no twin shares twin-a\'s source');
+  let sent = 0;
+  s.page.on('request', (req) => { if (req.url().includes('/similar')) sent += 1; });
+  for (const [bad, says] of [['{"source": {"a": 1}}', 'filter.source'], ['["source"]', 'must be a JSON object'],
+    ['{"source": <img src=x onerror="window.__pwned = 1">}', 'not valid JSON']]) {
+    await s.page.getByTestId('search-filter').fill(bad);
+    await s.page.getByTestId('search-submit').click();
+    await s.page.waitForFunction((text) => document.querySelector('[data-testid="search-filter-note"]').textContent.includes(text), says);
+  }
+  assert.equal(sent, 0, 'a malformed filter is not sent');
+  assert.equal(await s.page.evaluate(() => window.__pwned), undefined);
+  await s.close();
+});
+
 test('compare marks the shared passages on both sides in matching colours; a click scrolls to the partner', async () => {
   const s = await session(open);
   await s.view('compare');

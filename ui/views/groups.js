@@ -10,7 +10,9 @@
 import { api, collectionBase } from '../api.js';
 import { h, fill, add, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds, go } from '../shell.js';
-import { measureSelect, passageIndexOn, scoreSelect, floorFor, boilerplateOn, conflictBox } from '../measures.js';
+import {
+  measureSelect, passageIndexOn, scoreSelect, floorFor, boilerplateOn, conflictBox, filterInputs,
+} from '../measures.js';
 
 const GROUP_MEASURES = [
   { value: 'jaccard', label: 'Jaccard: about the same text' },
@@ -58,6 +60,15 @@ export default async function groups(root) {
   const list = h('div', {});
   const pager = h('div', { class: 'row' });
   const cursors = [null];
+  const meta = filterInputs('groups');
+  /** The filter and exclusions on `q`; false (and a note) for a bad filter. */
+  function narrow(q) {
+    const narrowed = meta.read();
+    if (!narrowed) return false;
+    if (narrowed.filter) q.set('filter', JSON.stringify(narrowed.filter));
+    if (narrowed.exclude_same.length) q.set('exclude_same', narrowed.exclude_same.join(','));
+    return true;
+  }
 
   async function load(page) {
     fill(list);
@@ -66,6 +77,7 @@ export default async function groups(root) {
     fill(dropOut);
     const q = new URLSearchParams({ threshold: slider.value, measure: measure.value, score: score.value, min_size: minSize.value || '2', limit: String(PAGE) });
     if (cursors[page]) q.set('cursor', cursors[page]);
+    if (!narrow(q)) return;
     let answer;
     try {
       answer = await fetchPage(`${collectionBase(ctx.collection)}/duplicates?${q}`);
@@ -137,6 +149,7 @@ export default async function groups(root) {
       do {
         const q = new URLSearchParams({ threshold: slider.value, measure: measure.value, score: score.value, min_size: minSize.value || '2', keep: policy });
         if (cursor) q.set('cursor', cursor);
+        if (!narrow(q)) return;
         answer = await fetchPage(`${collectionBase(ctx.collection)}/duplicates/drop-list?${q}`);
         drops.push(...answer.drops);
         cursor = answer.next_cursor;
@@ -165,6 +178,7 @@ export default async function groups(root) {
   async function loadPairs() {
     fill(pairsOut);
     const q = new URLSearchParams({ threshold: slider.value, measure: measure.value, score: score.value });
+    if (!narrow(q)) return;
     let answer;
     try {
       answer = await api(`${collectionBase(ctx.collection)}/duplicates/pairs?${q}`);
@@ -220,6 +234,10 @@ export default async function groups(root) {
       h('label', {}, 'smallest group ', minSize),
       indexNote,
       h('button', { type: 'submit', testid: 'groups-submit' }, 'List groups')),
+    h('div', { class: 'row' },
+      h('label', { title: 'both documents of a pair must have these metadata values: a JSON object of field → value or [values]' }, 'metadata filter ', meta.filter),
+      h('label', { title: 'two documents with the same value of one of these fields are not a pair' }, 'exclude same ', meta.exclude),
+      meta.note),
     list, pager, dropOut, pairsOut);
   await load(0);
 }

@@ -15,6 +15,7 @@ import { ctx, action, thresholds, go } from '../shell.js';
 import {
   MEASURES, isContainment, passageIndexOn, measureSelect, commonNote,
   SCORES, scoreSelect, floorFor, boilerplateOn, conflictBox,
+  filterInputs,
 } from '../measures.js';
 
 /** The last search, kept while the page lives so Back shows it again. */
@@ -66,8 +67,12 @@ export default async function search(root, params) {
       ? 'This collection counts no document frequency: content scores need it (see Boilerplate).' : '';
   }
 
+  const meta = filterInputs('search');
+
   async function run(ev) {
     if (ev) ev.preventDefault();
+    const narrowed = meta.read();
+    if (!narrowed) return;
     last.text = text.value;
     last.id = id.value.trim();
     last.threshold = Number(slider.value);
@@ -82,9 +87,13 @@ export default async function search(root, params) {
         let answer;
         if (last.id) {
           const q = new URLSearchParams({ id: last.id, threshold: common.threshold, limit: common.limit, measure: common.measure, score: common.score });
+          if (narrowed.filter) q.set('filter', JSON.stringify(narrowed.filter));
+          if (narrowed.exclude_same.length) q.set('exclude_same', narrowed.exclude_same.join(','));
           answer = await api(`${base}/similar?${q}`);
         } else if (last.text.trim()) {
-          answer = await api(`${base}/similar`, { method: 'POST', body: { text: last.text, ...common } });
+          const body = { text: last.text, ...common };
+          if (narrowed.filter) body.filter = narrowed.filter;
+          answer = await api(`${base}/similar`, { method: 'POST', body });
         } else {
           status.textContent = 'Paste a text or give an id.';
           return;
@@ -177,6 +186,10 @@ export default async function search(root, params) {
         floorNote,
         h('label', {}, 'limit ', limit),
         h('button', { type: 'submit', testid: 'search-submit' }, 'Search')),
+      h('div', { class: 'row' },
+        h('label', { title: 'only stored documents whose metadata has these values: a JSON object of field → value or [values]' }, 'metadata filter ', meta.filter),
+        h('label', { title: 'searches by id: leave out documents with the same value of these fields as that document' }, 'exclude same ', meta.exclude),
+        meta.note),
       h('div', { class: 'row write' }, storeId, store,
         writable ? null : h('span', { class: 'muted', testid: 'read-only-note' }, 'This key is read-only: storing is disabled.'))),
     status,

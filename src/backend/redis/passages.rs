@@ -44,8 +44,8 @@
 use super::codec::{iid, members, MEMBER};
 use super::{corrupt, script_call, BackendError, RedisIndex, Script, SCAN_READ};
 use crate::engine::{
-    ContentQuery, Edge, Engine, EngineError, Measure, Passage, PassageOutcome, PassageWork,
-    Prepared, Query, QueryOutcome, Record, ScanStats, Score, Threshold,
+    ContentQuery, Edge, Engine, EngineError, FilterSpec, Measure, Passage, PassageOutcome,
+    PassageWork, Prepared, Query, QueryOutcome, Record, ScanStats, Score, Threshold,
 };
 use redis::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -584,6 +584,23 @@ impl RedisIndex {
                 Edge::new(p.a, p.b, intersection)
             })
             .collect();
+        Ok((edges, stats))
+    }
+
+    /// [`Self::scan_edges`], keeping the pairs `filter` admits (both
+    /// documents satisfy its conditions and differ on its `exclude_same`
+    /// fields); `pairs` in the stats counts those kept.
+    pub async fn scan_edges_filtered(
+        &self,
+        threshold: Threshold,
+        by: impl Into<crate::engine::By>,
+        filter: Option<&Arc<FilterSpec>>,
+    ) -> Result<(Vec<Edge>, ScanStats), BackendError> {
+        let (mut edges, mut stats) = self.scan_edges(threshold, by).await?;
+        if let Some(f) = filter {
+            edges.retain(|e| f.admits_pair(e.a.metadata(), e.b.metadata()));
+            stats.pairs = edges.len();
+        }
         Ok((edges, stats))
     }
 

@@ -347,7 +347,9 @@ impl RedisIndex {
             .engine
             .prepared_from_shingles(record.shingles().to_vec(), Some(record.selection().into()))
             .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
-        self.similar_to(&doc, Some(id), q).await
+        // `exclude_same` compares with the stored document's metadata.
+        self.similar_to(&doc, Some(id), &q.about(record.metadata()))
+            .await
     }
 
     /// Exact and estimated similarity of two stored documents (one trip).
