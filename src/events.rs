@@ -214,3 +214,10 @@ pub struct EventPage {
     /// missed the events trimmed in between).
     pub oldest: Option<String>,
 }
+
+/// Now, in ms since the epoch (the time of events and delivery attempts).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}

@@ -194,6 +194,9 @@ pub enum EngineError {
          index.boilerplate.enabled in the configuration, NEARDUP_INDEX__BOILERPLATE__ENABLED=true)"
     )]
     BoilerplateOff,
+    /// An event feed cursor this collection's log never gave (issue 45).
+    #[error("{0:?} is not a cursor of this collection's event feed")]
+    InvalidCursor(String),
 }
 
 /// Shards of the `ids` map: scans (snapshots, `records()`) hold one shard's
