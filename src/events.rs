@@ -221,3 +221,8 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
 }
+
+/// Failed deliveries dropped by the per-subscription bound of the failed
+/// lists, in this process since it started, every backend together
+/// (`neardup_webhook_failed_dropped_total`).
+pub static FAILED_DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -243,6 +243,7 @@ pub async fn create(
                 .observe_write_error(coll.name.as_str(), e.status().as_u16())
         })?;
     app.metrics.observe_write(coll.name.as_str(), "created");
+    app.events.after_writes(&coll, &[(id.clone(), "created")]).await;
     let body = WrittenOut {
         id: id.to_string(),
         shingles,
@@ -298,6 +299,7 @@ async fn create_if_unique(
     Ok(match outcome {
         UniqueOutcome::Inserted(_) => {
             app.metrics.observe_write(name, "created");
+            app.events.after_writes(coll, &[(id.clone(), "created")]).await;
             let body = WrittenOut {
                 id: id.to_string(),
                 shingles,
@@ -319,6 +321,7 @@ async fn create_if_unique(
             app.metrics
                 .observe_measure(name, crate::engine::By::new(q.measure, q.score), &found);
             app.metrics.observe_write(name, "rejected_duplicate");
+            app.events.after_refusal(coll, &id, &found.matches).await;
             let body = WrittenOut {
                 id: id.to_string(),
                 shingles,
@@ -382,6 +385,7 @@ pub async fn put(
     Ok(match outcome {
         WriteOutcome::Created => {
             app.metrics.observe_write(coll.name.as_str(), "created");
+            app.events.after_writes(&coll, &[(id.clone(), "created")]).await;
             (
                 StatusCode::CREATED,
                 [(header::LOCATION, location(&coll, &id))],
@@ -391,6 +395,7 @@ pub async fn put(
         }
         WriteOutcome::Replaced => {
             app.metrics.observe_write(coll.name.as_str(), "replaced");
+            app.events.after_writes(&coll, &[(id.clone(), "replaced")]).await;
             (StatusCode::OK, body).into_response()
         }
     })
@@ -526,7 +531,19 @@ pub async fn batch(
         .await
         .map_err(ApiError::from)
         .inspect_err(|e| app.metrics.observe_write_error(name, e.status().as_u16()))?;
-    Ok(Json(batch_answer(&app, name, items, outcomes)))
+    let answer = batch_answer(&app, name, items, outcomes);
+    // Each stored document's event, before the answer (issue 45).
+    let written: Vec<(DocId, &'static str)> = answer
+        .results
+        .iter()
+        .filter_map(|r| match (&r.id, r.status) {
+            (Some(ItemId::Stored(id)), 201) => Some((id.clone(), "created")),
+            (Some(ItemId::Stored(id)), 200) => Some((id.clone(), "replaced")),
+            _ => None,
+        })
+        .collect();
+    app.events.after_writes(&coll, &written).await;
+    Ok(Json(answer))
 }
 
 /// Per request item, in order: what to answer for an item that failed

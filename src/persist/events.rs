@@ -36,14 +36,14 @@
 use super::fsops::{self, io_err};
 use super::{format, PersistError};
 use crate::config::WalFsync;
-use crate::events::{Event, EventDraft, FailedDelivery, Subscription};
+use crate::events::{Event, EventDraft, FailedDelivery, Subscription, FAILED_DROPPED};
 use format::Frame;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// The subscriptions file, beside the collection's manifest.
@@ -60,9 +60,6 @@ const LEASE_MS: u64 = 10 * 60 * 1000;
 /// Below this many bytes the log is never compacted.
 const COMPACT_MIN_BYTES: u64 = 1 << 20;
 
-/// Failed deliveries dropped by the per-subscription bound, since start
-/// (`neardup_webhook_failed_dropped_total`).
-pub static FAILED_DROPPED: AtomicU64 = AtomicU64::new(0);
 
 /// One frame of the log.
 #[derive(Debug, Serialize, Deserialize)]

@@ -92,10 +92,21 @@ impl Memory {
         .map_err(persist_err(what))
     }
 
+    /// Whether this collection has no event log yet (none is made until a
+    /// subscription is created or an event appended).
+    fn no_log_yet(&self, dir: &Path) -> bool {
+        self.events.get().is_none()
+            && !dir.join(crate::persist::events::SUBSCRIPTIONS).exists()
+            && !dir.join(crate::persist::events::DIR).exists()
+    }
+
     pub(crate) async fn subscriptions(
         &self,
         dir: &Path,
     ) -> Result<Vec<Subscription>, BackendError> {
+        if self.no_log_yet(dir) {
+            return Ok(Vec::new());
+        }
         self.on_log(dir, "reading the subscriptions", |log| {
             Ok(log.subscriptions().to_vec())
         })
@@ -149,6 +160,13 @@ impl Memory {
             ),
         };
         let asked = after.map(str::to_owned);
+        if self.no_log_yet(dir) {
+            return Ok(EventPage {
+                events: Vec::new(),
+                next: asked,
+                oldest: None,
+            });
+        }
         self.on_log(dir, "reading events", move |log| {
             let (events, oldest) = log.read(after_seq, limit);
             let next = events.last().map(|e| e.cursor.clone()).or(asked);
@@ -168,6 +186,9 @@ impl Memory {
         keep_max: usize,
         now_ms: u64,
     ) -> Result<usize, BackendError> {
+        if self.no_log_yet(dir) {
+            return Ok(0);
+        }
         self.on_log(dir, "trimming events", move |log| {
             log.trim(keep_ms, keep_max, now_ms)
         })
@@ -182,6 +203,9 @@ impl Memory {
         now_ms: u64,
         max: usize,
     ) -> Result<Vec<Delivery>, BackendError> {
+        if self.no_log_yet(dir) {
+            return Ok(Vec::new());
+        }
         // One node delivers a memory collection: `consumer` names no one else.
         let _ = consumer;
         let sub = sub.clone();
@@ -228,6 +252,9 @@ impl Memory {
         sub_id: &str,
         limit: usize,
     ) -> Result<Vec<FailedDelivery>, BackendError> {
+        if self.no_log_yet(dir) {
+            return Ok(Vec::new());
+        }
         let sub = sub_id.to_owned();
         self.on_log(dir, "reading failed deliveries", move |log| {
             Ok(log.failed(&sub, limit))
@@ -241,6 +268,9 @@ impl Memory {
         sub_id: &str,
         event_id: Option<&str>,
     ) -> Result<usize, BackendError> {
+        if self.no_log_yet(dir) {
+            return Ok(0);
+        }
         let (sub, event) = (sub_id.to_owned(), event_id.map(str::to_owned));
         self.on_log(dir, "retrying failed deliveries", move |log| {
             log.retry_failed(&sub, event.as_deref())
@@ -253,6 +283,9 @@ impl Memory {
         dir: &Path,
         sub_id: &str,
     ) -> Result<u64, BackendError> {
+        if self.no_log_yet(dir) {
+            return Ok(0);
+        }
         let sub = sub_id.to_owned();
         self.on_log(dir, "counting pending deliveries", move |log| {
             Ok(log.pending(&sub))
