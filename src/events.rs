@@ -226,3 +226,6 @@ pub fn now_ms() -> u64 {
 /// lists, in this process since it started, every backend together
 /// (`neardup_webhook_failed_dropped_total`).
 pub static FAILED_DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Failed deliveries kept per subscription (the oldest are dropped first).
+pub const FAILED_KEEP: usize = 1000;

@@ -12,6 +12,7 @@ pub mod dto;
 pub mod duplicates;
 pub mod error;
 mod explain;
+mod events;
 pub mod extract;
 mod middleware;
 pub mod openapi;
@@ -22,6 +23,7 @@ mod similar;
 pub mod state;
 mod transfer;
 pub mod ui;
+mod webhooks;
 
 pub use state::AppState;
 
@@ -87,6 +89,14 @@ fn collection_routes() -> Router<AppState> {
         .route("/stats", get(ops::stats))
         .route("/export", get(transfer::export))
         .route("/import", post(transfer::import))
+        .route("/webhooks", get(webhooks::list).post(webhooks::create))
+        .route(
+            "/webhooks/{id}",
+            get(webhooks::get).delete(webhooks::delete),
+        )
+        .route("/webhooks/{id}/failed", get(webhooks::failed))
+        .route("/webhooks/{id}/failed/retry", post(webhooks::retry))
+        .route("/events", get(events::feed))
 }
 
 /// The application router with every layer applied.

@@ -36,7 +36,7 @@
 use super::fsops::{self, io_err};
 use super::{format, PersistError};
 use crate::config::WalFsync;
-use crate::events::{Event, EventDraft, FailedDelivery, Subscription, FAILED_DROPPED};
+use crate::events::{Event, EventDraft, FailedDelivery, Subscription, FAILED_DROPPED, FAILED_KEEP};
 use format::Frame;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -51,8 +51,6 @@ pub const SUBSCRIPTIONS: &str = "webhooks.json";
 /// The directory of the event log, inside the collection directory.
 pub const DIR: &str = "events";
 const MAGIC: &[u8; 8] = b"NDEVLOG1";
-/// Failed deliveries kept per subscription (the oldest go first).
-pub const FAILED_KEEP: usize = 1000;
 /// How long a delivery handed out may stay unsettled before it is handed
 /// out again (a delivery task that died; normal attempts settle within
 /// `webhooks.timeout_ms`).

@@ -69,6 +69,8 @@ pub struct EventHub {
     /// Woken when this node appended events (the delivery loop waits on it
     /// between polls).
     pub appended: Notify,
+    /// Serializes this node's subscription changes (the count limit).
+    pub changes: tokio::sync::Mutex<()>,
     /// `events.max_matches`.
     max_matches: usize,
     metrics: Arc<Metrics>,
@@ -90,6 +92,7 @@ impl EventHub {
         Self {
             rules: RwLock::new(HashMap::new()),
             appended: Notify::new(),
+            changes: tokio::sync::Mutex::new(()),
             max_matches,
             metrics,
         }
