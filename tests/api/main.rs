@@ -34,3 +34,5 @@ mod texts;
 mod transfer;
 mod ui;
 mod upgrade;
+mod webhooks;
+mod webhooks_crash;

@@ -19,6 +19,8 @@ mod helpers;
 mod analysis;
 #[path = "../api/boilerplate.rs"]
 mod boilerplate;
+#[path = "../api/webhooks.rs"]
+mod webhooks;
 #[path = "../api/concurrency.rs"]
 mod concurrency;
 #[path = "../api/documents.rs"]

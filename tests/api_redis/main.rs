@@ -21,6 +21,8 @@ mod analysis;
 mod auth;
 #[path = "../api/boilerplate.rs"]
 mod boilerplate;
+#[path = "../api/webhooks.rs"]
+mod webhooks;
 #[path = "../api/collections.rs"]
 mod collections;
 #[path = "../api/concurrency.rs"]
