@@ -748,6 +748,16 @@ async fn scoped_keys_reach_their_collections_only_on_every_route() {
         )
         .await;
         assert_eq!(resp.status(), 201);
+        // And a webhook subscription.
+        let resp = send(
+            &app,
+            Method::POST,
+            &format!("{prefix}/webhooks"),
+            full.as_deref(),
+            Some(json!({"id": "hook1", "url": "https://hooks.example.com/neardup"})),
+        )
+        .await;
+        assert_eq!(resp.status(), 201);
     }
     // Which collection each key may use, and whether it may write.
     let keys: [(&str, &[&str], bool); 5] = [
