@@ -237,7 +237,9 @@ async fn events_trim_timer(state: &AppState) {
             {
                 Ok(0) => {}
                 Ok(n) => tracing::debug!(collection = %c.name, events = n, "events trimmed"),
-                Err(e) => tracing::warn!(collection = %c.name, error = %e, "trimming events failed"),
+                Err(e) => {
+                    tracing::warn!(collection = %c.name, error = %e, "trimming events failed")
+                }
             }
         }
     }

@@ -802,7 +802,9 @@ impl Settings {
             return invalid("webhooks.max_attempts must be between 1 and 100");
         }
         if w.backoff_base_ms == 0 || w.backoff_max_ms < w.backoff_base_ms {
-            return invalid("webhooks.backoff_base_ms must be at least 1 and at most webhooks.backoff_max_ms");
+            return invalid(
+                "webhooks.backoff_base_ms must be at least 1 and at most webhooks.backoff_max_ms",
+            );
         }
         if w.timeout_ms == 0 || w.poll_ms == 0 {
             return invalid("webhooks.timeout_ms and webhooks.poll_ms must be at least 1");
@@ -810,7 +812,12 @@ impl Settings {
         if w.max_subscriptions == 0 || w.max_url_bytes < 16 {
             return invalid("webhooks.max_subscriptions must be at least 1 and webhooks.max_url_bytes at least 16");
         }
-        if w.allowed_hosts.iter().any(|h| h.is_empty() || (h.contains('*') && h != "*" && !(h.starts_with("*.") && h.len() > 2 && !h[2..].contains('*')))) {
+        if w.allowed_hosts.iter().any(|h| {
+            h.is_empty()
+                || (h.contains('*')
+                    && h != "*"
+                    && !(h.starts_with("*.") && h.len() > 2 && !h[2..].contains('*')))
+        }) {
             return invalid("webhooks.allowed_hosts holds names, IP literals, `*` or `*.suffix`");
         }
         let e = &self.events;

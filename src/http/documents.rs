@@ -243,7 +243,9 @@ pub async fn create(
                 .observe_write_error(coll.name.as_str(), e.status().as_u16())
         })?;
     app.metrics.observe_write(coll.name.as_str(), "created");
-    app.events.after_writes(&coll, &[(id.clone(), "created")]).await;
+    app.events
+        .after_writes(&coll, &[(id.clone(), "created")])
+        .await;
     let body = WrittenOut {
         id: id.to_string(),
         shingles,
@@ -299,7 +301,9 @@ async fn create_if_unique(
     Ok(match outcome {
         UniqueOutcome::Inserted(_) => {
             app.metrics.observe_write(name, "created");
-            app.events.after_writes(coll, &[(id.clone(), "created")]).await;
+            app.events
+                .after_writes(coll, &[(id.clone(), "created")])
+                .await;
             let body = WrittenOut {
                 id: id.to_string(),
                 shingles,
@@ -385,7 +389,9 @@ pub async fn put(
     Ok(match outcome {
         WriteOutcome::Created => {
             app.metrics.observe_write(coll.name.as_str(), "created");
-            app.events.after_writes(&coll, &[(id.clone(), "created")]).await;
+            app.events
+                .after_writes(&coll, &[(id.clone(), "created")])
+                .await;
             (
                 StatusCode::CREATED,
                 [(header::LOCATION, location(&coll, &id))],
@@ -395,7 +401,9 @@ pub async fn put(
         }
         WriteOutcome::Replaced => {
             app.metrics.observe_write(coll.name.as_str(), "replaced");
-            app.events.after_writes(&coll, &[(id.clone(), "replaced")]).await;
+            app.events
+                .after_writes(&coll, &[(id.clone(), "replaced")])
+                .await;
             (StatusCode::OK, body).into_response()
         }
     })

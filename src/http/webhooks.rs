@@ -61,7 +61,11 @@ pub struct SubscriptionsOut {
     pub max_subscriptions: usize,
 }
 
-async fn out(coll: &Collection, s: Subscription, secret: bool) -> Result<SubscriptionOut, ApiError> {
+async fn out(
+    coll: &Collection,
+    s: Subscription,
+    secret: bool,
+) -> Result<SubscriptionOut, ApiError> {
     let b = backend(coll)?;
     let pending = b.pending_deliveries(coll.dir(), &s.id).await?;
     let failed = b
@@ -135,7 +139,10 @@ pub async fn create(
             kinds
         }
     };
-    let (measure, score) = (req.measure.unwrap_or_default(), req.score.unwrap_or_default());
+    let (measure, score) = (
+        req.measure.unwrap_or_default(),
+        req.score.unwrap_or_default(),
+    );
     let b = backend(&coll)?;
     if score == Score::Content && !b.boilerplate_on() {
         return Err(EngineError::BoilerplateOff.into());
@@ -171,7 +178,11 @@ pub async fn create(
     };
     tracing::info!(collection = %coll.name, subscription = %sub.id, created, "webhook subscription stored");
     let location = format!("{}/webhooks/{}", prefix(&coll), sub.id);
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
     Ok((
         status,
         [(header::LOCATION, location)],

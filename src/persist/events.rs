@@ -7,7 +7,7 @@
 //!   <collection dir>/events/events-<S>.log  magic, then checksummed frames (format::push_frame)
 //! ```
 //!
-//! A frame is one JSON record ([`Rec`]): an event appended; a
+//! A frame is one JSON record (`Rec`): an event appended; a
 //! subscription's start (it receives events from that sequence number on);
 //! a delivery settled (delivered, to retry at a time, failed with a copy of
 //! the event); failed deliveries put back by hand; a subscription's
@@ -58,19 +58,32 @@ const LEASE_MS: u64 = 10 * 60 * 1000;
 /// Below this many bytes the log is never compacted.
 const COMPACT_MIN_BYTES: u64 = 1 << 20;
 
-
 /// One frame of the log.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 enum Rec {
     /// The first frame of a segment: the sequence number the next event gets.
-    Base { next_seq: u64 },
-    Event { seq: u64, event: Event },
+    Base {
+        next_seq: u64,
+    },
+    Event {
+        seq: u64,
+        event: Event,
+    },
     /// Subscription `sub` receives the events from `from` on.
-    Start { sub: String, from: u64 },
+    Start {
+        sub: String,
+        from: u64,
+    },
     /// Every event below `at` is settled for `sub`.
-    Cursor { sub: String, at: u64 },
-    Delivered { sub: String, seq: u64 },
+    Cursor {
+        sub: String,
+        at: u64,
+    },
+    Delivered {
+        sub: String,
+        seq: u64,
+    },
     Retry {
         sub: String,
         seq: u64,
@@ -83,7 +96,10 @@ enum Rec {
         failed: FailedDelivery,
     },
     /// Failed deliveries back into delivery, attempts reset.
-    RetryFailed { sub: String, seqs: Vec<u64> },
+    RetryFailed {
+        sub: String,
+        seqs: Vec<u64>,
+    },
     /// An owed delivery with its own copy of the event (compaction).
     Owed {
         sub: String,
@@ -93,8 +109,12 @@ enum Rec {
         event: Event,
     },
     /// The feed no longer holds events below `below`.
-    Trim { below: u64 },
-    Deleted { sub: String },
+    Trim {
+        below: u64,
+    },
+    Deleted {
+        sub: String,
+    },
 }
 
 /// A delivery a subscription still owes: handed out, or waiting for a retry.
@@ -130,7 +150,12 @@ impl SubLog {
 
     /// The lowest event it may still need.
     fn low(&self) -> u64 {
-        self.owed.keys().next().copied().unwrap_or(self.scan).min(self.scan)
+        self.owed
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or(self.scan)
+            .min(self.scan)
     }
 
     fn push_failed(&mut self, seq: u64, f: FailedDelivery) {
@@ -605,8 +630,18 @@ impl EventLog {
     /// Drop events older than `keep_ms` or beyond the newest `keep_max`,
     /// never one a subscription still owes; compacts the log when most of
     /// it is garbage. How many were dropped.
-    pub fn trim(&mut self, keep_ms: u64, keep_max: usize, now_ms: u64) -> Result<usize, PersistError> {
-        let protect = self.subs.values().map(SubLog::low).min().unwrap_or(u64::MAX);
+    pub fn trim(
+        &mut self,
+        keep_ms: u64,
+        keep_max: usize,
+        now_ms: u64,
+    ) -> Result<usize, PersistError> {
+        let protect = self
+            .subs
+            .values()
+            .map(SubLog::low)
+            .min()
+            .unwrap_or(u64::MAX);
         let mut below = None;
         let mut left = self.events.len();
         for (&seq, e) in &self.events {
@@ -787,7 +822,13 @@ impl EventLog {
 
     /// Record the outcome of attempt number `attempts + 1` of event `seq`
     /// to `sub` (nothing if the subscription or the delivery is gone).
-    pub fn settle(&mut self, sub: &str, seq: u64, attempts: u32, outcome: Settle) -> Result<(), PersistError> {
+    pub fn settle(
+        &mut self,
+        sub: &str,
+        seq: u64,
+        attempts: u32,
+        outcome: Settle,
+    ) -> Result<(), PersistError> {
         let Some(s) = self.subs.get(sub) else {
             return Ok(());
         };
@@ -823,13 +864,22 @@ impl EventLog {
     /// `sub`'s failed deliveries, newest first.
     pub fn failed(&self, sub: &str, limit: usize) -> Vec<FailedDelivery> {
         self.subs.get(sub).map_or_else(Vec::new, |s| {
-            s.failed.iter().rev().take(limit).map(|(_, f)| f.clone()).collect()
+            s.failed
+                .iter()
+                .rev()
+                .take(limit)
+                .map(|(_, f)| f.clone())
+                .collect()
         })
     }
 
     /// Put `sub`'s failed deliveries (of `event_id`, or all) back into
     /// delivery, attempts reset; how many.
-    pub fn retry_failed(&mut self, sub: &str, event_id: Option<&str>) -> Result<usize, PersistError> {
+    pub fn retry_failed(
+        &mut self,
+        sub: &str,
+        event_id: Option<&str>,
+    ) -> Result<usize, PersistError> {
         let Some(s) = self.subs.get(sub) else {
             return Ok(0);
         };
@@ -925,8 +975,11 @@ mod tests {
         let mut log = EventLog::open(dir.path(), WalFsync::Always, 0).unwrap();
         assert!(log.put_subscription(s.clone()).unwrap());
         let mut mk = ids();
-        log.append(vec![draft("a", 0.9, 1), draft("b", 0.5, 1), draft("c", 0.95, 1)], &mut mk)
-            .unwrap();
+        log.append(
+            vec![draft("a", 0.9, 1), draft("b", 0.5, 1), draft("c", 0.95, 1)],
+            &mut mk,
+        )
+        .unwrap();
         let due = log.due(&s, 10, 10).unwrap();
         assert_eq!(due.iter().map(|d| d.0).collect::<Vec<_>>(), vec![0, 2]);
         log.settle("wh_1", 0, 0, Settle::Delivered).unwrap();
@@ -946,7 +999,8 @@ mod tests {
         log.put_subscription(s.clone()).unwrap();
         log.append(vec![draft("a", 0.9, 1)], ids()).unwrap();
         let due = log.due(&s, 10, 10).unwrap();
-        log.settle("wh_1", due[0].0, 0, Settle::Retry { next_ms: 20 }).unwrap();
+        log.settle("wh_1", due[0].0, 0, Settle::Retry { next_ms: 20 })
+            .unwrap();
         assert!(log.due(&s, 15, 10).unwrap().is_empty());
         let again = log.due(&s, 20, 10).unwrap();
         assert_eq!(again[0].2, 1);
@@ -1013,7 +1067,9 @@ mod tests {
         let mid = MAGIC.len() + 14;
         bytes[mid] ^= 0xff;
         fs::write(&path, &bytes).unwrap();
-        let err = EventLog::open(dir.path(), WalFsync::Always, 0).err().unwrap();
+        let err = EventLog::open(dir.path(), WalFsync::Always, 0)
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("events-"), "{err}");
     }
 }

@@ -155,7 +155,9 @@ impl EventHub {
                 let Ok(t) = coll.recipe().threshold_for(measure, score, Some(threshold)) else {
                     continue;
                 };
-                let q = Query::new(t, self.max_matches).measure(measure).score(score);
+                let q = Query::new(t, self.max_matches)
+                    .measure(measure)
+                    .score(score);
                 match backend.similar_to_id(id.as_str(), &q).await {
                     Ok(found) => {
                         for m in &found.matches {
@@ -179,7 +181,11 @@ impl EventHub {
                 write: (*write).to_owned(),
                 matches,
             };
-            if rules.subscriptions.iter().any(|s| s.selects(&draft).is_some()) {
+            if rules
+                .subscriptions
+                .iter()
+                .any(|s| s.selects(&draft).is_some())
+            {
                 drafts.push(draft);
             }
         }
@@ -223,7 +229,8 @@ impl EventHub {
         match backend.append_events(coll.dir(), drafts).await {
             Ok(_) => {
                 for k in kinds {
-                    self.metrics.observe_events(coll.name.as_str(), k.as_str(), 1);
+                    self.metrics
+                        .observe_events(coll.name.as_str(), k.as_str(), 1);
                 }
                 self.appended.notify_one();
             }

@@ -534,7 +534,12 @@ impl Metrics {
 
     /// A webhook delivery attempt's outcome (`delivered`, `retry`,
     /// `failed`); for a delivered one, the seconds since its event.
-    pub fn observe_delivery(&self, collection: &str, outcome: &'static str, since_event: Option<f64>) {
+    pub fn observe_delivery(
+        &self,
+        collection: &str,
+        outcome: &'static str,
+        since_event: Option<f64>,
+    ) {
         self.webhook_deliveries
             .get_or_create(&OutcomeLabels {
                 collection: collection.to_owned(),

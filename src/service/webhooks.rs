@@ -95,7 +95,8 @@ fn admission(host: &str, settings: &WebhookSettings) -> Admission {
             if host.ends_with(&format!(".{suffix}")) {
                 return Admission::Explicit;
             }
-        } else if let (Some(a), Ok(b)) = (host_ip, entry.trim_matches(['[', ']']).parse::<IpAddr>()) {
+        } else if let (Some(a), Ok(b)) = (host_ip, entry.trim_matches(['[', ']']).parse::<IpAddr>())
+        {
             if a == b {
                 return Admission::Explicit;
             }
@@ -214,7 +215,8 @@ pub fn secret_key(secret: &str) -> Option<Vec<u8>> {
 
 /// `v1,` + base64 of HMAC-SHA256(key, "{id}.{timestamp}.{body}").
 pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
-    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
+    let mut mac =
+        <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key length");
     mac.update(id.as_bytes());
     mac.update(b".");
     mac.update(timestamp.to_string().as_bytes());
@@ -230,7 +232,10 @@ pub fn sign(key: &[u8], id: &str, timestamp: i64, body: &[u8]) -> String {
 pub fn rfc3339(ms: u64) -> String {
     time::OffsetDateTime::from_unix_timestamp_nanos(ms as i128 * 1_000_000)
         .ok()
-        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
         .unwrap_or_default()
 }
 
@@ -301,7 +306,8 @@ pub async fn run(
     loop {
         while rounds.try_join_next().is_some() {}
         let colls = d.collections.list();
-        d.hub.retain(&colls.iter().map(|c| c.id).collect::<Vec<_>>());
+        d.hub
+            .retain(&colls.iter().map(|c| c.id).collect::<Vec<_>>());
         for c in colls {
             if c.backend().is_none() {
                 continue;
@@ -335,8 +341,9 @@ pub async fn run(
                 d.metrics.set_webhook_pending(c.name.as_str(), pending);
             }
         }
-        d.metrics
-            .set_failed_dropped(crate::events::FAILED_DROPPED.load(std::sync::atomic::Ordering::Relaxed));
+        d.metrics.set_failed_dropped(
+            crate::events::FAILED_DROPPED.load(std::sync::atomic::Ordering::Relaxed),
+        );
         tokio::select! {
             _ = d.hub.appended.notified() => {}
             _ = tokio::time::sleep(poll) => {}
@@ -351,7 +358,13 @@ impl Deliverer {
             return false;
         };
         let due = match b
-            .due_deliveries(c.dir(), sub, &self.consumer, crate::events::now_ms(), PER_SUBSCRIPTION)
+            .due_deliveries(
+                c.dir(),
+                sub,
+                &self.consumer,
+                crate::events::now_ms(),
+                PER_SUBSCRIPTION,
+            )
             .await
         {
             Ok(d) => d,
@@ -376,9 +389,7 @@ impl Deliverer {
         let n = d.attempts + 1;
         let (outcome, label) = match result {
             Ok(()) => (Attempt::Delivered, "delivered"),
-            Err(error) if n >= self.settings.max_attempts => {
-                (Attempt::Failed { error }, "failed")
-            }
+            Err(error) if n >= self.settings.max_attempts => (Attempt::Failed { error }, "failed"),
             Err(error) => (
                 Attempt::Retry {
                     next_ms: now + backoff_ms(n, &self.settings),
@@ -421,7 +432,10 @@ impl Deliverer {
             .await;
         match answer {
             Ok(r) if r.status().is_success() => Ok(()),
-            Ok(r) => Err(format!("the receiver answered HTTP {}", r.status().as_u16())),
+            Ok(r) => Err(format!(
+                "the receiver answered HTTP {}",
+                r.status().as_u16()
+            )),
             Err(e) => Err(describe(&e, self.settings.timeout_ms)),
         }
     }
@@ -436,7 +450,11 @@ fn describe(e: &reqwest::Error, timeout_ms: u64) -> String {
     while let Some(s) = root.source() {
         root = s;
     }
-    let kind = if e.is_connect() { "connection failed" } else { "request failed" };
+    let kind = if e.is_connect() {
+        "connection failed"
+    } else {
+        "request failed"
+    };
     format!("{kind}: {root}")
 }
 
@@ -446,7 +464,21 @@ mod tests {
 
     #[test]
     fn internal_addresses_are_private_and_public_ones_are_not() {
-        for ip in ["127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "::1", "fd00:ec2::254", "fe80::1", "::ffff:10.0.0.1", "::"] {
+        for ip in [
+            "127.0.0.1",
+            "10.0.0.1",
+            "172.16.5.4",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "::1",
+            "fd00:ec2::254",
+            "fe80::1",
+            "::ffff:10.0.0.1",
+            "::",
+        ] {
             assert!(is_private(ip.parse().unwrap()), "{ip}");
         }
         for ip in ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111"] {
@@ -458,15 +490,21 @@ mod tests {
     fn a_url_is_checked_for_scheme_length_and_host() {
         let mut s = WebhookSettings::default();
         assert!(check_url("https://hooks.example.com/x?q=1", &s).is_ok());
-        assert!(check_url("ftp://hooks.example.com/", &s).unwrap_err().contains("scheme"));
-        assert!(check_url("http://169.254.169.254/latest", &s).unwrap_err().contains("internal"));
+        assert!(check_url("ftp://hooks.example.com/", &s)
+            .unwrap_err()
+            .contains("scheme"));
+        assert!(check_url("http://169.254.169.254/latest", &s)
+            .unwrap_err()
+            .contains("internal"));
         assert!(check_url("http://[::1]:8080/", &s).is_err());
         let long = format!("https://example.com/{}", "a".repeat(10_000));
         assert!(check_url(&long, &s).unwrap_err().contains("longer"));
         s.allowed_hosts = vec!["127.0.0.1".into(), "*.example.org".into()];
         assert!(check_url("http://127.0.0.1:9/", &s).is_ok());
         assert!(check_url("https://a.example.org/", &s).is_ok());
-        assert!(check_url("https://example.com/", &s).unwrap_err().contains("allowed_hosts"));
+        assert!(check_url("https://example.com/", &s)
+            .unwrap_err()
+            .contains("allowed_hosts"));
     }
 
     #[test]

@@ -86,14 +86,23 @@ impl Drop for Receiver {
     }
 }
 
-async fn receive(State(s): State<Arc<ReceiverState>>, headers: HeaderMap, body: Bytes) -> StatusCode {
+async fn receive(
+    State(s): State<Arc<ReceiverState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
     let id = headers
         .get("webhook-id")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_owned();
     s.attempts.lock().unwrap().push(id.clone());
-    let secret = s.secret.lock().unwrap().clone().expect("the test set the secret");
+    let secret = s
+        .secret
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the test set the secret");
     let verified = standardwebhooks::Webhook::new(&secret)
         .expect("a Standard Webhooks secret")
         .verify(&body, &headers);
@@ -209,7 +218,10 @@ async fn subscribe(app: &TestApp, body: Value) -> Value {
     assert_eq!(resp.status(), 201, "creating a subscription");
     let location = resp.headers()["location"].to_str().unwrap().to_owned();
     let v: Value = resp.json().await.unwrap();
-    assert_eq!(location, route(&format!("/webhooks/{}", v["id"].as_str().unwrap())));
+    assert_eq!(
+        location,
+        route(&format!("/webhooks/{}", v["id"].as_str().unwrap()))
+    );
     v
 }
 
@@ -217,7 +229,11 @@ async fn write(app: &TestApp, id: &str, text: &str) {
     let resp = app
         .put_json(&format!("/documents/{id}"), &json!({"text": text}))
         .await;
-    assert!(resp.status().is_success(), "writing {id}: {}", resp.status());
+    assert!(
+        resp.status().is_success(),
+        "writing {id}: {}",
+        resp.status()
+    );
 }
 
 fn documents(got: &[Received]) -> BTreeSet<String> {
@@ -269,7 +285,10 @@ async fn duplicate_writes_are_delivered_signed_with_their_matches_and_uniques_ar
     let secret = sub["secret"].as_str().unwrap();
     assert!(secret.starts_with("whsec_"), "{sub}");
     receiver.expect_secret(secret);
-    assert_eq!(sub["kinds"], json!(["document.duplicate", "document.refused"]));
+    assert_eq!(
+        sub["kinds"],
+        json!(["document.duplicate", "document.refused"])
+    );
     assert_eq!(sub["measure"], "jaccard");
 
     for (i, t) in TEXTS.iter().enumerate().take(4) {
@@ -278,7 +297,10 @@ async fn duplicate_writes_are_delivered_signed_with_their_matches_and_uniques_ar
     // Near-duplicates: one by POST, one by PUT, one in a batch beside a
     // unique text.
     let resp = app
-        .post_json("/documents", &json!({"id": "dup-0", "text": near(0, "phosphates")}))
+        .post_json(
+            "/documents",
+            &json!({"id": "dup-0", "text": near(0, "phosphates")}),
+        )
         .await;
     assert_eq!(resp.status(), 201);
     write(&app, "dup-1", &near(1, "Stadthaus")).await;
@@ -328,7 +350,11 @@ async fn duplicate_writes_are_delivered_signed_with_their_matches_and_uniques_ar
     sorted_ids.sort();
     delivered.sort();
     assert_eq!(sorted_ids, delivered);
-    assert_eq!(feed(&app, 100).await, events, "pages of one and of a hundred agree");
+    assert_eq!(
+        feed(&app, 100).await,
+        events,
+        "pages of one and of a hundred agree"
+    );
     assert_eq!(events[0]["type"], "document.duplicate");
     assert!(events.iter().all(|e| e["write"] == "created"));
 
@@ -395,8 +421,15 @@ async fn a_receiver_answering_500_is_retried_until_it_accepts_under_the_same_web
     write(&app, "b", &near(2, "year")).await;
     let got = receiver.wait_for(1).await;
     let attempts = receiver.state.attempts.lock().unwrap().clone();
-    assert_eq!(attempts.len(), 3, "two refused attempts, then the accepted one");
-    assert!(attempts.iter().all(|a| *a == got[0].webhook_id), "{attempts:?}");
+    assert_eq!(
+        attempts.len(),
+        3,
+        "two refused attempts, then the accepted one"
+    );
+    assert!(
+        attempts.iter().all(|a| *a == got[0].webhook_id),
+        "{attempts:?}"
+    );
     if crate::REDIS {
         // Either node may have made the attempts.
         return;
@@ -441,11 +474,17 @@ async fn timeouts_and_refused_connections_end_in_the_failed_list_then_a_retry_by
     write(&app, "a", TEXTS[0]).await;
     write(&app, "b", &near(0, "sulfates")).await;
 
-    let (slow_id, refused_id) = (slow["id"].as_str().unwrap(), refused["id"].as_str().unwrap());
+    let (slow_id, refused_id) = (
+        slow["id"].as_str().unwrap(),
+        refused["id"].as_str().unwrap(),
+    );
     let failed = wait_failed(&app, slow_id, 1).await;
     let f = &failed["failed"][0];
     assert_eq!(f["attempts"], 3);
-    assert!(f["error"].as_str().unwrap().contains("no answer within"), "{f}");
+    assert!(
+        f["error"].as_str().unwrap().contains("no answer within"),
+        "{f}"
+    );
     assert_eq!(f["event"]["document"], "b");
     let failed = wait_failed(&app, refused_id, 1).await;
     let f = &failed["failed"][0];
@@ -482,14 +521,20 @@ async fn timeouts_and_refused_connections_end_in_the_failed_list_then_a_retry_by
     assert_eq!(resp.json::<Value>().await.unwrap()["retried"], 1);
     let got = back.wait_for(1).await;
     assert_eq!(got[0].body["data"]["event"], event.as_str());
-    let failed = app.get_json(&format!("/webhooks/{refused_id}/failed")).await;
+    let failed = app
+        .get_json(&format!("/webhooks/{refused_id}/failed"))
+        .await;
     assert_eq!(failed["failed"], json!([]));
 }
 
 /// A problem answer with `status` and the `type` of `slug`.
 async fn problem(resp: reqwest::Response, status: u16, slug: &str) {
     let body = assert_problem(resp, status).await;
-    assert_eq!(body["type"], format!("urn:neardup:problem:{slug}"), "{body}");
+    assert_eq!(
+        body["type"],
+        format!("urn:neardup:problem:{slug}"),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -512,7 +557,10 @@ async fn hostile_subscriptions_are_refused_with_clear_4xx() {
     let long = format!("https://example.com/{}", "é".repeat(5_000));
     let resp = app.post_json("/webhooks", &json!({"url": long})).await;
     let body = assert_problem(resp, 422).await;
-    assert!(body["detail"].as_str().unwrap().contains("max_url_bytes"), "{body}");
+    assert!(
+        body["detail"].as_str().unwrap().contains("max_url_bytes"),
+        "{body}"
+    );
     for secret in ["", "whsec_", "whsec_c2hvcnQ=", "not-a-secret", "whsec_!!!"] {
         let resp = app
             .post_json(
@@ -521,18 +569,30 @@ async fn hostile_subscriptions_are_refused_with_clear_4xx() {
             )
             .await;
         let body = assert_problem(resp, 422).await;
-        assert!(body["detail"].as_str().unwrap().contains("secret"), "{body}");
+        assert!(
+            body["detail"].as_str().unwrap().contains("secret"),
+            "{body}"
+        );
     }
     let resp = app
-        .post_json("/webhooks", &json!({"url": "https://example.com/h", "kinds": ["document.deleted"]}))
+        .post_json(
+            "/webhooks",
+            &json!({"url": "https://example.com/h", "kinds": ["document.deleted"]}),
+        )
         .await;
     problem(resp, 422, "invalid-body").await;
     let resp = app
-        .post_json("/webhooks", &json!({"url": "https://example.com/h", "threshold": 1.5}))
+        .post_json(
+            "/webhooks",
+            &json!({"url": "https://example.com/h", "threshold": 1.5}),
+        )
         .await;
     problem(resp, 400, "invalid-threshold").await;
     let resp = app
-        .post_json("/webhooks", &json!({"url": "https://example.com/h", "measure": "cosine"}))
+        .post_json(
+            "/webhooks",
+            &json!({"url": "https://example.com/h", "measure": "cosine"}),
+        )
         .await;
     problem(resp, 422, "invalid-body").await;
     let resp = app.get("/webhooks/wh_none").await;
@@ -553,7 +613,11 @@ async fn hostile_subscriptions_are_refused_with_clear_4xx() {
     .await;
     assert_eq!(sub["secret"], secret);
     for i in 1..5 {
-        subscribe(&app, json!({"url": format!("https://hooks.example.com/{i}")})).await;
+        subscribe(
+            &app,
+            json!({"url": format!("https://hooks.example.com/{i}")}),
+        )
+        .await;
     }
     let resp = app
         .post_json("/webhooks", &json!({"url": "https://hooks.example.com/6"}))

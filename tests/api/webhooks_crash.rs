@@ -19,8 +19,8 @@ const ENV: &[(&str, &str)] = &[
 ];
 
 #[tokio::test]
-async fn undelivered_events_of_acknowledged_writes_are_delivered_after_a_kill_9_and_none_is_invented()
-{
+async fn undelivered_events_of_acknowledged_writes_are_delivered_after_a_kill_9_and_none_is_invented(
+) {
     let dir = tempfile::tempdir().unwrap();
     let port = closed_port();
     let server = start(dir.path(), ENV).await;
@@ -84,10 +84,19 @@ async fn undelivered_events_of_acknowledged_writes_are_delivered_after_a_kill_9_
         .iter()
         .map(|r| r.body["data"]["document"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(delivered, duplicates, "every acknowledged duplicate, and nothing else");
+    assert_eq!(
+        delivered, duplicates,
+        "every acknowledged duplicate, and nothing else"
+    );
     let ids: BTreeSet<&str> = got.iter().map(|r| r.webhook_id.as_str()).collect();
     assert_eq!(ids.len(), duplicates.len(), "one webhook-id per event");
-    assert_eq!(receiver.state.bad_signatures.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(
+        receiver
+            .state
+            .bad_signatures
+            .load(std::sync::atomic::Ordering::SeqCst),
+        0
+    );
 
     // The feed resumes after the cursor read before the kill.
     let rest: Vec<Value> = client
@@ -112,6 +121,9 @@ async fn undelivered_events_of_acknowledged_writes_are_delivered_after_a_kill_9_
     let logs = server.logs.lock().unwrap().join("\n");
     assert!(!logs.is_empty());
     assert!(!logs.contains(&secret), "the secret is in the log");
-    assert!(!logs.contains(&secret["whsec_".len()..]), "the key is in the log");
+    assert!(
+        !logs.contains(&secret["whsec_".len()..]),
+        "the key is in the log"
+    );
     server.kill9();
 }

@@ -19,8 +19,6 @@ mod helpers;
 mod analysis;
 #[path = "../api/boilerplate.rs"]
 mod boilerplate;
-#[path = "../api/webhooks.rs"]
-mod webhooks;
 #[path = "../api/concurrency.rs"]
 mod concurrency;
 #[path = "../api/documents.rs"]
@@ -41,3 +39,5 @@ mod retention;
 mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
+#[path = "../api/webhooks.rs"]
+mod webhooks;

@@ -21,8 +21,6 @@ mod analysis;
 mod auth;
 #[path = "../api/boilerplate.rs"]
 mod boilerplate;
-#[path = "../api/webhooks.rs"]
-mod webhooks;
 #[path = "../api/collections.rs"]
 mod collections;
 #[path = "../api/concurrency.rs"]
@@ -45,6 +43,8 @@ mod retention;
 mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
+#[path = "../api/webhooks.rs"]
+mod webhooks;
 // Not run here: texts.rs (snapshots, segment files and damaged files on
 // disk: the memory backend's; stored texts in Redis are tested in
 // texts.rs below), and the suites of the memory backend's own machinery

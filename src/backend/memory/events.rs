@@ -155,9 +155,9 @@ impl Memory {
     ) -> Result<EventPage, BackendError> {
         let after_seq = match after {
             None => None,
-            Some(c) => Some(
-                parse_cursor(c).ok_or_else(|| EngineError::InvalidCursor(c.to_owned()))?,
-            ),
+            Some(c) => {
+                Some(parse_cursor(c).ok_or_else(|| EngineError::InvalidCursor(c.to_owned()))?)
+            }
         };
         let asked = after.map(str::to_owned);
         if self.no_log_yet(dir) {

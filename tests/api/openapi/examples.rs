@@ -52,7 +52,9 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
                         &app,
                         "POST",
                         &format!("{at}/webhooks"),
-                        &Body::Json(serde_json::json!({"id": id, "url": "https://hooks.example.com/x"})),
+                        &Body::Json(
+                            serde_json::json!({"id": id, "url": "https://hooks.example.com/x"}),
+                        ),
                     )
                     .await;
                     assert_eq!(reply.status, 201, "subscription {id} is created");

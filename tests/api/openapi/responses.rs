@@ -254,7 +254,10 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
         .call("POST", "/webhooks", "/webhooks", Body::Json(hook.clone()))
         .await;
     assert_eq!(reply.status, 201, "{body}");
-    assert!(body["secret"].as_str().unwrap().starts_with("whsec_"), "{body}");
+    assert!(
+        body["secret"].as_str().unwrap().starts_with("whsec_"),
+        "{body}"
+    );
     let (reply, _) = walk
         .call("POST", "/webhooks", "/webhooks", Body::Json(hook))
         .await;
