@@ -48,10 +48,14 @@ struct Received {
     /// Milliseconds from each event's time to its arrival.
     latencies: Mutex<Vec<f64>>,
     count: AtomicUsize,
+    /// Distinct webhook-ids received (a repeat would be a duplicate delivery).
+    ids: Mutex<std::collections::HashSet<String>>,
 }
 
-async fn receive(State(r): State<Arc<Received>>, _h: HeaderMap, body: Bytes) -> StatusCode {
+async fn receive(State(r): State<Arc<Received>>, h: HeaderMap, body: Bytes) -> StatusCode {
     let now = time::OffsetDateTime::now_utc();
+    let id = h["webhook-id"].to_str().unwrap().to_owned();
+    r.ids.lock().unwrap().insert(id);
     let v: Value = serde_json::from_slice(&body).unwrap();
     let at = time::OffsetDateTime::parse(
         v["timestamp"].as_str().unwrap(),
@@ -154,6 +158,15 @@ async fn round(args: &Args, corpus: &Articles, receiver: Option<(&str, &Received
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         events = rec.count.swap(0, Ordering::Relaxed);
+        let distinct = std::mem::take(&mut *rec.ids.lock().unwrap()).len();
+        assert_eq!(distinct, events, "a webhook-id arrived twice");
+        let feed = client
+            .get(format!("{base}/events?limit=1000"))
+            .send()
+            .await
+            .unwrap();
+        let oldest = feed.headers().get("neardup-oldest-cursor").cloned();
+        let _ = (oldest, expected);
     }
     let _ = stop.send(());
     let _ = server.await;

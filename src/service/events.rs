@@ -4,7 +4,8 @@
 //! After an acknowledged write of a collection that has subscriptions, the
 //! new document's stored near-duplicates are looked up once per distinct
 //! (measure, score) of the subscriptions, at the lowest threshold among
-//! them (at most `events.max_matches`), and if a subscription selects
+//! them (at most `events.max_matches`; only documents stored at or before
+//! it), and if a subscription selects
 //! any, one `document.duplicate` event with the union of the matches (every
 //! score) is appended to the collection's event log *before* the write is
 //! answered: an acknowledged write's event survives a kill -9. An
@@ -150,6 +151,19 @@ impl EventHub {
         let now = crate::events::now_ms();
         let mut drafts = Vec::new();
         for (id, write) in written {
+            // Documents stored after this one are not what it duplicates
+            // (two near-duplicates written at once would each name the
+            // other): only matches at or before its own time count.
+            let own_ms = match backend.get(id.as_str()).await {
+                Ok(Some(r)) => r.created_ms(),
+                // Deleted meanwhile: nothing to say of it.
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::error!(collection = %coll.name, document = %id, error = %e, "reading a write back for its event failed; the event is lost");
+                    self.metrics.observe_events_lost(1);
+                    continue;
+                }
+            };
             let mut matches: Vec<EventMatch> = Vec::new();
             for &(measure, score, threshold) in &rules.lookups {
                 let Ok(t) = coll.recipe().threshold_for(measure, score, Some(threshold)) else {
@@ -160,7 +174,7 @@ impl EventHub {
                     .score(score);
                 match backend.similar_to_id(id.as_str(), &q).await {
                     Ok(found) => {
-                        for m in &found.matches {
+                        for m in found.matches.iter().filter(|m| m.created_ms <= own_ms) {
                             if !matches.iter().any(|x| x.id == m.id.as_str()) {
                                 matches.push(event_match(m));
                             }

@@ -629,3 +629,61 @@ async fn hostile_subscriptions_are_refused_with_clear_4xx() {
     assert_eq!(resp.status(), 204);
     subscribe(&app, json!({"url": "https://hooks.example.com/6"})).await;
 }
+
+#[tokio::test]
+async fn subscriptions_their_deliveries_and_the_feed_survive_a_reindex() {
+    if crate::COLLECTION.is_some() {
+        // The test makes a collection of its own; once is enough.
+        return;
+    }
+    let receiver = Receiver::start(0).await;
+    let app = spawn_app_with(webhook_settings()).await;
+    let resp = app
+        .put_json("/collections/revues", &json!({"store_text": true}))
+        .await;
+    assert_eq!(resp.status(), 201);
+    let resp = app
+        .post_json(
+            "/collections/revues/webhooks",
+            &json!({"url": receiver.url, "id": "avant"}),
+        )
+        .await;
+    assert_eq!(resp.status(), 201);
+    let sub: Value = resp.json().await.unwrap();
+    receiver.expect_secret(sub["secret"].as_str().unwrap());
+    let put = |id: &'static str, text: String| {
+        let app = &app;
+        async move {
+            let r = app
+                .put_json(&format!("/collections/revues/documents/{id}"), &json!({"text": text}))
+                .await;
+            assert!(r.status().is_success(), "{id}: {}", r.status());
+        }
+    };
+    put("a", TEXTS[5].to_owned()).await;
+    put("b", near(5, "barrio")).await;
+    receiver.wait_for(1).await;
+
+    let resp = app
+        .post_json(
+            "/collections/revues/reindex",
+            &json!({"index": {"threshold": 0.7}}),
+        )
+        .await;
+    assert!(resp.status().is_success(), "{}", resp.status());
+    let stats = crate::helpers::wait_reindex_done(&app, "revues").await;
+    assert_eq!(stats["reindex"]["state"], "done", "{stats}");
+
+    put("c", near(5, "vecindario")).await;
+    let got = receiver.wait_for(2).await;
+    assert_eq!(documents(&got), ["b", "c"].map(String::from).into());
+    let listed = app.get_json("/collections/revues/webhooks").await;
+    assert_eq!(listed["webhooks"][0]["id"], "avant", "{listed}");
+    let feed = app
+        .get("/collections/revues/events")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(feed.lines().count(), 2, "{feed}");
+}
