@@ -43,7 +43,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The subscriptions file, beside the collection's manifest.
@@ -175,6 +176,54 @@ pub enum Settle {
     Failed { error: String, now_ms: u64 },
 }
 
+/// The group commit of appended events (`always` mode): an append writes
+/// under the log's lock and fsyncs after releasing it, so one fsync covers
+/// every append written before it started.
+#[derive(Debug)]
+pub struct Syncer {
+    /// The segment being appended to (replaced by a compaction, which
+    /// fsyncs what it writes itself).
+    file: Mutex<Arc<File>>,
+    path: Mutex<PathBuf>,
+    /// Writes made (set under the log's lock) and fsynced.
+    written: AtomicU64,
+    synced: AtomicU64,
+    /// One fsync at a time; a waiter finds its write synced by the one
+    /// before it, or makes the next.
+    lock: Mutex<()>,
+}
+
+impl Syncer {
+    /// Return once write number `n` is fsynced.
+    pub fn sync_to(&self, n: u64) -> Result<(), PersistError> {
+        if self.synced.load(Ordering::Acquire) >= n {
+            return Ok(());
+        }
+        let _one = self.lock.lock().expect("event log sync lock");
+        if self.synced.load(Ordering::Acquire) >= n {
+            return Ok(());
+        }
+        let target = self.written.load(Ordering::Acquire);
+        let file = Arc::clone(&self.file.lock().expect("event log file"));
+        let path = self.path.lock().expect("event log path").clone();
+        file.sync_data().map_err(io_err(&path))?;
+        self.synced.fetch_max(target, Ordering::AcqRel);
+        Ok(())
+    }
+}
+
+/// When a write is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Durable {
+    /// Written (a kill -9 keeps it); fsynced with the next one that is.
+    Written,
+    /// Fsynced per the WAL mode before the call returns.
+    Now,
+    /// Fsynced per the WAL mode by the caller after it releases the log
+    /// ([`EventLog::sync_ticket`]).
+    Later,
+}
+
 /// A collection's event log, subscriptions and delivery state. Not
 /// thread-safe by itself: the backend holds it behind a mutex and calls it
 /// on a blocking thread (every method may write and fsync).
@@ -185,7 +234,10 @@ pub struct EventLog {
     fsync_interval_ms: u64,
     last_sync: Instant,
     /// The segment appended to, and its length (the valid prefix).
-    file: File,
+    file: Arc<File>,
+    /// Writes made to the log so far.
+    writes: u64,
+    syncer: Arc<Syncer>,
     path: PathBuf,
     bytes: u64,
     /// The length of the segment the last compaction wrote.
@@ -311,11 +363,20 @@ impl EventLog {
                     .append(true)
                     .open(&path)
                     .map_err(io_err(&path))?;
+                let file = Arc::new(file);
                 EventLog {
                     dir: dir.to_owned(),
                     fsync,
                     fsync_interval_ms,
                     last_sync: Instant::now(),
+                    writes: 0,
+                    syncer: Arc::new(Syncer {
+                        file: Mutex::new(Arc::clone(&file)),
+                        path: Mutex::new(path.clone()),
+                        written: AtomicU64::new(0),
+                        synced: AtomicU64::new(0),
+                        lock: Mutex::new(()),
+                    }),
                     file,
                     path,
                     bytes: bytes.len() as u64,
@@ -345,11 +406,20 @@ impl EventLog {
                     .append(true)
                     .open(path)
                     .map_err(io_err(path))?;
+                let file = Arc::new(file);
                 let mut log = EventLog {
                     dir: dir.to_owned(),
                     fsync,
                     fsync_interval_ms,
                     last_sync: Instant::now(),
+                    writes: 0,
+                    syncer: Arc::new(Syncer {
+                        file: Mutex::new(Arc::clone(&file)),
+                        path: Mutex::new(path.clone()),
+                        written: AtomicU64::new(0),
+                        synced: AtomicU64::new(0),
+                        lock: Mutex::new(()),
+                    }),
                     file,
                     path: path.clone(),
                     bytes: valid,
@@ -492,19 +562,21 @@ impl EventLog {
     /// Write `recs` to the segment (write(2); fsync per the mode when
     /// `sync`), then apply them. A failed write is cut back off the file
     /// and applies nothing.
-    fn write(&mut self, recs: Vec<Rec>, sync: bool) -> Result<(), PersistError> {
+    fn write(&mut self, recs: Vec<Rec>, durable: Durable) -> Result<(), PersistError> {
         let mut buf = Vec::new();
         for r in &recs {
             frame(&mut buf, r);
         }
-        if let Err(e) = self.file.write_all(&buf) {
+        if let Err(e) = (&*self.file).write_all(&buf) {
             let _ = self.file.set_len(self.bytes);
             return Err(io_err(&self.path)(e));
         }
         self.bytes += buf.len() as u64;
-        if sync {
+        self.writes += 1;
+        self.syncer.written.store(self.writes, Ordering::Release);
+        if durable != Durable::Written {
             let due = match self.fsync {
-                WalFsync::Always => true,
+                WalFsync::Always => durable == Durable::Now,
                 WalFsync::Interval => {
                     self.last_sync.elapsed().as_millis() as u64 >= self.fsync_interval_ms
                 }
@@ -512,6 +584,7 @@ impl EventLog {
             };
             if due {
                 self.file.sync_data().map_err(io_err(&self.path))?;
+                self.syncer.synced.fetch_max(self.writes, Ordering::AcqRel);
                 self.last_sync = Instant::now();
             }
         }
@@ -528,7 +601,7 @@ impl EventLog {
                 sub: sub.to_owned(),
                 from,
             }],
-            true,
+            Durable::Now,
         )
     }
 
@@ -537,6 +610,12 @@ impl EventLog {
         self.file.sync_data().map_err(io_err(&self.path))?;
         self.last_sync = Instant::now();
         Ok(())
+    }
+
+    /// In `always` mode, what to fsync (after releasing the log) for the
+    /// last write made with `Durable::Later` to be durable.
+    pub fn sync_ticket(&self) -> Option<(Arc<Syncer>, u64)> {
+        (self.fsync == WalFsync::Always).then(|| (Arc::clone(&self.syncer), self.writes))
     }
 
     pub fn subscriptions(&self) -> &[Subscription] {
@@ -579,7 +658,7 @@ impl EventLog {
             .collect();
         write_subscriptions(&self.dir, &all)?;
         self.subscriptions = all;
-        self.write(vec![Rec::Deleted { sub: id.to_owned() }], true)?;
+        self.write(vec![Rec::Deleted { sub: id.to_owned() }], Durable::Now)?;
         Ok(true)
     }
 
@@ -608,7 +687,7 @@ impl EventLog {
                 .into_iter()
                 .map(|(seq, event)| Rec::Event { seq, event })
                 .collect(),
-            true,
+            Durable::Later,
         )?;
         Ok(out)
     }
@@ -654,7 +733,7 @@ impl EventLog {
         }
         let dropped = self.events.len() - left;
         if let Some(below) = below {
-            self.write(vec![Rec::Trim { below }], false)?;
+            self.write(vec![Rec::Trim { below }], Durable::Written)?;
         }
         if self.bytes > COMPACT_MIN_BYTES && self.bytes > 2 * self.base_bytes {
             self.compact()?;
@@ -734,7 +813,11 @@ impl EventLog {
             .open(&path)
             .map_err(io_err(&path))?;
         let old = std::mem::replace(&mut self.path, path);
-        self.file = file;
+        self.file = Arc::new(file);
+        *self.syncer.file.lock().expect("event log file") = Arc::clone(&self.file);
+        *self.syncer.path.lock().expect("event log path") = self.path.clone();
+        // Everything written so far is in the new segment, fsynced.
+        self.syncer.synced.fetch_max(self.writes, Ordering::AcqRel);
         self.bytes = buf.len() as u64;
         self.base_bytes = self.bytes;
         if old != self.path {
@@ -814,7 +897,7 @@ impl EventLog {
                     sub: sub.to_owned(),
                     at: low,
                 }],
-                false,
+                Durable::Written,
             )?;
         }
         Ok(())
@@ -857,7 +940,9 @@ impl EventLog {
                 },
             },
         };
-        self.write(vec![rec], true)?;
+        // Written, not fsynced: a kill -9 keeps it; a power loss may lose
+        // it, and the delivery is then made again (at least once).
+        self.write(vec![rec], Durable::Written)?;
         self.advance(sub)
     }
 
@@ -898,7 +983,7 @@ impl EventLog {
                 sub: sub.to_owned(),
                 seqs,
             }],
-            true,
+            Durable::Now,
         )?;
         Ok(n)
     }

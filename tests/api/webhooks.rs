@@ -655,7 +655,10 @@ async fn subscriptions_their_deliveries_and_the_feed_survive_a_reindex() {
         let app = &app;
         async move {
             let r = app
-                .put_json(&format!("/collections/revues/documents/{id}"), &json!({"text": text}))
+                .put_json(
+                    &format!("/collections/revues/documents/{id}"),
+                    &json!({"text": text}),
+                )
                 .await;
             assert!(r.status().is_success(), "{id}: {}", r.status());
         }

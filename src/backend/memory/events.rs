@@ -141,10 +141,21 @@ impl Memory {
         dir: &Path,
         drafts: Vec<EventDraft>,
     ) -> Result<Vec<Event>, BackendError> {
-        self.on_log(dir, "appending events", move |log| {
-            log.append(drafts, || format!("evt_{}", uuid::Uuid::now_v7().simple()))
-        })
-        .await
+        let (events, ticket) = self
+            .on_log(dir, "appending events", move |log| {
+                let events =
+                    log.append(drafts, || format!("evt_{}", uuid::Uuid::now_v7().simple()))?;
+                Ok((events, log.sync_ticket()))
+            })
+            .await?;
+        // Group commit: fsynced after the log's lock is released.
+        if let Some((syncer, n)) = ticket {
+            tokio::task::spawn_blocking(move || syncer.sync_to(n))
+                .await
+                .map_err(|e| BackendError::Internal(format!("event log fsync task failed: {e}")))?
+                .map_err(persist_err("appending events"))?;
+        }
+        Ok(events)
     }
 
     pub(crate) async fn read_events(
