@@ -207,8 +207,42 @@ async fn restore_then_maintain(
         purge_timer(&state),
         fsync_timer(&state),
         storage_watch(&state),
-        huge_pages_timer(&state)
+        huge_pages_timer(&state),
+        crate::service::webhooks::run(
+            Arc::clone(&state.collections),
+            Arc::clone(&state.events),
+            Arc::clone(&state.metrics),
+            state.config.webhooks.clone(),
+        ),
+        events_trim_timer(&state)
     );
+}
+
+/// Every `events.trim_interval_secs`, apply each collection's event
+/// retention (`events.retention_secs`, `events.max_events`); an event a
+/// subscription still owes is kept.
+async fn events_trim_timer(state: &AppState) {
+    let Some(mut tick) = every(state.config.events.trim_interval_secs).await else {
+        return;
+    };
+    let keep_ms = state.config.events.retention_secs.saturating_mul(1000);
+    let keep_max = state.config.events.max_events;
+    loop {
+        tick.tick().await;
+        for c in state.collections.list() {
+            let Some(b) = c.backend() else { continue };
+            match b
+                .trim_events(c.dir(), keep_ms, keep_max, crate::events::now_ms())
+                .await
+            {
+                Ok(0) => {}
+                Ok(n) => tracing::debug!(collection = %c.name, events = n, "events trimmed"),
+                Err(e) => {
+                    tracing::warn!(collection = %c.name, error = %e, "trimming events failed")
+                }
+            }
+        }
+    }
 }
 
 /// With `storage.backend = "redis"`, every `storage.redis.watch_interval_ms`:

@@ -44,6 +44,10 @@ pub struct Settings {
     pub auth: AuthSettings,
     pub limits: LimitsSettings,
     pub ui: UiSettings,
+    /// Webhook deliveries (issue 45).
+    pub webhooks: WebhookSettings,
+    /// The event log and feed (issue 45).
+    pub events: EventSettings,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -173,6 +177,78 @@ pub struct UiSettings {
 impl Default for UiSettings {
     fn default() -> Self {
         Self { enabled: true }
+    }
+}
+
+/// Webhook deliveries (`webhooks.*`, docs/webhooks.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// Attempts before a delivery is listed as failed.
+    pub max_attempts: u32,
+    /// The delay after the first failed attempt; each next one doubles,
+    /// up to `backoff_max_ms`, ±20% jitter.
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Per request (connect, send, answer).
+    pub timeout_ms: u64,
+    /// How often each node looks for due deliveries besides its own
+    /// writes' (other nodes' events, retries whose time came).
+    pub poll_ms: u64,
+    /// Hosts a subscription URL may name: `*` (any), an exact name, an IP
+    /// literal, or `*.suffix`. A host listed explicitly (not by `*`) is
+    /// allowed whatever it resolves to.
+    pub allowed_hosts: Vec<String>,
+    /// Allow hosts reached through `*` to resolve to loopback, private,
+    /// link-local, CGNAT, unique-local, unspecified, multicast or metadata
+    /// addresses (server-side request forgery into the operator's network).
+    pub allow_private_networks: bool,
+    /// Subscriptions per collection.
+    pub max_subscriptions: usize,
+    /// Longest subscription URL.
+    pub max_url_bytes: usize,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            max_attempts: 8,
+            backoff_base_ms: 1000,
+            backoff_max_ms: 600_000,
+            timeout_ms: 5000,
+            poll_ms: 200,
+            allowed_hosts: vec!["*".into()],
+            allow_private_networks: false,
+            max_subscriptions: 100,
+            max_url_bytes: 2048,
+        }
+    }
+}
+
+/// The event log and feed (`events.*`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventSettings {
+    /// Events older than this are trimmed (unless a subscription still
+    /// owes them).
+    pub retention_secs: u64,
+    /// At most this many events per collection are kept (the same
+    /// exception).
+    pub max_events: usize,
+    /// Matches an event carries at most.
+    pub max_matches: usize,
+    /// How often the retention is applied.
+    pub trim_interval_secs: u64,
+}
+
+impl Default for EventSettings {
+    fn default() -> Self {
+        Self {
+            retention_secs: 7 * 24 * 3600,
+            max_events: 1_000_000,
+            max_matches: 100,
+            trim_interval_secs: 60,
+        }
     }
 }
 
@@ -755,6 +831,33 @@ impl Settings {
         self.log.validate()?;
         self.auth.validate()?;
         self.storage.redis.validate(self.storage.backend)?;
+        let w = &self.webhooks;
+        if w.max_attempts == 0 || w.max_attempts > 100 {
+            return invalid("webhooks.max_attempts must be between 1 and 100");
+        }
+        if w.backoff_base_ms == 0 || w.backoff_max_ms < w.backoff_base_ms {
+            return invalid(
+                "webhooks.backoff_base_ms must be at least 1 and at most webhooks.backoff_max_ms",
+            );
+        }
+        if w.timeout_ms == 0 || w.poll_ms == 0 {
+            return invalid("webhooks.timeout_ms and webhooks.poll_ms must be at least 1");
+        }
+        if w.max_subscriptions == 0 || w.max_url_bytes < 16 {
+            return invalid("webhooks.max_subscriptions must be at least 1 and webhooks.max_url_bytes at least 16");
+        }
+        if w.allowed_hosts.iter().any(|h| {
+            h.is_empty()
+                || (h.contains('*')
+                    && h != "*"
+                    && !(h.starts_with("*.") && h.len() > 2 && !h[2..].contains('*')))
+        }) {
+            return invalid("webhooks.allowed_hosts holds names, IP literals, `*` or `*.suffix`");
+        }
+        let e = &self.events;
+        if e.max_events == 0 || e.max_matches == 0 || e.trim_interval_secs == 0 {
+            return invalid("events.max_events, events.max_matches and events.trim_interval_secs must be at least 1");
+        }
         let engine = self.engine_params().validate()?;
         Ok(Config {
             settings: self,

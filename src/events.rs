@@ -214,3 +214,18 @@ pub struct EventPage {
     /// missed the events trimmed in between).
     pub oldest: Option<String>,
 }
+
+/// Now, in ms since the epoch (the time of events and delivery attempts).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Failed deliveries dropped by the per-subscription bound of the failed
+/// lists, in this process since it started, every backend together
+/// (`neardup_webhook_failed_dropped_total`).
+pub static FAILED_DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Failed deliveries kept per subscription (the oldest are dropped first).
+pub const FAILED_KEEP: usize = 1000;

@@ -19,7 +19,7 @@ mod memory;
 pub mod redis;
 
 pub use memory::{DefaultCollection, LocalCatalog, Memory, Rebuild, RebuildError};
-pub use redis::{Created, Heartbeat, RedisIndex, SharedCatalog, HEARTBEAT_MS};
+pub use redis::{Created, DeliveryTiming, Heartbeat, RedisIndex, SharedCatalog, HEARTBEAT_MS};
 
 pub use crate::persist::{PersistError, SnapshotInfo};
 

@@ -193,15 +193,15 @@ pub enum EngineError {
          in the configuration, NEARDUP_INDEX__PASSAGE_INDEX=true)"
     )]
     PassageIndexOff(&'static str),
-    /// An event feed cursor that is not one the feed gave (issue 45).
-    #[error("invalid event cursor {0:?}: pass a cursor the feed returned, or none to start from the oldest event")]
-    InvalidCursor(String),
     #[error(
         "scores on content need the collection to count document frequency: \
          PATCH /collections/{{name}} {{\"boilerplate\": {{\"enabled\": true}}}} (for `default`: \
          index.boilerplate.enabled in the configuration, NEARDUP_INDEX__BOILERPLATE__ENABLED=true)"
     )]
     BoilerplateOff,
+    /// An event feed cursor this collection's log never gave (issue 45).
+    #[error("{0:?} is not a cursor of this collection's event feed")]
+    InvalidCursor(String),
 }
 
 /// Shards of the `ids` map: scans (snapshots, `records()`) hold one shard's

@@ -269,6 +269,9 @@ pub async fn create(
                 .observe_write_error(coll.name.as_str(), e.status().as_u16())
         })?;
     app.metrics.observe_write(coll.name.as_str(), "created");
+    app.events
+        .after_writes(&coll, &[(id.clone(), "created")])
+        .await;
     let original = match &similar {
         Some(found) => {
             let stored = super::similar::Stored {
@@ -336,6 +339,9 @@ async fn create_if_unique(
     Ok(match outcome {
         UniqueOutcome::Inserted(_) => {
             app.metrics.observe_write(name, "created");
+            app.events
+                .after_writes(coll, &[(id.clone(), "created")])
+                .await;
             let body = WrittenOut {
                 id: id.to_string(),
                 shingles,
@@ -358,6 +364,7 @@ async fn create_if_unique(
             app.metrics
                 .observe_measure(name, crate::engine::By::new(measure, score), &found);
             app.metrics.observe_write(name, "rejected_duplicate");
+            app.events.after_refusal(coll, &id, &found.matches).await;
             let original =
                 super::similar::original_of(coll, backend(coll)?, None, &found.matches).await?;
             let body = WrittenOut {
@@ -425,6 +432,9 @@ pub async fn put(
     Ok(match outcome {
         WriteOutcome::Created => {
             app.metrics.observe_write(coll.name.as_str(), "created");
+            app.events
+                .after_writes(&coll, &[(id.clone(), "created")])
+                .await;
             (
                 StatusCode::CREATED,
                 [(header::LOCATION, location(&coll, &id))],
@@ -434,6 +444,9 @@ pub async fn put(
         }
         WriteOutcome::Replaced => {
             app.metrics.observe_write(coll.name.as_str(), "replaced");
+            app.events
+                .after_writes(&coll, &[(id.clone(), "replaced")])
+                .await;
             (StatusCode::OK, body).into_response()
         }
     })
@@ -569,7 +582,19 @@ pub async fn batch(
         .await
         .map_err(ApiError::from)
         .inspect_err(|e| app.metrics.observe_write_error(name, e.status().as_u16()))?;
-    Ok(Json(batch_answer(&app, name, items, outcomes)))
+    let answer = batch_answer(&app, name, items, outcomes);
+    // Each stored document's event, before the answer (issue 45).
+    let written: Vec<(DocId, &'static str)> = answer
+        .results
+        .iter()
+        .filter_map(|r| match (&r.id, r.status) {
+            (Some(ItemId::Stored(id)), 201) => Some((id.clone(), "created")),
+            (Some(ItemId::Stored(id)), 200) => Some((id.clone(), "replaced")),
+            _ => None,
+        })
+        .collect();
+    app.events.after_writes(&coll, &written).await;
+    Ok(Json(answer))
 }
 
 /// Per request item, in order: what to answer for an item that failed

@@ -83,6 +83,15 @@ pub enum ApiError {
     TextNotStored(String),
     #[error("no template {0:?} in this collection")]
     TemplateNotFound(String),
+    #[error("no webhook subscription {0:?} in this collection")]
+    WebhookNotFound(String),
+    /// A subscription URL whose scheme, length or host is refused (the
+    /// detail says which; SSRF protection, `webhooks.allowed_hosts`).
+    #[error("{0}")]
+    WebhookUrlNotAllowed(String),
+    /// `webhooks.max_subscriptions` reached.
+    #[error("this collection has {0} webhook subscriptions, the most allowed (webhooks.max_subscriptions); delete one first")]
+    TooManySubscriptions(usize),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("no route for {0}")]
@@ -183,7 +192,7 @@ impl ApiError {
                     "The collection counts no document frequency",
                 ),
                 EngineError::InvalidCursor(_) => {
-                    (S::BAD_REQUEST, "invalid-parameter", "Invalid parameter")
+                    (S::BAD_REQUEST, "invalid-cursor", "Invalid event cursor")
                 }
             },
             ApiError::InvalidId(_) => (S::BAD_REQUEST, "invalid-id", "Invalid document id"),
@@ -280,6 +289,21 @@ impl ApiError {
             ApiError::TemplateNotFound(_) => {
                 (S::NOT_FOUND, "template-not-found", "Template not found")
             }
+            ApiError::WebhookNotFound(_) => (
+                S::NOT_FOUND,
+                "webhook-not-found",
+                "Webhook subscription not found",
+            ),
+            ApiError::WebhookUrlNotAllowed(_) => (
+                S::UNPROCESSABLE_ENTITY,
+                "webhook-url-not-allowed",
+                "Webhook URL not allowed",
+            ),
+            ApiError::TooManySubscriptions(_) => (
+                S::CONFLICT,
+                "too-many-subscriptions",
+                "Too many webhook subscriptions",
+            ),
             ApiError::UnsupportedMediaType(_) => (
                 S::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported-media-type",

@@ -11,6 +11,7 @@ mod documents;
 pub mod dto;
 pub mod duplicates;
 pub mod error;
+mod events;
 mod explain;
 pub mod extract;
 mod filters;
@@ -23,6 +24,7 @@ mod similar;
 pub mod state;
 mod transfer;
 pub mod ui;
+mod webhooks;
 
 pub use state::AppState;
 
@@ -89,6 +91,14 @@ fn collection_routes() -> Router<AppState> {
         .route("/stats", get(ops::stats))
         .route("/export", get(transfer::export))
         .route("/import", post(transfer::import))
+        .route("/webhooks", get(webhooks::list).post(webhooks::create))
+        .route(
+            "/webhooks/{id}",
+            get(webhooks::get).delete(webhooks::delete),
+        )
+        .route("/webhooks/{id}/failed", get(webhooks::failed))
+        .route("/webhooks/{id}/failed/retry", post(webhooks::retry))
+        .route("/events", get(events::feed))
 }
 
 /// The application router with every layer applied.

@@ -30,6 +30,13 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/stats"),
     ("GET", "/export"),
     ("POST", "/import"),
+    ("GET", "/webhooks"),
+    ("POST", "/webhooks"),
+    ("GET", "/webhooks/{id}"),
+    ("DELETE", "/webhooks/{id}"),
+    ("GET", "/webhooks/{id}/failed"),
+    ("POST", "/webhooks/{id}/failed/retry"),
+    ("GET", "/events"),
     ("GET", "/collections"),
     ("GET", "/collections/{name}"),
     ("PUT", "/collections/{name}"),
@@ -59,6 +66,13 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/collections/{name}/stats"),
     ("GET", "/collections/{name}/export"),
     ("POST", "/collections/{name}/import"),
+    ("GET", "/collections/{name}/webhooks"),
+    ("POST", "/collections/{name}/webhooks"),
+    ("GET", "/collections/{name}/webhooks/{id}"),
+    ("DELETE", "/collections/{name}/webhooks/{id}"),
+    ("GET", "/collections/{name}/webhooks/{id}/failed"),
+    ("POST", "/collections/{name}/webhooks/{id}/failed/retry"),
+    ("GET", "/collections/{name}/events"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
@@ -100,6 +114,11 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/stats",
     "/export",
     "/import",
+    "/webhooks",
+    "/webhooks/{id}",
+    "/webhooks/{id}/failed",
+    "/webhooks/{id}/failed/retry",
+    "/events",
 ];
 
 /// The routes that take query parameters (a collection route unprefixed:
@@ -117,6 +136,8 @@ pub const QUERY_ROUTES: &[(&str, &str)] = &[
     ("GET", "/duplicates/pairs"),
     ("GET", "/duplicates/drop-list"),
     ("GET", "/boilerplate"),
+    ("GET", "/webhooks/{id}/failed"),
+    ("GET", "/events"),
 ];
 
 /// Whether a request routed to `method` `route` (its template) must come

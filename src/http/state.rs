@@ -49,6 +49,9 @@ pub struct AppInner {
     pub scans: Arc<ScanScheduler>,
     /// The OpenAPI document with this deployment's values, rendered once.
     pub docs: ApiDocs,
+    /// Events of writes and the webhook subscriptions' cache (issue 45);
+    /// shared with the delivery task.
+    pub events: Arc<crate::service::events::EventHub>,
 }
 
 impl Deref for AppState {
@@ -62,11 +65,16 @@ impl AppState {
     pub fn new(config: Config, collections: Arc<Collections>) -> Self {
         let inflight = tokio::sync::Semaphore::new(config.server.max_concurrent_requests);
         let docs = ApiDocs::new(&config, config.engine().bands().min_query_threshold);
-        let metrics = Metrics::default();
+        let metrics = Arc::new(Metrics::default());
+        let events = Arc::new(crate::service::events::EventHub::new(
+            config.events.max_matches,
+            Arc::clone(&metrics),
+        ));
         Self(Arc::new(AppInner {
             collections,
             config,
-            metrics: Arc::new(metrics),
+            events,
+            metrics,
             ready: AtomicBool::new(false),
             restored: AtomicBool::new(false),
             inflight,

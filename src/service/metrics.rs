@@ -48,6 +48,12 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EventTypeLabels {
+    collection: String,
+    r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabels {
     collection: String,
     kind: &'static str,
@@ -109,6 +115,13 @@ pub struct Metrics {
     passage_index: Family<CollectionLabels, Gauge>,
     boilerplate: Family<CollectionLabels, Gauge>,
     template_changes: Family<KindLabels, Counter>,
+    /// Issue 45: events appended, lost, and webhook deliveries.
+    events: Family<EventTypeLabels, Counter>,
+    events_lost: Counter,
+    webhook_deliveries: Family<OutcomeLabels, Counter>,
+    webhook_pending: Family<CollectionLabels, Gauge>,
+    webhook_delivery_seconds: Family<CollectionLabels, Histogram>,
+    webhook_failed_dropped: Counter,
     queries_by_measure: Family<MeasureLabels, Counter>,
     passage_lookups: Family<CollectionLabels, Counter>,
     common_fingerprints: Family<CollectionLabels, Counter>,
@@ -225,6 +238,38 @@ impl Default for Metrics {
             "template_changes",
             "Templates registered, replaced or deleted (kind: created, replaced, deleted)",
             Family::<KindLabels, Counter>::default()
+        );
+        let events = reg!(
+            "events",
+            "Events appended to collections' event logs (type: document.duplicate, document.refused)",
+            Family::<EventTypeLabels, Counter>::default()
+        );
+        let events_lost = reg!(
+            "events_lost",
+            "Events of acknowledged writes that could not be appended (the write was answered as usual; see the log)",
+            Counter::default()
+        );
+        let webhook_deliveries = reg!(
+            "webhook_deliveries",
+            "Webhook delivery attempts by outcome (delivered, retry, failed)",
+            Family::<OutcomeLabels, Counter>::default()
+        );
+        let webhook_pending = reg!(
+            "webhook_pending",
+            "Webhook deliveries owed (new, in flight or waiting for a retry), per collection",
+            Family::<CollectionLabels, Gauge>::default()
+        );
+        let webhook_delivery_seconds = reg!(
+            "webhook_delivery_seconds",
+            "From an event's time to its successful delivery",
+            Family::<CollectionLabels, Histogram>::new_with_constructor(
+                scan_histogram as fn() -> Histogram
+            )
+        );
+        let webhook_failed_dropped = reg!(
+            "webhook_failed_dropped",
+            "Failed deliveries dropped by the per-subscription bound of the failed list",
+            Counter::default()
         );
         let queries_by_measure = reg!(
             "queries_by_measure",
@@ -419,6 +464,12 @@ impl Default for Metrics {
             passage_index,
             boilerplate,
             template_changes,
+            events,
+            events_lost,
+            webhook_deliveries,
+            webhook_pending,
+            webhook_delivery_seconds,
+            webhook_failed_dropped,
             queries_by_measure,
             passage_lookups,
             common_fingerprints,
@@ -471,6 +522,57 @@ impl Metrics {
                 kind,
             })
             .inc();
+    }
+
+    /// Events appended to `collection`'s log, of type `kind`.
+    pub fn observe_events(&self, collection: &str, kind: &'static str, n: usize) {
+        self.events
+            .get_or_create(&EventTypeLabels {
+                collection: collection.to_owned(),
+                r#type: kind,
+            })
+            .inc_by(n as u64);
+    }
+
+    /// Events of an acknowledged write that could not be appended.
+    pub fn observe_events_lost(&self, n: usize) {
+        self.events_lost.inc_by(n as u64);
+    }
+
+    /// A webhook delivery attempt's outcome (`delivered`, `retry`,
+    /// `failed`); for a delivered one, the seconds since its event.
+    pub fn observe_delivery(
+        &self,
+        collection: &str,
+        outcome: &'static str,
+        since_event: Option<f64>,
+    ) {
+        self.webhook_deliveries
+            .get_or_create(&OutcomeLabels {
+                collection: collection.to_owned(),
+                outcome,
+            })
+            .inc();
+        if let Some(s) = since_event {
+            self.webhook_delivery_seconds
+                .get_or_create(&of(collection))
+                .observe(s);
+        }
+    }
+
+    /// The deliveries `collection` owes, every subscription together.
+    pub fn set_webhook_pending(&self, collection: &str, pending: u64) {
+        self.webhook_pending
+            .get_or_create(&of(collection))
+            .set(pending as i64);
+    }
+
+    /// The failed deliveries dropped by the failed list's bound so far.
+    pub fn set_failed_dropped(&self, total: u64) {
+        let seen = self.webhook_failed_dropped.get();
+        if total > seen {
+            self.webhook_failed_dropped.inc_by(total - seen);
+        }
     }
 
     /// A passage lookup's answer.

@@ -6,9 +6,14 @@
 //!   operation records into it;
 //! - [`scans`]: whole-collection duplicate scans, one at a time on a pool of
 //!   their own, and the page cache of their answers;
+//! - [`events`]: the events a write produces (issue 45) and the cache of
+//!   webhook subscriptions that decides them;
+//! - [`webhooks`]: delivering them, signed per Standard Webhooks;
 //! - [`snapshots`]: snapshots of every collection (the timer and
 //!   `POST /admin/snapshot`), recorded in the metrics.
 
+pub mod events;
 pub mod metrics;
 pub mod scans;
 pub mod snapshots;
+pub mod webhooks;

@@ -146,6 +146,45 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
         (Method::GET, "/boilerplate", "/boilerplate".to_owned(), None),
         (
             Method::POST,
+            "/webhooks",
+            "/webhooks".to_owned(),
+            Some(json!({"id": "hook1", "url": "https://hooks.example.com/neardup"})),
+        ),
+        (Method::GET, "/webhooks", "/webhooks".to_owned(), None),
+        (
+            Method::GET,
+            "/webhooks/{id}",
+            "/webhooks/hook1".to_owned(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/webhooks/{id}/failed",
+            "/webhooks/hook1/failed".to_owned(),
+            None,
+        ),
+        (
+            Method::POST,
+            "/webhooks/{id}/failed/retry",
+            "/webhooks/hook1/failed/retry".to_owned(),
+            Some(json!({})),
+        ),
+        (Method::GET, "/events", "/events".to_owned(), None),
+        (
+            Method::DELETE,
+            "/webhooks/{id}",
+            "/webhooks/hook1".to_owned(),
+            None,
+        ),
+        // Again, so that the next key finds it.
+        (
+            Method::POST,
+            "/webhooks",
+            "/webhooks".to_owned(),
+            Some(json!({"id": "hook1", "url": "https://hooks.example.com/neardup"})),
+        ),
+        (
+            Method::POST,
             "/analysis/histogram",
             "/analysis/histogram".to_owned(),
             Some(json!({"texts": ["the night is dark", "the night is red"], "k": [2]})),
@@ -712,6 +751,16 @@ async fn scoped_keys_reach_their_collections_only_on_every_route() {
             &format!("{prefix}/templates/footer"),
             full.as_deref(),
             Some(json!({"text": "follow us for more news"})),
+        )
+        .await;
+        assert_eq!(resp.status(), 201);
+        // And a webhook subscription.
+        let resp = send(
+            &app,
+            Method::POST,
+            &format!("{prefix}/webhooks"),
+            full.as_deref(),
+            Some(json!({"id": "hook1", "url": "https://hooks.example.com/neardup"})),
         )
         .await;
         assert_eq!(resp.status(), 201);

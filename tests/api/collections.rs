@@ -104,6 +104,20 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             "/import".into(),
             Some(Value::String(IMPORT_HEADER.into())),
         ),
+        (Method::GET, "/webhooks".into(), None),
+        (
+            Method::POST,
+            "/webhooks".into(),
+            Some(json!({"url": "https://hooks.example.com/x"})),
+        ),
+        (Method::GET, "/webhooks/x".into(), None),
+        (Method::GET, "/webhooks/x/failed".into(), None),
+        (
+            Method::POST,
+            "/webhooks/x/failed/retry".into(),
+            Some(json!({})),
+        ),
+        (Method::GET, "/events".into(), None),
     ];
     let routes: BTreeSet<&str> = requests
         .iter()
@@ -113,6 +127,12 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
                 "/documents/{id}"
             } else if path == "/templates/x" {
                 "/templates/{id}"
+            } else if let Some(rest) = path.strip_prefix("/webhooks/x") {
+                match rest {
+                    "" => "/webhooks/{id}",
+                    "/failed" => "/webhooks/{id}/failed",
+                    _ => "/webhooks/{id}/failed/retry",
+                }
             } else {
                 COLLECTION_ROUTES.iter().find(|r| **r == path).unwrap()
             }

@@ -36,3 +36,5 @@ mod texts;
 mod transfer;
 mod ui;
 mod upgrade;
+mod webhooks;
+mod webhooks_crash;

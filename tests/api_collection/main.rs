@@ -43,3 +43,5 @@ mod retention;
 mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
+#[path = "../api/webhooks.rs"]
+mod webhooks;

@@ -47,6 +47,8 @@ mod retention;
 mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
+#[path = "../api/webhooks.rs"]
+mod webhooks;
 // Not run here: texts.rs (snapshots, segment files and damaged files on
 // disk: the memory backend's; stored texts in Redis are tested in
 // texts.rs below), and the suites of the memory backend's own machinery

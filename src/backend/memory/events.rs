@@ -1,22 +1,116 @@
 //! The memory backend's event log, webhook subscriptions and delivery
-//! state (issue 45): see the `Backend` methods of the same names.
+//! state (issue 45): see the `Backend` methods of the same names. The
+//! files and their replay are `persist::events::EventLog`'s; here it is
+//! opened once per collection directory and called on a blocking thread.
+//!
+//! One `EventLog` per directory, shared by every `Memory` of it (a
+//! reindex builds a second one over the same collection directory while
+//! the first still serves): a registry of weak references keyed by the
+//! directory, each `Memory` holding a strong one once opened.
 
 use super::Memory;
 use crate::backend::BackendError;
+use crate::config::WalFsync;
+use crate::engine::EngineError;
 use crate::events::{
     Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription,
 };
-use std::path::Path;
+use crate::persist::events::{parse_cursor, EventLog, Settle};
+use crate::persist::{PersistError, Store};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+/// A collection directory's open event log.
+pub(crate) type SharedLog = Arc<Mutex<EventLog>>;
+
+/// Every open event log, by collection directory.
+fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Mutex<EventLog>>>> {
+    static LOGS: OnceLock<Mutex<HashMap<PathBuf, Weak<Mutex<EventLog>>>>> = OnceLock::new();
+    LOGS.get_or_init(Default::default)
+}
+
+/// How often an `interval`-mode log is fsynced at most (its writes are
+/// written before they return, so only a power loss can lose that window).
+const INTERVAL_FSYNC_MS: u64 = 1000;
+
+fn persist_err(what: &str) -> impl FnOnce(PersistError) -> BackendError + '_ {
+    move |e| BackendError::Internal(format!("{what}: {e}"))
+}
+
+/// The event log of the collection directory `dir` (whose store is
+/// `store`), opened if no `Memory` of it has it open.
+fn open_log(store: &Store, dir: &Path) -> Result<SharedLog, PersistError> {
+    let mut reg = registry().lock().expect("event log registry");
+    reg.retain(|_, w| w.strong_count() > 0);
+    // A collection deleted and created again under the same name has a
+    // new `events` directory: the old log is not reused.
+    if let Some(log) = reg.get(dir).and_then(Weak::upgrade) {
+        if dir.join(crate::persist::events::DIR).is_dir() {
+            return Ok(log);
+        }
+    }
+    let mode = store.wal().mode();
+    let interval = match mode {
+        WalFsync::Interval => INTERVAL_FSYNC_MS,
+        _ => 0,
+    };
+    let log = EventLog::open(dir, mode, interval).inspect_err(|e| {
+        tracing::error!(error = %e, "the event log cannot be opened; no events until it is repaired");
+    })?;
+    let log = Arc::new(Mutex::new(log));
+    reg.insert(dir.to_owned(), Arc::downgrade(&log));
+    Ok(log)
+}
 
 impl Memory {
+    /// `f` on this collection's event log (opened on first use), on a
+    /// blocking thread.
+    async fn on_log<T: Send + 'static>(
+        &self,
+        dir: &Path,
+        what: &'static str,
+        f: impl FnOnce(&mut EventLog) -> Result<T, PersistError> + Send + 'static,
+    ) -> Result<T, BackendError> {
+        let log = match self.events.get() {
+            Some(log) => Arc::clone(log),
+            None => {
+                let (store, d) = (Arc::clone(&self.store), dir.to_owned());
+                let log = tokio::task::spawn_blocking(move || open_log(&store, &d))
+                    .await
+                    .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
+                    .map_err(persist_err(what))?;
+                Arc::clone(self.events.get_or_init(|| log))
+            }
+        };
+        tokio::task::spawn_blocking(move || {
+            let mut log = log.lock().expect("event log lock");
+            f(&mut log)
+        })
+        .await
+        .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
+        .map_err(persist_err(what))
+    }
+
+    /// Whether this collection has no event log yet (none is made until a
+    /// subscription is created or an event appended).
+    fn no_log_yet(&self, dir: &Path) -> bool {
+        self.events.get().is_none()
+            && !dir.join(crate::persist::events::SUBSCRIPTIONS).exists()
+            && !dir.join(crate::persist::events::DIR).exists()
+    }
+
     pub(crate) async fn subscriptions(
         &self,
         dir: &Path,
     ) -> Result<Vec<Subscription>, BackendError> {
-        let _ = dir;
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        if self.no_log_yet(dir) {
+            return Ok(Vec::new());
+        }
+        self.on_log(dir, "reading the subscriptions", |log| {
+            Ok(log.subscriptions().to_vec())
+        })
+        .await
     }
 
     pub(crate) async fn put_subscription(
@@ -24,10 +118,10 @@ impl Memory {
         dir: &Path,
         s: Subscription,
     ) -> Result<bool, BackendError> {
-        let _ = (dir, s);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        self.on_log(dir, "writing a subscription", move |log| {
+            log.put_subscription(s)
+        })
+        .await
     }
 
     pub(crate) async fn delete_subscription(
@@ -35,10 +129,11 @@ impl Memory {
         dir: &Path,
         id: &str,
     ) -> Result<bool, BackendError> {
-        let _ = (dir, id);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        let id = id.to_owned();
+        self.on_log(dir, "deleting a subscription", move |log| {
+            log.delete_subscription(&id)
+        })
+        .await
     }
 
     pub(crate) async fn append_events(
@@ -46,10 +141,21 @@ impl Memory {
         dir: &Path,
         drafts: Vec<EventDraft>,
     ) -> Result<Vec<Event>, BackendError> {
-        let _ = (dir, drafts);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        let (events, ticket) = self
+            .on_log(dir, "appending events", move |log| {
+                let events =
+                    log.append(drafts, || format!("evt_{}", uuid::Uuid::now_v7().simple()))?;
+                Ok((events, log.sync_ticket()))
+            })
+            .await?;
+        // Group commit: fsynced after the log's lock is released.
+        if let Some((syncer, n)) = ticket {
+            tokio::task::spawn_blocking(move || syncer.sync_to(n))
+                .await
+                .map_err(|e| BackendError::Internal(format!("event log fsync task failed: {e}")))?
+                .map_err(persist_err("appending events"))?;
+        }
+        Ok(events)
     }
 
     pub(crate) async fn read_events(
@@ -58,10 +164,30 @@ impl Memory {
         after: Option<&str>,
         limit: usize,
     ) -> Result<EventPage, BackendError> {
-        let _ = (dir, after, limit);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        let after_seq = match after {
+            None => None,
+            Some(c) => {
+                Some(parse_cursor(c).ok_or_else(|| EngineError::InvalidCursor(c.to_owned()))?)
+            }
+        };
+        let asked = after.map(str::to_owned);
+        if self.no_log_yet(dir) {
+            return Ok(EventPage {
+                events: Vec::new(),
+                next: asked,
+                oldest: None,
+            });
+        }
+        self.on_log(dir, "reading events", move |log| {
+            let (events, oldest) = log.read(after_seq, limit);
+            let next = events.last().map(|e| e.cursor.clone()).or(asked);
+            Ok(EventPage {
+                events,
+                next,
+                oldest,
+            })
+        })
+        .await
     }
 
     pub(crate) async fn trim_events(
@@ -71,10 +197,13 @@ impl Memory {
         keep_max: usize,
         now_ms: u64,
     ) -> Result<usize, BackendError> {
-        let _ = (dir, keep_ms, keep_max, now_ms);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        if self.no_log_yet(dir) {
+            return Ok(0);
+        }
+        self.on_log(dir, "trimming events", move |log| {
+            log.trim(keep_ms, keep_max, now_ms)
+        })
+        .await
     }
 
     pub(crate) async fn due_deliveries(
@@ -85,10 +214,24 @@ impl Memory {
         now_ms: u64,
         max: usize,
     ) -> Result<Vec<Delivery>, BackendError> {
-        let _ = (dir, sub, consumer, now_ms, max);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        if self.no_log_yet(dir) {
+            return Ok(Vec::new());
+        }
+        // One node delivers a memory collection: `consumer` names no one else.
+        let _ = consumer;
+        let sub = sub.clone();
+        self.on_log(dir, "reading due deliveries", move |log| {
+            Ok(log
+                .due(&sub, now_ms, max)?
+                .into_iter()
+                .map(|(seq, event, attempts)| Delivery {
+                    event,
+                    attempts,
+                    handle: seq.to_string(),
+                })
+                .collect())
+        })
+        .await
     }
 
     pub(crate) async fn settle(
@@ -98,10 +241,20 @@ impl Memory {
         d: &Delivery,
         outcome: Attempt,
     ) -> Result<(), BackendError> {
-        let _ = (dir, sub, d, outcome);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        let seq = parse_cursor(&d.handle).ok_or_else(|| {
+            BackendError::Internal(format!("not a delivery of this backend: {:?}", d.handle))
+        })?;
+        let (sub, attempts) = (sub.id.clone(), d.attempts);
+        let now_ms = crate::events::now_ms();
+        let settle = match outcome {
+            Attempt::Delivered => Settle::Delivered,
+            Attempt::Retry { next_ms, .. } => Settle::Retry { next_ms },
+            Attempt::Failed { error } => Settle::Failed { error, now_ms },
+        };
+        self.on_log(dir, "settling a delivery", move |log| {
+            log.settle(&sub, seq, attempts, settle)
+        })
+        .await
     }
 
     pub(crate) async fn failed_deliveries(
@@ -110,10 +263,14 @@ impl Memory {
         sub_id: &str,
         limit: usize,
     ) -> Result<Vec<FailedDelivery>, BackendError> {
-        let _ = (dir, sub_id, limit);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        if self.no_log_yet(dir) {
+            return Ok(Vec::new());
+        }
+        let sub = sub_id.to_owned();
+        self.on_log(dir, "reading failed deliveries", move |log| {
+            Ok(log.failed(&sub, limit))
+        })
+        .await
     }
 
     pub(crate) async fn retry_failed(
@@ -122,10 +279,14 @@ impl Memory {
         sub_id: &str,
         event_id: Option<&str>,
     ) -> Result<usize, BackendError> {
-        let _ = (dir, sub_id, event_id);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        if self.no_log_yet(dir) {
+            return Ok(0);
+        }
+        let (sub, event) = (sub_id.to_owned(), event_id.map(str::to_owned));
+        self.on_log(dir, "retrying failed deliveries", move |log| {
+            log.retry_failed(&sub, event.as_deref())
+        })
+        .await
     }
 
     pub(crate) async fn pending_deliveries(
@@ -133,9 +294,13 @@ impl Memory {
         dir: &Path,
         sub_id: &str,
     ) -> Result<u64, BackendError> {
-        let _ = (dir, sub_id);
-        Err(BackendError::Internal(
-            "events: not built yet (memory)".into(),
-        ))
+        if self.no_log_yet(dir) {
+            return Ok(0);
+        }
+        let sub = sub_id.to_owned();
+        self.on_log(dir, "counting pending deliveries", move |log| {
+            Ok(log.pending(&sub))
+        })
+        .await
     }
 }

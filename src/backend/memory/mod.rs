@@ -25,11 +25,18 @@ pub struct Memory {
     pub engine: Arc<Engine>,
     /// The durable write path over `engine`.
     pub store: Arc<Store>,
+    /// The collection's event log (issue 45), opened at its first use
+    /// from the collection directory the caller names (`events.rs`).
+    events: std::sync::OnceLock<events::SharedLog>,
 }
 
 impl Memory {
     pub fn new(engine: Arc<Engine>, store: Arc<Store>) -> Self {
-        Self { engine, store }
+        Self {
+            engine,
+            store,
+            events: std::sync::OnceLock::new(),
+        }
     }
 
     /// `f` on the store, on a blocking thread.

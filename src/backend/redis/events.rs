@@ -62,9 +62,10 @@ static TRIM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scrip
 static PENDING: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/ev_pending.lua")));
 
-/// Failed deliveries kept per subscription (the newest; the dropped are
-/// counted in `neardup_redis_failed_deliveries_dropped_total`).
-pub const FAILED_KEPT: usize = 1000;
+/// Failed deliveries kept per subscription: the newest, as on every
+/// backend (the dropped are counted in
+/// `neardup_redis_failed_deliveries_dropped_total`).
+pub const FAILED_KEPT: usize = crate::events::FAILED_KEEP;
 /// Entries one `trim_events` call drops to honour the count bound, at most
 /// (the retention timer calls it again).
 const TRIM_STEP: usize = 10_000;

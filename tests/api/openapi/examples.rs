@@ -44,6 +44,21 @@ async fn every_request_body_example_is_accepted_by_its_operation() {
                         assert_eq!(reply.status, 201, "{name} is created");
                     }
                 }
+                // The subscription a webhook example addresses.
+                if let Some(rest) = url.split("/webhooks/").nth(1) {
+                    let id = rest.split(['/', '?']).next().unwrap();
+                    let at = &url[..url.find("/webhooks/").unwrap()];
+                    let reply = send(
+                        &app,
+                        "POST",
+                        &format!("{at}/webhooks"),
+                        &Body::Json(
+                            serde_json::json!({"id": id, "url": "https://hooks.example.com/x"}),
+                        ),
+                    )
+                    .await;
+                    assert_eq!(reply.status, 201, "subscription {id} is created");
+                }
                 let body = match (media, example.as_str()) {
                     ("application/x-ndjson" | "application/octet-stream", Some(lines)) => {
                         Body::Raw(media, lines.to_owned())

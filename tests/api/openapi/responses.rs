@@ -246,6 +246,50 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
         .call("DELETE", "/templates/{id}", "/templates/footer", Body::None)
         .await;
     assert_eq!(reply.status, 204);
+
+    // Webhook subscriptions and the event feed (issue 45).
+    let hook = json!({"id": "hook1", "url": "https://hooks.example.com/neardup",
+                      "kinds": ["document.duplicate"], "threshold": 0.9});
+    let (reply, body) = walk
+        .call("POST", "/webhooks", "/webhooks", Body::Json(hook.clone()))
+        .await;
+    assert_eq!(reply.status, 201, "{body}");
+    assert!(
+        body["secret"].as_str().unwrap().starts_with("whsec_"),
+        "{body}"
+    );
+    let (reply, _) = walk
+        .call("POST", "/webhooks", "/webhooks", Body::Json(hook))
+        .await;
+    assert_eq!(reply.status, 200);
+    let (_, body) = walk.call("GET", "/webhooks", "/webhooks", Body::None).await;
+    assert_eq!(body["webhooks"][0]["id"], "hook1", "{body}");
+    let (_, body) = walk
+        .call("GET", "/webhooks/{id}", "/webhooks/hook1", Body::None)
+        .await;
+    assert!(body.get("secret").is_none(), "{body}");
+    walk.call(
+        "GET",
+        "/webhooks/{id}/failed",
+        "/webhooks/hook1/failed?limit=10",
+        Body::None,
+    )
+    .await;
+    let (_, body) = walk
+        .call(
+            "POST",
+            "/webhooks/{id}/failed/retry",
+            "/webhooks/hook1/failed/retry",
+            Body::Json(json!({})),
+        )
+        .await;
+    assert_eq!(body["retried"], 0, "{body}");
+    walk.call("GET", "/events", "/events?limit=10", Body::None)
+        .await;
+    let (reply, _) = walk
+        .call("DELETE", "/webhooks/{id}", "/webhooks/hook1", Body::None)
+        .await;
+    assert_eq!(reply.status, 204);
     let texts = json!({"texts": ["The night is dark and the moon is red.",
                                  "The night is dark and the moon is red!",
                                  "Prices rose by £3 in Zürich’s cafés."],

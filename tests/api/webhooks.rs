@@ -1,0 +1,692 @@
+//! Webhooks and the event feed (issue 45) through the API, against real
+//! receivers: a small HTTP server each test starts on 127.0.0.1:0 that
+//! verifies every delivery with the Standard Webhooks project's own Rust
+//! library (`standardwebhooks`, an implementation independent of ours)
+//! and records what arrived. Texts are real sentences with accents,
+//! typographic quotes and other scripts; a near-duplicate is a text with
+//! its last word changed.
+
+use crate::helpers::{assert_problem, route, spawn_app_with, test_settings, TestApp};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use neardup::config::Settings;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub(crate) const TEXTS: [&str; 6] = [
+    "Le comité a présenté vendredi son rapport annuel sur la qualité de l’eau potable dans \
+     les communes du département, en soulignant que les analyses réalisées entre janvier et \
+     décembre montrent une nette amélioration par rapport à l’année précédente, même si \
+     plusieurs villages restent exposés à des concentrations élevées de nitrates",
+    "Die Stadtverwaltung hat am Montag angekündigt, dass die Sanierung der historischen Brücke \
+     über den Fluss im kommenden Frühjahr beginnen wird; die Arbeiten sollen ungefähr achtzehn \
+     Monate dauern und werden zum größten Teil aus Mitteln des Landes finanziert, teilte der \
+     Bürgermeister auf einer Pressekonferenz im Rathaus mit",
+    "The council’s “green corridor” plan, costed at £4.2 million, would plant eleven thousand \
+     trees along the disused railway line and link the two largest parks in the city with a \
+     continuous cycle path, according to documents published on Thursday ahead of the public \
+     consultation that opens next month",
+    "Городской совет утвердил в четверг новый план развития общественного транспорта, \
+     который предусматривает строительство двух трамвайных линий и обновление автобусного \
+     парка в течение ближайших пяти лет, сообщила пресс служба администрации после \
+     заседания депутатов",
+    "市政府周一宣布，将在明年春季开始对老城区的供水管网进行全面改造，工程预计持续十八个月，\
+     主要资金来自省级财政，改造完成后居民的用水质量和供水稳定性将得到明显提升",
+    "La biblioteca municipal ampliará su horario a partir de septiembre y abrirá también los \
+     domingos por la mañana, después de que más de tres mil vecinos firmaran la petición \
+     presentada el pasado invierno por la asociación de madres y padres del barrio",
+];
+
+/// `TEXTS[i]` with its last word replaced: a near-duplicate of it.
+pub(crate) fn near(i: usize, tail: &str) -> String {
+    let t = TEXTS[i];
+    match t.rsplit_once(' ') {
+        Some((head, _)) => format!("{head} {tail}"),
+        None => format!("{t}{tail}"),
+    }
+}
+
+/// What a receiver got: one verified delivery.
+#[derive(Clone, Debug)]
+pub(crate) struct Received {
+    pub webhook_id: String,
+    pub body: Value,
+}
+
+/// How the receiver answers.
+pub(crate) const ANSWER_OK: usize = 0;
+pub(crate) const ANSWER_500: usize = 1;
+pub(crate) const ANSWER_HANG: usize = 2;
+
+pub(crate) struct ReceiverState {
+    secret: Mutex<Option<String>>,
+    pub answer: AtomicUsize,
+    /// Answer 500 to this many requests first, then `answer`.
+    pub fail_first: AtomicUsize,
+    /// Every request (verified or not), by webhook-id.
+    pub attempts: Mutex<Vec<String>>,
+    pub delivered: Mutex<Vec<Received>>,
+    pub bad_signatures: AtomicUsize,
+}
+
+/// A webhook receiver on loopback.
+pub(crate) struct Receiver {
+    pub url: String,
+    pub state: Arc<ReceiverState>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn receive(
+    State(s): State<Arc<ReceiverState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let id = headers
+        .get("webhook-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    s.attempts.lock().unwrap().push(id.clone());
+    let secret = s
+        .secret
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the test set the secret");
+    let verified = standardwebhooks::Webhook::new(&secret)
+        .expect("a Standard Webhooks secret")
+        .verify(&body, &headers);
+    if verified.is_err() {
+        s.bad_signatures.fetch_add(1, Ordering::SeqCst);
+        return StatusCode::BAD_REQUEST;
+    }
+    if s.fail_first
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+    {
+        return StatusCode::INTERNAL_SERVER_ERROR;
+    }
+    match s.answer.load(Ordering::SeqCst) {
+        ANSWER_500 => return StatusCode::INTERNAL_SERVER_ERROR,
+        ANSWER_HANG => {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            return StatusCode::OK;
+        }
+        _ => {}
+    }
+    assert_eq!(
+        headers.get("content-type").unwrap(),
+        "application/json",
+        "content type"
+    );
+    let body: Value = serde_json::from_slice(&body).expect("a JSON payload");
+    s.delivered.lock().unwrap().push(Received {
+        webhook_id: id,
+        body,
+    });
+    StatusCode::NO_CONTENT
+}
+
+impl Receiver {
+    /// A receiver on a free port (or on `port`).
+    pub(crate) async fn start(port: u16) -> Receiver {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .expect("the receiver binds");
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(ReceiverState {
+            secret: Mutex::new(None),
+            answer: AtomicUsize::new(ANSWER_OK),
+            fail_first: AtomicUsize::new(0),
+            attempts: Mutex::new(Vec::new()),
+            delivered: Mutex::new(Vec::new()),
+            bad_signatures: AtomicUsize::new(0),
+        });
+        let app = axum::Router::new()
+            .route("/hook", axum::routing::post(receive))
+            .with_state(Arc::clone(&state));
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Receiver {
+            url: format!("http://127.0.0.1:{port}/hook"),
+            state,
+            task,
+        }
+    }
+
+    pub(crate) fn expect_secret(&self, secret: &str) {
+        *self.state.secret.lock().unwrap() = Some(secret.to_owned());
+    }
+
+    pub(crate) fn delivered(&self) -> Vec<Received> {
+        self.state.delivered.lock().unwrap().clone()
+    }
+
+    /// Wait (at most a minute) until `n` deliveries arrived.
+    pub(crate) async fn wait_for(&self, n: usize) -> Vec<Received> {
+        for _ in 0..1200 {
+            let got = self.delivered();
+            if got.len() >= n {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!(
+            "{} deliveries arrived, {n} expected; attempts: {:?}",
+            self.delivered().len(),
+            self.state.attempts.lock().unwrap()
+        );
+    }
+}
+
+/// A loopback port nothing listens on (bound, then released).
+pub(crate) fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Settings that let webhooks reach the loopback receivers, with small
+/// backoffs so retries come quickly.
+pub(crate) fn webhook_settings() -> Settings {
+    let mut s = test_settings();
+    s.webhooks.allowed_hosts = vec!["127.0.0.1".into()];
+    s.webhooks.backoff_base_ms = 50;
+    s.webhooks.backoff_max_ms = 200;
+    s.webhooks.max_attempts = 3;
+    s.webhooks.timeout_ms = 500;
+    s.webhooks.poll_ms = 50;
+    s
+}
+
+/// Create a subscription, asserting 201; returns its answer.
+async fn subscribe(app: &TestApp, body: Value) -> Value {
+    let resp = app.post_json("/webhooks", &body).await;
+    assert_eq!(resp.status(), 201, "creating a subscription");
+    let location = resp.headers()["location"].to_str().unwrap().to_owned();
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(
+        location,
+        route(&format!("/webhooks/{}", v["id"].as_str().unwrap()))
+    );
+    v
+}
+
+async fn write(app: &TestApp, id: &str, text: &str) {
+    let resp = app
+        .put_json(&format!("/documents/{id}"), &json!({"text": text}))
+        .await;
+    assert!(
+        resp.status().is_success(),
+        "writing {id}: {}",
+        resp.status()
+    );
+}
+
+fn documents(got: &[Received]) -> BTreeSet<String> {
+    got.iter()
+        .map(|r| r.body["data"]["document"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Every event of the feed, read `page` at a time from the start.
+async fn feed(app: &TestApp, page: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let path = match &after {
+            None => format!("/events?limit={page}"),
+            Some(c) => format!("/events?limit={page}&after={c}"),
+        };
+        let resp = app.get(&path).await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "application/x-ndjson");
+        let next = resp
+            .headers()
+            .get("neardup-next-cursor")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let text = resp.text().await.unwrap();
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON event per line"))
+            .collect();
+        if lines.is_empty() {
+            assert_eq!(next, after, "an empty page gives back the cursor asked");
+            return out;
+        }
+        assert_eq!(
+            next.as_deref(),
+            lines.last().unwrap()["cursor"].as_str(),
+            "the next cursor is the last event's"
+        );
+        out.extend(lines);
+        after = next;
+    }
+}
+
+#[tokio::test]
+async fn duplicate_writes_are_delivered_signed_with_their_matches_and_uniques_are_not() {
+    let receiver = Receiver::start(0).await;
+    let app = spawn_app_with(webhook_settings()).await;
+    let sub = subscribe(&app, json!({"url": receiver.url})).await;
+    let secret = sub["secret"].as_str().unwrap();
+    assert!(secret.starts_with("whsec_"), "{sub}");
+    receiver.expect_secret(secret);
+    assert_eq!(
+        sub["kinds"],
+        json!(["document.duplicate", "document.refused"])
+    );
+    assert_eq!(sub["measure"], "jaccard");
+
+    for (i, t) in TEXTS.iter().enumerate().take(4) {
+        write(&app, &format!("orig-{i}"), t).await;
+    }
+    // Near-duplicates: one by POST, one by PUT, one in a batch beside a
+    // unique text.
+    let resp = app
+        .post_json(
+            "/documents",
+            &json!({"id": "dup-0", "text": near(0, "phosphates")}),
+        )
+        .await;
+    assert_eq!(resp.status(), 201);
+    write(&app, "dup-1", &near(1, "Stadthaus")).await;
+    let resp = app
+        .post_json(
+            "/documents/batch",
+            &json!({"documents": [
+                {"id": "dup-2", "text": near(2, "week")},
+                {"id": "unique-5", "text": TEXTS[5]},
+            ]}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    write(&app, "unique-4", TEXTS[4]).await;
+
+    let got = receiver.wait_for(3).await;
+    assert_eq!(
+        documents(&got),
+        ["dup-0", "dup-1", "dup-2"].map(String::from).into(),
+    );
+    let sub_id = sub["id"].as_str().unwrap();
+    for r in &got {
+        assert_eq!(r.body["type"], "document.duplicate");
+        let data = &r.body["data"];
+        let doc = data["document"].as_str().unwrap();
+        let orig = doc.replace("dup-", "orig-");
+        let matches = data["matches"].as_array().unwrap();
+        assert_eq!(matches.len(), 1, "{}", r.body);
+        assert_eq!(matches[0]["id"], orig.as_str());
+        assert!(matches[0]["jaccard"].as_f64().unwrap() >= sub["threshold"].as_f64().unwrap());
+        assert_eq!(
+            r.webhook_id,
+            format!("{}_{sub_id}", data["event"].as_str().unwrap())
+        );
+        assert_eq!(data["collection"], crate::helpers::collection_label());
+    }
+    assert_eq!(receiver.state.bad_signatures.load(Ordering::SeqCst), 0);
+
+    // The feed holds the same events, in order, page after page.
+    let events = feed(&app, 1).await;
+    let ids: Vec<&str> = events.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    let mut delivered: Vec<&str> = got
+        .iter()
+        .map(|r| r.body["data"]["event"].as_str().unwrap())
+        .collect();
+    let mut sorted_ids = ids.clone();
+    sorted_ids.sort();
+    delivered.sort();
+    assert_eq!(sorted_ids, delivered);
+    assert_eq!(
+        feed(&app, 100).await,
+        events,
+        "pages of one and of a hundred agree"
+    );
+    assert_eq!(events[0]["type"], "document.duplicate");
+    assert!(events.iter().all(|e| e["write"] == "created"));
+
+    // Nothing more arrives: the unique writes were not events.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.delivered().len(), 3);
+    let listed = app.get_json("/webhooks").await;
+    assert_eq!(listed["webhooks"].as_array().unwrap().len(), 1);
+    assert!(listed["webhooks"][0].get("secret").is_none(), "{listed}");
+    let one = app.get_json(&format!("/webhooks/{sub_id}")).await;
+    assert!(one.get("secret").is_none(), "{one}");
+    assert_eq!(one["pending"], 0);
+    assert_eq!(one["failed"], 0);
+    assert!(!listed.to_string().contains(secret));
+}
+
+#[tokio::test]
+async fn an_if_unique_refusal_is_an_event_with_the_stored_matches() {
+    let receiver = Receiver::start(0).await;
+    let app = spawn_app_with(webhook_settings()).await;
+    let sub = subscribe(
+        &app,
+        json!({"url": receiver.url, "kinds": ["document.refused"]}),
+    )
+    .await;
+    receiver.expect_secret(sub["secret"].as_str().unwrap());
+    write(&app, "première", TEXTS[3]).await;
+    // A duplicate that is stored is no event for this subscription.
+    write(&app, "stored-copy", &near(3, "народа")).await;
+    let resp = app
+        .post_json(
+            "/documents?if_unique=true",
+            &json!({"id": "refusée", "text": near(3, "горожан")}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.json::<Value>().await.unwrap()["inserted"], false);
+    let got = receiver.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.delivered().len(), 1);
+    let data = &got[0].body["data"];
+    assert_eq!(got[0].body["type"], "document.refused");
+    assert_eq!(data["document"], "refusée");
+    assert_eq!(data["write"], "refused");
+    let matched: BTreeSet<&str> = data["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(matched, ["première", "stored-copy"].into());
+}
+
+#[tokio::test]
+async fn a_receiver_answering_500_is_retried_until_it_accepts_under_the_same_webhook_id() {
+    let receiver = Receiver::start(0).await;
+    let mut settings = webhook_settings();
+    settings.webhooks.max_attempts = 5;
+    let app = spawn_app_with(settings).await;
+    let sub = subscribe(&app, json!({"url": receiver.url})).await;
+    receiver.expect_secret(sub["secret"].as_str().unwrap());
+    receiver.state.fail_first.store(2, Ordering::SeqCst);
+    write(&app, "a", TEXTS[2]).await;
+    write(&app, "b", &near(2, "year")).await;
+    let got = receiver.wait_for(1).await;
+    let attempts = receiver.state.attempts.lock().unwrap().clone();
+    assert_eq!(
+        attempts.len(),
+        3,
+        "two refused attempts, then the accepted one"
+    );
+    assert!(
+        attempts.iter().all(|a| *a == got[0].webhook_id),
+        "{attempts:?}"
+    );
+    if crate::REDIS {
+        // Either node may have made the attempts.
+        return;
+    }
+    let metrics = app.metrics().await;
+    let label = crate::helpers::collection_label();
+    assert_eq!(
+        crate::helpers::metric_value(
+            &metrics,
+            "neardup_webhook_deliveries_total",
+            &[("collection", label), ("outcome", "retry")]
+        ),
+        Some(2.0)
+    );
+}
+
+/// Wait until subscription `id` lists `n` failed deliveries.
+async fn wait_failed(app: &TestApp, id: &str, n: usize) -> Value {
+    for _ in 0..1200 {
+        let v = app.get_json(&format!("/webhooks/{id}/failed")).await;
+        if v["failed"].as_array().unwrap().len() >= n {
+            return v;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("subscription {id} never listed {n} failed deliveries");
+}
+
+#[tokio::test]
+async fn timeouts_and_refused_connections_end_in_the_failed_list_then_a_retry_by_hand_delivers() {
+    let hanging = Receiver::start(0).await;
+    hanging.state.answer.store(ANSWER_HANG, Ordering::SeqCst);
+    let port = closed_port();
+    let app = spawn_app_with(webhook_settings()).await;
+    let slow = subscribe(&app, json!({"url": hanging.url})).await;
+    hanging.expect_secret(slow["secret"].as_str().unwrap());
+    let refused = subscribe(
+        &app,
+        json!({"url": format!("http://127.0.0.1:{port}/hook")}),
+    )
+    .await;
+    write(&app, "a", TEXTS[0]).await;
+    write(&app, "b", &near(0, "sulfates")).await;
+
+    let (slow_id, refused_id) = (
+        slow["id"].as_str().unwrap(),
+        refused["id"].as_str().unwrap(),
+    );
+    let failed = wait_failed(&app, slow_id, 1).await;
+    let f = &failed["failed"][0];
+    assert_eq!(f["attempts"], 3);
+    assert!(
+        f["error"].as_str().unwrap().contains("no answer within"),
+        "{f}"
+    );
+    assert_eq!(f["event"]["document"], "b");
+    let failed = wait_failed(&app, refused_id, 1).await;
+    let f = &failed["failed"][0];
+    assert!(f["error"].as_str().unwrap().contains("connection"), "{f}");
+    let event = f["event"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(hanging.state.attempts.lock().unwrap().len(), 3);
+    assert!(hanging.delivered().is_empty());
+
+    // The receivers are back: a retry by hand delivers.
+    hanging.state.answer.store(ANSWER_OK, Ordering::SeqCst);
+    let resp = app
+        .post_json(&format!("/webhooks/{slow_id}/failed/retry"), &json!({}))
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.json::<Value>().await.unwrap()["retried"], 1);
+    let got = hanging.wait_for(1).await;
+    assert_eq!(got[0].body["data"]["document"], "b");
+
+    let back = Receiver::start(port).await;
+    back.expect_secret(refused["secret"].as_str().unwrap());
+    let resp = app
+        .post_json(
+            &format!("/webhooks/{refused_id}/failed/retry"),
+            &json!({"event": "evt_not_one_of_them"}),
+        )
+        .await;
+    assert_eq!(resp.json::<Value>().await.unwrap()["retried"], 0);
+    let resp = app
+        .post_json(
+            &format!("/webhooks/{refused_id}/failed/retry"),
+            &json!({"event": event}),
+        )
+        .await;
+    assert_eq!(resp.json::<Value>().await.unwrap()["retried"], 1);
+    let got = back.wait_for(1).await;
+    assert_eq!(got[0].body["data"]["event"], event.as_str());
+    let failed = app
+        .get_json(&format!("/webhooks/{refused_id}/failed"))
+        .await;
+    assert_eq!(failed["failed"], json!([]));
+}
+
+/// A problem answer with `status` and the `type` of `slug`.
+async fn problem(resp: reqwest::Response, status: u16, slug: &str) {
+    let body = assert_problem(resp, status).await;
+    assert_eq!(
+        body["type"],
+        format!("urn:neardup:problem:{slug}"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn hostile_subscriptions_are_refused_with_clear_4xx() {
+    let mut settings = test_settings();
+    settings.webhooks.max_subscriptions = 5;
+    let app = spawn_app_with(settings).await;
+    for url in [
+        "http://10.0.0.1/hook",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://127.0.0.1:8080/",
+        "http://[::1]/x",
+        "ftp://example.com/hook",
+        "file:///etc/passwd",
+        "not a url",
+    ] {
+        let resp = app.post_json("/webhooks", &json!({"url": url})).await;
+        problem(resp, 422, "webhook-url-not-allowed").await;
+    }
+    let long = format!("https://example.com/{}", "é".repeat(5_000));
+    let resp = app.post_json("/webhooks", &json!({"url": long})).await;
+    let body = assert_problem(resp, 422).await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("max_url_bytes"),
+        "{body}"
+    );
+    for secret in ["", "whsec_", "whsec_c2hvcnQ=", "not-a-secret", "whsec_!!!"] {
+        let resp = app
+            .post_json(
+                "/webhooks",
+                &json!({"url": "https://example.com/hook", "secret": secret}),
+            )
+            .await;
+        let body = assert_problem(resp, 422).await;
+        assert!(
+            body["detail"].as_str().unwrap().contains("secret"),
+            "{body}"
+        );
+    }
+    let resp = app
+        .post_json(
+            "/webhooks",
+            &json!({"url": "https://example.com/h", "kinds": ["document.deleted"]}),
+        )
+        .await;
+    problem(resp, 422, "invalid-body").await;
+    let resp = app
+        .post_json(
+            "/webhooks",
+            &json!({"url": "https://example.com/h", "threshold": 1.5}),
+        )
+        .await;
+    problem(resp, 400, "invalid-threshold").await;
+    let resp = app
+        .post_json(
+            "/webhooks",
+            &json!({"url": "https://example.com/h", "measure": "cosine"}),
+        )
+        .await;
+    problem(resp, 422, "invalid-body").await;
+    let resp = app.get("/webhooks/wh_none").await;
+    problem(resp, 404, "webhook-not-found").await;
+    let resp = app.delete("/webhooks/wh_none").await;
+    problem(resp, 404, "webhook-not-found").await;
+    let resp = app.get("/events?after=zzz").await;
+    problem(resp, 400, "invalid-cursor").await;
+    let resp = app.get("/events?limit=0").await;
+    problem(resp, 400, "invalid-parameter").await;
+
+    // A given secret is kept and shown once; then the limit.
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let sub = subscribe(
+        &app,
+        json!({"url": "https://hooks.example.com/a?token=1", "secret": secret, "id": "mine"}),
+    )
+    .await;
+    assert_eq!(sub["secret"], secret);
+    for i in 1..5 {
+        subscribe(
+            &app,
+            json!({"url": format!("https://hooks.example.com/{i}")}),
+        )
+        .await;
+    }
+    let resp = app
+        .post_json("/webhooks", &json!({"url": "https://hooks.example.com/6"}))
+        .await;
+    problem(resp, 409, "too-many-subscriptions").await;
+    let all = app.get("/webhooks").await.text().await.unwrap();
+    assert!(!all.contains("whsec_"), "{all}");
+    let resp = app.delete("/webhooks/mine").await;
+    assert_eq!(resp.status(), 204);
+    subscribe(&app, json!({"url": "https://hooks.example.com/6"})).await;
+}
+
+#[tokio::test]
+async fn subscriptions_their_deliveries_and_the_feed_survive_a_reindex() {
+    if crate::COLLECTION.is_some() {
+        // The test makes a collection of its own; once is enough.
+        return;
+    }
+    let receiver = Receiver::start(0).await;
+    let app = spawn_app_with(webhook_settings()).await;
+    let resp = app
+        .put_json("/collections/revues", &json!({"store_text": true}))
+        .await;
+    assert_eq!(resp.status(), 201);
+    let resp = app
+        .post_json(
+            "/collections/revues/webhooks",
+            &json!({"url": receiver.url, "id": "avant"}),
+        )
+        .await;
+    assert_eq!(resp.status(), 201);
+    let sub: Value = resp.json().await.unwrap();
+    receiver.expect_secret(sub["secret"].as_str().unwrap());
+    let put = |id: &'static str, text: String| {
+        let app = &app;
+        async move {
+            let r = app
+                .put_json(
+                    &format!("/collections/revues/documents/{id}"),
+                    &json!({"text": text}),
+                )
+                .await;
+            assert!(r.status().is_success(), "{id}: {}", r.status());
+        }
+    };
+    put("a", TEXTS[5].to_owned()).await;
+    put("b", near(5, "barrio")).await;
+    receiver.wait_for(1).await;
+
+    let resp = app
+        .post_json(
+            "/collections/revues/reindex",
+            &json!({"index": {"threshold": 0.7}}),
+        )
+        .await;
+    assert!(resp.status().is_success(), "{}", resp.status());
+    let stats = crate::helpers::wait_reindex_done(&app, "revues").await;
+    assert_eq!(stats["reindex"]["state"], "done", "{stats}");
+
+    put("c", near(5, "vecindario")).await;
+    let got = receiver.wait_for(2).await;
+    assert_eq!(documents(&got), ["b", "c"].map(String::from).into());
+    let listed = app.get_json("/collections/revues/webhooks").await;
+    assert_eq!(listed["webhooks"][0]["id"], "avant", "{listed}");
+    let feed = app
+        .get("/collections/revues/events")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(feed.lines().count(), 2, "{feed}");
+}
