@@ -26,8 +26,7 @@ use crate::config::Config;
 use crate::engine::originals::Keep;
 use crate::engine::{
     By, DocId, Engine, EngineError, FilterSpec, Groups, Measure, NoJournal, Prepared, Score, Stamp,
-    Threshold,
-    WriteMode,
+    Threshold, WriteMode,
 };
 use crate::wire::{drops, GroupOut, PairOut};
 use anyhow::Context;
@@ -684,7 +683,10 @@ mod tests {
         assert_eq!(item.position, 5);
         for other in [r#"[1]"#, r#""x""#, "null"] {
             let line = format!(r#"{{"id":"a","text":"t","metadata":{other}}}"#);
-            assert!(parse_line(1, line.as_bytes(), true).metadata.is_none(), "{other}");
+            assert!(
+                parse_line(1, line.as_bytes(), true).metadata.is_none(),
+                "{other}"
+            );
         }
     }
 

@@ -365,7 +365,8 @@ pub async fn drop_list(
         filter: filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?,
     };
     if key.filter.is_some() {
-        app.metrics.observe_filtered(coll.name.as_str(), "drop_list");
+        app.metrics
+            .observe_filtered(coll.name.as_str(), "drop_list");
     }
     let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
     needs_index(backend(&coll)?, By::new(measure, score))?;

@@ -88,8 +88,13 @@ async fn out(
 
 /// The subscription `id` of `coll`, or 404.
 async fn find(app: &AppState, coll: &Collection, id: &str) -> Result<Subscription, ApiError> {
-    let rules = app.events.rules(coll).await?;
-    rules
+    let cached = app.events.rules(coll).await?;
+    if let Some(s) = cached.subscriptions.iter().find(|s| s.id == id) {
+        return Ok(s.clone());
+    }
+    // Not in this node's cache: another node may have just created it.
+    let fresh = app.events.refresh(coll).await?;
+    fresh
         .subscriptions
         .iter()
         .find(|s| s.id == id)

@@ -65,8 +65,13 @@ impl Rules {
 /// Events of one node: the subscription cache, the wake-up of the
 /// delivery loop, and the production of events after writes.
 pub struct EventHub {
-    /// Collection id → its rules. Read per write; written on a change.
-    rules: RwLock<HashMap<u64, Arc<Rules>>>,
+    /// Collection id → its rules, with the ticket of the read that made
+    /// them. Read per write; written on a change.
+    rules: RwLock<HashMap<u64, (u64, Arc<Rules>)>>,
+    /// Taken by every re-read before it reads: a slower read that started
+    /// earlier (the delivery loop's) never replaces a newer one (a change's
+    /// own re-read) in the cache.
+    tickets: std::sync::atomic::AtomicU64,
     /// Woken when this node appended events (the delivery loop waits on it
     /// between polls).
     pub appended: Notify,
@@ -92,6 +97,7 @@ impl EventHub {
     pub fn new(max_matches: usize, metrics: Arc<Metrics>) -> Self {
         Self {
             rules: RwLock::new(HashMap::new()),
+            tickets: std::sync::atomic::AtomicU64::new(0),
             appended: Notify::new(),
             changes: tokio::sync::Mutex::new(()),
             max_matches,
@@ -101,7 +107,7 @@ impl EventHub {
 
     /// `coll`'s rules, read through the backend on the first call.
     pub async fn rules(&self, coll: &Collection) -> Result<Arc<Rules>, BackendError> {
-        if let Some(r) = self.rules.read().expect("rules lock").get(&coll.id) {
+        if let Some((_, r)) = self.rules.read().expect("rules lock").get(&coll.id) {
             return Ok(Arc::clone(r));
         }
         self.refresh(coll).await
@@ -113,13 +119,21 @@ impl EventHub {
         let Some(backend) = coll.backend() else {
             return Ok(Arc::default());
         };
+        let ticket = self
+            .tickets
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
         let subs = backend.subscriptions(coll.dir()).await?;
         let rules = Arc::new(Rules::new(subs));
-        self.rules
-            .write()
-            .expect("rules lock")
-            .insert(coll.id, Arc::clone(&rules));
-        Ok(rules)
+        let mut cache = self.rules.write().expect("rules lock");
+        match cache.get(&coll.id) {
+            // A read that started later is already there: it is newer.
+            Some((newer, current)) if *newer > ticket => Ok(Arc::clone(current)),
+            _ => {
+                cache.insert(coll.id, (ticket, Arc::clone(&rules)));
+                Ok(rules)
+            }
+        }
     }
 
     /// Drop the cache of collections no longer served (`alive`: their ids).
