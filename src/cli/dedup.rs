@@ -255,9 +255,11 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     let written = if args.pairs {
         write_pairs(
             &engine,
-            threshold,
-            by,
-            filter.as_ref(),
+            Ask {
+                threshold,
+                by,
+                filter: filter.as_ref(),
+            },
             args.quiet,
             &mut out,
             &mut summary,
@@ -265,9 +267,11 @@ pub fn run(config: &Config, args: &DedupArgs) -> anyhow::Result<i32> {
     } else {
         write_groups(
             &engine,
-            threshold,
-            by,
-            filter.as_ref(),
+            Ask {
+                threshold,
+                by,
+                filter: filter.as_ref(),
+            },
             args,
             time_field.time_field(),
             &mut out,
@@ -333,11 +337,21 @@ fn filter_of(args: &DedupArgs) -> anyhow::Result<Option<Arc<FilterSpec>>> {
     Ok(spec.map(Arc::new))
 }
 
-fn write_groups(
-    engine: &Engine,
+/// What a scan asks for: pairs at or above `threshold` on `by`, among
+/// those `filter` admits.
+struct Ask<'a> {
     threshold: Threshold,
     by: By,
-    filter: Option<&Arc<FilterSpec>>,
+    filter: Option<&'a Arc<FilterSpec>>,
+}
+
+fn write_groups(
+    engine: &Engine,
+    Ask {
+        threshold,
+        by,
+        filter,
+    }: Ask<'_>,
     args: &DedupArgs,
     time_field: Option<&str>,
     out: &mut impl Write,
@@ -376,9 +390,11 @@ fn write_groups(
 
 fn write_pairs(
     engine: &Engine,
-    threshold: Threshold,
-    by: By,
-    filter: Option<&Arc<FilterSpec>>,
+    Ask {
+        threshold,
+        by,
+        filter,
+    }: Ask<'_>,
     quiet: bool,
     out: &mut impl Write,
     summary: &mut Summary,
