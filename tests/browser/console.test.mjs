@@ -1203,6 +1203,47 @@ test('webhooks: a subscription to a closed port lists its failed delivery, which
   await s.close();
 });
 
+test('webhooks: the view works on the selected collection: a named collection\'s subscription gets only its events', async () => {
+  const put = await fetch(`${hooked.base}/collections/alerts`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({}),
+  });
+  assert.ok(put.status === 201 || put.status === 200, `PUT /collections/alerts: ${put.status}`);
+  const rcv = await receiver();
+  const s = await session(hooked);
+  try {
+    await s.view('webhooks');
+    await s.page.getByTestId('collection-select').selectOption('alerts');
+    await s.ready('webhooks');
+    await s.page.getByTestId('wh-none').waitFor();
+    await s.page.getByTestId('wh-feed-none').waitFor();
+    await s.page.getByTestId('wh-url').fill(rcv.url);
+    await s.page.getByTestId('wh-id').fill('alerts-hook');
+    await s.page.getByTestId('wh-create').click();
+    await s.ready('webhooks');
+    await s.page.getByTestId('wh-secret').waitFor();
+    assert.deepEqual(await s.page.getByTestId('wh-row').evaluateAll((r) => r.map((x) => x.dataset.id)), ['alerts-hook']);
+    const text = 'Der Hafenmeister berichtet: Im Morgengrauen verließen die Fischerboote Saint-Étienne mit Eis für 40 £, '
+      + 'die Möwen kreisten über den Netzen, der Koch zählte die Brote und die Bohnendosen, und der Kapitän fluchte über den Nebel '
+      + 'auf dem Wasser, bis der Leuchtturm hinter dem grauen Café am Pier verschwand';
+    for (const [id, t] of [['hafen-1', `${text}.`], ['hafen-2', `${text.replace('zählte', 'prüfte')}.`]]) {
+      const r = await fetch(`${hooked.base}/collections/alerts/documents/${id}`, {
+        method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: t }),
+      });
+      assert.equal(r.status, 201, await r.text());
+    }
+    await s.page.getByTestId('wh-feed-newer').click();
+    await s.ready('webhooks');
+    assert.deepEqual(await s.page.getByTestId('wh-event-document').allTextContents(), ['hafen-2']);
+    const [delivery] = await until(() => rcv.got.length && rcv.got, 'a delivery from the named collection');
+    assert.equal(JSON.parse(delivery.body).data.collection, 'alerts');
+    const ids = (await (await fetch(`${hooked.base}/webhooks`)).json()).webhooks.map((w) => w.id);
+    assert.ok(!ids.includes('alerts-hook'), `the default collection's subscriptions do not include it: ${ids}`);
+    await s.close();
+  } finally {
+    await rcv.close();
+  }
+});
+
 test('webhooks: the view fits a 420-px window, its event feed included', async () => {
   const s = await session(hooked, [], { width: 420, height: 800 });
   await s.view('webhooks');
