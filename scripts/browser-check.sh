@@ -35,8 +35,10 @@ scripts/ui-vendor.sh
 cargo build --quiet --bin neardup
 
 start=$(date +%s)
+# The binary cargo just built: under CARGO_TARGET_DIR when it is set.
+bin="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/neardup"
 (
   cd tests/browser
-  NEARDUP_BIN="$PWD/../../target/debug/neardup" SCREENSHOTS="$shots" npm test --silent
+  NEARDUP_BIN="$bin" SCREENSHOTS="$shots" npm test --silent
 )
 echo "browser suite: $(($(date +%s) - start)) s"

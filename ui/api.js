@@ -35,7 +35,19 @@ export function canWrite() {
 }
 
 /** Send a request; the parsed JSON body (null for 204), or an ApiError. */
-export async function api(path, { method = 'GET', body, accept } = {}) {
+export async function api(path, options = {}) {
+  return (await request(path, options)).data;
+}
+
+/** GET an NDJSON answer: its lines parsed (blank lines skipped) and the
+ * response headers (for cursors), or an ApiError. */
+export async function apiLines(path) {
+  const { data, headers } = await request(path, { accept: 'application/x-ndjson', raw: true });
+  const lines = String(data || '').split('\n').filter((l) => l.trim() !== '');
+  return { items: lines.map((l) => JSON.parse(l)), headers };
+}
+
+async function request(path, { method = 'GET', body, accept, raw = false } = {}) {
   const headers = { Accept: accept || 'application/json' };
   if (session.key) headers.Authorization = `Bearer ${session.key}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -48,7 +60,7 @@ export async function api(path, { method = 'GET', body, accept } = {}) {
   });
   const type = resp.headers.get('content-type') || '';
   const data = resp.status === 204 ? null
-    : type.includes('json') ? await resp.json().catch(() => null)
+    : type.includes('json') && !(raw && resp.ok) ? await resp.json().catch(() => null)
     : await resp.text();
   if (!resp.ok) {
     const err = new ApiError(resp.status, data && typeof data === 'object' ? data : null);
@@ -56,7 +68,7 @@ export async function api(path, { method = 'GET', body, accept } = {}) {
     if (resp.status === 401) onUnauthorized(err);
     throw err;
   }
-  return data;
+  return { data, headers: resp.headers };
 }
 
 /** Learn from the served OpenAPI document whether keys are configured. */

@@ -10,8 +10,9 @@ import groups from './views/groups.js';
 import tune from './views/tune.js';
 import overview from './views/overview.js';
 import boilerplate from './views/boilerplate.js';
+import webhooks from './views/webhooks.js';
 
-const views = { search, passages, compare, groups, boilerplate, tune, overview };
+const views = { search, passages, compare, groups, boilerplate, webhooks, tune, overview };
 const $ = (id) => document.getElementById(id);
 
 async function render() {

@@ -17,6 +17,8 @@ import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
+import http from 'node:http';
+import { createHmac } from 'node:crypto';
 import { chromium } from 'playwright-core';
 
 const BIN = process.env.NEARDUP_BIN;
@@ -193,10 +195,11 @@ let textsStored; // /explain by id works (the collection stores texts)
 let keyed; // a server with a full and a read-only key
 let passaged; // a server whose default collection keeps the passage index (and stores texts)
 let bp; // a server whose default collection counts boilerplate (and stores texts, keeps the passage index)
+let hooked; // a server whose webhooks may reach 127.0.0.1, with two quick attempts per delivery
 let browser;
 
 before(async () => {
-  [open, keyed, passaged, bp] = await Promise.all([
+  [open, keyed, passaged, bp, hooked] = await Promise.all([
     startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true' }),
     startServer({ NEARDUP_AUTH__API_KEYS: '["full-key-u"]', NEARDUP_AUTH__READ_ONLY_KEYS: '["reader-key"]' }),
     startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true', NEARDUP_INDEX__PASSAGE_INDEX: 'true', NEARDUP_INDEX__COMMON_FINGERPRINT_DOCS: '4' }),
@@ -205,6 +208,11 @@ before(async () => {
       NEARDUP_STORAGE__STORE_TEXT: 'true', NEARDUP_INDEX__PASSAGE_INDEX: 'true', NEARDUP_INDEX__THRESHOLD: '0.5',
       NEARDUP_INDEX__BOILERPLATE__ENABLED: 'true', NEARDUP_INDEX__BOILERPLATE__SHARE: '0.2',
       NEARDUP_INDEX__BOILERPLATE__MIN_DOCS: '3', NEARDUP_INDEX__BOILERPLATE__MIN_COLLECTION_DOCS: '10',
+    }),
+    startServer({
+      // Receivers in the tests listen on loopback; a failing delivery gives up after two quick attempts.
+      NEARDUP_WEBHOOKS__ALLOWED_HOSTS: '["127.0.0.1"]', NEARDUP_WEBHOOKS__MAX_ATTEMPTS: '2',
+      NEARDUP_WEBHOOKS__BACKOFF_BASE_MS: '20', NEARDUP_WEBHOOKS__BACKOFF_MAX_MS: '50', NEARDUP_WEBHOOKS__TIMEOUT_MS: '2000',
     }),
   ]);
   await Promise.all([plant(open.base), plant(keyed.base, 'full-key-u'),
@@ -224,7 +232,7 @@ before(async () => {
 
 after(async () => {
   if (browser) await browser.close();
-  await Promise.all([open && open.stop(), keyed && keyed.stop(), passaged && passaged.stop(), bp && bp.stop()]);
+  await Promise.all([open && open.stop(), keyed && keyed.stop(), passaged && passaged.stop(), bp && bp.stop(), hooked && hooked.stop()]);
 });
 
 /**
@@ -275,7 +283,7 @@ test('/ui redirects to /ui/ and every view loads with no error and no foreign re
   await s.page.goto(`${open.base}/ui`);
   assert.equal(new URL(s.page.url()).pathname, '/ui/');
   await s.ready('search');
-  for (const name of ['search', 'passages', 'compare', 'groups', 'boilerplate', 'tune', 'overview']) {
+  for (const name of ['search', 'passages', 'compare', 'groups', 'boilerplate', 'webhooks', 'tune', 'overview']) {
     await s.view(name);
     assert.equal(await s.page.locator('main .error').count(), 0, `${name} shows no error`);
   }
@@ -570,6 +578,12 @@ test('with a read-only key the write controls are disabled and reads work', asyn
   await s.view('boilerplate');
   assert.ok(await s.page.getByTestId('template-add').isDisabled(), 'adding a template is disabled');
   assert.ok(await s.page.getByTestId('bp-enabled').isDisabled());
+  // Subscriptions are writes; their list and the event feed are reads.
+  await s.view('webhooks');
+  assert.ok(await s.page.getByTestId('wh-create').isDisabled(), 'creating a subscription is disabled');
+  assert.ok(await s.page.getByTestId('read-only-note').isVisible());
+  await s.page.getByTestId('wh-none').waitFor();
+  await s.page.getByTestId('wh-feed-none').waitFor();
   await s.close();
 });
 
@@ -789,7 +803,7 @@ test('hostile documents stay inert in the passages view, and it fits a 420-px wi
   }));
   assert.deepEqual(live, { pwned: undefined, scripts: 0, images: 0, links: 0 });
   // The other views fit too, with their measure choices.
-  for (const name of ['search', 'groups', 'boilerplate', 'overview']) {
+  for (const name of ['search', 'groups', 'boilerplate', 'webhooks', 'overview']) {
     await s.view(name);
     assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), `${name} fits 420 px`);
   }
@@ -1022,5 +1036,220 @@ test('a content-score search on a collection that counts no document frequency s
   await s.view('boilerplate');
   assert.equal(await s.page.getByTestId('boilerplate-off').count(), 1);
   assert.equal(await s.page.getByTestId('bp-passage').count(), 0);
+  await s.close();
+});
+
+// ---------------------------------------------------------------------------
+// Webhooks (a server whose subscriptions may reach 127.0.0.1)
+// ---------------------------------------------------------------------------
+
+/** A receiver on a free loopback port: answers 200, keeps each request. */
+async function receiver() {
+  const got = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      got.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    got,
+    url: `http://127.0.0.1:${server.address().port}/hook`,
+    // The server keeps its connection alive: end it, or close would wait for it.
+    close: () => new Promise((r) => { server.close(r); server.closeAllConnections(); }),
+  };
+}
+
+/** Poll `fn` until it returns something truthy (the suite's timeout bounds it). */
+async function until(fn, what) {
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function putDocument(base, id, text) {
+  const r = await fetch(`${base}/documents/${encodeURIComponent(id)}`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text }),
+  });
+  assert.ok(r.status === 201 || r.status === 200, `stored ${id}: ${r.status} ${await r.text()}`);
+}
+
+// A document id that is markup: it travels in the event, the feed and the delivery.
+const HOSTILE_ID = 'reprint <img src=x onerror="window.__pwned = \'event\'"> “Genève”';
+
+test('webhooks: a subscription made in the view shows its secret once, receives a signed delivery, and the feed shows the event as inert text', async () => {
+  const rcv = await receiver();
+  // The creation refused for a host outside webhooks.allowed_hosts logs its 422.
+  const s = await session(hooked, [/status of 422/]);
+  try {
+    await s.view('webhooks');
+    await s.page.getByTestId('wh-none').waitFor();
+    await s.page.getByTestId('wh-feed-none').waitFor();
+
+    // A URL the server may not reach: the problem, readably, and what to do.
+    await s.page.getByTestId('wh-url').fill('http://example.com/hook');
+    await s.page.getByTestId('wh-create').click();
+    await s.ready('webhooks');
+    const refused = await s.page.getByTestId('wh-create-status').textContent();
+    assert.match(refused, /^422: /, refused);
+    assert.match(refused, /example\.com/, refused);
+    assert.ok(await s.page.getByTestId('wh-url-help').isVisible());
+    assert.equal(await s.page.getByTestId('wh-secret').count(), 0);
+
+    // The receiver: duplicates only, at 0.85.
+    await s.page.getByTestId('wh-url').fill(rcv.url);
+    await s.page.getByTestId('wh-kind-refused').uncheck();
+    await s.page.getByTestId('wh-threshold').fill('0.85');
+    await s.page.getByTestId('wh-id').fill('ingest-hook');
+    await s.page.getByTestId('wh-create').click();
+    await s.ready('webhooks');
+    const secret = await s.page.getByTestId('wh-secret-value').textContent();
+    assert.match(secret, /^whsec_[A-Za-z0-9+/=]+$/);
+    assert.match(await s.page.getByTestId('wh-secret').textContent(), /only time it is shown/);
+    await s.page.getByTestId('wh-secret-copy').click();
+    await s.page.getByTestId('wh-secret-copied').filter({ hasText: /Copied|Selected/ }).waitFor();
+    const row = s.page.getByTestId('wh-row').filter({ hasText: 'ingest-hook' });
+    assert.equal(await row.count(), 1);
+    assert.match(await row.textContent(), /document\.duplicate/);
+    assert.doesNotMatch(await row.textContent(), /document\.refused/);
+    assert.match(await row.textContent(), /jaccard \/ raw ≥ 0\.850/);
+
+    // The list never carries the secret: leaving the view forgets it.
+    await s.view('search');
+    await s.view('webhooks');
+    assert.equal(await s.page.getByTestId('wh-secret').count(), 0);
+    assert.ok(!(await s.page.locator('main').textContent()).includes(secret), 'the secret is not shown again');
+
+    // Two near-duplicates written through the API: the second is an event.
+    await putDocument(hooked.base, 'harbour-original', TWIN_A);
+    await putDocument(hooked.base, HOSTILE_ID, TWIN_B);
+    await s.page.getByTestId('wh-feed-newer').click();
+    await s.ready('webhooks');
+    const event = s.page.getByTestId('wh-event');
+    assert.equal(await event.count(), 1);
+    assert.equal(await event.getAttribute('data-type'), 'document.duplicate');
+    assert.equal(await event.getByTestId('wh-event-document').textContent(), HOSTILE_ID);
+    assert.deepEqual(await event.getByTestId('wh-event-match').evaluateAll((m) => m.map((x) => x.dataset.id)), ['harbour-original']);
+    assert.match(await event.getByTestId('wh-event-match').textContent(), /jaccard 0\.\d{3}/);
+    assert.deepEqual(await inert(s.page), { pwned: undefined, scripts: 0, images: 0 });
+    await s.shot('webhooks');
+
+    // The receiver got it, signed with the secret shown once (Standard Webhooks).
+    const [delivery] = await until(() => rcv.got.length && rcv.got, 'a delivery to the receiver');
+    assert.equal(delivery.method, 'POST');
+    const body = JSON.parse(delivery.body);
+    assert.equal(body.type, 'document.duplicate');
+    assert.equal(body.data.document, HOSTILE_ID);
+    assert.equal(body.data.event, await event.getAttribute('data-id'));
+    assert.equal(delivery.headers['webhook-id'], `${body.data.event}_ingest-hook`);
+    const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+    const signed = createHmac('sha256', key)
+      .update(`${delivery.headers['webhook-id']}.${delivery.headers['webhook-timestamp']}.${delivery.body}`).digest('base64');
+    assert.ok(delivery.headers['webhook-signature'].split(' ').includes(`v1,${signed}`), 'signed with the secret shown');
+    await s.close();
+  } finally {
+    await rcv.close();
+  }
+});
+
+test('webhooks: a subscription to a closed port lists its failed delivery, which can be retried; deleting it asks twice', async () => {
+  const closed = await freePort(); // nothing listens there
+  const s = await session(hooked);
+  await s.view('webhooks');
+  await s.page.getByTestId('wh-url').fill(`http://127.0.0.1:${closed}/nobody`);
+  await s.page.getByTestId('wh-id').fill('dead-end');
+  await s.page.getByTestId('wh-create').click();
+  await s.ready('webhooks');
+  await s.page.getByTestId('wh-secret').waitFor();
+  // Another reprint: the event goes to the closed port, twice, then is listed as failed.
+  await putDocument(hooked.base, 'harbour-third', TWIN_C);
+  await until(async () => {
+    const r = await fetch(`${hooked.base}/webhooks/dead-end/failed`);
+    return (await r.json()).failed.length === 1;
+  }, 'the failed delivery is listed');
+  await s.page.getByTestId('wh-refresh').click();
+  await s.ready('webhooks');
+  const row = s.page.locator('[data-testid="wh-row"][data-id="dead-end"]');
+  assert.equal(await row.locator('[data-key="failed"]').textContent(), '1');
+  await row.getByTestId('wh-failed-open').click();
+  await s.ready('webhooks');
+  const failed = s.page.getByTestId('wh-failed-row');
+  assert.equal(await failed.count(), 1);
+  assert.match(await failed.textContent(), /harbour-third/);
+  assert.equal(await failed.locator('td[data-label="attempts"]').textContent(), '2');
+  assert.ok((await failed.getByTestId('wh-failed-error').textContent()).length > 0, 'the last error is shown');
+  await failed.getByTestId('wh-retry').click();
+  await s.ready('webhooks');
+  await s.page.getByTestId('wh-failed-status').filter({ hasText: '1 delivery put back into delivery' }).waitFor();
+
+  // Deleting asks for a second click, then the row and its deliveries go.
+  const del = s.page.locator('[data-testid="wh-row"][data-id="dead-end"]').getByTestId('wh-delete');
+  await del.click();
+  assert.equal(await s.page.locator('[data-testid="wh-row"][data-id="dead-end"]').count(), 1, 'one click does not delete');
+  await del.click();
+  await s.ready('webhooks');
+  await s.page.getByTestId('wh-list-status').filter({ hasText: 'Deleted the subscription dead-end' }).waitFor();
+  assert.equal(await s.page.locator('[data-testid="wh-row"][data-id="dead-end"]').count(), 0);
+  assert.equal((await fetch(`${hooked.base}/webhooks/dead-end`)).status, 404);
+  assert.equal(await s.page.locator('[data-testid="wh-row"][data-id="ingest-hook"]').count(), 1, 'the other subscription stays');
+  await s.close();
+});
+
+test('webhooks: the view works on the selected collection: a named collection\'s subscription gets only its events', async () => {
+  const put = await fetch(`${hooked.base}/collections/alerts`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({}),
+  });
+  assert.ok(put.status === 201 || put.status === 200, `PUT /collections/alerts: ${put.status}`);
+  const rcv = await receiver();
+  const s = await session(hooked);
+  try {
+    await s.view('webhooks');
+    await s.page.getByTestId('collection-select').selectOption('alerts');
+    await s.ready('webhooks');
+    await s.page.getByTestId('wh-none').waitFor();
+    await s.page.getByTestId('wh-feed-none').waitFor();
+    await s.page.getByTestId('wh-url').fill(rcv.url);
+    await s.page.getByTestId('wh-id').fill('alerts-hook');
+    await s.page.getByTestId('wh-create').click();
+    await s.ready('webhooks');
+    await s.page.getByTestId('wh-secret').waitFor();
+    assert.deepEqual(await s.page.getByTestId('wh-row').evaluateAll((r) => r.map((x) => x.dataset.id)), ['alerts-hook']);
+    const text = 'Der Hafenmeister berichtet: Im Morgengrauen verließen die Fischerboote Saint-Étienne mit Eis für 40 £, '
+      + 'die Möwen kreisten über den Netzen, der Koch zählte die Brote und die Bohnendosen, und der Kapitän fluchte über den Nebel '
+      + 'auf dem Wasser, bis der Leuchtturm hinter dem grauen Café am Pier verschwand';
+    for (const [id, t] of [['hafen-1', `${text}.`], ['hafen-2', `${text.replace('zählte', 'prüfte')}.`]]) {
+      const r = await fetch(`${hooked.base}/collections/alerts/documents/${id}`, {
+        method: 'PUT', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ text: t }),
+      });
+      assert.equal(r.status, 201, await r.text());
+    }
+    await s.page.getByTestId('wh-feed-newer').click();
+    await s.ready('webhooks');
+    assert.deepEqual(await s.page.getByTestId('wh-event-document').allTextContents(), ['hafen-2']);
+    const [delivery] = await until(() => rcv.got.length && rcv.got, 'a delivery from the named collection');
+    assert.equal(JSON.parse(delivery.body).data.collection, 'alerts');
+    const ids = (await (await fetch(`${hooked.base}/webhooks`)).json()).webhooks.map((w) => w.id);
+    assert.ok(!ids.includes('alerts-hook'), `the default collection's subscriptions do not include it: ${ids}`);
+    await s.close();
+  } finally {
+    await rcv.close();
+  }
+});
+
+test('webhooks: the view fits a 420-px window, its event feed included', async () => {
+  const s = await session(hooked, [], { width: 420, height: 800 });
+  await s.view('webhooks');
+  assert.ok(await s.page.getByTestId('wh-event').count() >= 1, 'events to show');
+  assert.ok(await s.page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1), 'no page-wide horizontal scroll at 420 px');
+  await s.shot('webhooks-narrow');
+  assert.deepEqual(await inert(s.page), { pwned: undefined, scripts: 0, images: 0 });
   await s.close();
 });
