@@ -18,8 +18,10 @@
 //! watermarks and has no `delivered` record.
 //!
 //! Invariants:
-//! - frames are written with write(2) before the call returns (and fsynced
-//!   per the collection's WAL mode), so an appended event survives kill -9;
+//! - frames are written with write(2) before the call returns, so an
+//!   appended event survives kill -9 (the fsync, per the collection's WAL
+//!   mode, is the caller's to run: the memory backend runs it right after,
+//!   off the write's path);
 //!   a failed write is cut back off the file, so a later frame never
 //!   follows a torn one;
 //! - a torn final frame (a crash mid-write) is dropped with a warning at
