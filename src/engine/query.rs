@@ -577,7 +577,7 @@ impl Engine {
         // a window's misses overlap, and its records and shingles stay in
         // cache until they are verified, however many candidates there are.
         for window in slots.chunks(PREFETCH_WINDOW) {
-            self.docs.prefetch(window);
+            self.docs.prefetch(window, q.filter.is_some());
             for &slot in window {
                 match self.verify(shingles, slot, q, now) {
                     Verdict::Missing | Verdict::Stale => {} // removed or replaced meanwhile

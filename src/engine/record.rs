@@ -291,7 +291,7 @@ impl RecordTable {
     /// its record and its shingles one after another. A hint only: no
     /// record is cloned and no result depends on it (one shard lock at a
     /// time, as every call here).
-    pub(crate) fn prefetch(&self, slots: &[Slot]) {
+    pub(crate) fn prefetch(&self, slots: &[Slot], metadata: bool) {
         for &slot in slots {
             let (shard, i) = place(slot);
             if let Some(entry) = self.shards[shard].read().get(i) {
@@ -309,6 +309,13 @@ impl RecordTable {
             let (shard, i) = place(slot);
             if let Some(Some(record)) = self.shards[shard].read().get(i) {
                 prefetch_slice(record.shingles());
+                // A filtered query reads each candidate's metadata (its
+                // own allocation) before its shingles.
+                if metadata {
+                    if let Some(m) = record.metadata() {
+                        prefetch_slice(m.as_bytes());
+                    }
+                }
             }
         }
     }
