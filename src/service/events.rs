@@ -57,6 +57,23 @@ impl Rules {
         }
     }
 
+    /// The subscriptions' lookups with `feed`'s (the collection's own
+    /// rule, when its feed is on) folded in: per distinct (measure, score)
+    /// the lowest threshold.
+    fn lookups_with(&self, feed: Option<(Measure, Score, f64)>) -> Vec<(Measure, Score, f64)> {
+        let mut lookups = self.lookups.clone();
+        if let Some((measure, score, threshold)) = feed {
+            match lookups
+                .iter_mut()
+                .find(|(m, sc, _)| *m == measure && *sc == score)
+            {
+                Some(l) => l.2 = l.2.min(threshold),
+                None => lookups.push((measure, score, threshold)),
+            }
+        }
+        lookups
+    }
+
     fn wants(&self, kind: EventKind) -> bool {
         self.subscriptions.iter().any(|s| s.kinds.contains(&kind))
     }
@@ -156,7 +173,12 @@ impl EventHub {
                 return;
             }
         };
-        if rules.lookups.is_empty() {
+        // The collection's own feed rule, read from its settings at every
+        // write, so a change (`PATCH` here, the catalog on other nodes)
+        // applies from the next write.
+        let feed = self.feed_rule(coll);
+        let lookups = rules.lookups_with(feed);
+        if lookups.is_empty() {
             return;
         }
         let Some(backend) = coll.backend() else {
@@ -179,7 +201,7 @@ impl EventHub {
                 }
             };
             let mut matches: Vec<EventMatch> = Vec::new();
-            for &(measure, score, threshold) in &rules.lookups {
+            for &(measure, score, threshold) in &lookups {
                 let Ok(t) = coll.recipe().threshold_for(measure, score, Some(threshold)) else {
                     continue;
                 };
@@ -209,10 +231,17 @@ impl EventHub {
                 write: (*write).to_owned(),
                 matches,
             };
-            if rules
-                .subscriptions
-                .iter()
-                .any(|s| s.selects(&draft).is_some())
+            let fed = feed.is_some_and(|(measure, score, threshold)| {
+                draft
+                    .matches
+                    .iter()
+                    .any(|m| m.value(measure, score).is_some_and(|v| v >= threshold))
+            });
+            if fed
+                || rules
+                    .subscriptions
+                    .iter()
+                    .any(|s| s.selects(&draft).is_some())
             {
                 drafts.push(draft);
             }
@@ -220,10 +249,30 @@ impl EventHub {
         self.append(coll, drafts).await;
     }
 
+    /// `coll`'s `events` setting as a lookup, when its feed is on: the
+    /// threshold resolved against its recipe (`null`: its own for the
+    /// measure and score). A setting the recipe no longer serves (a
+    /// `content` score after boilerplate detection went off) produces
+    /// nothing, logged.
+    fn feed_rule(&self, coll: &Collection) -> Option<(Measure, Score, f64)> {
+        let e = coll.events();
+        if !e.feed {
+            return None;
+        }
+        match coll.recipe().threshold_for(e.measure, e.score, e.threshold) {
+            Ok(t) => Some((e.measure, e.score, t.value())),
+            Err(err) => {
+                tracing::warn!(collection = %coll.name, error = %err, "the events feed's threshold does not apply to this collection; no feed events");
+                None
+            }
+        }
+    }
+
     /// After `if_unique` refused `id` for the stored `matches`.
     pub async fn after_refusal(&self, coll: &Collection, id: &DocId, matches: &[Match]) {
+        let fed = coll.events().feed;
         match self.rules(coll).await {
-            Ok(r) if !r.wants(EventKind::Refused) => return,
+            Ok(r) if !fed && !r.wants(EventKind::Refused) => return,
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(collection = %coll.name, error = %e, "reading the webhook subscriptions failed; the refusal's event is lost");
