@@ -1129,6 +1129,39 @@ mod tests {
     }
 
     #[test]
+    fn the_event_feed_defaults_come_from_a_file_or_the_environment_and_are_checked() {
+        let d = load(None, &[]).unwrap();
+        assert_eq!(d.events.feed_defaults(), EventFeed::default());
+        let s = load(
+            Some("[events]\nfeed = true\nthreshold = 0.8\n"),
+            &[("EVENTS__MEASURE", "containment")],
+        )
+        .unwrap();
+        assert_eq!(
+            s.events.feed_defaults(),
+            EventFeed {
+                feed: true,
+                measure: Measure::Containment,
+                score: Score::Raw,
+                threshold: Some(0.8),
+            }
+        );
+        for (toml, key) in [
+            ("[events]\nthreshold = 1.5\n", "events.threshold"),
+            ("[events]\nthreshold = 0.01\n", "events.threshold"),
+            ("[events]\nscore = \"content\"\n", "events.score"),
+            (
+                "[events]\nscore = \"content\"\nmeasure = \"containment\"\n[index.boilerplate]\nenabled = true\n",
+                "events.score",
+            ),
+        ] {
+            let e = load(Some(toml), &[]).unwrap_err().to_string();
+            assert!(e.contains(key), "{toml}: {e}");
+        }
+        assert!(load(Some("[events]\nmeasure = \"cosine\"\n"), &[]).is_err());
+    }
+
+    #[test]
     fn limits_are_validated() {
         let e = load(
             Some("[server]\nmax_body_bytes = 2048\n[limits]\nmax_text_bytes = 4096\n"),
