@@ -782,8 +782,17 @@ async fn with_the_feed_on_and_no_subscription_duplicates_and_refusals_are_events
     write(&app, "dup-2", &near(2, "week")).await;
     write(&app, "dup-0-bis", &near(0, "sulfates")).await;
     let order = [
-        "orig-0", "orig-1", "orig-2", "orig-3", "dup-0", "dup-1", "unique-5", "partly-2",
-        "unique-4", "dup-2", "dup-0-bis",
+        "orig-0",
+        "orig-1",
+        "orig-2",
+        "orig-3",
+        "dup-0",
+        "dup-1",
+        "unique-5",
+        "partly-2",
+        "unique-4",
+        "dup-2",
+        "dup-0-bis",
     ];
     let expected = stored_before(&app, &order, threshold).await;
     let want: Vec<(String, BTreeSet<String>)> = order
@@ -802,7 +811,10 @@ async fn with_the_feed_on_and_no_subscription_duplicates_and_refusals_are_events
         .iter()
         .map(|e| (e["document"].as_str().unwrap().to_owned(), matched(e)))
         .collect();
-    assert_eq!(got, want, "every write whose earlier matches reach the rule, no other");
+    assert_eq!(
+        got, want,
+        "every write whose earlier matches reach the rule, no other"
+    );
     assert!(events
         .iter()
         .all(|e| e["type"] == "document.duplicate" && e["write"] == "created"));
@@ -865,7 +877,9 @@ async fn a_subscription_with_a_higher_threshold_gets_only_what_it_selects_beside
         .as_f64()
         .unwrap();
     assert!(partial >= threshold && partial < 0.9, "{partial}");
-    let close = app.compare("orig-2", "dup-2").await["jaccard"].as_f64().unwrap();
+    let close = app.compare("orig-2", "dup-2").await["jaccard"]
+        .as_f64()
+        .unwrap();
     assert!(close >= 0.9, "{close}");
 
     let events = feed(&app, 100).await;
@@ -972,7 +986,10 @@ async fn the_events_setting_is_checked_patched_and_kept() {
     ];
     for (body, key) in &bad {
         let p = assert_problem(put(body.clone()).await, 422).await;
-        assert_eq!(p["type"], "urn:neardup:problem:invalid-settings", "{body}: {p}");
+        assert_eq!(
+            p["type"], "urn:neardup:problem:invalid-settings",
+            "{body}: {p}"
+        );
         assert!(p["detail"].as_str().unwrap().contains(key), "{body}: {p}");
     }
     let r = put(json!({"events": {"feed": true, "threshold": 0.8}})).await;
@@ -983,9 +1000,17 @@ async fn the_events_setting_is_checked_patched_and_kept() {
         json!({"feed": true, "measure": "jaccard", "score": "raw", "threshold": 0.8})
     );
     // The same PUT again is no conflict; another threshold is, named.
-    assert_eq!(put(json!({"events": {"feed": true, "threshold": 0.8}})).await.status(), 200);
+    assert_eq!(
+        put(json!({"events": {"feed": true, "threshold": 0.8}}))
+            .await
+            .status(),
+        200
+    );
     let p = assert_problem(put(json!({"events": {"feed": true}})).await, 409).await;
-    assert!(p["detail"].as_str().unwrap().contains("events.threshold"), "{p}");
+    assert!(
+        p["detail"].as_str().unwrap().contains("events.threshold"),
+        "{p}"
+    );
 
     flux_write(&app.client, &app.base, "original", TEXTS[1].to_owned()).await;
     flux_write(&app.client, &app.base, "kopie", near(1, "Rathausplatz")).await;
@@ -1043,10 +1068,16 @@ async fn the_events_setting_is_checked_patched_and_kept() {
         }
         assert_eq!(seen, expected);
         flux_write(&peer.client, &peer.base, "kopie-3", near(1, "Bahnhof")).await;
-        assert_eq!(flux_events(&peer.client, &peer.base).await, ["kopie", "kopie-3"]);
+        assert_eq!(
+            flux_events(&peer.client, &peer.base).await,
+            ["kopie", "kopie-3"]
+        );
     } else {
         flux_write(&app.client, &app.base, "kopie-3", near(1, "Bahnhof")).await;
-        assert_eq!(flux_events(&app.client, &app.base).await, ["kopie", "kopie-3"]);
+        assert_eq!(
+            flux_events(&app.client, &app.base).await,
+            ["kopie", "kopie-3"]
+        );
         // A restart keeps the setting.
         app.stop().await.unwrap();
         let app = spawn_app_with(s).await;
