@@ -780,6 +780,8 @@ impl Collections {
     /// `passage_index` on builds the passage index from the stored
     /// documents' fingerprints before this returns (every node's writes
     /// keep it from when they see the change); off drops it.
+    // One optional argument per changeable setting, as the PATCH body has them.
+    #[allow(clippy::too_many_arguments)]
     pub fn change(
         &self,
         name: &str,
