@@ -1,16 +1,20 @@
 //! Producing events after writes (issue 45): which writes are events, and
 //! the per-collection cache of webhook subscriptions that decides it.
 //!
-//! After an acknowledged write of a collection that has subscriptions, the
-//! new document's stored near-duplicates are looked up once per distinct
-//! (measure, score) of the subscriptions, at the lowest threshold among
-//! them (at most `events.max_matches`; only documents stored at or before
-//! it), and if a subscription selects
+//! After an acknowledged write of a collection that has subscriptions or
+//! its event feed on (the collection's `events` setting), the new
+//! document's stored near-duplicates are looked up once per distinct
+//! (measure, score) of the subscriptions and the feed rule, at the lowest
+//! threshold among them (at most `events.max_matches`; only documents
+//! stored at or before it), and if the feed rule or a subscription selects
 //! any, one `document.duplicate` event with the union of the matches (every
 //! score) is appended to the collection's event log *before* the write is
 //! answered: an acknowledged write's event survives a kill -9. An
 //! `if_unique` refusal appends a `document.refused` event with the stored
-//! matches. A failed append never fails the write: it is logged at error
+//! matches when a subscription takes that type or the feed is on. The feed
+//! rule is read from the collection's settings at each write (not cached
+//! here), so a `PATCH` applies from the next write, on every node that has
+//! the change. A failed append never fails the write: it is logged at error
 //! and counted in `neardup_events_lost_total`.
 //!
 //! The subscriptions of each collection are cached here (keyed by the
