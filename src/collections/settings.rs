@@ -446,6 +446,49 @@ mod tests {
     }
 
     #[test]
+    fn the_events_section_overrides_key_by_key_and_names_a_bad_key() {
+        use crate::engine::{Measure, Score};
+        let d = CollectionSettings::default();
+        let body = json!({"events": {"feed": true, "threshold": 0.8}});
+        let (s, _) = CollectionSettings::from_body(&d, &body).unwrap();
+        assert_eq!(
+            s.events,
+            EventFeed {
+                feed: true,
+                measure: Measure::Jaccard,
+                score: Score::Raw,
+                threshold: Some(0.8)
+            }
+        );
+        let patched = events_over(
+            &s.events,
+            &json!({"threshold": null, "measure": "containment"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (patched.feed, patched.measure, patched.threshold),
+            (true, Measure::Containment, None)
+        );
+        for (events, key) in [
+            (json!({"measure": "cosine"}), "events.measure"),
+            (json!({"score": 1}), "events.score"),
+            (json!({"threshold": "0.8"}), "events.threshold"),
+            (json!({"threshold": 0.01}), "events.threshold"),
+            (json!({"score": "content"}), "events.score"),
+            (json!({"feed": null}), "events.feed"),
+            (json!({"extra": true}), "events.extra"),
+            (json!(true), "events"),
+        ] {
+            let e = CollectionSettings::from_body(&d, &json!({ "events": events }))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{events}: {e}");
+        }
+        let (key, _, _) = d.first_difference(&s).unwrap();
+        assert_eq!(key, "events.feed");
+    }
+
+    #[test]
     fn the_first_difference_is_named_in_a_fixed_order() {
         let a = CollectionSettings::default();
         let mut b = a.clone();

@@ -322,3 +322,46 @@ impl EventHub {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_feed_rule_joins_the_subscriptions_lookups_at_the_lowest_threshold() {
+        let sub = |id: &str, measure, threshold| Subscription {
+            id: id.into(),
+            url: "https://hooks.example.com/a".into(),
+            secret: "whsec_x".into(),
+            kinds: vec![EventKind::Duplicate],
+            measure,
+            score: Score::Raw,
+            threshold,
+            created_ms: 0,
+        };
+        let rules = Rules::new(vec![
+            sub("a", Measure::Jaccard, 0.9),
+            sub("b", Measure::Containment, 0.8),
+        ]);
+        assert_eq!(
+            rules.lookups_with(Some((Measure::Jaccard, Score::Raw, 0.7))),
+            vec![
+                (Measure::Jaccard, Score::Raw, 0.7),
+                (Measure::Containment, Score::Raw, 0.8)
+            ]
+        );
+        assert_eq!(
+            rules.lookups_with(Some((Measure::QueryInStored, Score::Raw, 0.95))),
+            vec![
+                (Measure::Jaccard, Score::Raw, 0.9),
+                (Measure::Containment, Score::Raw, 0.8),
+                (Measure::QueryInStored, Score::Raw, 0.95)
+            ]
+        );
+        assert_eq!(rules.lookups_with(None), rules.lookups);
+        assert_eq!(
+            Rules::new(Vec::new()).lookups_with(Some((Measure::Jaccard, Score::Raw, 0.8))),
+            vec![(Measure::Jaccard, Score::Raw, 0.8)]
+        );
+    }
+}
