@@ -13,7 +13,7 @@
 //! their LSH banding. Everything that starts (the server, the offline
 //! command) takes a `Config`, so nothing validates twice.
 
-use crate::engine::{EngineParams, EngineParamsError, IndexParams, ValidParams};
+use crate::engine::{EngineParams, EngineParamsError, IndexParams, Measure, Score, ValidParams};
 use crate::text::{NormalizeOptions, ShingleOptions};
 use figment::providers::{Env, Format, Serialized, Toml};
 use figment::Figment;
@@ -239,6 +239,80 @@ pub struct EventSettings {
     pub max_matches: usize,
     /// How often the retention is applied.
     pub trim_interval_secs: u64,
+    /// The `default` collection's event feed (and the default of new
+    /// collections): see [`EventFeed`].
+    pub feed: bool,
+    pub measure: Measure,
+    pub score: Score,
+    pub threshold: Option<f64>,
+}
+
+impl EventSettings {
+    /// The `events` setting of the `default` collection and the default
+    /// of new ones.
+    pub fn feed_defaults(&self) -> EventFeed {
+        EventFeed {
+            feed: self.feed,
+            measure: self.measure,
+            score: self.score,
+            threshold: self.threshold,
+        }
+    }
+}
+
+/// A collection's `events` setting: with `feed` on, a write whose stored
+/// matches reach (`measure`, `score`, `threshold`) is a
+/// `document.duplicate` event and every `if_unique` refusal a
+/// `document.refused` event, with or without a webhook subscription, so a
+/// consumer that only pulls `GET /events` gets them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventFeed {
+    pub feed: bool,
+    pub measure: Measure,
+    pub score: Score,
+    /// `None`: the collection's own threshold for the measure and score,
+    /// resolved when used (`Recipe::threshold_for`).
+    pub threshold: Option<f64>,
+}
+
+impl EventFeed {
+    /// Checked against the collection's index: `threshold`, when given,
+    /// in (0, 1], and for raw Jaccard at least the lowest threshold its
+    /// banding serves (`min_query_threshold`); a `content` score needs
+    /// boilerplate detection on (`boilerplate`).
+    pub fn check(&self, min_query_threshold: f64, boilerplate: bool) -> Result<(), String> {
+        match self.threshold {
+            Some(t) if !(t > 0.0 && t <= 1.0) => {
+                return Err(format!(
+                    "events.threshold must be in (0, 1] (or null for the collection's own threshold), got {t}"
+                ))
+            }
+            Some(t)
+                if self.measure == Measure::Jaccard
+                    && self.score == Score::Raw
+                    && t < min_query_threshold =>
+            {
+                return Err(format!(
+                    "events.threshold {t} is below {min_query_threshold:.4}, the lowest raw Jaccard threshold this collection's index serves"
+                ))
+            }
+            _ => {}
+        }
+        if self.score == Score::Content && self.measure != Measure::Jaccard {
+            return Err(format!(
+                "events.score \"content\" goes with events.measure \"jaccard\" only (events carry no content containments), got \"{}\"",
+                self.measure.as_str()
+            ));
+        }
+        if self.score == Score::Content && !boilerplate {
+            return Err(
+                "events.score \"content\" needs boilerplate detection (index.boilerplate.enabled)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
 }
 
 impl Default for EventSettings {
@@ -248,6 +322,10 @@ impl Default for EventSettings {
             max_events: 1_000_000,
             max_matches: 100,
             trim_interval_secs: 60,
+            feed: false,
+            measure: Measure::Jaccard,
+            score: Score::Raw,
+            threshold: None,
         }
     }
 }
@@ -859,6 +937,12 @@ impl Settings {
             return invalid("events.max_events, events.max_matches and events.trim_interval_secs must be at least 1");
         }
         let engine = self.engine_params().validate()?;
+        if let Err(e) = self.events.feed_defaults().check(
+            engine.bands().min_query_threshold,
+            self.index.boilerplate.enabled,
+        ) {
+            return Err(ConfigError::Invalid(e));
+        }
         Ok(Config {
             settings: self,
             bind,
@@ -1042,6 +1126,39 @@ mod tests {
         assert_eq!(s.storage.data_dir, PathBuf::from("./data"));
         assert_eq!(s.server.max_concurrent_requests, 512);
         assert_eq!(s.limits.max_text_bytes, 1024 * 1024);
+    }
+
+    #[test]
+    fn the_event_feed_defaults_come_from_a_file_or_the_environment_and_are_checked() {
+        let d = load(None, &[]).unwrap();
+        assert_eq!(d.events.feed_defaults(), EventFeed::default());
+        let s = load(
+            Some("[events]\nfeed = true\nthreshold = 0.8\n"),
+            &[("EVENTS__MEASURE", "containment")],
+        )
+        .unwrap();
+        assert_eq!(
+            s.events.feed_defaults(),
+            EventFeed {
+                feed: true,
+                measure: Measure::Containment,
+                score: Score::Raw,
+                threshold: Some(0.8),
+            }
+        );
+        for (toml, key) in [
+            ("[events]\nthreshold = 1.5\n", "events.threshold"),
+            ("[events]\nthreshold = 0.01\n", "events.threshold"),
+            ("[events]\nscore = \"content\"\n", "events.score"),
+            (
+                "[events]\nscore = \"content\"\nmeasure = \"containment\"\n[index.boilerplate]\nenabled = true\n",
+                "events.score",
+            ),
+        ] {
+            let e = load(Some(toml), &[]).unwrap_err().to_string();
+            assert!(e.contains(key), "{toml}: {e}");
+        }
+        assert!(load(Some("[events]\nmeasure = \"cosine\"\n"), &[]).is_err());
     }
 
     #[test]

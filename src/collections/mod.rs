@@ -24,9 +24,9 @@ pub use recipe::Recipe;
 pub use reindex::{ReindexJob, ReindexProgress, ReindexState};
 
 pub use settings::{
-    empty_body, integral_floats_to_integers, stored_normalize, BoilerplatePatch, CollectionName,
-    CollectionSettings, InvalidName, Originals, Retention, SettingsError, DEFAULT_COLLECTION,
-    MAX_NAME_LEN,
+    empty_body, events_over, integral_floats_to_integers, stored_normalize, BoilerplatePatch,
+    CollectionName, CollectionSettings, EventFeed, InvalidName, Originals, Retention,
+    SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
 };
 
 use crate::backend::{Backend, SharedCatalog};
@@ -185,6 +185,12 @@ impl Collection {
             .originals
             .time_field
             .clone()
+    }
+
+    /// Its `events` setting (the feed without a webhook), as `PATCH` last
+    /// set it.
+    pub fn events(&self) -> EventFeed {
+        self.settings.read().expect("settings lock").events
     }
 
     /// What went wrong restoring it, if it failed.
@@ -372,6 +378,7 @@ impl Collections {
             retention: config.retention,
             store_text: false,
             originals: config.originals.clone(),
+            events: config.events.feed_defaults(),
         };
         let this = Self {
             local: local.clone(),
@@ -773,6 +780,8 @@ impl Collections {
     /// `passage_index` on builds the passage index from the stored
     /// documents' fingerprints before this returns (every node's writes
     /// keep it from when they see the change); off drops it.
+    // One optional argument per changeable setting, as the PATCH body has them.
+    #[allow(clippy::too_many_arguments)]
     pub fn change(
         &self,
         name: &str,
@@ -781,6 +790,7 @@ impl Collections {
         passage_index: Option<bool>,
         boilerplate: Option<settings::BoilerplatePatch>,
         originals: Option<settings::Originals>,
+        events: Option<Value>,
     ) -> Result<Arc<Collection>, CollectionError> {
         if let Some(r) = &retention {
             r.check().map_err(SettingsError::Retention)?;
@@ -801,12 +811,38 @@ impl Collections {
                 "whether the default collection keeps the passage index comes from the server configuration (index.passage_index)"
             } else if originals.is_some() {
                 "the default collection's originals.time_field comes from the server configuration (originals.time_field)"
+            } else if events.is_some() {
+                "the default collection's events settings come from the server configuration (events.feed, events.measure, events.score, events.threshold)"
             } else {
                 "the default collection's boilerplate settings come from the server configuration (index.boilerplate)"
             }));
         }
+        // The new `events` setting, checked against the recipe and the
+        // boilerplate detection this change leaves, before anything changes.
+        let events = match &events {
+            Some(patch) => {
+                let mut next = c.settings();
+                next.events = settings::events_over(&next.events, patch)?;
+                if let Some(b) = &boilerplate {
+                    next.index.boilerplate = b.apply(&next.index.boilerplate)?;
+                }
+                next.check_events(c.recipe.bands().min_query_threshold)?;
+                Some(next.events)
+            }
+            None => {
+                if let Some(b) = &boilerplate {
+                    let mut next = c.settings();
+                    next.index.boilerplate = b.apply(&next.index.boilerplate)?;
+                    next.check_events(c.recipe.bands().min_query_threshold)?;
+                }
+                None
+            }
+        };
         if self.shared.is_some() {
             let mut settings = c.settings();
+            if let Some(e) = events {
+                settings.events = e;
+            }
             if let Some(r) = retention {
                 settings.retention = r;
             }
@@ -848,6 +884,9 @@ impl Collections {
         if let Some(o) = originals {
             settings.originals = o;
         }
+        if let Some(e) = events {
+            settings.events = e;
+        }
         if let Some(on) = passage_index {
             settings.index.passage_index = on;
             tokio::runtime::Handle::current().block_on(backend.set_passage_index(on))?;
@@ -869,7 +908,7 @@ impl Collections {
         *c.settings.write().expect("settings lock") = settings.clone();
         c.recipe.engine().set_retention(settings.retention.ttl());
         backend.set_store_text(settings.store_text);
-        tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, passage_index = settings.index.passage_index, "collection settings changed");
+        tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, passage_index = settings.index.passage_index, events_feed = settings.events.feed, "collection settings changed");
         Ok(c)
     }
 

@@ -7,7 +7,7 @@
 //! key by key in a fixed order, so a conflicting `PUT` can name the first
 //! key that differs ([`CollectionSettings::first_difference`]).
 
-pub use crate::config::{Originals, Retention};
+pub use crate::config::{EventFeed, Originals, Retention};
 use crate::engine::{EngineParams, EngineParamsError, IndexParams, ValidParams};
 use crate::text::{NormalizeOptions, ShingleOptions};
 use serde::{Deserialize, Serialize};
@@ -75,6 +75,71 @@ pub struct CollectionSettings {
     pub store_text: bool,
     /// Which member of a set of near-duplicates is the original.
     pub originals: Originals,
+    /// The event feed without a webhook (`docs/webhooks.md`).
+    pub events: EventFeed,
+}
+
+/// `base` with the keys of the `events` object `patch` (a `PUT` body's
+/// section or a `PATCH`), each checked for its type; the result is checked
+/// against the recipe by [`CollectionSettings::validate`].
+pub fn events_over(base: &EventFeed, patch: &Value) -> Result<EventFeed, SettingsError> {
+    use crate::engine::{Measure, Score};
+    let bad = |m: String| SettingsError::Events(m);
+    let Some(keys) = patch.as_object() else {
+        return Err(bad(
+            "events must be an object of feed, measure, score and threshold".into(),
+        ));
+    };
+    let mut e = *base;
+    for (k, v) in keys {
+        match k.as_str() {
+            "feed" => {
+                e.feed = v
+                    .as_bool()
+                    .ok_or_else(|| bad(format!("events.feed must be true or false, got {v}")))?;
+            }
+            "measure" => {
+                e.measure = v.as_str().and_then(Measure::parse).ok_or_else(|| {
+                    bad(format!(
+                        "events.measure must be one of \"jaccard\", \"query_in_stored\", \"stored_in_query\", \"containment\", got {}",
+                        short(v)
+                    ))
+                })?;
+            }
+            "score" => {
+                e.score = v.as_str().and_then(Score::parse).ok_or_else(|| {
+                    bad(format!(
+                        "events.score must be \"raw\" or \"content\", got {}",
+                        short(v)
+                    ))
+                })?;
+            }
+            "threshold" => {
+                e.threshold = match v {
+                    Value::Null => None,
+                    Value::Number(n) => n.as_f64(),
+                    _ => {
+                        return Err(bad(format!(
+                            "events.threshold must be a number in (0, 1] or null, got {}",
+                            short(v)
+                        )))
+                    }
+                };
+            }
+            other => {
+                return Err(bad(format!(
+                    "events.{}: no such key; the keys are feed, measure, score and threshold",
+                    other.chars().take(60).collect::<String>()
+                )))
+            }
+        }
+    }
+    Ok(e)
+}
+
+/// A JSON value for an error message, cut to 60 characters.
+fn short(v: &Value) -> String {
+    v.to_string().chars().take(60).collect()
 }
 
 /// `PATCH /collections/{name}` `{"boilerplate": {...}}`: the keys given
@@ -160,6 +225,8 @@ pub enum SettingsError {
     Boilerplate(String),
     #[error("{0}")]
     Originals(String),
+    #[error("{0}")]
+    Events(String),
 }
 
 impl CollectionSettings {
@@ -167,7 +234,17 @@ impl CollectionSettings {
     pub fn validate(&self) -> Result<ValidParams, SettingsError> {
         self.retention.check().map_err(SettingsError::Retention)?;
         self.originals.check().map_err(SettingsError::Originals)?;
-        Ok(self.engine_params().validate()?)
+        let valid = self.engine_params().validate()?;
+        self.check_events(valid.bands().min_query_threshold)?;
+        Ok(valid)
+    }
+
+    /// The `events` setting against this recipe (`min_query_threshold`:
+    /// its banding's).
+    pub fn check_events(&self, min_query_threshold: f64) -> Result<(), SettingsError> {
+        self.events
+            .check(min_query_threshold, self.index.boilerplate.enabled)
+            .map_err(SettingsError::Events)
     }
 
     pub fn engine_params(&self) -> EngineParams {
@@ -184,9 +261,17 @@ impl CollectionSettings {
         let mut merged = serde_json::to_value(defaults).expect("settings serialize");
         let mut body = body.clone();
         integral_floats_to_integers(&mut body);
+        // The `events` section is read key by key, so an error names it.
+        let events = match body.as_object_mut().and_then(|b| b.remove("events")) {
+            Some(e) => Some(events_over(&defaults.events, &e)?),
+            None => None,
+        };
         overlay(&mut merged, &body);
-        let settings: Self =
+        let mut settings: Self =
             serde_json::from_value(merged).map_err(|e| SettingsError::Shape(e.to_string()))?;
+        if let Some(e) = events {
+            settings.events = e;
+        }
         let valid = settings.validate()?;
         Ok((settings, valid))
     }
@@ -230,6 +315,11 @@ impl CollectionSettings {
                 .clone()
                 .map_or(Value::Null, Value::String),
         ));
+        if let Ok(Value::Object(map)) = serde_json::to_value(self.events) {
+            for (k, v) in map {
+                out.push((format!("events.{k}"), v));
+            }
+        }
         out
     }
 
@@ -353,6 +443,49 @@ mod tests {
         let mut v = json!([-1.0, 1e300, 0.0, 3]);
         integral_floats_to_integers(&mut v);
         assert_eq!(v, json!([-1.0, 1e300, 0, 3]));
+    }
+
+    #[test]
+    fn the_events_section_overrides_key_by_key_and_names_a_bad_key() {
+        use crate::engine::{Measure, Score};
+        let d = CollectionSettings::default();
+        let body = json!({"events": {"feed": true, "threshold": 0.8}});
+        let (s, _) = CollectionSettings::from_body(&d, &body).unwrap();
+        assert_eq!(
+            s.events,
+            EventFeed {
+                feed: true,
+                measure: Measure::Jaccard,
+                score: Score::Raw,
+                threshold: Some(0.8)
+            }
+        );
+        let patched = events_over(
+            &s.events,
+            &json!({"threshold": null, "measure": "containment"}),
+        )
+        .unwrap();
+        assert_eq!(
+            (patched.feed, patched.measure, patched.threshold),
+            (true, Measure::Containment, None)
+        );
+        for (events, key) in [
+            (json!({"measure": "cosine"}), "events.measure"),
+            (json!({"score": 1}), "events.score"),
+            (json!({"threshold": "0.8"}), "events.threshold"),
+            (json!({"threshold": 0.01}), "events.threshold"),
+            (json!({"score": "content"}), "events.score"),
+            (json!({"feed": null}), "events.feed"),
+            (json!({"extra": true}), "events.extra"),
+            (json!(true), "events"),
+        ] {
+            let e = CollectionSettings::from_body(&d, &json!({ "events": events }))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{events}: {e}");
+        }
+        let (key, _, _) = d.first_difference(&s).unwrap();
+        assert_eq!(key, "events.feed");
     }
 
     #[test]

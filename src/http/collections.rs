@@ -127,6 +127,11 @@ struct Patch {
     /// documents were stored; later answers use it (nothing is reindexed).
     #[serde(default, deserialize_with = "not_null")]
     originals: Option<OriginalsPatch>,
+    /// `events`: the keys given (`feed`, `measure`, `score`, `threshold`)
+    /// replace the collection's; each is checked by the collection layer
+    /// so a bad one is a 422 naming it.
+    #[serde(default, deserialize_with = "not_null")]
+    events: Option<Value>,
 }
 
 /// `{"time_field": "name"}` or `{"time_field": null}`: the key is required.
@@ -171,7 +176,8 @@ pub async fn patch(
         ApiError::InvalidBody(format!(
             "{detail}; PATCH changes only {{\"retention\": {{\"ttl_secs\": n or null}}}} and \
              {{\"store_text\": true or false}} and {{\"passage_index\": true or false}} and {{\"boilerplate\": {{\"enabled\", \"share\", \
-             \"min_docs\", \"min_collection_docs\"}}}} and {{\"originals\": {{\"time_field\": name or null}}}}: the \
+             \"min_docs\", \"min_collection_docs\"}}}} and {{\"originals\": {{\"time_field\": name or null}}}} and \
+             {{\"events\": {{\"feed\", \"measure\", \"score\", \"threshold\"}}}}: the \
              recipe and the other index parameters change by \
              POST /collections/{{name}}/reindex"
         ))
@@ -206,6 +212,7 @@ pub async fn patch(
             passage_index,
             boilerplate,
             originals,
+            patch.events,
         )
     })
     .await

@@ -1,16 +1,20 @@
 //! Producing events after writes (issue 45): which writes are events, and
 //! the per-collection cache of webhook subscriptions that decides it.
 //!
-//! After an acknowledged write of a collection that has subscriptions, the
-//! new document's stored near-duplicates are looked up once per distinct
-//! (measure, score) of the subscriptions, at the lowest threshold among
-//! them (at most `events.max_matches`; only documents stored at or before
-//! it), and if a subscription selects
+//! After an acknowledged write of a collection that has subscriptions or
+//! its event feed on (the collection's `events` setting), the new
+//! document's stored near-duplicates are looked up once per distinct
+//! (measure, score) of the subscriptions and the feed rule, at the lowest
+//! threshold among them (at most `events.max_matches`; only documents
+//! stored at or before it), and if the feed rule or a subscription selects
 //! any, one `document.duplicate` event with the union of the matches (every
 //! score) is appended to the collection's event log *before* the write is
 //! answered: an acknowledged write's event survives a kill -9. An
 //! `if_unique` refusal appends a `document.refused` event with the stored
-//! matches. A failed append never fails the write: it is logged at error
+//! matches when a subscription takes that type or the feed is on. The feed
+//! rule is read from the collection's settings at each write (not cached
+//! here), so a `PATCH` applies from the next write, on every node that has
+//! the change. A failed append never fails the write: it is logged at error
 //! and counted in `neardup_events_lost_total`.
 //!
 //! The subscriptions of each collection are cached here (keyed by the
@@ -55,6 +59,23 @@ impl Rules {
             subscriptions,
             lookups,
         }
+    }
+
+    /// The subscriptions' lookups with `feed`'s (the collection's own
+    /// rule, when its feed is on) folded in: per distinct (measure, score)
+    /// the lowest threshold.
+    fn lookups_with(&self, feed: Option<(Measure, Score, f64)>) -> Vec<(Measure, Score, f64)> {
+        let mut lookups = self.lookups.clone();
+        if let Some((measure, score, threshold)) = feed {
+            match lookups
+                .iter_mut()
+                .find(|(m, sc, _)| *m == measure && *sc == score)
+            {
+                Some(l) => l.2 = l.2.min(threshold),
+                None => lookups.push((measure, score, threshold)),
+            }
+        }
+        lookups
     }
 
     fn wants(&self, kind: EventKind) -> bool {
@@ -156,7 +177,12 @@ impl EventHub {
                 return;
             }
         };
-        if rules.lookups.is_empty() {
+        // The collection's own feed rule, read from its settings at every
+        // write, so a change (`PATCH` here, the catalog on other nodes)
+        // applies from the next write.
+        let feed = self.feed_rule(coll);
+        let lookups = rules.lookups_with(feed);
+        if lookups.is_empty() {
             return;
         }
         let Some(backend) = coll.backend() else {
@@ -179,7 +205,7 @@ impl EventHub {
                 }
             };
             let mut matches: Vec<EventMatch> = Vec::new();
-            for &(measure, score, threshold) in &rules.lookups {
+            for &(measure, score, threshold) in &lookups {
                 let Ok(t) = coll.recipe().threshold_for(measure, score, Some(threshold)) else {
                     continue;
                 };
@@ -209,10 +235,17 @@ impl EventHub {
                 write: (*write).to_owned(),
                 matches,
             };
-            if rules
-                .subscriptions
-                .iter()
-                .any(|s| s.selects(&draft).is_some())
+            let fed = feed.is_some_and(|(measure, score, threshold)| {
+                draft
+                    .matches
+                    .iter()
+                    .any(|m| m.value(measure, score).is_some_and(|v| v >= threshold))
+            });
+            if fed
+                || rules
+                    .subscriptions
+                    .iter()
+                    .any(|s| s.selects(&draft).is_some())
             {
                 drafts.push(draft);
             }
@@ -220,10 +253,30 @@ impl EventHub {
         self.append(coll, drafts).await;
     }
 
+    /// `coll`'s `events` setting as a lookup, when its feed is on: the
+    /// threshold resolved against its recipe (`null`: its own for the
+    /// measure and score). A setting the recipe no longer serves (a
+    /// `content` score after boilerplate detection went off) produces
+    /// nothing, logged.
+    fn feed_rule(&self, coll: &Collection) -> Option<(Measure, Score, f64)> {
+        let e = coll.events();
+        if !e.feed {
+            return None;
+        }
+        match coll.recipe().threshold_for(e.measure, e.score, e.threshold) {
+            Ok(t) => Some((e.measure, e.score, t.value())),
+            Err(err) => {
+                tracing::warn!(collection = %coll.name, error = %err, "the events feed's threshold does not apply to this collection; no feed events");
+                None
+            }
+        }
+    }
+
     /// After `if_unique` refused `id` for the stored `matches`.
     pub async fn after_refusal(&self, coll: &Collection, id: &DocId, matches: &[Match]) {
+        let fed = coll.events().feed;
         match self.rules(coll).await {
-            Ok(r) if !r.wants(EventKind::Refused) => return,
+            Ok(r) if !fed && !r.wants(EventKind::Refused) => return,
             Ok(_) => {}
             Err(e) => {
                 tracing::error!(collection = %coll.name, error = %e, "reading the webhook subscriptions failed; the refusal's event is lost");
@@ -267,5 +320,48 @@ impl EventHub {
                 self.metrics.observe_events_lost(n);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_feed_rule_joins_the_subscriptions_lookups_at_the_lowest_threshold() {
+        let sub = |id: &str, measure, threshold| Subscription {
+            id: id.into(),
+            url: "https://hooks.example.com/a".into(),
+            secret: "whsec_x".into(),
+            kinds: vec![EventKind::Duplicate],
+            measure,
+            score: Score::Raw,
+            threshold,
+            created_ms: 0,
+        };
+        let rules = Rules::new(vec![
+            sub("a", Measure::Jaccard, 0.9),
+            sub("b", Measure::Containment, 0.8),
+        ]);
+        assert_eq!(
+            rules.lookups_with(Some((Measure::Jaccard, Score::Raw, 0.7))),
+            vec![
+                (Measure::Jaccard, Score::Raw, 0.7),
+                (Measure::Containment, Score::Raw, 0.8)
+            ]
+        );
+        assert_eq!(
+            rules.lookups_with(Some((Measure::QueryInStored, Score::Raw, 0.95))),
+            vec![
+                (Measure::Jaccard, Score::Raw, 0.9),
+                (Measure::Containment, Score::Raw, 0.8),
+                (Measure::QueryInStored, Score::Raw, 0.95)
+            ]
+        );
+        assert_eq!(rules.lookups_with(None), rules.lookups);
+        assert_eq!(
+            Rules::new(Vec::new()).lookups_with(Some((Measure::Jaccard, Score::Raw, 0.8))),
+            vec![(Measure::Jaccard, Score::Raw, 0.8)]
+        );
     }
 }

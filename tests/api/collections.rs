@@ -171,7 +171,8 @@ async fn a_collection_is_created_listed_shown_changed_and_deleted() {
                                          "min_collection_docs": 50}},
                "retention": {"ttl_secs": 2592000},
                "store_text": false,
-               "originals": {"time_field": null}})
+               "originals": {"time_field": null},
+               "events": {"feed": false, "measure": "jaccard", "score": "raw", "threshold": null}})
     );
     assert!(body["derived"]["min_query_threshold"].as_f64().unwrap() < 0.7);
 

@@ -690,3 +690,417 @@ async fn subscriptions_their_deliveries_and_the_feed_survive_a_reindex() {
         .unwrap();
     assert_eq!(feed.lines().count(), 2, "{feed}");
 }
+
+/// `TEXTS[i]` with its last eighth of words replaced by `tail`: similar
+/// to it, but less than a one-word change.
+fn partly(i: usize, tail: &str) -> String {
+    let words: Vec<&str> = TEXTS[i].split(' ').collect();
+    let keep = words.len() * 7 / 8;
+    format!("{} {tail}", words[..keep].join(" "))
+}
+
+/// Settings with the event feed on for every collection (the `default`
+/// one from `[events]`, the named ones by default).
+fn feed_settings() -> Settings {
+    let mut s = webhook_settings();
+    s.events.feed = true;
+    s
+}
+
+/// For each write of `order` (id, in write order): the ids written before
+/// it whose exact Jaccard with it (`GET /compare`, every pair) is at
+/// least `threshold`. The brute force the events are checked against.
+async fn stored_before(app: &TestApp, order: &[&str], threshold: f64) -> Vec<BTreeSet<String>> {
+    let mut out = Vec::new();
+    for (j, b) in order.iter().enumerate() {
+        let mut found = BTreeSet::new();
+        for a in &order[..j] {
+            let c = app.compare(a, b).await;
+            if c["jaccard"].as_f64().unwrap() >= threshold {
+                found.insert((*a).to_owned());
+            }
+        }
+        out.push(found);
+    }
+    out
+}
+
+/// The matched ids of an event.
+fn matched(event: &Value) -> BTreeSet<String> {
+    event["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn with_the_feed_on_and_no_subscription_duplicates_and_refusals_are_events() {
+    let s = feed_settings();
+    let threshold = s.index.threshold;
+    let app = spawn_app_with(s).await;
+    let settings = app.get_json("/collections").await;
+    let mine = settings["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == crate::helpers::collection_label())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        mine["settings"]["events"],
+        json!({"feed": true, "measure": "jaccard", "score": "raw", "threshold": null})
+    );
+    assert!(app.get_json("/webhooks").await["webhooks"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    for (i, t) in TEXTS.iter().enumerate().take(4) {
+        write(&app, &format!("orig-{i}"), t).await;
+    }
+    let resp = app
+        .post_json(
+            "/documents",
+            &json!({"id": "dup-0", "text": near(0, "phosphates")}),
+        )
+        .await;
+    assert_eq!(resp.status(), 201);
+    let resp = app
+        .post_json(
+            "/documents/batch",
+            &json!({"documents": [
+                {"id": "dup-1", "text": near(1, "Stadthaus")},
+                {"id": "unique-5", "text": TEXTS[5]},
+            ]}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    write(&app, "partly-2", &partly(2, "says the mayor’s office")).await;
+    write(&app, "unique-4", TEXTS[4]).await;
+    write(&app, "dup-2", &near(2, "week")).await;
+    write(&app, "dup-0-bis", &near(0, "sulfates")).await;
+    let order = [
+        "orig-0",
+        "orig-1",
+        "orig-2",
+        "orig-3",
+        "dup-0",
+        "dup-1",
+        "unique-5",
+        "partly-2",
+        "unique-4",
+        "dup-2",
+        "dup-0-bis",
+    ];
+    let expected = stored_before(&app, &order, threshold).await;
+    let want: Vec<(String, BTreeSet<String>)> = order
+        .iter()
+        .zip(&expected)
+        .filter(|(_, m)| !m.is_empty())
+        .map(|(id, m)| ((*id).to_owned(), m.clone()))
+        .collect();
+    // The data does what the test needs: several duplicates, one of them
+    // of two stored documents.
+    assert!(want.len() >= 4, "{want:?}");
+    assert!(want.iter().any(|(_, m)| m.len() >= 2), "{want:?}");
+
+    let events = feed(&app, 3).await;
+    let got: Vec<(String, BTreeSet<String>)> = events
+        .iter()
+        .map(|e| (e["document"].as_str().unwrap().to_owned(), matched(e)))
+        .collect();
+    assert_eq!(
+        got, want,
+        "every write whose earlier matches reach the rule, no other"
+    );
+    assert!(events
+        .iter()
+        .all(|e| e["type"] == "document.duplicate" && e["write"] == "created"));
+
+    // An if_unique refusal is one document.refused event; an if_unique
+    // write that is unique is none.
+    let resp = app
+        .post_json(
+            "/documents?if_unique=true",
+            &json!({"id": "refusée", "text": near(3, "горожан")}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.json::<Value>().await.unwrap()["inserted"], false);
+    let resp = app
+        .post_json(
+            "/documents?if_unique=true",
+            &json!({"id": "nouvelle", "text": "Le marché couvert rouvrira ses portes samedi après deux ans de travaux, avec quarante étals de producteurs locaux et une halle dédiée aux fromages affinés"}),
+        )
+        .await;
+    assert!(resp.status().is_success());
+    assert_eq!(resp.json::<Value>().await.unwrap()["inserted"], true);
+    let after = feed(&app, 100).await;
+    assert_eq!(after.len(), events.len() + 1, "{after:?}");
+    assert_eq!(after[..events.len()], events[..]);
+    let refused = after.last().unwrap();
+    assert_eq!(refused["type"], "document.refused");
+    assert_eq!(refused["document"], "refusée");
+    assert!(matched(refused).contains("orig-3"), "{refused}");
+    let metrics = app.metrics().await;
+    let label = crate::helpers::collection_label();
+    assert_eq!(
+        crate::helpers::metric_value(
+            &metrics,
+            "neardup_events_total",
+            &[("collection", label), ("type", "document.refused")]
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn a_subscription_with_a_higher_threshold_gets_only_what_it_selects_beside_the_feed() {
+    let receiver = Receiver::start(0).await;
+    let s = feed_settings();
+    let threshold = s.index.threshold;
+    let app = spawn_app_with(s).await;
+    let sub = subscribe(
+        &app,
+        json!({"url": receiver.url, "kinds": ["document.duplicate"], "threshold": 0.9}),
+    )
+    .await;
+    receiver.expect_secret(sub["secret"].as_str().unwrap());
+    write(&app, "orig-2", TEXTS[2]).await;
+    write(&app, "partly-2", &partly(2, "says the mayor’s office")).await;
+    write(&app, "dup-2", &near(2, "week")).await;
+    // The data spans the two thresholds.
+    let partial = app.compare("orig-2", "partly-2").await["jaccard"]
+        .as_f64()
+        .unwrap();
+    assert!(partial >= threshold && partial < 0.9, "{partial}");
+    let close = app.compare("orig-2", "dup-2").await["jaccard"]
+        .as_f64()
+        .unwrap();
+    assert!(close >= 0.9, "{close}");
+
+    let events = feed(&app, 100).await;
+    let docs: Vec<&str> = events
+        .iter()
+        .map(|e| e["document"].as_str().unwrap())
+        .collect();
+    assert_eq!(docs, ["partly-2", "dup-2"], "the feed has both");
+    assert_eq!(
+        matched(&events[1]),
+        ["orig-2", "partly-2"].map(String::from).into(),
+        "the event carries the union of the matches"
+    );
+    let got = receiver.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.delivered().len(), 1, "only what it selects");
+    assert_eq!(got[0].body["data"]["document"], "dup-2");
+    let delivered: BTreeSet<&str> = got[0].body["data"]["matches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(delivered, ["orig-2"].into(), "its matches at its threshold");
+    assert_eq!(receiver.state.bad_signatures.load(Ordering::SeqCst), 0);
+}
+
+/// `PUT /collections/flux/documents/{id}` on the node at `base`.
+async fn flux_write(client: &reqwest::Client, base: &str, id: &str, text: String) {
+    let r = client
+        .put(format!("{base}/collections/flux/documents/{id}"))
+        .json(&json!({"text": text}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{id}: {}", r.status());
+}
+
+/// The documents of the events of `/collections/flux/events` on the node
+/// at `base`, oldest first.
+async fn flux_events(client: &reqwest::Client, base: &str) -> Vec<String> {
+    let r = client
+        .get(format!("{base}/collections/flux/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.text()
+        .await
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            e["document"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+/// `PATCH /collections/{name}` with `body` on the first node.
+async fn patch_collection(app: &TestApp, name: &str, body: Value) -> reqwest::Response {
+    app.client
+        .patch(format!("{}/collections/{name}", app.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_events_setting_is_checked_patched_and_kept() {
+    if crate::COLLECTION.is_some() {
+        // The test makes a collection of its own; once is enough.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = webhook_settings();
+    if !crate::REDIS {
+        s.storage.data_dir = dir.path().to_owned();
+    }
+    let app = spawn_app_with(s.clone()).await;
+    let put = |body: Value| {
+        let app = &app;
+        async move {
+            app.client
+                .put(format!("{}/collections/flux", app.base))
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    // Bad settings: 422 naming the key, on create and on change.
+    let bad = [
+        (json!({"events": {"measure": "cosine"}}), "events.measure"),
+        (json!({"events": {"score": "semantic"}}), "events.score"),
+        (json!({"events": {"score": "content"}}), "events.score"),
+        (json!({"events": {"threshold": 1.5}}), "events.threshold"),
+        (json!({"events": {"threshold": 0}}), "events.threshold"),
+        (json!({"events": {"threshold": 0.05}}), "events.threshold"),
+        (json!({"events": {"threshold": "haut"}}), "events.threshold"),
+        (json!({"events": {"feed": "oui"}}), "events.feed"),
+        (json!({"events": {"couleur": 1}}), "events.couleur"),
+        (json!({"events": ["feed"]}), "events"),
+    ];
+    for (body, key) in &bad {
+        let p = assert_problem(put(body.clone()).await, 422).await;
+        assert_eq!(
+            p["type"], "urn:neardup:problem:invalid-settings",
+            "{body}: {p}"
+        );
+        assert!(p["detail"].as_str().unwrap().contains(key), "{body}: {p}");
+    }
+    let r = put(json!({"events": {"feed": true, "threshold": 0.8}})).await;
+    assert_eq!(r.status(), 201);
+    let created: Value = r.json().await.unwrap();
+    assert_eq!(
+        created["settings"]["events"],
+        json!({"feed": true, "measure": "jaccard", "score": "raw", "threshold": 0.8})
+    );
+    // The same PUT again is no conflict; another threshold is, named.
+    assert_eq!(
+        put(json!({"events": {"feed": true, "threshold": 0.8}}))
+            .await
+            .status(),
+        200
+    );
+    let p = assert_problem(put(json!({"events": {"feed": true}})).await, 409).await;
+    assert!(
+        p["detail"].as_str().unwrap().contains("events.threshold"),
+        "{p}"
+    );
+
+    flux_write(&app.client, &app.base, "original", TEXTS[1].to_owned()).await;
+    flux_write(&app.client, &app.base, "kopie", near(1, "Rathausplatz")).await;
+    assert_eq!(flux_events(&app.client, &app.base).await, ["kopie"]);
+
+    // Off: no more events, and the change is checked.
+    for (body, key) in &bad[..9] {
+        let p = assert_problem(patch_collection(&app, "flux", body.clone()).await, 422).await;
+        assert!(p["detail"].as_str().unwrap().contains(key), "{body}: {p}");
+    }
+    let r = patch_collection(&app, "flux", json!({"events": {"feed": false}})).await;
+    assert_eq!(r.status(), 200);
+    let changed: Value = r.json().await.unwrap();
+    assert_eq!(
+        changed["settings"]["events"],
+        json!({"feed": false, "measure": "jaccard", "score": "raw", "threshold": 0.8}),
+        "the keys left out stay"
+    );
+    flux_write(&app.client, &app.base, "kopie-2", near(1, "Marktplatz")).await;
+    assert_eq!(flux_events(&app.client, &app.base).await, ["kopie"]);
+
+    // On again, at the collection's own threshold.
+    let r = patch_collection(
+        &app,
+        "flux",
+        json!({"events": {"feed": true, "threshold": null}}),
+    )
+    .await;
+    assert_eq!(r.status(), 200);
+    let expected = json!({"feed": true, "measure": "jaccard", "score": "raw", "threshold": null});
+    if let Some(peer) = app.peer.as_ref() {
+        // The other node follows the catalog, then its own writes are events.
+        let mut seen = Value::Null;
+        for _ in 0..100 {
+            let list: Value = app
+                .client
+                .get(format!("{}/collections", peer.base))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            seen = list["collections"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["name"] == "flux")
+                .map(|c| c["settings"]["events"].clone())
+                .unwrap_or(Value::Null);
+            if seen == expected {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert_eq!(seen, expected);
+        flux_write(&peer.client, &peer.base, "kopie-3", near(1, "Bahnhof")).await;
+        assert_eq!(
+            flux_events(&peer.client, &peer.base).await,
+            ["kopie", "kopie-3"]
+        );
+    } else {
+        flux_write(&app.client, &app.base, "kopie-3", near(1, "Bahnhof")).await;
+        assert_eq!(
+            flux_events(&app.client, &app.base).await,
+            ["kopie", "kopie-3"]
+        );
+        // A restart keeps the setting.
+        app.stop().await.unwrap();
+        let app = spawn_app_with(s).await;
+        let shown = app.get_json("/collections/flux").await;
+        assert_eq!(shown["settings"]["events"], expected);
+        flux_write(&app.client, &app.base, "kopie-4", near(1, "Dom")).await;
+        assert_eq!(
+            flux_events(&app.client, &app.base).await,
+            ["kopie", "kopie-3", "kopie-4"]
+        );
+        let p = assert_problem(
+            patch_collection(&app, "default", json!({"events": {"feed": true}})).await,
+            409,
+        )
+        .await;
+        assert!(p["detail"].as_str().unwrap().contains("events.feed"), "{p}");
+        return;
+    }
+    // The default collection's comes from the configuration.
+    let p = assert_problem(
+        patch_collection(&app, "default", json!({"events": {"feed": true}})).await,
+        409,
+    )
+    .await;
+    assert!(p["detail"].as_str().unwrap().contains("events.feed"), "{p}");
+}
