@@ -148,6 +148,14 @@ pub async fn create(
         req.measure.unwrap_or_default(),
         req.score.unwrap_or_default(),
     );
+    if score == Score::Content && measure != Measure::Jaccard {
+        // Events carry content Jaccard only (`EventMatch`): such a
+        // subscription could never select anything.
+        return Err(ApiError::InvalidBody(format!(
+            "score: content applies to measure jaccard in events, not {}",
+            measure.as_str()
+        )));
+    }
     let b = backend(&coll)?;
     if score == Score::Content && !b.boilerplate_on() {
         return Err(EngineError::BoilerplateOff.into());
