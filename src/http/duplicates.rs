@@ -73,6 +73,79 @@ pub struct DropListParams {
     exclude_same: Option<String>,
 }
 
+impl DropListParams {
+    /// The scan behind the drop list: the groups' parameters.
+    fn groups(&self) -> GroupsParams {
+        GroupsParams {
+            threshold: self.threshold,
+            measure: self.measure,
+            score: self.score,
+            min_size: self.min_size,
+            limit: self.limit,
+            cursor: self.cursor.clone(),
+            filter: self.filter.clone(),
+            exclude_same: self.exclude_same.clone(),
+        }
+    }
+}
+
+/// What `GET /duplicates` and its drop list ask of the groups' scan.
+struct GroupsAsk {
+    threshold: Threshold,
+    measure: Measure,
+    score: Score,
+    key: GroupsKey,
+    /// The `cursor` decoded: the page starts after this group.
+    after: Option<Vec<u8>>,
+}
+
+impl GroupsParams {
+    /// The scan these parameters ask for, checked (`kind` labels the
+    /// filtered-query metric), and the index it needs present.
+    fn ask(
+        &self,
+        app: &AppState,
+        coll: &Collection,
+        kind: &'static str,
+    ) -> Result<GroupsAsk, ApiError> {
+        let measure = pair_measure(self.measure);
+        let score = self.score.unwrap_or_default();
+        let threshold = coll
+            .recipe()
+            .threshold_for(measure, score, self.threshold)?;
+        let key = GroupsKey {
+            collection: coll.id,
+            threshold: threshold.value(),
+            measure,
+            score,
+            min_size: min_size(self.min_size)?,
+            filter: filters::from_query(self.filter.as_deref(), self.exclude_same.as_deref())?,
+        };
+        if key.filter.is_some() {
+            app.metrics.observe_filtered(coll.name.as_str(), kind);
+        }
+        let after = self.cursor.as_deref().map(decode_cursor).transpose()?;
+        needs_index(backend(coll)?, By::new(measure, score))?;
+        Ok(GroupsAsk {
+            threshold,
+            measure,
+            score,
+            key,
+            after,
+        })
+    }
+
+    /// A stream has every group: `limit` pages JSON answers only.
+    fn check_stream(&self, what: &str) -> Result<(), ApiError> {
+        match self.limit {
+            Some(_) => Err(ApiError::InvalidParameter(format!(
+                "limit pages application/json answers; an application/x-ndjson stream has every {what}"
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PairsParams {
@@ -184,32 +257,16 @@ pub async fn groups(
     headers: HeaderMap,
     ApiQuery(params): ApiQuery<GroupsParams>,
 ) -> Result<Response, ApiError> {
-    let measure = pair_measure(params.measure);
-    let score = params.score.unwrap_or_default();
-    let threshold = coll
-        .recipe()
-        .threshold_for(measure, score, params.threshold)?;
-    let key = GroupsKey {
-        collection: coll.id,
-        threshold: threshold.value(),
+    let GroupsAsk {
+        threshold,
         measure,
         score,
-        min_size: min_size(params.min_size)?,
-        filter: filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?,
-    };
-    if key.filter.is_some() {
-        app.metrics.observe_filtered(coll.name.as_str(), "groups");
-    }
-    let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
-    needs_index(backend(&coll)?, By::new(measure, score))?;
+        key,
+        after,
+    } = params.ask(&app, &coll, "groups")?;
     let time_field = coll.time_field();
     if wants_ndjson(&headers) {
-        if params.limit.is_some() {
-            return Err(ApiError::InvalidParameter(
-                "limit pages application/json answers; an application/x-ndjson stream has every group"
-                    .into(),
-            ));
-        }
+        params.check_stream("group")?;
         return Ok(stream_groups(
             app,
             coll,
@@ -351,33 +408,17 @@ pub async fn drop_list(
         None => Keep::Oldest,
         Some(raw) => Keep::parse("keep", raw).map_err(ApiError::InvalidParameter)?,
     };
-    let measure = pair_measure(params.measure);
-    let score = params.score.unwrap_or_default();
-    let threshold = coll
-        .recipe()
-        .threshold_for(measure, score, params.threshold)?;
-    let key = GroupsKey {
-        collection: coll.id,
-        threshold: threshold.value(),
+    let scan = params.groups();
+    let GroupsAsk {
+        threshold,
         measure,
         score,
-        min_size: min_size(params.min_size)?,
-        filter: filters::from_query(params.filter.as_deref(), params.exclude_same.as_deref())?,
-    };
-    if key.filter.is_some() {
-        app.metrics
-            .observe_filtered(coll.name.as_str(), "drop_list");
-    }
-    let after = params.cursor.as_deref().map(decode_cursor).transpose()?;
-    needs_index(backend(&coll)?, By::new(measure, score))?;
+        key,
+        after,
+    } = scan.ask(&app, &coll, "drop_list")?;
     let time_field = coll.time_field();
     if wants_ndjson(&headers) {
-        if params.limit.is_some() {
-            return Err(ApiError::InvalidParameter(
-                "limit pages application/json answers; an application/x-ndjson stream has every drop"
-                    .into(),
-            ));
-        }
+        scan.check_stream("drop")?;
         return Ok(stream_groups(
             app,
             coll,

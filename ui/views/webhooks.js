@@ -221,7 +221,7 @@ export default async function webhooks(root) {
         }
       },
     }, 'Copy');
-    fill(secretBox, h('div', { class: 'notice secret-box', testid: 'wh-secret', role: 'alert' },
+    fill(secretBox, h('div', { class: 'notice secret-box', testid: 'wh-secret', role: 'region', 'aria-label': 'the new subscription’s secret' },
       h('p', {}, h('strong', {}, `Signing secret of ${s.id}`)),
       h('p', {}, value),
       h('div', { class: 'row' }, copy, copied,
