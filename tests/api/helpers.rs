@@ -185,9 +185,21 @@ async fn start_one(
         .map(|k| k.expose().to_owned());
     let store_text = settings.storage.store_text;
     let config = settings.validate().expect("valid settings");
-    let app = App::build_with_clock(config, clock)
-        .await
-        .expect("app builds");
+    // A restart on the same data directory may find its LOCK still held
+    // for an instant after the stopped app closed it: a test of this
+    // process that spawns a child (the kill -9 tests) forks, and the child
+    // holds a copy of every descriptor until it execs (close-on-exec), an
+    // flock included. Only that wait is retried, never another error.
+    let mut tries = 0;
+    let app = loop {
+        match App::build_with_clock(config.clone(), std::sync::Arc::clone(&clock)).await {
+            Err(e) if e.to_string().contains("is locked") && tries < 100 => {
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            built => break built.expect("app builds"),
+        }
+    };
     let addr = app.local_addr();
     let (tx, rx) = oneshot::channel::<()>();
     let server = tokio::spawn(app.run_until_stopped(async move {
