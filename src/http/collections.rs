@@ -143,7 +143,7 @@ struct OriginalsPatch {
 }
 
 /// A field that may be left out but not null.
-fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+pub(super) fn not_null<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)

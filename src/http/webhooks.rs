@@ -29,11 +29,17 @@ const MAX_FAILED: usize = crate::events::FAILED_KEEP;
 #[serde(deny_unknown_fields)]
 pub struct SubscriptionIn {
     url: String,
+    #[serde(default, deserialize_with = "super::collections::not_null")]
     secret: Option<String>,
+    #[serde(default, deserialize_with = "super::collections::not_null")]
     kinds: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "super::collections::not_null")]
     measure: Option<Measure>,
+    #[serde(default, deserialize_with = "super::collections::not_null")]
     score: Option<Score>,
+    #[serde(default, deserialize_with = "super::collections::not_null")]
     threshold: Option<f64>,
+    #[serde(default, deserialize_with = "super::collections::not_null")]
     id: Option<String>,
 }
 
@@ -317,6 +323,7 @@ pub async fn failed(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryIn {
+    #[serde(default, deserialize_with = "super::collections::not_null")]
     event: Option<String>,
 }
 
