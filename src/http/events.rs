@@ -8,8 +8,9 @@
 //! at the oldest retained event).
 
 use super::dto::format_time;
+use super::duplicates::NDJSON;
 use super::error::ApiError;
-use super::extract::{ApiQuery, Coll};
+use super::extract::{accepts, ApiQuery, Coll};
 use super::state::backend;
 use crate::events::{Event, EventMatch};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -76,8 +77,19 @@ fn trimmed(after: &str, oldest: &str) -> bool {
 }
 
 /// `GET /events`.
+/// The feed's page as one JSON object (`Accept: application/json` without
+/// `application/x-ndjson`): the events and the cursors the headers carry.
+#[derive(Debug, Serialize)]
+pub struct EventPageOut {
+    pub events: Vec<EventOut>,
+    pub next_cursor: Option<String>,
+    pub oldest_cursor: Option<String>,
+    pub trimmed: bool,
+}
+
 pub async fn feed(
     Coll(coll): Coll,
+    headers: axum::http::HeaderMap,
     ApiQuery(params): ApiQuery<EventParams>,
 ) -> Result<Response, ApiError> {
     let limit = match params.limit {
@@ -100,17 +112,31 @@ pub async fn feed(
     let page = backend(&coll)?
         .read_events(coll.dir(), params.after.as_deref(), limit)
         .await?;
-    let mut body = Vec::new();
-    for e in &page.events {
-        serde_json::to_writer(&mut body, &EventOut::from(e)).expect("an event serializes");
-        body.push(b'\n');
-    }
+    let gap = match (params.after.as_deref(), page.oldest.as_deref()) {
+        (Some(a), Some(o)) => trimmed(a, o),
+        _ => false,
+    };
+    let json_page = accepts(&headers, "application/json") && !accepts(&headers, NDJSON);
+    let (body, media) = if json_page {
+        let out = EventPageOut {
+            events: page.events.iter().map(EventOut::from).collect(),
+            next_cursor: page.next.clone(),
+            oldest_cursor: page.oldest.clone(),
+            trimmed: gap,
+        };
+        let body = serde_json::to_vec(&out).expect("a page serializes");
+        (body, "application/json")
+    } else {
+        let mut body = Vec::new();
+        for e in &page.events {
+            serde_json::to_writer(&mut body, &EventOut::from(e)).expect("an event serializes");
+            body.push(b'\n');
+        }
+        (body, NDJSON)
+    };
     let mut r = (StatusCode::OK, body).into_response();
     let h = r.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/x-ndjson"),
-    );
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(media));
     let value = |s: &str| HeaderValue::from_str(s).ok();
     if let Some(v) = page.next.as_deref().and_then(value) {
         h.insert("neardup-next-cursor", v);
@@ -118,10 +144,8 @@ pub async fn feed(
     if let Some(v) = page.oldest.as_deref().and_then(value) {
         h.insert("neardup-oldest-cursor", v);
     }
-    if let (Some(a), Some(o)) = (params.after.as_deref(), page.oldest.as_deref()) {
-        if trimmed(a, o) {
-            h.insert("neardup-events-trimmed", HeaderValue::from_static("true"));
-        }
+    if gap {
+        h.insert("neardup-events-trimmed", HeaderValue::from_static("true"));
     }
     Ok(r)
 }

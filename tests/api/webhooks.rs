@@ -263,6 +263,23 @@ async fn feed(app: &TestApp, page: usize) -> Vec<Value> {
             .lines()
             .map(|l| serde_json::from_str(l).expect("one JSON event per line"))
             .collect();
+        // The same page as one JSON object, for clients that ask for it.
+        let page_json: Value = app
+            .client
+            .get(app.read_url(&path))
+            .header("accept", "application/json")
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(
+            page_json["events"],
+            Value::Array(lines.clone()),
+            "{page_json}"
+        );
+        assert_eq!(page_json["next_cursor"].as_str(), next.as_deref());
         if lines.is_empty() {
             assert_eq!(next, after, "an empty page gives back the cursor asked");
             return out;
