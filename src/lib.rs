@@ -41,6 +41,7 @@ pub mod lsh;
 pub mod minhash;
 pub mod persist;
 pub mod prefetch;
+pub mod review;
 pub mod service;
 pub mod telemetry;
 #[cfg(any(test, feature = "testkit"))]

@@ -779,3 +779,19 @@ impl Backend {
         }
     }
 }
+
+// ---- The review desk (issue 46; types in crate::review) ----
+
+impl Backend {
+    /// Every decision of the collection whose directory is `dir`, by pair.
+    ///
+    /// SCAFFOLD (issue 46, replaced by the decisions store before it
+    /// lands): answers an empty set so the queue, precision and the
+    /// exclusion setting can be built against the signature.
+    pub async fn decisions(
+        &self,
+        _dir: &Path,
+    ) -> Result<Arc<crate::review::DecisionSet>, BackendError> {
+        Ok(Arc::new(crate::review::DecisionSet::default()))
+    }
+}
