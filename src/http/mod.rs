@@ -19,6 +19,7 @@ mod middleware;
 pub mod openapi;
 mod ops;
 mod passages;
+mod review_queue;
 mod routes;
 mod similar;
 pub mod state;
@@ -99,6 +100,8 @@ fn collection_routes() -> Router<AppState> {
         .route("/webhooks/{id}/failed", get(webhooks::failed))
         .route("/webhooks/{id}/failed/retry", post(webhooks::retry))
         .route("/events", get(events::feed))
+        .route("/review/queue", get(review_queue::queue))
+        .route("/review/precision", get(review_queue::precision))
 }
 
 /// The application router with every layer applied.

@@ -37,6 +37,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/webhooks/{id}/failed"),
     ("POST", "/webhooks/{id}/failed/retry"),
     ("GET", "/events"),
+    ("GET", "/review/queue"),
+    ("GET", "/review/precision"),
     ("GET", "/collections"),
     ("GET", "/collections/{name}"),
     ("PUT", "/collections/{name}"),
@@ -73,6 +75,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/collections/{name}/webhooks/{id}/failed"),
     ("POST", "/collections/{name}/webhooks/{id}/failed/retry"),
     ("GET", "/collections/{name}/events"),
+    ("GET", "/collections/{name}/review/queue"),
+    ("GET", "/collections/{name}/review/precision"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
@@ -119,6 +123,8 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/webhooks/{id}/failed",
     "/webhooks/{id}/failed/retry",
     "/events",
+    "/review/queue",
+    "/review/precision",
 ];
 
 /// The routes that take query parameters (a collection route unprefixed:
@@ -138,6 +144,8 @@ pub const QUERY_ROUTES: &[(&str, &str)] = &[
     ("GET", "/boilerplate"),
     ("GET", "/webhooks/{id}/failed"),
     ("GET", "/events"),
+    ("GET", "/review/queue"),
+    ("GET", "/review/precision"),
 ];
 
 /// Whether a request routed to `method` `route` (its template) must come

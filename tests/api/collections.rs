@@ -118,6 +118,8 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             Some(json!({})),
         ),
         (Method::GET, "/events".into(), None),
+        (Method::GET, "/review/queue".into(), None),
+        (Method::GET, "/review/precision".into(), None),
     ];
     let routes: BTreeSet<&str> = requests
         .iter()

@@ -43,6 +43,8 @@ mod originals;
 mod passages;
 #[path = "../api/retention.rs"]
 mod retention;
+#[path = "../api/review_queue.rs"]
+mod review_queue;
 #[path = "../api/scripts.rs"]
 mod scripts;
 #[path = "../api/similar.rs"]
