@@ -660,7 +660,7 @@ async fn precision_and_its_interval_equal_a_hand_computation() {
     }
     let labels: usize = expected.values().map(|(d, r, n)| d + r + n).sum();
     let p = app
-        .get_json("/review/precision?width=0.1&min_labels=5&target=0.8")
+        .get_json("/review/precision?width=0.1&min_labels=5&target=0.7")
         .await;
     assert_eq!(p["labels"], labels);
     for (band, (dup, rel, not)) in &expected {
@@ -686,24 +686,27 @@ async fn precision_and_its_interval_equal_a_hand_computation() {
         &q["bands"][third]["precision"],
         (dup + rel) as f64 / n
     ));
-    // The suggestion at target 0.8: the lowest edge from which the pooled
-    // labels' Wilson lower bound reaches 0.8 and no labelled band above is
-    // under 0.8 — computed here the same way from the counts.
+    // The suggestion at target 0.7: the lowest edge from which the pooled
+    // labels' Wilson lower bound reaches 0.7 and no labelled band above is
+    // under 0.7, computed here the same way from the counts (with the
+    // corpus's bands, 0.9: 12/12, 0.8: 5/6, 0.7: 0/6, it is 0.8: 17/18
+    // pooled, Wilson low 0.7424).
     let mut best = None;
     let (mut k, mut n) = (0usize, 0usize);
     for band in (0..10).rev() {
         if let Some((dup, rel, not)) = expected.get(&band) {
             let m = dup + rel + not;
-            if (*dup as f64) / (m as f64) < 0.8 {
+            if (*dup as f64) / (m as f64) < 0.7 {
                 break;
             }
             k += dup;
             n += m;
         }
-        if n > 0 && wilson(k as f64, n as f64).0 >= 0.8 {
+        if n > 0 && wilson(k as f64, n as f64).0 >= 0.7 {
             best = Some((band as f64 / 10.0, k, n));
         }
     }
+    assert!(best.is_some(), "the planted labels support a threshold");
     match best {
         None => assert_eq!(p["suggested"], Value::Null, "{p}"),
         Some((t, k, n)) => {
