@@ -8,7 +8,7 @@
 //! ends at 1 and holds 1); a label falls in the band whose `[lo, hi)` holds
 //! its score. *Related* counts as a duplicate or not as the caller says.
 //!
-//! The suggestion ([`suggest`]) is the lowest band edge `t` such that the
+//! The suggestion (`Precision::suggested`) is the lowest band edge `t` such that the
 //! labels scoring at least `t`, pooled, have a Wilson lower bound of at
 //! least `target`, and every band from `t` up that has labels has a point
 //! precision of at least `target`; its figures are those of the pooled
