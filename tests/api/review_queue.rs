@@ -718,3 +718,42 @@ async fn precision_and_its_interval_equal_a_hand_computation() {
         }
     }
 }
+
+#[tokio::test]
+#[ignore = "needs PUT /review/decisions (issue 46 part A)"]
+async fn the_advisor_answers_the_threshold_the_labels_support() {
+    let app = spawn_app_with(settings()).await;
+    let planted = plant(&app, 20, 0).await;
+    // The four closest copies (Jaccard 0.97, 0.90, 0.84, 0.76) are
+    // duplicates, the two farthest (0.68, 0.57) are not: 80 of 80 from
+    // 0.75 up, Wilson low 80 / (80 + 1.96²) = 0.9542 ≥ 0.95; the band
+    // [0.7, 0.75) has no label, so the lowest edge is 0.7; [0.65, 0.7) is
+    // at 0 and stops it there.
+    for (a, b) in &planted {
+        let m: usize = a[1..3].parse().unwrap();
+        let verdict = if m <= 8 { "duplicate" } else { "not_duplicate" };
+        decide(&app, a, b, verdict).await;
+    }
+    let p = app.get_json("/review/precision").await;
+    assert_eq!(p["labels"], 120);
+    let s = &p["suggested"];
+    assert!(close(&s["threshold"], 0.7), "{p}");
+    assert_eq!(s["labels"], 80);
+    assert!(close(&s["low"], wilson(80.0, 80.0).0), "{s}");
+    assert_eq!(
+        s["why"],
+        format!(
+            "at 0.7, precision 1.00 ± {:.2} from 80 labels",
+            (1.0 - wilson(80.0, 80.0).0) / 2.0
+        )
+    );
+    let h = app
+        .post_json(
+            "/analysis/histogram",
+            &json!({"texts": ["Цены выросли в кафе.", "Цены выросли в кафе!"], "k": [2]}),
+        )
+        .await;
+    assert_eq!(h.status(), 200);
+    let h: Value = h.json().await.unwrap();
+    assert_eq!(h["measured"], p["suggested"], "{h}");
+}
