@@ -369,6 +369,24 @@ impl Backend {
         }
     }
 
+    /// The start of each of `ids`' stored text (at most `text_bytes`
+    /// bytes of it, cut on a character boundary) and its metadata, in
+    /// their order (`None`: no live document has the id): what a snippet
+    /// is made of. The text is `None` where the collection does not keep
+    /// texts or the document was stored without one. Read in batched
+    /// trips on Redis, in one blocking task in memory; a whole text is
+    /// held only while it is cut.
+    pub async fn excerpts(
+        &self,
+        ids: &[&str],
+        text_bytes: usize,
+    ) -> Result<Vec<Option<Excerpt>>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.excerpts(ids, text_bytes).await,
+            Backend::Redis(r) => r.excerpts(ids, text_bytes).await,
+        }
+    }
+
     /// Up to `n` live documents with a stored text, drawn uniformly
     /// (deterministic for `seed` and the contents), as (id, text), stopping
     /// before the texts pass `max_bytes`.
@@ -613,6 +631,41 @@ pub enum StoredText {
     NotKept,
     /// The document was written before its collection kept texts.
     StoredWithout,
+}
+
+/// The start of a stored document's text and its metadata
+/// ([`Backend::excerpts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excerpt {
+    /// The first bytes of its stored text (`None`: no text kept).
+    pub text: Option<String>,
+    /// Whether the stored text goes on after `text`.
+    pub text_cut: bool,
+    /// Its metadata as stored (JSON text).
+    pub metadata: Option<Box<str>>,
+}
+
+impl Excerpt {
+    /// `text` cut to at most `max` bytes on a character boundary.
+    pub(crate) fn new(text: Option<String>, max: usize, metadata: Option<Box<str>>) -> Self {
+        let mut text_cut = false;
+        let text = text.map(|mut t| {
+            if t.len() > max {
+                let mut at = max;
+                while !t.is_char_boundary(at) {
+                    at -= 1;
+                }
+                t.truncate(at);
+                text_cut = true;
+            }
+            t
+        });
+        Self {
+            text,
+            text_cut,
+            metadata,
+        }
+    }
 }
 
 /// The write-ahead log's counters (`/metrics`), totals since the start.
