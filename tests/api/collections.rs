@@ -77,6 +77,11 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             "/passages".into(),
             Some(json!({"text": "a b c d"})),
         ),
+        (
+            Method::POST,
+            "/snippets".into(),
+            Some(json!({"ids": ["x"]})),
+        ),
         (Method::GET, "/templates".into(), None),
         (
             Method::PUT,

@@ -32,6 +32,7 @@ mod retention;
 mod scripts;
 mod shedding;
 mod similar;
+mod snippets;
 mod texts;
 mod transfer;
 mod ui;

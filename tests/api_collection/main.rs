@@ -43,5 +43,7 @@ mod retention;
 mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
+#[path = "../api/snippets.rs"]
+mod snippets;
 #[path = "../api/webhooks.rs"]
 mod webhooks;

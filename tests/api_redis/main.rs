@@ -47,6 +47,8 @@ mod retention;
 mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
+#[path = "../api/snippets.rs"]
+mod snippets;
 #[path = "../api/webhooks.rs"]
 mod webhooks;
 // Not run here: texts.rs (snapshots, segment files and damaged files on
