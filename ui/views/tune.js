@@ -26,6 +26,8 @@ const LABEL_FONT = 'bold 12px system-ui, -apple-system, "Segoe UI", Roboto, "Hel
  * rotated y label cannot use. */
 const X_AXIS = 50;
 const LABEL_ROOM = 24;
+/** The threshold measured from reviews, and the precision points. */
+const MEASURED_COLOUR = '#2ca02c';
 /** The S-curve's y axis. */
 const SCURVE_Y = 'probability of being a candidate';
 
@@ -56,7 +58,8 @@ function countSplits(_u, _axis, min, max) {
 
 export default async function tune(root) {
   const t = thresholds();
-  const state = { threshold: t.threshold, suggested: [] };
+  // suggested: each k's valley; measured: the threshold the reviews suggest (GET /review/precision).
+  const state = { threshold: t.threshold, suggested: [], measured: null };
   const uPlot = window.uPlot;
 
   const sample = h('input', { type: 'number', min: '2', max: '2000', value: '300', class: 'narrow', testid: 'tune-sample' });
@@ -115,6 +118,7 @@ export default async function tune(root) {
       ctx2.restore();
     };
     state.suggested.forEach((s, i) => { if (s !== null) at(s, PALETTE[i % PALETTE.length], [6, 4]); });
+    if (state.measured) at(state.measured.threshold, MEASURED_COLOUR, [2, 3]);
     at(state.threshold, '#111', []);
   }
 
@@ -182,6 +186,7 @@ export default async function tune(root) {
       fill(advice);
       fill(accBox);
       const base = collectionBase(ctx.collection);
+      await loadPrecision();
       let sCurve = null;
       try {
         const answer = await api(`${base}/analysis/histogram`, { method: 'POST', body: { ...source, k: kList, bins: 20, score: score.value } });
@@ -196,7 +201,6 @@ export default async function tune(root) {
       } catch (e) {
         accBox.append(errorBox(e));
       }
-      await loadPrecision();
       setThreshold(state.threshold);
     });
   }
@@ -209,6 +213,7 @@ export default async function tune(root) {
     unplot(precBox);
     fill(precBox);
     fill(measured);
+    state.measured = null;
     let answer = null;
     if (serves('/review/precision')) {
       const q = new URLSearchParams({ measure: 'jaccard', score: score.value });
@@ -222,6 +227,12 @@ export default async function tune(root) {
       }
     }
     const bands = answer && Array.isArray(answer.bands) ? answer.bands.filter((b) => b.labels > 0 && b.precision !== null) : [];
+    state.measured = bands.length && answer.suggested ? answer.suggested : null;
+    const row = advice.querySelector('[data-testid="advice-measured"]');
+    const fresh = measuredRow();
+    if (row && fresh) row.replaceWith(fresh);
+    else if (row) row.remove();
+    else if (fresh && advice.querySelector('tbody')) advice.querySelector('tbody').append(fresh);
     if (!answer || !answer.labels || !bands.length) {
       precBox.append(h('p', { class: 'muted', testid: 'precision-empty' }, 'No reviews yet: precision is measured from the pairs reviewers judge (Review).'));
       return;
@@ -230,7 +241,7 @@ export default async function tune(root) {
     const whiskers = (u) => {
       const g = u.ctx;
       g.save();
-      g.strokeStyle = '#2ca02c';
+      g.strokeStyle = MEASURED_COLOUR;
       g.lineWidth = 1.5 * devicePixelRatio;
       bands.forEach((b, i) => {
         if (b.low === null || b.high === null) return;
@@ -251,14 +262,26 @@ export default async function tune(root) {
       scales: { x: { time: false, range: [0, 1] }, y: { range: [0, 1] } },
       axes: [{ label: 'Jaccard (band)' }, { label: 'share judged duplicates', size: 56 }],
       series: [{}, {
-        label: 'precision (Wilson 95%)', stroke: '#2ca02c', width: 0,
-        paths: () => null, points: { show: true, size: 8, fill: '#2ca02c' },
+        label: 'precision (Wilson 95%)', stroke: MEASURED_COLOUR, width: 0,
+        paths: () => null, points: { show: true, size: 8, fill: MEASURED_COLOUR },
       }],
     }, [mid, bands.map((b) => b.precision)], { hooks: { draw: [whiskers] } });
     const s = answer.suggested;
     measured.textContent = s
       ? `Measured: ${s.why || `at ${num(s.threshold, 2)}, precision ${num(s.precision, 2)} from ${num(s.labels)} labels`}.`
       : `Measured: ${num(answer.labels)} labels, not yet enough to suggest a threshold at precision ${num(answer.target, 2)}.`;
+  }
+
+  /** The advisor's row for the threshold measured from reviews (null without one). */
+  function measuredRow() {
+    const m = state.measured;
+    if (!m) return null;
+    return h('tr', { testid: 'advice-measured' },
+      h('td', { 'data-label': 'k' }, h('span', { class: 'swatch measured' }), ' reviews'),
+      h('td', { class: 'n', 'data-label': 'labels' }, num(m.labels)),
+      h('td', { class: 'n', 'data-label': 'suggested threshold' }, num(m.threshold, 2)),
+      h('td', { class: 'n', 'data-label': 'recall there' }, t.bands ? num(recall(m.threshold, t.bands, t.rows), 4) : '–'),
+      h('td', { 'data-label': 'why' }, m.why || `at ${num(m.threshold, 2)}, precision ${num(m.precision, 2)} from ${num(m.labels)} labels`));
   }
 
   function drawHistogram(histograms) {
@@ -290,7 +313,7 @@ export default async function tune(root) {
         h('td', { class: 'n', 'data-label': 'pairs' }, num(x.pairs)),
         h('td', { class: 'n', 'data-label': 'suggested threshold' }, x.suggested_threshold === null ? 'none' : num(x.suggested_threshold, 2)),
         h('td', { class: 'n', 'data-label': 'recall there' }, num(x.recall_at_suggested, 4)),
-        h('td', { 'data-label': 'why' }, x.why))))));
+        h('td', { 'data-label': 'why' }, x.why))), measuredRow())));
     return histograms[0].s_curve || null;
   }
 
