@@ -61,25 +61,37 @@ pub fn first_words<'a>(
 ) -> Snippet<'a> {
     let t = text.trim_start();
     let words = words.max(1);
-    let window = prefix_chars(t, max_chars(words));
-    let end = if window.is_empty() {
-        0
-    } else {
+    let most = max_chars(words);
+    // Most texts' words are short: align a window of about 8 characters a
+    // word first, and a larger one only when it holds too few words.
+    let mut chars = words
+        .saturating_mul(8)
+        .saturating_add(SLACK_CHARS)
+        .min(most);
+    let end = loop {
+        let window = prefix_chars(t, chars);
+        if window.is_empty() {
+            break 0;
+        }
         let aligned = align(window, opts);
         let spans: Vec<(usize, usize)> = aligned.words().iter().map(|w| w.1).collect();
         if spans.len() > words {
             // A word follows the n-th inside the window: the n-th is whole.
-            spans[words - 1].1
-        } else if window.len() == t.len() {
-            t.len()
-        } else {
-            // The window is full before the n-th word ends: stop after the
-            // last word that ends before the window does, if any.
-            match spans.iter().rev().find(|s| s.1 < window.len()) {
-                Some(s) if s.1 > 0 => s.1,
-                _ => window.len(),
-            }
+            break spans[words - 1].1;
         }
+        if window.len() == t.len() {
+            break t.len();
+        }
+        if chars < most {
+            chars = chars.saturating_mul(3).min(most);
+            continue;
+        }
+        // The window is full before the n-th word ends: stop after the
+        // last word that ends before the window does, if any.
+        break match spans.iter().rev().find(|s| s.1 < window.len()) {
+            Some(s) if s.1 > 0 => s.1,
+            _ => window.len(),
+        };
     };
     let snippet = t[..end].trim_end();
     let rest = &t[end..];
@@ -176,6 +188,16 @@ mod tests {
         let marks = "e\u{301}".repeat(100);
         let (p, more) = cut_chars(&marks, 5);
         assert_eq!((p, more), ("e\u{301}e\u{301}", true));
+    }
+
+    #[test]
+    fn long_words_are_found_past_the_first_window() {
+        // 20-letter words: the first window (8 characters a word) holds
+        // too few of them, the snippet still has all three.
+        let word = "anticonstitutionnellement";
+        let t = [word; 6].join(" ");
+        let want = [word; 3].join(" ");
+        assert_eq!(cut(&t, 3), (want.as_str(), true));
     }
 
     #[test]
