@@ -199,6 +199,25 @@ impl Collection {
         self.settings.read().expect("settings lock").review.clone()
     }
 
+    /// The pairs its duplicate scans and `if_unique` writes leave out:
+    /// with `review.exclude_not_duplicates` on, those its moderators
+    /// judged `not_duplicate` (read from the backend now, so a decision
+    /// just written counts); `None` when the setting is off, there are no
+    /// such pairs or it is not restored (an answer is then the same as
+    /// without the setting, and is cached as one).
+    pub async fn excluded_pairs(
+        &self,
+    ) -> Result<Option<Arc<crate::engine::ExcludedPairs>>, crate::backend::BackendError> {
+        if !self.review().exclude_not_duplicates {
+            return Ok(None);
+        }
+        let Some(backend) = self.backend() else {
+            return Ok(None);
+        };
+        let pairs = backend.decisions(&self.dir).await?.not_duplicate_pairs();
+        Ok((!pairs.is_empty()).then(|| Arc::new(pairs)))
+    }
+
     /// What went wrong restoring it, if it failed.
     pub fn failure(&self) -> Option<&str> {
         self.failure.get().map(String::as_str)

@@ -577,10 +577,19 @@ mod tests {
         let cleared = review_over(&patched, &json!({"snippet_field": null})).unwrap();
         assert_eq!(cleared.snippet_field, None);
         for (review, key) in [
-            (json!({"exclude_not_duplicates": "yes"}), "review.exclude_not_duplicates"),
-            (json!({"exclude_not_duplicates": null}), "review.exclude_not_duplicates"),
+            (
+                json!({"exclude_not_duplicates": "yes"}),
+                "review.exclude_not_duplicates",
+            ),
+            (
+                json!({"exclude_not_duplicates": null}),
+                "review.exclude_not_duplicates",
+            ),
             (json!({"snippet_field": ""}), "review.snippet_field"),
-            (json!({"snippet_field": "ж".repeat(129)}), "review.snippet_field"),
+            (
+                json!({"snippet_field": "ж".repeat(129)}),
+                "review.snippet_field",
+            ),
             (json!({"snippet_field": 3}), "review.snippet_field"),
             (json!({"extra": true}), "review.extra"),
             (json!([]), "review"),
