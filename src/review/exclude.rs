@@ -1,8 +1,7 @@
 //! What the `review.exclude_not_duplicates` setting leaves out: the pairs
-//! moderators judged `not_duplicate`, as the engine's
-//! [`ExcludedPairs`](crate::engine::ExcludedPairs) (scans drop them as
-//! edges, an `if_unique` write does not count them). Only this verdict
-//! excludes: `duplicate` and `related` pairs stay edges.
+//! moderators judged `not_duplicate`, as the engine's [`ExcludedPairs`]
+//! (scans drop them as edges, an `if_unique` write does not count them).
+//! Only this verdict excludes: `duplicate` and `related` pairs stay edges.
 
 use super::{DecisionSet, Verdict};
 use crate::engine::ExcludedPairs;
