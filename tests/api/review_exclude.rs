@@ -7,7 +7,8 @@
 //! ad, so every expected edge is known by construction.
 
 use crate::helpers::{
-    assert_problem, collection_label, metric_value, route, spawn_app_with, test_settings, TestApp,
+    assert_problem, collection_label, metric_value, route, spawn_app_with, test_settings,
+    wait_reindex_done, TestApp,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -460,4 +461,45 @@ async fn the_review_setting_is_set_per_collection_and_checked() {
         problem["detail"].as_str().unwrap().contains("review."),
         "{problem}"
     );
+}
+
+#[tokio::test]
+async fn the_review_setting_is_kept_by_a_reindex() {
+    let app = spawn_app_with(settings(false)).await;
+    let review = json!({"exclude_not_duplicates": true, "snippet_field": "intitulé"});
+    let put = app
+        .put_json(
+            "/collections/revue-r",
+            &json!({"store_text": true, "review": review}),
+        )
+        .await;
+    assert_eq!(put.status(), 201);
+    let resp = app
+        .post_json(
+            "/collections/revue-r/documents",
+            &json!({"id": "annonce-1", "text": ad(1, &[])}),
+        )
+        .await;
+    assert_eq!(resp.status(), 201);
+    let resp = app
+        .post_json(
+            "/collections/revue-r/reindex",
+            &json!({"shingle": {"k": 4}}),
+        )
+        .await;
+    assert_eq!(resp.status(), 202, "{}", resp.text().await.unwrap());
+    let stats = wait_reindex_done(&app, "revue-r").await;
+    assert_eq!(stats["reindex"]["state"], "done", "{stats}");
+    // From the node that ran it (on Redis, the other follows the catalog).
+    let seen: Value = app
+        .client
+        .get(format!("{}/collections/revue-r", app.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(seen["settings"]["shingle"]["k"], 4, "{seen}");
+    assert_eq!(seen["settings"]["review"], review);
 }
