@@ -25,9 +25,9 @@ pub use crate::persist::{PersistError, SnapshotInfo};
 
 use crate::config::StorageSettings;
 use crate::engine::{
-    By, Comparison, Edge, Engine, EngineError, FilterSpec, Groups, MemoryStats, NewDoc, Passage,
-    PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Score, Template, Threshold,
-    UniqueOutcome, WriteMode, WriteOutcome,
+    By, Comparison, Edge, Engine, EngineError, ExcludedPairs, FilterSpec, Groups, MemoryStats,
+    NewDoc, Passage, PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Score,
+    Template, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use crate::events::{
     Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription,
@@ -422,15 +422,17 @@ impl Backend {
     }
 
     /// Every verified pair at `threshold` by `measure` (Jaccard, or either
-    /// text inside the other for a containment measure), handed to `sink`
-    /// as found; `sink` returns false to stop the scan. Blocking: call it
-    /// off the async workers (the memory scan runs on `pool`, the redis
-    /// scan reads the cluster on this thread).
+    /// text inside the other for a containment measure) that `filter`
+    /// admits and `except` does not hold, handed to `sink` as found;
+    /// `sink` returns false to stop the scan. Blocking: call it off the
+    /// async workers (the memory scan runs on `pool`, the redis scan reads
+    /// the cluster on this thread).
     pub fn scan_pairs(
         &self,
         threshold: Threshold,
         by: impl Into<By>,
         filter: Option<&Arc<FilterSpec>>,
+        except: Option<&ExcludedPairs>,
         pool: &rayon::ThreadPool,
         sink: &mut (dyn FnMut(&Edge) -> bool + Send),
     ) -> Result<ScanStats, BackendError> {
@@ -439,7 +441,7 @@ impl Backend {
         match self {
             Backend::Memory(m) => Ok(pool.install(|| {
                 m.engine
-                    .scan_pairs_filtered(threshold, by, filter, None, &mut |edges| {
+                    .scan_pairs_filtered(threshold, by, filter, except, None, &mut |edges| {
                         for e in &edges {
                             if !sink(e) {
                                 return ControlFlow::Break(());
@@ -450,7 +452,7 @@ impl Backend {
             })),
             Backend::Redis(r) => {
                 let (edges, mut stats) = tokio::runtime::Handle::current()
-                    .block_on(r.scan_edges_filtered(threshold, by, filter))?;
+                    .block_on(r.scan_edges_filtered(threshold, by, filter, except))?;
                 for e in &edges {
                     if !sink(e) {
                         stats.complete = false;
@@ -463,12 +465,14 @@ impl Backend {
     }
 
     /// The groups of near-duplicates at `threshold` by `measure` with at
-    /// least `min_size` members. Blocking, like [`Self::scan_pairs`].
+    /// least `min_size` members, over the pairs [`Self::scan_pairs`]
+    /// hands out. Blocking, like it.
     pub fn duplicate_groups(
         &self,
         threshold: Threshold,
         by: impl Into<By>,
         filter: Option<&Arc<FilterSpec>>,
+        except: Option<&ExcludedPairs>,
         min_size: usize,
         pool: &rayon::ThreadPool,
     ) -> Result<Groups, BackendError> {
@@ -477,11 +481,11 @@ impl Backend {
         match self {
             Backend::Memory(m) => Ok(pool.install(|| {
                 m.engine
-                    .duplicate_groups_filtered(threshold, by, filter, min_size, None)
+                    .duplicate_groups_filtered(threshold, by, filter, except, min_size, None)
             })),
             Backend::Redis(r) => {
                 let (edges, stats) = tokio::runtime::Handle::current()
-                    .block_on(r.scan_edges_filtered(threshold, by, filter))?;
+                    .block_on(r.scan_edges_filtered(threshold, by, filter, except))?;
                 Ok(Groups::from_edges(edges, by, min_size, stats))
             }
         }

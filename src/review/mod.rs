@@ -17,6 +17,8 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod exclude;
+
 /// Longest note kept with a decision, in bytes.
 pub const MAX_NOTE_BYTES: usize = 2000;
 

@@ -29,6 +29,7 @@ mod originals;
 mod passages;
 mod reindex;
 mod retention;
+mod review_exclude;
 mod scripts;
 mod shedding;
 mod similar;
