@@ -65,11 +65,10 @@ pub struct SnippetOut {
 /// The metadata field a collection's snippets take their title from when
 /// a request names none.
 ///
-/// The collection setting `review.snippet_field` (issue 46, built beside
-/// this route) is read here once it exists; until then no collection has
-/// one, and only a request's `field` gives a title.
-fn default_snippet_field(_coll: &Collection) -> Option<String> {
-    None
+/// The collection's `review.snippet_field`: the metadata field a title
+/// is read from when the request names none.
+fn default_snippet_field(coll: &Collection) -> Option<String> {
+    coll.review().snippet_field
 }
 
 /// `POST /snippets`.

@@ -172,6 +172,28 @@ async fn without_stored_texts_a_snippet_has_its_title_only() {
 }
 
 #[tokio::test]
+async fn the_collections_snippet_field_names_the_title_when_a_request_names_none() {
+    let mut settings = test_settings();
+    settings.review.snippet_field = Some("headline".into());
+    let app = spawn_app_with(settings).await;
+    put(
+        &app,
+        "a",
+        FR,
+        json!({"headline": "Chaleur à Montréal", "titre": "Été"}),
+    )
+    .await;
+    let got = snippets(&app, json!({"ids": ["a"]})).await;
+    assert_eq!(
+        got["a"],
+        json!({"text": null, "title": "Chaleur à Montréal", "truncated": false})
+    );
+    // A request's own field wins over the setting.
+    let got = snippets(&app, json!({"ids": ["a"], "field": "titre"})).await;
+    assert_eq!(got["a"]["title"], "Été");
+}
+
+#[tokio::test]
 async fn an_expired_or_deleted_document_has_no_snippet() {
     let clock = Arc::new(ManualClock::default());
     let app = spawn_app_with_clock(storing_texts(), clock.clone()).await;
