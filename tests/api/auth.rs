@@ -673,6 +673,7 @@ fn scoped(key: &str, collections: Option<&[&str]>, read_only: bool) -> ScopedKey
         key: Secret::new(key),
         collections: collections.map(|c| c.iter().map(|s| s.to_string()).collect()),
         read_only,
+        name: None,
     }
 }
 

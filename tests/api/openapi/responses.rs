@@ -765,6 +765,7 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
         key: Secret::new("other-collection-key"),
         collections: Some(vec!["other".into()]),
         read_only: false,
+        name: None,
     }];
     let app = spawn_app_with(settings).await;
     let mut forbidden = 0;
