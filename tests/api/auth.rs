@@ -184,6 +184,37 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             Some(json!({"id": "hook1", "url": "https://hooks.example.com/neardup"})),
         ),
         (
+            Method::PUT,
+            "/review/decisions",
+            "/review/decisions".to_owned(),
+            Some(json!({"a": "a2", "b": "a1", "verdict": "duplicate"})),
+        ),
+        (
+            Method::GET,
+            "/review/decisions",
+            "/review/decisions".to_owned(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/review/decision",
+            "/review/decision?a=a1&b=a2".to_owned(),
+            None,
+        ),
+        (
+            Method::DELETE,
+            "/review/decision",
+            "/review/decision?a=a1&b=a2".to_owned(),
+            None,
+        ),
+        // Again, so that the next key finds it.
+        (
+            Method::PUT,
+            "/review/decisions",
+            "/review/decisions".to_owned(),
+            Some(json!({"a": "a1", "b": "a2", "verdict": "related"})),
+        ),
+        (
             Method::POST,
             "/analysis/histogram",
             "/analysis/histogram".to_owned(),

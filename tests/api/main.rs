@@ -29,6 +29,8 @@ mod originals;
 mod passages;
 mod reindex;
 mod retention;
+mod review_crash;
+mod review_decisions;
 mod scripts;
 mod shedding;
 mod similar;

@@ -39,6 +39,8 @@ mod originals;
 mod passages;
 #[path = "../api/retention.rs"]
 mod retention;
+#[path = "../api/review_decisions.rs"]
+mod review_decisions;
 #[path = "../api/scripts.rs"]
 mod scripts;
 #[path = "../api/similar.rs"]
