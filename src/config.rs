@@ -675,7 +675,7 @@ pub struct ScopedKey {
     pub read_only: bool,
     /// Who holds the key (a moderator, a team): recorded as `decided_by`
     /// on the review decisions it makes (issue 46). Never a secret.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
 

@@ -796,6 +796,16 @@ async fn scoped_keys_reach_their_collections_only_on_every_route() {
         )
         .await;
         assert_eq!(resp.status(), 201);
+        // And a review decision.
+        let resp = send(
+            &app,
+            Method::PUT,
+            &format!("{prefix}/review/decisions"),
+            full.as_deref(),
+            Some(json!({"a": "a1", "b": "a2", "verdict": "duplicate"})),
+        )
+        .await;
+        assert_eq!(resp.status(), 201);
     }
     // Which collection each key may use, and whether it may write.
     let keys: [(&str, &[&str], bool); 5] = [
@@ -1004,6 +1014,7 @@ collections = ["bodies", "titles"]
 [[auth.keys]]
 key = "reader-key-123"
 read_only = true
+name = "Zoë, relecture"
 "#,
     )
     .unwrap();
@@ -1027,7 +1038,7 @@ read_only = true
         config["auth"]["keys"],
         json!([
             {"key": "***", "collections": ["bodies", "titles"], "read_only": false},
-            {"key": "***", "collections": null, "read_only": true},
+            {"key": "***", "collections": null, "read_only": true, "name": "Zoë, relecture"},
         ])
     );
 }

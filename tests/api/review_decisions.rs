@@ -478,6 +478,8 @@ async fn decisions_survive_a_restart() {
         .await;
     assert_eq!(resp.status(), 204);
     written.remove(1);
+    // Listed by pair: "absente" < "annonce-1".
+    written.sort_by_key(|d| (d["a"].as_str().unwrap().to_owned(), d["b"].as_str().unwrap().to_owned()));
     app.stop().await.unwrap();
 
     let app = spawn_app_with(on_dir(dir.path())).await;

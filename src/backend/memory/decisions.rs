@@ -29,7 +29,7 @@ pub(crate) struct Decisions {
     log: Mutex<DecisionLog>,
     /// The set as of the last write, for readers (held for a clone only).
     current: Mutex<Arc<DecisionSet>>,
-    /// The log file's (device, inode) when it was opened or created.
+    /// The log file's (device, inode) as of the last open or write.
     file_id: Mutex<Option<(u64, u64)>>,
 }
 
@@ -110,10 +110,9 @@ impl Memory {
             let mut log = d.log.lock().expect("decisions log lock");
             let out = f(&mut log);
             *d.current.lock().expect("decisions set lock") = log.set();
-            let mut id = d.file_id.lock().expect("decisions file id");
-            if id.is_none() {
-                *id = file_id(log.path());
-            }
+            // The first write creates the file, a compaction replaces it:
+            // the registry compares the file as it is now.
+            *d.file_id.lock().expect("decisions file id") = file_id(log.path());
             out
         })
         .await
