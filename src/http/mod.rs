@@ -101,10 +101,7 @@ fn collection_routes() -> Router<AppState> {
         .route("/webhooks/{id}/failed/retry", post(webhooks::retry))
         .route("/events", get(events::feed))
         .route("/review/decisions", get(review::list).put(review::put))
-        .route(
-            "/review/decision",
-            get(review::get).delete(review::delete),
-        )
+        .route("/review/decision", get(review::get).delete(review::delete))
 }
 
 /// The application router with every layer applied.

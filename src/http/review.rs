@@ -253,7 +253,8 @@ pub async fn put(
     };
     let previous = b.put_decision(coll.dir(), d.clone()).await?;
     d.revision = Decision::revised(previous.as_ref());
-    app.metrics.observe_review_decision(coll.name.as_str(), verdict);
+    app.metrics
+        .observe_review_decision(coll.name.as_str(), verdict);
     let status = if previous.is_some() {
         StatusCode::OK
     } else {
@@ -365,7 +366,13 @@ mod tests {
     fn cursors_round_trip_and_strangers_are_refused() {
         let k = PairKey::new("annonce-ж", "annonce-é \"1\"").unwrap();
         assert_eq!(parse_cursor(&cursor_of(&k)).unwrap(), k);
-        for bad in ["", "%%%", "WyJhIl0", "eyJhIjoxfQ", &"A".repeat(MAX_CURSOR + 1)] {
+        for bad in [
+            "",
+            "%%%",
+            "WyJhIl0",
+            "eyJhIjoxfQ",
+            &"A".repeat(MAX_CURSOR + 1),
+        ] {
             assert!(
                 matches!(parse_cursor(bad), Err(ApiError::InvalidParameter(_))),
                 "{bad}"

@@ -268,7 +268,8 @@ impl DecisionLog {
     }
 
     fn maybe_compact(&mut self) -> Result<(), PersistError> {
-        if self.bytes >= COMPACT_MIN_BYTES && self.bytes > 2 * (self.live_bytes + MAGIC.len() as u64)
+        if self.bytes >= COMPACT_MIN_BYTES
+            && self.bytes > 2 * (self.live_bytes + MAGIC.len() as u64)
         {
             self.compact()?;
         }
@@ -340,9 +341,19 @@ mod tests {
         let mut log = DecisionLog::open(dir.path()).unwrap();
         assert!(log.set().is_empty());
         assert!(!dir.path().join(FILE).exists(), "a read creates nothing");
-        let first = decision("offre-é", "offre-a", Verdict::Duplicate, Some("même annonce"));
+        let first = decision(
+            "offre-é",
+            "offre-a",
+            Verdict::Duplicate,
+            Some("même annonce"),
+        );
         assert_eq!(log.put(first.clone()).unwrap(), None);
-        let edit = decision("offre-a", "offre-é", Verdict::NotDuplicate, Some("« autre poste »"));
+        let edit = decision(
+            "offre-a",
+            "offre-é",
+            Verdict::NotDuplicate,
+            Some("« autre poste »"),
+        );
         let previous = log.put(edit).unwrap().unwrap();
         assert_eq!(previous.revision, 1);
         assert_eq!(previous.verdict, Verdict::Duplicate);
@@ -376,7 +387,8 @@ mod tests {
     fn a_torn_last_frame_is_cut_and_the_log_goes_on() {
         let dir = tempfile::tempdir().unwrap();
         let mut log = DecisionLog::open(dir.path()).unwrap();
-        log.put(decision("a", "b", Verdict::Duplicate, None)).unwrap();
+        log.put(decision("a", "b", Verdict::Duplicate, None))
+            .unwrap();
         log.put(decision("a", "c", Verdict::Related, None)).unwrap();
         let path = log.path().to_owned();
         let full = fs::metadata(&path).unwrap().len();
@@ -389,10 +401,15 @@ mod tests {
         assert_eq!(log.set().len(), 1);
         assert!(log.set().get("a", "b").is_some());
         // The next write follows the cut, and is read back.
-        log.put(decision("b", "c", Verdict::NotDuplicate, None)).unwrap();
+        log.put(decision("b", "c", Verdict::NotDuplicate, None))
+            .unwrap();
         drop(log);
         let log = DecisionLog::open(dir.path()).unwrap();
-        let pairs: Vec<_> = log.set().iter().map(|d| (d.a.clone(), d.b.clone())).collect();
+        let pairs: Vec<_> = log
+            .set()
+            .iter()
+            .map(|d| (d.a.clone(), d.b.clone()))
+            .collect();
         assert_eq!(pairs, [("a".into(), "b".into()), ("b".into(), "c".into())]);
     }
 
@@ -411,7 +428,9 @@ mod tests {
         bytes[MAGIC.len() + 20] ^= 0x10;
         fs::write(&path, &bytes).unwrap();
         match DecisionLog::open(dir.path()).unwrap_err() {
-            PersistError::Corrupt { path: p, offset, .. } => {
+            PersistError::Corrupt {
+                path: p, offset, ..
+            } => {
                 assert_eq!(p, path);
                 assert_eq!(offset, MAGIC.len() as u64);
             }

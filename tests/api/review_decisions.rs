@@ -76,7 +76,14 @@ fn pair_path(route: &str, a: &str, b: &str) -> String {
 /// write yet (Redis: it reads the version per call, so at once; memory:
 /// the same node).
 async fn read_decision(app: &TestApp, key: &str, a: &str, b: &str) -> reqwest::Response {
-    call(app, Method::GET, &pair_path("/review/decision", a, b), key, None).await
+    call(
+        app,
+        Method::GET,
+        &pair_path("/review/decision", a, b),
+        key,
+        None,
+    )
+    .await
 }
 
 /// Every decision, page by page (`limit` at a time).
@@ -97,7 +104,11 @@ async fn all_pages(app: &TestApp, key: &str, query: &str, limit: usize) -> (Vec<
             .starts_with("application/json"));
         let page: Value = resp.json().await.unwrap();
         let n = page["total"].as_u64().unwrap() as usize;
-        assert_eq!(*total.get_or_insert(n), n, "total is the same on every page");
+        assert_eq!(
+            *total.get_or_insert(n),
+            n,
+            "total is the same on every page"
+        );
         let items = page["decisions"].as_array().unwrap();
         assert!(items.len() <= limit);
         out.extend(items.iter().cloned());
@@ -182,7 +193,11 @@ async fn decisions_are_created_edited_read_listed_exported_and_deleted() {
     .await;
     assert_eq!(resp.status(), 201);
     let d: Value = resp.json().await.unwrap();
-    assert_eq!((d["a"].as_str(), d["b"].as_str()), (Some("fr-1"), Some("fr-2")), "{d}");
+    assert_eq!(
+        (d["a"].as_str(), d["b"].as_str()),
+        (Some("fr-1"), Some("fr-2")),
+        "{d}"
+    );
     assert_eq!(d["verdict"], "duplicate");
     assert_eq!(d["revision"], 1);
     assert_eq!(d["decided_by"], CAMILLE_NAME);
@@ -227,7 +242,11 @@ async fn decisions_are_created_edited_read_listed_exported_and_deleted() {
         let (j, c, content) = explained(&app, &text(x), &text(y)).await;
         assert_eq!(d["scores"]["jaccard"].as_f64(), Some(j), "{x} {y}: {d}");
         assert_eq!(d["scores"]["containment"].as_f64(), Some(c), "{x} {y}: {d}");
-        assert_eq!(d["scores"]["content_jaccard"].as_f64(), content, "{x} {y}: {d}");
+        assert_eq!(
+            d["scores"]["content_jaccard"].as_f64(),
+            content,
+            "{x} {y}: {d}"
+        );
         if x == "fr-3" {
             assert!(c > j + 0.3, "an excerpt is contained: {c} against {j}");
         }
@@ -260,7 +279,12 @@ async fn decisions_are_created_edited_read_listed_exported_and_deleted() {
     assert_eq!(total, 6);
     let pairs: Vec<(String, String)> = paged
         .iter()
-        .map(|d| (d["a"].as_str().unwrap().into(), d["b"].as_str().unwrap().into()))
+        .map(|d| {
+            (
+                d["a"].as_str().unwrap().into(),
+                d["b"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     let mut sorted = pairs.clone();
     sorted.sort();
@@ -351,7 +375,10 @@ async fn bad_decisions_are_refused_naming_the_field_and_read_only_keys_cannot_de
     let app = spawn_app_with(keyed_settings()).await;
     let cases: Vec<(Value, &str)> = vec![
         (json!({"a": "x", "b": "x", "verdict": "duplicate"}), "a, b"),
-        (json!({"a": "x", "b": "y", "verdict": "Duplicate"}), "verdict"),
+        (
+            json!({"a": "x", "b": "y", "verdict": "Duplicate"}),
+            "verdict",
+        ),
         (json!({"a": "x", "b": "y", "verdict": "doublon"}), "verdict"),
         (json!({"a": "", "b": "y", "verdict": "related"}), "a:"),
         (json!({"a": "x", "b": "y\u{7}", "verdict": "related"}), "b:"),
@@ -368,7 +395,10 @@ async fn bad_decisions_are_refused_naming_the_field_and_read_only_keys_cannot_de
             "scores.containment",
         ),
         (json!({"a": "x", "b": "y"}), "verdict"),
-        (json!({"a": "x", "b": "y", "verdict": "related", "who": "me"}), "who"),
+        (
+            json!({"a": "x", "b": "y", "verdict": "related", "who": "me"}),
+            "who",
+        ),
         (json!(["x", "y", "related"]), "object"),
     ];
     for (body, field) in cases {
@@ -411,7 +441,12 @@ async fn bad_decisions_are_refused_naming_the_field_and_read_only_keys_cannot_de
     assert!(p["detail"].as_str().unwrap().contains('a'), "{p}");
 
     // Read-only: reads yes, decisions no.
-    let resp = decide(&app, READER, json!({"a": "x", "b": "z", "verdict": "duplicate"})).await;
+    let resp = decide(
+        &app,
+        READER,
+        json!({"a": "x", "b": "z", "verdict": "duplicate"}),
+    )
+    .await;
     assert_problem(resp, 403).await;
     let resp = call(
         &app,
@@ -459,7 +494,10 @@ async fn decisions_survive_a_restart() {
         ("annonce-2", "absente", "related"),
     ] {
         let resp = app
-            .put_json("/review/decisions", &json!({"a": x, "b": y, "verdict": v, "note": "« vu »"}))
+            .put_json(
+                "/review/decisions",
+                &json!({"a": x, "b": y, "verdict": v, "note": "« vu »"}),
+            )
             .await;
         assert_eq!(resp.status(), 201);
         written.push(resp.json::<Value>().await.unwrap());
@@ -479,7 +517,12 @@ async fn decisions_survive_a_restart() {
     assert_eq!(resp.status(), 204);
     written.remove(1);
     // Listed by pair: "absente" < "annonce-1".
-    written.sort_by_key(|d| (d["a"].as_str().unwrap().to_owned(), d["b"].as_str().unwrap().to_owned()));
+    written.sort_by_key(|d| {
+        (
+            d["a"].as_str().unwrap().to_owned(),
+            d["b"].as_str().unwrap().to_owned(),
+        )
+    });
     app.stop().await.unwrap();
 
     let app = spawn_app_with(on_dir(dir.path())).await;
@@ -531,7 +574,11 @@ async fn a_damaged_decisions_file_is_an_error_until_it_is_repaired_never_an_empt
         )
         .await;
     assert_problem(resp, 500).await;
-    assert_eq!(std::fs::read(&file).unwrap(), bad, "nothing written over it");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        bad,
+        "nothing written over it"
+    );
     // Repaired (here: the good bytes back), it answers again, all of it.
     std::fs::write(&file, &good).unwrap();
     let page = app.get_json("/review/decisions").await;
@@ -595,7 +642,9 @@ async fn decisions_are_kept_by_a_reindex_and_go_with_their_collection() {
     // On Redis the reading node follows the switch to the new keys within
     // its catalog watch: wait for it (the decision is there either way).
     for _ in 0..25 {
-        let d = app.get_json("/collections/revues/review/decision?a=a&b=b").await;
+        let d = app
+            .get_json("/collections/revues/review/decision?a=a&b=b")
+            .await;
         assert_eq!(d, decided);
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
@@ -617,7 +666,10 @@ async fn decisions_are_kept_by_a_reindex_and_go_with_their_collection() {
         .await;
     assert_eq!(resp.status(), 201);
     let page = app.get_json("/collections/revues/review/decisions").await;
-    assert_eq!(page, json!({"decisions": [], "next_cursor": null, "total": 0}));
+    assert_eq!(
+        page,
+        json!({"decisions": [], "next_cursor": null, "total": 0})
+    );
     // The default collection never saw any.
     let page = app.get_json("/review/decisions").await;
     assert_eq!(page["total"], 0);

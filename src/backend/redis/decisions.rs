@@ -30,8 +30,7 @@ use std::sync::{Arc, LazyLock};
 
 static PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/rv_put.lua")));
 static DEL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/rv_del.lua")));
-static READ: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/rv_read.lua")));
+static READ: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/rv_read.lua")));
 
 /// This node's copy of a collection's decisions and the version it is at.
 pub(super) type Cached = Arc<std::sync::Mutex<Option<(u64, Arc<DecisionSet>)>>>;
@@ -108,7 +107,10 @@ impl RedisIndex {
         if let Some((seen, set)) = cached {
             let mut get = redis::cmd("GET");
             get.arg(self.keys.decisions_version());
-            let now: Option<u64> = self.redis.one("reading the decisions' version", get).await?;
+            let now: Option<u64> = self
+                .redis
+                .one("reading the decisions' version", get)
+                .await?;
             if now.unwrap_or(0) == seen {
                 return Ok(set);
             }
@@ -128,7 +130,8 @@ impl RedisIndex {
             return Err(corrupt(&key, "reading decisions answered a short list"));
         }
         let pairs: Vec<(Vec<u8>, Vec<u8>)> =
-            redis::from_redis_value(parts.pop().expect("two parts")).map_err(|e| corrupt(&key, e))?;
+            redis::from_redis_value(parts.pop().expect("two parts"))
+                .map_err(|e| corrupt(&key, e))?;
         let version: u64 = redis::from_redis_value(parts.pop().expect("two parts"))
             .map_err(|e| corrupt(&key, e))?;
         let set = Arc::new(DecisionSet::new(
@@ -141,13 +144,14 @@ impl RedisIndex {
         Ok(set)
     }
 
-    pub(crate) async fn put_decision(
-        &self,
-        d: Decision,
-    ) -> Result<Option<Decision>, BackendError> {
+    pub(crate) async fn put_decision(&self, d: Decision) -> Result<Option<Decision>, BackendError> {
         self.check_writable()?;
         let (before, after) = split_json(&d)?;
-        let call = script_call(&PUT, self.decision_keys(), vec![field(&d.key()), before, after]);
+        let call = script_call(
+            &PUT,
+            self.decision_keys(),
+            vec![field(&d.key()), before, after],
+        );
         let mut v = self
             .redis
             .calls("storing a review decision", vec![call])
