@@ -55,8 +55,10 @@ pub struct DecisionIn {
 pub struct ScoresIn {
     jaccard: f64,
     containment: f64,
-    #[serde(default)]
-    content_jaccard: Option<f64>,
+    /// A number, or left out when unknown (null is refused, naming the
+    /// field, as the schema says).
+    #[serde(default, deserialize_with = "super::collections::not_null")]
+    content_jaccard: Option<serde_json::Value>,
 }
 
 /// `GET /review/decisions`.
@@ -230,10 +232,17 @@ pub async fn put(
         Some(s) => Some(DecisionScores {
             jaccard: check_score("jaccard", s.jaccard)?,
             containment: check_score("containment", s.containment)?,
-            content_jaccard: s
-                .content_jaccard
-                .map(|x| check_score("content_jaccard", x))
-                .transpose()?,
+            content_jaccard: match s.content_jaccard {
+                None => None,
+                Some(v) => Some(check_score(
+                    "content_jaccard",
+                    v.as_f64().ok_or_else(|| {
+                        ApiError::InvalidBody(format!(
+                            "scores.content_jaccard must be a number between 0 and 1 (or left out), got {v}"
+                        ))
+                    })?,
+                )?),
+            },
         }),
     };
     let b = backend(&coll)?;

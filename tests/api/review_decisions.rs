@@ -394,6 +394,10 @@ async fn bad_decisions_are_refused_naming_the_field_and_read_only_keys_cannot_de
             json!({"a": "x", "b": "y", "verdict": "related", "scores": {"jaccard": 0.5, "containment": -0.1}}),
             "scores.containment",
         ),
+        (
+            json!({"a": "x", "b": "y", "verdict": "related", "scores": {"jaccard": 0.5, "containment": 0.5, "content_jaccard": null}}),
+            "content_jaccard",
+        ),
         (json!({"a": "x", "b": "y"}), "verdict"),
         (
             json!({"a": "x", "b": "y", "verdict": "related", "who": "me"}),
