@@ -21,7 +21,9 @@
 //! the exclusion setting ask on every request (a scan, a write with
 //! `if_unique`), and 10,000 decisions are 2 to 3 MB to read and parse
 //! each time (about 220 bytes a decision without a note) against one
-//! small `GET`.
+//! small `GET` (measured on a local redis-server, a busy 2-core machine:
+//! `HGETALL` of 10,000 decisions, 2.5 MB, 13 ms at best and 51 ms median
+//! to transfer alone; a `GET` 0.02 ms).
 
 use super::{call, corrupt, script_call, RedisIndex, Script};
 use crate::backend::BackendError;
