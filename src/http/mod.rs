@@ -19,9 +19,11 @@ mod middleware;
 pub mod openapi;
 mod ops;
 mod passages;
+mod review;
 mod review_queue;
 mod routes;
 mod similar;
+mod snippets;
 pub mod state;
 mod transfer;
 pub mod ui;
@@ -76,6 +78,7 @@ fn collection_routes() -> Router<AppState> {
         .route("/compare", get(similar::compare))
         .route("/explain", post(explain::explain))
         .route("/passages", post(passages::lookup))
+        .route("/snippets", post(snippets::snippets))
         .route("/templates", get(boilerplate::list))
         .route(
             "/templates/{id}",
@@ -102,6 +105,8 @@ fn collection_routes() -> Router<AppState> {
         .route("/events", get(events::feed))
         .route("/review/queue", get(review_queue::queue))
         .route("/review/precision", get(review_queue::precision))
+        .route("/review/decisions", get(review::list).put(review::put))
+        .route("/review/decision", get(review::get).delete(review::delete))
 }
 
 /// The application router with every layer applied.

@@ -11,8 +11,8 @@
 
 use super::error::ApiError;
 use super::extract::{ApiQuery, Coll};
+use super::snippets::{self, snippets_of, SnippetOut};
 use super::state::{backend, AppState};
-use crate::backend::{Backend, StoredText};
 use crate::collections::Collection;
 use crate::engine::{EngineError, Measure, Query, Score, Threshold};
 use crate::review::precision::{
@@ -36,8 +36,6 @@ pub const MAX_LIMIT: usize = 200;
 pub const DEFAULT_SEED: u64 = 46;
 /// How far under the collection's threshold the queue samples by default.
 pub const DEFAULT_BELOW: f64 = 0.3;
-/// Words of a snippet.
-const SNIPPET_WORDS: usize = 40;
 /// Most labels a suggestion may ask for.
 const MAX_MIN_LABELS: usize = 1_000_000;
 
@@ -132,14 +130,6 @@ pub struct QueueBand {
     pub found: usize,
 }
 
-/// A document's snippet, as `POST /snippets` gives it.
-#[derive(Debug, Serialize)]
-pub struct Snippet {
-    pub text: Option<String>,
-    pub title: Option<String>,
-    pub truncated: bool,
-}
-
 #[derive(Debug, Serialize)]
 pub struct QueueOut {
     pub measure: ReviewMeasure,
@@ -152,7 +142,7 @@ pub struct QueueOut {
     pub bands: Vec<QueueBand>,
     pub documents_searched: usize,
     pub complete: bool,
-    pub snippets: BTreeMap<String, Snippet>,
+    pub snippets: BTreeMap<String, SnippetOut>,
 }
 
 /// Decisions per queue band, by their recorded score.
@@ -270,11 +260,19 @@ pub async fn queue(
             }
         })
         .collect();
-    let ids: Vec<&str> = items
+    let mut ids: Vec<&str> = items
         .iter()
         .flat_map(|i| [i.a.as_str(), i.b.as_str()])
         .collect();
-    let snippets = local_text_snippets(backend, &ids).await?;
+    ids.sort_unstable();
+    ids.dedup();
+    let snippets = snippets_of(
+        &coll,
+        &ids,
+        snippets::DEFAULT_WORDS,
+        snippets::default_snippet_field(&coll),
+    )
+    .await?;
     Ok(Json(QueueOut {
         measure,
         score,
@@ -287,41 +285,6 @@ pub async fn queue(
         complete: walked.complete,
         snippets,
     }))
-}
-
-/// The snippets of `ids`: the first [`SNIPPET_WORDS`] words of each stored
-/// text (no title: metadata fields are `POST /snippets`'s). A stand-in,
-/// local to the queue, for the shared snippet helper of `POST /snippets`
-/// (issue 46), to be swapped for it when both land; ids not stored are absent.
-async fn local_text_snippets(
-    backend: &Backend,
-    ids: &[&str],
-) -> Result<BTreeMap<String, Snippet>, ApiError> {
-    let mut out = BTreeMap::new();
-    for &id in ids {
-        if out.contains_key(id) {
-            continue;
-        }
-        let snippet = match backend.text(id).await? {
-            StoredText::Missing => continue,
-            StoredText::NotKept | StoredText::StoredWithout => Snippet {
-                text: None,
-                title: None,
-                truncated: false,
-            },
-            StoredText::Text(text) => {
-                let mut words = text.split_whitespace();
-                let first: Vec<&str> = words.by_ref().take(SNIPPET_WORDS).collect();
-                Snippet {
-                    text: Some(first.join(" ")),
-                    title: None,
-                    truncated: words.next().is_some(),
-                }
-            }
-        };
-        out.insert(id.to_owned(), snippet);
-    }
-    Ok(out)
 }
 
 // ---- GET /review/precision ----

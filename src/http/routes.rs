@@ -17,6 +17,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/compare"),
     ("POST", "/explain"),
     ("POST", "/passages"),
+    ("POST", "/snippets"),
     ("GET", "/templates"),
     ("GET", "/templates/{id}"),
     ("PUT", "/templates/{id}"),
@@ -39,6 +40,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/events"),
     ("GET", "/review/queue"),
     ("GET", "/review/precision"),
+    ("GET", "/review/decisions"),
+    ("PUT", "/review/decisions"),
+    ("GET", "/review/decision"),
+    ("DELETE", "/review/decision"),
     ("GET", "/collections"),
     ("GET", "/collections/{name}"),
     ("PUT", "/collections/{name}"),
@@ -55,6 +60,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/collections/{name}/compare"),
     ("POST", "/collections/{name}/explain"),
     ("POST", "/collections/{name}/passages"),
+    ("POST", "/collections/{name}/snippets"),
     ("GET", "/collections/{name}/templates"),
     ("GET", "/collections/{name}/templates/{id}"),
     ("PUT", "/collections/{name}/templates/{id}"),
@@ -77,6 +83,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/collections/{name}/events"),
     ("GET", "/collections/{name}/review/queue"),
     ("GET", "/collections/{name}/review/precision"),
+    ("GET", "/collections/{name}/review/decisions"),
+    ("PUT", "/collections/{name}/review/decisions"),
+    ("GET", "/collections/{name}/review/decision"),
+    ("DELETE", "/collections/{name}/review/decision"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
@@ -107,6 +117,7 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/compare",
     "/explain",
     "/passages",
+    "/snippets",
     "/templates",
     "/templates/{id}",
     "/boilerplate",
@@ -125,6 +136,8 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/events",
     "/review/queue",
     "/review/precision",
+    "/review/decisions",
+    "/review/decision",
 ];
 
 /// The routes that take query parameters (a collection route unprefixed:
@@ -146,6 +159,9 @@ pub const QUERY_ROUTES: &[(&str, &str)] = &[
     ("GET", "/events"),
     ("GET", "/review/queue"),
     ("GET", "/review/precision"),
+    ("GET", "/review/decisions"),
+    ("GET", "/review/decision"),
+    ("DELETE", "/review/decision"),
 ];
 
 /// Whether a request routed to `method` `route` (its template) must come
@@ -168,6 +184,7 @@ pub const READ_POSTS: &[&str] = &[
     "/similar",
     "/explain",
     "/passages",
+    "/snippets",
     "/analysis/histogram",
     "/analysis/accuracy",
 ];

@@ -22,6 +22,7 @@
 //!   compacted into one fsynced segment per snapshot (see [`texts`]).
 
 pub mod catalog;
+pub mod decisions;
 pub mod events;
 pub mod format;
 pub mod fsops;
@@ -524,8 +525,8 @@ impl Store {
             q,
             &self.journal(),
         )?;
-        if let UniqueOutcome::Inserted(lsn) = outcome {
-            self.commit(lsn)?;
+        if let UniqueOutcome::Inserted(stored) = outcome {
+            self.commit(stored.seq)?;
         }
         Ok(outcome)
     }

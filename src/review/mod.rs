@@ -20,6 +20,8 @@ pub mod queue;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod exclude;
+
 /// Longest note kept with a decision, in bytes.
 pub const MAX_NOTE_BYTES: usize = 2000;
 
@@ -121,6 +123,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The revision a decision stored over `previous` gets: 1 for a new
+    /// pair, one more than the previous decision's otherwise.
+    pub fn revised(previous: Option<&Decision>) -> u32 {
+        previous.map_or(1, |p| p.revision.saturating_add(1))
+    }
+
     pub fn key(&self) -> PairKey {
         PairKey {
             a: self.a.clone(),

@@ -60,6 +60,18 @@ struct KindLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    collection: String,
+    route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerdictLabels {
+    collection: String,
+    verdict: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MeasureLabels {
     collection: String,
     measure: &'static str,
@@ -115,6 +127,8 @@ pub struct Metrics {
     passage_index: Family<CollectionLabels, Gauge>,
     boilerplate: Family<CollectionLabels, Gauge>,
     template_changes: Family<KindLabels, Counter>,
+    /// Review decisions written (new or edited), by verdict (issue 46).
+    review_decisions: Family<VerdictLabels, Counter>,
     /// Issue 45: events appended, lost, and webhook deliveries.
     events: Family<EventTypeLabels, Counter>,
     events_lost: Counter,
@@ -134,6 +148,8 @@ pub struct Metrics {
     rejected_ratio: Family<CollectionLabels, Gauge<f64, AtomicU64>>,
     truncated_queries: Family<CollectionLabels, Counter>,
     filtered_queries: Family<KindLabels, Counter>,
+    /// Issue 46: pairs judged not duplicates left out, by route.
+    review_excluded: Family<RouteLabels, Counter>,
     writes: Family<OutcomeLabels, Counter>,
     purged: Family<CollectionLabels, Counter>,
     snapshot_seconds: Family<CollectionLabels, Histogram>,
@@ -241,6 +257,11 @@ impl Default for Metrics {
             "Templates registered, replaced or deleted (kind: created, replaced, deleted)",
             Family::<KindLabels, Counter>::default()
         );
+        let review_decisions = reg!(
+            "review_decisions",
+            "Review decisions written, new or edited (verdict: duplicate, not_duplicate, related)",
+            Family::<VerdictLabels, Counter>::default()
+        );
         let events = reg!(
             "events",
             "Events appended to collections' event logs (type: document.duplicate, document.refused)",
@@ -330,6 +351,11 @@ impl Default for Metrics {
             "filtered_queries",
             "Queries and scans with a metadata filter or exclude_same, by kind (similar, similar_on_write, if_unique, pairs, groups)",
             Family::<KindLabels, Counter>::default()
+        );
+        let review_excluded = reg!(
+            "review_excluded_pairs",
+            "Pairs moderators judged not duplicates left out (review.exclude_not_duplicates), by route (groups, drop_list, pairs, if_unique): a scan's excluded edges, or the stored documents an if_unique write did not count",
+            Family::<RouteLabels, Counter>::default()
         );
         let writes = reg!(
             "writes",
@@ -478,6 +504,7 @@ impl Default for Metrics {
             passage_index,
             boilerplate,
             template_changes,
+            review_decisions,
             events,
             events_lost,
             webhook_deliveries,
@@ -496,6 +523,7 @@ impl Default for Metrics {
             rejected_ratio,
             truncated_queries,
             filtered_queries,
+            review_excluded,
             writes,
             purged,
             snapshot_seconds,
@@ -536,6 +564,16 @@ impl Metrics {
             .get_or_create(&KindLabels {
                 collection: collection.to_owned(),
                 kind,
+            })
+            .inc();
+    }
+
+    /// A review decision written (new or edited) on `collection`.
+    pub fn observe_review_decision(&self, collection: &str, verdict: crate::review::Verdict) {
+        self.review_decisions
+            .get_or_create(&VerdictLabels {
+                collection: collection.to_owned(),
+                verdict: verdict.as_str(),
             })
             .inc();
     }
@@ -665,6 +703,20 @@ impl Metrics {
                 kind,
             })
             .inc();
+    }
+
+    /// `pairs` pairs judged not duplicates left out of an answer of
+    /// `route` (`groups`, `drop_list`, `pairs`, `if_unique`).
+    pub fn observe_review_excluded(&self, collection: &str, route: &'static str, pairs: usize) {
+        if pairs == 0 {
+            return;
+        }
+        self.review_excluded
+            .get_or_create(&RouteLabels {
+                collection: collection.to_owned(),
+                route,
+            })
+            .inc_by(pairs as u64);
     }
 
     pub fn observe_scan(&self, collection: &str, kind: &'static str, seconds: f64) {
@@ -926,6 +978,12 @@ impl Metrics {
                     kind,
                 });
             }
+            for v in crate::review::Verdict::ALL {
+                let _ = self.review_decisions.get_or_create(&VerdictLabels {
+                    collection: (*name).to_owned(),
+                    verdict: v.as_str(),
+                });
+            }
             let _ = self.purged.get_or_create(&l);
             let _ = self.snapshot_failures.get_or_create(&l);
             let _ = self.review_queue_documents.get_or_create(&l);
@@ -981,6 +1039,12 @@ impl Metrics {
                 self.template_changes.remove(&KindLabels {
                     collection: name.clone(),
                     kind,
+                });
+            }
+            for v in crate::review::Verdict::ALL {
+                self.review_decisions.remove(&VerdictLabels {
+                    collection: name.clone(),
+                    verdict: v.as_str(),
                 });
             }
             self.purged.remove(&l);

@@ -558,7 +558,7 @@ async fn precision_without_labels_lists_every_band_and_suggests_nothing() {
     assert_eq!(h["measured"], Value::Null, "{h}");
 }
 
-// ---- With stored decisions (PUT /review/decisions, issue 46 part A) ----
+// ---- With stored decisions (PUT /review/decisions) ----
 
 /// Decide the pair `a`, `b`.
 async fn decide(app: &TestApp, a: &str, b: &str, verdict: &str) {
@@ -590,7 +590,6 @@ fn close(a: &Value, b: f64) -> bool {
 }
 
 #[tokio::test]
-#[ignore = "needs PUT /review/decisions (issue 46 part A)"]
 async fn decided_pairs_drop_out_of_the_queue_and_count_as_labels() {
     let app = spawn_app_with(settings()).await;
     plant(&app, 2, 10).await;
@@ -620,7 +619,6 @@ async fn decided_pairs_drop_out_of_the_queue_and_count_as_labels() {
 }
 
 #[tokio::test]
-#[ignore = "needs PUT /review/decisions (issue 46 part A)"]
 async fn precision_and_its_interval_equal_a_hand_computation() {
     let app = spawn_app_with(settings()).await;
     let planted = plant(&app, 6, 0).await;
@@ -720,7 +718,6 @@ async fn precision_and_its_interval_equal_a_hand_computation() {
 }
 
 #[tokio::test]
-#[ignore = "needs PUT /review/decisions (issue 46 part A)"]
 async fn the_advisor_answers_the_threshold_the_labels_support() {
     let app = spawn_app_with(settings()).await;
     let planted = plant(&app, 20, 0).await;

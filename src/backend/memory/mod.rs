@@ -4,13 +4,14 @@
 //! directly on the caller's thread, as before the seam existed.
 
 mod catalog;
+mod decisions;
 mod events;
 mod rebuild;
 
 pub use catalog::{DefaultCollection, LocalCatalog};
 pub use rebuild::{Rebuild, RebuildError};
 
-use super::{BackendError, LogStats, SnapshotInfo, StoredText};
+use super::{BackendError, Excerpt, LogStats, SnapshotInfo, StoredText};
 use crate::config::StorageSettings;
 use crate::engine::{
     Engine, EngineError, NewDoc, Query, Record, Template, UniqueOutcome, WriteMode, WriteOutcome,
@@ -28,6 +29,9 @@ pub struct Memory {
     /// The collection's event log (issue 45), opened at its first use
     /// from the collection directory the caller names (`events.rs`).
     events: std::sync::OnceLock<events::SharedLog>,
+    /// The collection's review decisions (issue 46), opened at their first
+    /// use from the collection directory the caller names (`decisions.rs`).
+    decisions: std::sync::OnceLock<Arc<decisions::Decisions>>,
 }
 
 impl Memory {
@@ -36,6 +40,7 @@ impl Memory {
             engine,
             store,
             events: std::sync::OnceLock::new(),
+            decisions: std::sync::OnceLock::new(),
         }
     }
 
@@ -161,6 +166,36 @@ impl Memory {
             Some(None) => StoredText::StoredWithout,
             Some(Some(text)) => StoredText::Text(text),
         })
+    }
+
+    pub async fn excerpts(
+        &self,
+        ids: &[&str],
+        text_bytes: usize,
+    ) -> Result<Vec<Option<Excerpt>>, BackendError> {
+        if !self.store.stores_text() {
+            return Ok(ids
+                .iter()
+                .map(|id| {
+                    let r = self.engine.get(id)?;
+                    Some(Excerpt::new(None, 0, r.metadata().map(Into::into)))
+                })
+                .collect());
+        }
+        let ids: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
+        self.read("reading stored texts", move |store| {
+            ids.iter()
+                .map(|id| {
+                    let Some(record) = store.engine().get(id) else {
+                        return Ok(None);
+                    };
+                    let text = store.text_of(&record)?;
+                    let metadata = record.metadata().map(Into::into);
+                    Ok(Some(Excerpt::new(text, text_bytes, metadata)))
+                })
+                .collect()
+        })
+        .await
     }
 
     pub async fn sample_texts(

@@ -169,6 +169,13 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     assert_eq!(ids, BTreeSet::from(["q1", "q2"]), "{body}");
     assert_eq!(body["results"][0]["id"], "q1", "{body}");
     assert_eq!(body["results"][0]["longest_run"], 12, "{body}");
+    let ask = json!({"ids": ["q1", "q2", "nope"], "words": 4, "field": "source"});
+    let (_, body) = walk
+        .call("POST", "/snippets", "/snippets", Body::Json(ask))
+        .await;
+    assert_eq!(body["snippets"]["q1"]["title"], "forum", "{body}");
+    assert_eq!(body["snippets"]["q2"]["title"], Value::Null, "{body}");
+    assert!(body["snippets"].get("nope").is_none(), "{body}");
     walk.call("GET", "/compare", "/compare?a=q1&b=q2", Body::None)
         .await;
     let pair = json!({"a": {"text": "The night is dark and the moon is red."},
@@ -315,6 +322,67 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     assert_eq!(body["bands"].as_array().unwrap().len(), 10, "{body}");
     let (reply, _) = walk
         .call("DELETE", "/webhooks/{id}", "/webhooks/hook1", Body::None)
+        .await;
+    assert_eq!(reply.status, 204);
+
+    // Review decisions (issue 46).
+    let decision = json!({"a": "q2", "b": "q1", "verdict": "not_duplicate",
+                          "note": "même gabarit, autre texte"});
+    let (reply, body) = walk
+        .call(
+            "PUT",
+            "/review/decisions",
+            "/review/decisions",
+            Body::Json(decision),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{body}");
+    assert!(body["scores"]["jaccard"].is_number(), "{body}");
+    let unstored = json!({"a": "q1", "b": "jamais-écrit", "verdict": "related",
+                          "scores": {"jaccard": 0.5, "containment": 0.75}});
+    let (reply, body) = walk
+        .call(
+            "PUT",
+            "/review/decisions",
+            "/review/decisions",
+            Body::Json(unstored),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{body}");
+    let (reply, body) = walk
+        .call(
+            "PUT",
+            "/review/decisions",
+            "/review/decisions",
+            Body::Json(json!({"a": "q1", "b": "q2", "verdict": "duplicate"})),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{body}");
+    assert_eq!(body["revision"], 2, "{body}");
+    let (_, body) = walk
+        .call(
+            "GET",
+            "/review/decisions",
+            "/review/decisions?limit=1",
+            Body::None,
+        )
+        .await;
+    assert_eq!(body["total"], 2, "{body}");
+    assert!(body["next_cursor"].is_string(), "{body}");
+    walk.call(
+        "GET",
+        "/review/decision",
+        "/review/decision?a=q2&b=q1",
+        Body::None,
+    )
+    .await;
+    let (reply, _) = walk
+        .call(
+            "DELETE",
+            "/review/decision",
+            "/review/decision?a=q1&b=q2",
+            Body::None,
+        )
         .await;
     assert_eq!(reply.status, 204);
     let texts = json!({"texts": ["The night is dark and the moon is red.",
@@ -640,7 +708,9 @@ fn error_cases() -> Vec<Case> {
     let (hist, acc) = ("/analysis/histogram", "/analysis/accuracy");
     let (dup, pairs, pas) = ("/duplicates", "/duplicates/pairs", "/passages");
     let (tpls, tpl, common) = ("/templates", "/templates/{id}", "/boilerplate");
+    let (rds, rd) = ("/review/decisions", "/review/decision");
     let off = "passage-index-off";
+    let snip = "/snippets";
     vec![
         ("POST", doc, doc, text_body(), 415, "unsupported-media-type"),
         ("POST", doc, doc, Empty, 415, "unsupported-media-type"),
@@ -711,6 +781,19 @@ fn error_cases() -> Vec<Case> {
         ("POST", pas, pas, json_body(json!({"text": "¿?"})), 422, "empty-text"),
         ("POST", pas, pas, json_body(json!({"text": long_passage()})), 422, "invalid-body"),
         ("POST", pas, pas, json_body(json!({"text": "the night is dark"})), 409, off),
+        ("POST", snip, snip, text_body(), 415, "unsupported-media-type"),
+        ("POST", snip, snip, broken_json(), 400, "malformed-json"),
+        ("POST", snip, "/snippets?words=3", json_body(json!({"ids": ["q1"]})), 400, "invalid-parameter"),
+        ("POST", snip, snip, json_body(json!({"ids": []})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": vec!["q1"; 201]})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": [""]})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "words": 0})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "words": 201})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "words": 2.5})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "field": ""})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "field": "é".repeat(257)})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "x": 1})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": "q1"})), 422, "invalid-body"),
         ("GET", sim, "/similar?id=q1&score=content", Empty, 409, off),
         ("GET", sim, "/similar?id=q1&score=contents", Empty, 400, "invalid-parameter"),
         ("GET", sim, "/similar?id=q1&score=content&threshold=0", Empty, 400, "invalid-threshold"),
@@ -768,6 +851,19 @@ fn error_cases() -> Vec<Case> {
         ("POST", acc, acc, json_body(json!({"texts": ["a b", "c d"], "threshold": 1.5})), 422, "invalid-body"),
         ("POST", acc, acc, json_body(json!({"texts": ["", "c d"]})), 422, "empty-text"),
         ("POST", acc, acc, json_body(json!({"sample": 100, "seed": 3})), 409, "text-not-stored"),
+        ("PUT", rds, rds, text_body(), 415, "unsupported-media-type"),
+        ("PUT", rds, rds, broken_json(), 400, "malformed-json"),
+        ("PUT", rds, "/review/decisions?x=1", json_body(json!({"a": "q1", "b": "q2", "verdict": "duplicate"})), 400, "invalid-parameter"),
+        ("PUT", rds, rds, json_body(json!({"a": "q1", "b": "q1", "verdict": "duplicate"})), 422, "invalid-body"),
+        ("PUT", rds, rds, json_body(json!({"a": "q1", "b": "q2", "verdict": "doublon"})), 422, "invalid-body"),
+        ("PUT", rds, rds, json_body(json!({"a": "q1", "b": "q2", "verdict": "related", "note": "é".repeat(1001)})), 422, "invalid-body"),
+        ("GET", rds, "/review/decisions?limit=0", Empty, 400, "invalid-parameter"),
+        ("GET", rds, "/review/decisions?verdict=maybe", Empty, 400, "invalid-parameter"),
+        ("GET", rds, "/review/decisions?cursor=bm9wZQ", Empty, 400, "invalid-parameter"),
+        ("GET", rd, "/review/decision?a=q1", Empty, 400, "invalid-parameter"),
+        ("GET", rd, "/review/decision?a=q1&b=q2", Empty, 404, "decision-not-found"),
+        ("DELETE", rd, "/review/decision?a=q1&b=q1", Empty, 400, "invalid-parameter"),
+        ("DELETE", rd, "/review/decision?a=q1&b=q2", Empty, 404, "decision-not-found"),
     ]
 }
 
@@ -792,6 +888,7 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
         key: Secret::new("other-collection-key"),
         collections: Some(vec!["other".into()]),
         read_only: false,
+        name: None,
     }];
     let app = spawn_app_with(settings).await;
     let mut forbidden = 0;
