@@ -19,9 +19,6 @@
 //! lowest bands hold no pair and the walk runs until its budget (the worst
 //! case). Reported: the medians over `--rounds`, with the first page's
 //! `documents_searched` and `complete`. The last line is a JSON summary.
-//!
-//! Without the decisions API in the build (part A of issue 46 not merged),
-//! the decisions step reports 0 and the rest runs.
 
 use clap::Parser;
 use neardup::app::App;
