@@ -663,6 +663,7 @@ function precisionChart(box, p) {
       label: 'precision', stroke: '#0b5cad', width: 0, paths: () => null,
       points: { show: true, size: 8, fill: '#0b5cad', stroke: '#0b5cad' },
     }],
+    legend: { show: false },
     hooks: { draw: [whiskers] },
   }, [xs, ys], box);
 }
