@@ -521,6 +521,10 @@ export default async function review(root, params) {
   // ---- the page -------------------------------------------------------------
   async function reload(ev) {
     if (ev) ev.preventDefault();
+    // The choices go into the address (no hashchange: nothing re-renders),
+    // so a reload or a shared link opens the same queue.
+    const choice = new URLSearchParams({ measure: measure.value, score: score.value, from: from.value.trim(), width: width.value.trim() });
+    history.replaceState(null, '', `#/${VIEW}?${choice}`);
     await action(VIEW, async () => {
       list.cursors = [null];
       list.page = 0;
