@@ -1325,6 +1325,7 @@ test('review: the queue lists pairs with both documents\' snippets, and the curr
   assert.ok(twins, `the planted twins are queued: ${JSON.stringify(shown.map((x) => [x.a, x.b]))}`);
   assert.equal(twins.source, 'detected');
   assert.match(await s.page.getByTestId('queue-status').textContent(), /pairs? to review/);
+  assert.equal(await s.page.locator('main').evaluate((m) => m.textContent.includes('null')), false, 'no stray null');
   // The first item is the current pair, side by side as Compare shows it.
   const [a, b] = await currentPair(s.page);
   assert.deepEqual([a, b], [shown[0].a, shown[0].b].sort());

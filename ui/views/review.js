@@ -116,7 +116,7 @@ export default async function review(root, params) {
     skipButton.disabled = !item;
     if (!item) {
       fill(pairHead, h('p', { class: 'muted', testid: 'review-empty' }, q.answer
-        ? (q.items.length ? 'Every pair of this queue was decided or skipped.' : 'No pair to review in these bands: every pair the walk found is decided.')
+        ? (q.items.length ? 'Every pair of this queue was decided or skipped.' : 'No undecided pair found in these bands.')
         : 'No queue loaded.'),
       q.answer && skipped.keys.size ? h('button', {
         type: 'button', class: 'link', testid: 'review-unskip',
@@ -354,9 +354,10 @@ export default async function review(root, params) {
     } else {
       chartBox.append(errorBox(new Error('the charting library did not load')));
     }
+    if (!measured.length) return;
     bandTable.append(h('table', { class: 'stack compact', testid: 'precision-table' },
       h('thead', {}, h('tr', {}, ['band', 'labels', 'duplicates', 'related', 'not duplicates', 'precision', '95% interval'].map((c) => h('th', {}, c)))),
-      h('tbody', {}, p.bands.filter((b) => b.labels > 0).map((b) => h('tr', { testid: 'precision-band', dataset: { lo: String(b.lo), labels: String(b.labels) } },
+      h('tbody', {}, measured.map((b) => h('tr', { testid: 'precision-band', dataset: { lo: String(b.lo), labels: String(b.labels) } },
         h('td', { 'data-label': 'band' }, bandText(b)),
         h('td', { class: 'n', 'data-label': 'labels' }, num(b.labels)),
         h('td', { class: 'n', 'data-label': 'duplicates' }, num(b.duplicates)),
@@ -393,7 +394,7 @@ export default async function review(root, params) {
     list.cursors[list.page + 1] = page.next_cursor;
     list.cursors.length = list.page + 2;
     const first = list.page * PAGE;
-    decTable.append(
+    add(decTable,
       h('p', { class: 'muted', testid: 'decisions-total', dataset: { total: String(page.total) } },
         page.total === 0 ? `No decision${list.verdict ? ` “${VERDICT_WORDS[list.verdict]}”` : ''} yet.`
           : `${num(page.total)} decision${page.total === 1 ? '' : 's'}${list.verdict ? ` “${VERDICT_WORDS[list.verdict]}”` : ''}; `
