@@ -661,7 +661,7 @@ function precisionChart(box, p) {
   return new window.uPlot({
     width: widthPx,
     height: 240,
-    title: `Precision per band (${p.labels.toLocaleString('en')} labels)`,
+    title: `Precision per band (${p.labels.toLocaleString('en')} label${p.labels === 1 ? '' : 's'})`,
     scales: { x: { time: false, range: [lo, hi] }, y: { range: [0, 1] } },
     axes: [{ label: `${p.measure}${p.score === 'content' ? ' (content)' : ''}` }, { label: 'precision', size: 50 }],
     series: [{}, {
