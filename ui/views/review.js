@@ -15,7 +15,7 @@ import { api, apiText, canWrite, collectionBase } from '../api.js';
 import { h, fill, add, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds } from '../shell.js';
 import { showPair } from '../pair.js';
-import { isPassageIndexOff, passageIndexOffBox } from '../measures.js';
+import { conflictBox } from '../measures.js';
 
 const VIEW = 'review';
 const VERDICTS = [
@@ -57,6 +57,14 @@ export default async function review(root, params) {
     h('option', { value: 'raw' }, 'raw'),
     h('option', { value: 'content' }, 'content (boilerplate left out)'));
   score.value = params.get('score') === 'content' ? 'content' : 'raw';
+  // A decision records the pair's content Jaccard, not a content containment.
+  const contentOption = score.querySelector('option[value="content"]');
+  const scoreFits = () => {
+    contentOption.disabled = measure.value === 'containment';
+    if (contentOption.disabled && score.value === 'content') score.value = 'raw';
+  };
+  measure.addEventListener('change', scoreFits);
+  scoreFits();
   const defaultFrom = Math.max(0, Math.round((t.threshold - 0.3) * 100) / 100);
   const from = h('input', {
     type: 'number', min: '0', max: '1', step: '0.01', class: 'narrow', testid: 'review-from', 'aria-label': 'lowest score sampled',
@@ -253,7 +261,7 @@ export default async function review(root, params) {
     try {
       q.answer = await api(`${base}/review/queue?${qs}`);
     } catch (e) {
-      fill(queueStatus, isPassageIndexOff(e) ? passageIndexOffBox(() => action(VIEW, loadQueue)) : errorBox(e));
+      fill(queueStatus, conflictBox(e, () => action(VIEW, () => Promise.all([loadQueue(), loadPrecision()]))) || errorBox(e));
       showPairBox();
       return;
     }
