@@ -1384,7 +1384,7 @@ test('review: decide by mouse and by keyboard (not while typing the note); the n
   await note.fill(NOTE);
   assert.equal(await s.page.getByTestId('decisions-total').getAttribute('data-total'), '1', 'typing decides nothing');
   assert.deepEqual(await currentPair(s.page), second);
-  await note.evaluate((el) => el.blur());
+  await note.press('Escape');
   await s.page.keyboard.press('n');
   await s.ready('review');
   const third = await currentPair(s.page);

@@ -91,6 +91,8 @@ export default async function review(root, params) {
   const note = h('input', {
     type: 'text', class: 'wide', testid: 'review-note', 'aria-label': 'note (optional)',
     placeholder: 'note (optional): why, for the next moderator', spellcheck: 'true',
+    // Escape leaves the note, so the keys decide again.
+    onkeydown: (ev) => { if (ev.key === 'Escape') note.blur(); },
   });
   const decideButtons = VERDICTS.map((v) => h('button', {
     type: 'button', testid: `decide-${v.value}`, class: `verdict-btn v-${v.value}`, dataset: { verdict: v.value },
@@ -560,7 +562,7 @@ export default async function review(root, params) {
       h('div', { class: 'decide' }, decideButtons, skipButton),
       h('label', { class: 'note-label' }, 'note ', note),
       h('p', { class: 'muted small' }, 'Keys: ', h('kbd', {}, 'd'), ' duplicate · ', h('kbd', {}, 'n'), ' not a duplicate · ',
-        h('kbd', {}, 'r'), ' related (same source, not a copy) · ', h('kbd', {}, 's'), ' skip; not while typing a note.'),
+        h('kbd', {}, 'r'), ' related (same source, not a copy) · ', h('kbd', {}, 's'), ' skip; not while typing a note (', h('kbd', {}, 'Esc'), ' leaves it).'),
       decideStatus,
       pairOut),
     add(queueBox, h('h2', {}, 'Queue'), queueStatus, bandsBox, queueList),
