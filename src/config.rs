@@ -48,6 +48,9 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     /// The event log and feed (issue 45).
     pub events: EventSettings,
+    /// The `default` collection's review settings (and the default of new
+    /// collections; issue 46).
+    pub review: Review,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,6 +147,36 @@ impl Originals {
 
     pub fn time_field(&self) -> Option<&str> {
         self.time_field.as_deref()
+    }
+}
+
+/// A collection's `review` setting (the review desk, issue 46).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Review {
+    /// A pair moderators judged `not_duplicate` is no longer an edge of
+    /// the duplicate groups, pairs and drop list, and does not make
+    /// `if_unique` refuse a write (docs/review-exclude.md).
+    pub exclude_not_duplicates: bool,
+    /// The top-level metadata field whose string value titles a document
+    /// in snippets (`None`: no title).
+    pub snippet_field: Option<String>,
+}
+
+impl Review {
+    /// Longest `snippet_field`, in bytes.
+    pub const MAX_FIELD_BYTES: usize = 256;
+
+    /// `snippet_field`, when given, is a field name of 1 to 256 bytes.
+    pub fn check(&self) -> Result<(), String> {
+        match &self.snippet_field {
+            Some(f) if f.is_empty() || f.len() > Self::MAX_FIELD_BYTES => Err(format!(
+                "review.snippet_field must be a top-level metadata field name of 1 to {} bytes (or null for no title), got {} bytes",
+                Self::MAX_FIELD_BYTES,
+                f.len()
+            )),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -906,6 +939,9 @@ impl Settings {
         if let Err(e) = self.originals.check() {
             return Err(ConfigError::Invalid(e));
         }
+        if let Err(e) = self.review.check() {
+            return Err(ConfigError::Invalid(e));
+        }
         self.log.validate()?;
         self.auth.validate()?;
         self.storage.redis.validate(self.storage.backend)?;
@@ -1217,6 +1253,32 @@ mod tests {
                 .to_string();
             assert!(e.contains("originals.time_field"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_review_defaults_come_from_a_file_or_the_environment_and_are_checked() {
+        assert_eq!(load(None, &[]).unwrap().review, Review::default());
+        let s = load(
+            Some("[review]\nexclude_not_duplicates = true\nsnippet_field = \"title\"\n"),
+            &[("REVIEW__SNIPPET_FIELD", "titre_é")],
+        )
+        .unwrap();
+        assert_eq!(
+            s.review,
+            Review {
+                exclude_not_duplicates: true,
+                snippet_field: Some("titre_é".into()),
+            }
+        );
+        let s = load(None, &[("REVIEW__EXCLUDE_NOT_DUPLICATES", "true")]).unwrap();
+        assert!(s.review.exclude_not_duplicates);
+        for bad in ["", &"ж".repeat(129)] {
+            let e = load(None, &[("REVIEW__SNIPPET_FIELD", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("review.snippet_field"), "{e}");
+        }
+        assert!(load(Some("[review]\nexclude = true\n"), &[]).is_err());
     }
 
     #[test]

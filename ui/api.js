@@ -7,6 +7,8 @@ const session = {
   keysConfigured: false,
   /** Whether the key may call anything but GET and HEAD. */
   readOnly: false,
+  /** The path templates of the served OpenAPI document (what this server routes). */
+  paths: null,
 };
 
 export class ApiError extends Error {
@@ -82,7 +84,15 @@ async function request(path, { method = 'GET', body, accept, raw = false } = {})
 export async function discover() {
   const doc = await api('/openapi.json');
   session.keysConfigured = Array.isArray(doc.security) && doc.security.length > 0;
+  session.paths = new Set(Object.keys(doc.paths || {}));
   return session.keysConfigured;
+}
+
+/** Whether this server routes `path` (a template of its OpenAPI document,
+ * e.g. /review/precision): a view asks before calling a route that a
+ * server of another version may not have. Unknown (true) before discover(). */
+export function serves(path) {
+  return session.paths === null || session.paths.has(path);
 }
 
 /** Try `key`: it must open GET /collections. Then learn whether it may

@@ -14,6 +14,9 @@ export const MEASURES = [
   { value: 'containment', label: 'Either inside the other' },
 ];
 
+/** What "A in B" means, in one line, wherever the console shows it. */
+export const A_IN_B_NOTE = 'A in B: containment, the share of A’s shingles that are also in B (1 = all of A is inside B); B in A the other way round.';
+
 export function isContainment(measure) {
   return measure && measure !== 'jaccard';
 }

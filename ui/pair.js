@@ -11,6 +11,7 @@ import { api, collectionBase } from './api.js';
 import { h, fill, num, errorBox } from './dom.js';
 import { ctx } from './shell.js';
 import { diffWords } from './worddiff.js';
+import { A_IN_B_NOTE } from './measures.js';
 
 /** Unmatched stretches longer than this (in characters) fold. */
 const FOLD_OVER = 700;
@@ -40,7 +41,8 @@ export async function showPair(out, input) {
       try {
         const q = new URLSearchParams({ a: input.a.id, b: input.b.id });
         const c = await api(`${base}/compare?${q}`);
-        out.append(scores(c), h('p', { class: 'muted' }, 'Scores only: the passages need POST /explain and the texts.'));
+        out.append(scores(c), h('p', { class: 'muted legend' }, A_IN_B_NOTE),
+          h('p', { class: 'muted' }, 'Scores only: the passages need POST /explain and the texts.'));
       } catch (e2) {
         out.append(errorBox(e2));
       }

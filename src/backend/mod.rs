@@ -25,9 +25,9 @@ pub use crate::persist::{PersistError, SnapshotInfo};
 
 use crate::config::StorageSettings;
 use crate::engine::{
-    By, Comparison, Edge, Engine, EngineError, FilterSpec, Groups, MemoryStats, NewDoc, Passage,
-    PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Score, Template, Threshold,
-    UniqueOutcome, WriteMode, WriteOutcome,
+    By, Comparison, Edge, Engine, EngineError, ExcludedPairs, FilterSpec, Groups, MemoryStats,
+    NewDoc, Passage, PassageOutcome, Prepared, Query, QueryOutcome, Record, ScanStats, Score,
+    Template, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use crate::events::{
     Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription,
@@ -369,6 +369,24 @@ impl Backend {
         }
     }
 
+    /// The start of each of `ids`' stored text (at most `text_bytes`
+    /// bytes of it, cut on a character boundary) and its metadata, in
+    /// their order (`None`: no live document has the id): what a snippet
+    /// is made of. The text is `None` where the collection does not keep
+    /// texts or the document was stored without one. Read in batched
+    /// trips on Redis, in one blocking task in memory; a whole text is
+    /// held only while it is cut.
+    pub async fn excerpts(
+        &self,
+        ids: &[&str],
+        text_bytes: usize,
+    ) -> Result<Vec<Option<Excerpt>>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.excerpts(ids, text_bytes).await,
+            Backend::Redis(r) => r.excerpts(ids, text_bytes).await,
+        }
+    }
+
     /// Up to `n` live documents with a stored text, drawn uniformly
     /// (deterministic for `seed` and the contents), as (id, text), stopping
     /// before the texts pass `max_bytes`.
@@ -404,15 +422,17 @@ impl Backend {
     }
 
     /// Every verified pair at `threshold` by `measure` (Jaccard, or either
-    /// text inside the other for a containment measure), handed to `sink`
-    /// as found; `sink` returns false to stop the scan. Blocking: call it
-    /// off the async workers (the memory scan runs on `pool`, the redis
-    /// scan reads the cluster on this thread).
+    /// text inside the other for a containment measure) that `filter`
+    /// admits and `except` does not hold, handed to `sink` as found;
+    /// `sink` returns false to stop the scan. Blocking: call it off the
+    /// async workers (the memory scan runs on `pool`, the redis scan reads
+    /// the cluster on this thread).
     pub fn scan_pairs(
         &self,
         threshold: Threshold,
         by: impl Into<By>,
         filter: Option<&Arc<FilterSpec>>,
+        except: Option<&ExcludedPairs>,
         pool: &rayon::ThreadPool,
         sink: &mut (dyn FnMut(&Edge) -> bool + Send),
     ) -> Result<ScanStats, BackendError> {
@@ -421,7 +441,7 @@ impl Backend {
         match self {
             Backend::Memory(m) => Ok(pool.install(|| {
                 m.engine
-                    .scan_pairs_filtered(threshold, by, filter, None, &mut |edges| {
+                    .scan_pairs_filtered(threshold, by, filter, except, None, &mut |edges| {
                         for e in &edges {
                             if !sink(e) {
                                 return ControlFlow::Break(());
@@ -432,7 +452,7 @@ impl Backend {
             })),
             Backend::Redis(r) => {
                 let (edges, mut stats) = tokio::runtime::Handle::current()
-                    .block_on(r.scan_edges_filtered(threshold, by, filter))?;
+                    .block_on(r.scan_edges_filtered(threshold, by, filter, except))?;
                 for e in &edges {
                     if !sink(e) {
                         stats.complete = false;
@@ -445,12 +465,14 @@ impl Backend {
     }
 
     /// The groups of near-duplicates at `threshold` by `measure` with at
-    /// least `min_size` members. Blocking, like [`Self::scan_pairs`].
+    /// least `min_size` members, over the pairs [`Self::scan_pairs`]
+    /// hands out. Blocking, like it.
     pub fn duplicate_groups(
         &self,
         threshold: Threshold,
         by: impl Into<By>,
         filter: Option<&Arc<FilterSpec>>,
+        except: Option<&ExcludedPairs>,
         min_size: usize,
         pool: &rayon::ThreadPool,
     ) -> Result<Groups, BackendError> {
@@ -459,11 +481,11 @@ impl Backend {
         match self {
             Backend::Memory(m) => Ok(pool.install(|| {
                 m.engine
-                    .duplicate_groups_filtered(threshold, by, filter, min_size, None)
+                    .duplicate_groups_filtered(threshold, by, filter, except, min_size, None)
             })),
             Backend::Redis(r) => {
                 let (edges, stats) = tokio::runtime::Handle::current()
-                    .block_on(r.scan_edges_filtered(threshold, by, filter))?;
+                    .block_on(r.scan_edges_filtered(threshold, by, filter, except))?;
                 Ok(Groups::from_edges(edges, by, min_size, stats))
             }
         }
@@ -613,6 +635,41 @@ pub enum StoredText {
     NotKept,
     /// The document was written before its collection kept texts.
     StoredWithout,
+}
+
+/// The start of a stored document's text and its metadata
+/// ([`Backend::excerpts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excerpt {
+    /// The first bytes of its stored text (`None`: no text kept).
+    pub text: Option<String>,
+    /// Whether the stored text goes on after `text`.
+    pub text_cut: bool,
+    /// Its metadata as stored (JSON text).
+    pub metadata: Option<Box<str>>,
+}
+
+impl Excerpt {
+    /// `text` cut to at most `max` bytes on a character boundary.
+    pub(crate) fn new(text: Option<String>, max: usize, metadata: Option<Box<str>>) -> Self {
+        let mut text_cut = false;
+        let text = text.map(|mut t| {
+            if t.len() > max {
+                let mut at = max;
+                while !t.is_char_boundary(at) {
+                    at -= 1;
+                }
+                t.truncate(at);
+                text_cut = true;
+            }
+            t
+        });
+        Self {
+            text,
+            text_cut,
+            metadata,
+        }
+    }
 }
 
 /// The write-ahead log's counters (`/metrics`), totals since the start.

@@ -367,6 +367,7 @@ fn write_groups(
         threshold,
         by,
         filter,
+        None,
         args.min_size as usize,
         Some(&report),
     );
@@ -410,19 +411,20 @@ fn write_pairs(
         });
     };
     let mut failure = None;
-    let stats = engine.scan_pairs_filtered(threshold, by, filter, Some(&report), &mut |edges| {
-        found.fetch_add(edges.len() as u64, Ordering::Relaxed);
-        for edge in &edges {
-            let line = serde_json::to_writer(&mut *out, &PairOut::from(edge))
-                .map_err(std::io::Error::from)
-                .and_then(|()| out.write_all(b"\n"));
-            if let Err(e) = line {
-                failure = Some(e);
-                return ControlFlow::Break(());
+    let stats =
+        engine.scan_pairs_filtered(threshold, by, filter, None, Some(&report), &mut |edges| {
+            found.fetch_add(edges.len() as u64, Ordering::Relaxed);
+            for edge in &edges {
+                let line = serde_json::to_writer(&mut *out, &PairOut::from(edge))
+                    .map_err(std::io::Error::from)
+                    .and_then(|()| out.write_all(b"\n"));
+                if let Err(e) = line {
+                    failure = Some(e);
+                    return ControlFlow::Break(());
+                }
             }
-        }
-        ControlFlow::Continue(())
-    });
+            ControlFlow::Continue(())
+        });
     progress.finish();
     if let Some(e) = failure {
         return Err(e);

@@ -24,9 +24,9 @@ pub use recipe::Recipe;
 pub use reindex::{ReindexJob, ReindexProgress, ReindexState};
 
 pub use settings::{
-    empty_body, events_over, integral_floats_to_integers, stored_normalize, BoilerplatePatch,
-    CollectionName, CollectionSettings, EventFeed, InvalidName, Originals, Retention,
-    SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
+    empty_body, events_over, integral_floats_to_integers, review_over, stored_normalize,
+    BoilerplatePatch, CollectionName, CollectionSettings, EventFeed, InvalidName, Originals,
+    Retention, Review, SettingsError, DEFAULT_COLLECTION, MAX_NAME_LEN,
 };
 
 use crate::backend::{Backend, SharedCatalog};
@@ -191,6 +191,31 @@ impl Collection {
     /// set it.
     pub fn events(&self) -> EventFeed {
         self.settings.read().expect("settings lock").events
+    }
+
+    /// Its `review` setting (exclusion of pairs judged not duplicates, the
+    /// snippets' title field), as `PATCH` last set it.
+    pub fn review(&self) -> Review {
+        self.settings.read().expect("settings lock").review.clone()
+    }
+
+    /// The pairs its duplicate scans and `if_unique` writes leave out:
+    /// with `review.exclude_not_duplicates` on, those its moderators
+    /// judged `not_duplicate` (read from the backend now, so a decision
+    /// just written counts); `None` when the setting is off, there are no
+    /// such pairs or it is not restored (an answer is then the same as
+    /// without the setting, and is cached as one).
+    pub async fn excluded_pairs(
+        &self,
+    ) -> Result<Option<Arc<crate::engine::ExcludedPairs>>, crate::backend::BackendError> {
+        if !self.review().exclude_not_duplicates {
+            return Ok(None);
+        }
+        let Some(backend) = self.backend() else {
+            return Ok(None);
+        };
+        let pairs = backend.decisions(&self.dir).await?.not_duplicate_pairs();
+        Ok((!pairs.is_empty()).then(|| Arc::new(pairs)))
     }
 
     /// What went wrong restoring it, if it failed.
@@ -379,6 +404,7 @@ impl Collections {
             store_text: false,
             originals: config.originals.clone(),
             events: config.events.feed_defaults(),
+            review: config.review.clone(),
         };
         let this = Self {
             local: local.clone(),
@@ -791,6 +817,7 @@ impl Collections {
         boilerplate: Option<settings::BoilerplatePatch>,
         originals: Option<settings::Originals>,
         events: Option<Value>,
+        review: Option<Value>,
     ) -> Result<Arc<Collection>, CollectionError> {
         if let Some(r) = &retention {
             r.check().map_err(SettingsError::Retention)?;
@@ -813,6 +840,8 @@ impl Collections {
                 "the default collection's originals.time_field comes from the server configuration (originals.time_field)"
             } else if events.is_some() {
                 "the default collection's events settings come from the server configuration (events.feed, events.measure, events.score, events.threshold)"
+            } else if review.is_some() {
+                "the default collection's review settings come from the server configuration (review.exclude_not_duplicates, review.snippet_field)"
             } else {
                 "the default collection's boilerplate settings come from the server configuration (index.boilerplate)"
             }));
@@ -838,10 +867,17 @@ impl Collections {
                 None
             }
         };
+        let review = match &review {
+            Some(patch) => Some(settings::review_over(&c.settings().review, patch)?),
+            None => None,
+        };
         if self.shared.is_some() {
             let mut settings = c.settings();
             if let Some(e) = events {
                 settings.events = e;
+            }
+            if let Some(r) = review {
+                settings.review = r;
             }
             if let Some(r) = retention {
                 settings.retention = r;
@@ -887,6 +923,9 @@ impl Collections {
         if let Some(e) = events {
             settings.events = e;
         }
+        if let Some(r) = review {
+            settings.review = r;
+        }
         if let Some(on) = passage_index {
             settings.index.passage_index = on;
             tokio::runtime::Handle::current().block_on(backend.set_passage_index(on))?;
@@ -908,7 +947,7 @@ impl Collections {
         *c.settings.write().expect("settings lock") = settings.clone();
         c.recipe.engine().set_retention(settings.retention.ttl());
         backend.set_store_text(settings.store_text);
-        tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, passage_index = settings.index.passage_index, events_feed = settings.events.feed, "collection settings changed");
+        tracing::info!(collection = %c.name, ttl_secs = settings.retention.ttl_secs, store_text = settings.store_text, passage_index = settings.index.passage_index, events_feed = settings.events.feed, exclude_not_duplicates = settings.review.exclude_not_duplicates, "collection settings changed");
         Ok(c)
     }
 

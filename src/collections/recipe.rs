@@ -14,6 +14,7 @@ use crate::engine::{
     Score, Stamp, Threshold,
 };
 use crate::lsh::BandParams;
+use crate::text::snippet::Snippet;
 use crate::text::TextError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,6 +80,13 @@ impl Recipe {
 
     pub fn prepare(&self, text: &str) -> Result<Prepared, TextError> {
         self.0.prepare(text)
+    }
+
+    /// The first `words` words of `text` as posted, cut on this recipe's
+    /// word boundaries ([`crate::text::snippet`]); `more`: `text` is only
+    /// the start of the document.
+    pub fn snippet<'a>(&self, text: &'a str, words: usize, more: bool) -> Snippet<'a> {
+        crate::text::snippet::first_words(text, words, &self.params().normalize, more)
     }
 
     /// Where the two texts share passages, and their scores.

@@ -295,6 +295,7 @@ impl Collections {
         let settings = CollectionSettings {
             retention: current.retention,
             originals: current.originals.clone(),
+            review: current.review.clone(),
             store_text: true,
             ..job.settings.clone()
         };

@@ -7,7 +7,7 @@
 //! key by key in a fixed order, so a conflicting `PUT` can name the first
 //! key that differs ([`CollectionSettings::first_difference`]).
 
-pub use crate::config::{EventFeed, Originals, Retention};
+pub use crate::config::{EventFeed, Originals, Retention, Review};
 use crate::engine::{EngineParams, EngineParamsError, IndexParams, ValidParams};
 use crate::text::{NormalizeOptions, ShingleOptions};
 use serde::{Deserialize, Serialize};
@@ -77,6 +77,55 @@ pub struct CollectionSettings {
     pub originals: Originals,
     /// The event feed without a webhook (`docs/webhooks.md`).
     pub events: EventFeed,
+    /// The review desk: whether pairs judged not duplicates are left out
+    /// of groups and `if_unique` (`docs/review-exclude.md`), and the
+    /// metadata field that titles snippets.
+    pub review: Review,
+}
+
+/// `base` with the keys of the `review` object `patch` (a `PUT` body's
+/// section or a `PATCH`), each checked, so an error names the key.
+pub fn review_over(base: &Review, patch: &Value) -> Result<Review, SettingsError> {
+    let bad = |m: String| SettingsError::Review(m);
+    let Some(keys) = patch.as_object() else {
+        return Err(bad(format!(
+            "review must be an object of exclude_not_duplicates and snippet_field, got {}",
+            short(patch)
+        )));
+    };
+    let mut r = base.clone();
+    for (k, v) in keys {
+        match k.as_str() {
+            "exclude_not_duplicates" => {
+                r.exclude_not_duplicates = v.as_bool().ok_or_else(|| {
+                    bad(format!(
+                        "review.exclude_not_duplicates must be true or false, got {}",
+                        short(v)
+                    ))
+                })?;
+            }
+            "snippet_field" => {
+                r.snippet_field = match v {
+                    Value::Null => None,
+                    Value::String(f) => Some(f.clone()),
+                    _ => {
+                        return Err(bad(format!(
+                            "review.snippet_field must be a metadata field name or null, got {}",
+                            short(v)
+                        )))
+                    }
+                };
+            }
+            other => {
+                return Err(bad(format!(
+                    "review.{}: no such key; the keys are exclude_not_duplicates and snippet_field",
+                    other.chars().take(60).collect::<String>()
+                )))
+            }
+        }
+    }
+    r.check().map_err(bad)?;
+    Ok(r)
 }
 
 /// `base` with the keys of the `events` object `patch` (a `PUT` body's
@@ -227,6 +276,8 @@ pub enum SettingsError {
     Originals(String),
     #[error("{0}")]
     Events(String),
+    #[error("{0}")]
+    Review(String),
 }
 
 impl CollectionSettings {
@@ -234,6 +285,7 @@ impl CollectionSettings {
     pub fn validate(&self) -> Result<ValidParams, SettingsError> {
         self.retention.check().map_err(SettingsError::Retention)?;
         self.originals.check().map_err(SettingsError::Originals)?;
+        self.review.check().map_err(SettingsError::Review)?;
         let valid = self.engine_params().validate()?;
         self.check_events(valid.bands().min_query_threshold)?;
         Ok(valid)
@@ -266,11 +318,18 @@ impl CollectionSettings {
             Some(e) => Some(events_over(&defaults.events, &e)?),
             None => None,
         };
+        let review = match body.as_object_mut().and_then(|b| b.remove("review")) {
+            Some(r) => Some(review_over(&defaults.review, &r)?),
+            None => None,
+        };
         overlay(&mut merged, &body);
         let mut settings: Self =
             serde_json::from_value(merged).map_err(|e| SettingsError::Shape(e.to_string()))?;
         if let Some(e) = events {
             settings.events = e;
+        }
+        if let Some(r) = review {
+            settings.review = r;
         }
         let valid = settings.validate()?;
         Ok((settings, valid))
@@ -320,6 +379,17 @@ impl CollectionSettings {
                 out.push((format!("events.{k}"), v));
             }
         }
+        out.push((
+            "review.exclude_not_duplicates".into(),
+            Value::Bool(self.review.exclude_not_duplicates),
+        ));
+        out.push((
+            "review.snippet_field".into(),
+            self.review
+                .snippet_field
+                .clone()
+                .map_or(Value::Null, Value::String),
+        ));
         out
     }
 
@@ -486,6 +556,54 @@ mod tests {
         }
         let (key, _, _) = d.first_difference(&s).unwrap();
         assert_eq!(key, "events.feed");
+    }
+
+    #[test]
+    fn the_review_section_overrides_key_by_key_and_names_a_bad_key() {
+        let d = CollectionSettings::default();
+        assert_eq!(d.review, Review::default());
+        let body = json!({"review": {"exclude_not_duplicates": true}});
+        let (s, _) = CollectionSettings::from_body(&d, &body).unwrap();
+        assert!(s.review.exclude_not_duplicates);
+        assert_eq!(s.review.snippet_field, None);
+        let patched = review_over(&s.review, &json!({"snippet_field": "titre"})).unwrap();
+        assert_eq!(
+            patched,
+            Review {
+                exclude_not_duplicates: true,
+                snippet_field: Some("titre".into())
+            }
+        );
+        let cleared = review_over(&patched, &json!({"snippet_field": null})).unwrap();
+        assert_eq!(cleared.snippet_field, None);
+        for (review, key) in [
+            (
+                json!({"exclude_not_duplicates": "yes"}),
+                "review.exclude_not_duplicates",
+            ),
+            (
+                json!({"exclude_not_duplicates": null}),
+                "review.exclude_not_duplicates",
+            ),
+            (json!({"snippet_field": ""}), "review.snippet_field"),
+            (
+                json!({"snippet_field": "ж".repeat(129)}),
+                "review.snippet_field",
+            ),
+            (json!({"snippet_field": 3}), "review.snippet_field"),
+            (json!({"extra": true}), "review.extra"),
+            (json!([]), "review"),
+        ] {
+            let e = CollectionSettings::from_body(&d, &json!({ "review": review }))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{review}: {e}");
+        }
+        // A 256-byte name is the longest.
+        let long = review_over(&d.review, &json!({"snippet_field": "é".repeat(128)})).unwrap();
+        assert_eq!(long.snippet_field.unwrap().len(), 256);
+        let (key, _, _) = d.first_difference(&s).unwrap();
+        assert_eq!(key, "review.exclude_not_duplicates");
     }
 
     #[test]

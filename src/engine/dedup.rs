@@ -22,7 +22,7 @@
 
 use super::filter::{FilterSpec, MetaFilter};
 use super::query::{Measure, Verdict};
-use super::{By, Engine, Record, Threshold};
+use super::{By, Engine, ExcludedPairs, Record, Threshold};
 use crate::lsh::index::Slot;
 use rayon::prelude::*;
 use std::collections::HashMap;
@@ -124,8 +124,11 @@ pub struct ScanStats {
     pub documents: usize,
     /// Candidate pairs verified exactly.
     pub candidates: usize,
-    /// Pairs at or above the threshold.
+    /// Pairs at or above the threshold (those excluded not counted).
     pub pairs: usize,
+    /// Pairs at or above the threshold left out because they are in the
+    /// scan's [`ExcludedPairs`] (judged not duplicates).
+    pub excluded: usize,
     /// False when the sink stopped the scan early.
     pub complete: bool,
 }
@@ -223,18 +226,19 @@ impl Engine {
         progress: Option<Progress<'_>>,
         sink: &mut dyn FnMut(Vec<Edge>) -> ControlFlow<()>,
     ) -> ScanStats {
-        self.scan_pairs_filtered(threshold, by, None, progress, sink)
+        self.scan_pairs_filtered(threshold, by, None, None, progress, sink)
     }
 
     /// [`Self::scan_pairs_by`] of the pairs `filter` admits (both
     /// documents satisfy its conditions, and they differ on its
-    /// `exclude_same` fields): a document that fails a condition is not
-    /// scanned, a pair is checked once verified.
+    /// `exclude_same` fields) and `except` does not hold: a document that
+    /// fails a condition is not scanned, a pair is checked once verified.
     pub fn scan_pairs_filtered(
         &self,
         threshold: Threshold,
         by: impl Into<By>,
         filter: Option<&Arc<FilterSpec>>,
+        except: Option<&ExcludedPairs>,
         progress: Option<Progress<'_>>,
         sink: &mut dyn FnMut(Vec<Edge>) -> ControlFlow<()>,
     ) -> ScanStats {
@@ -276,7 +280,15 @@ impl Engine {
                     tx.send(edges).map_err(|_| ())
                 });
             });
-            for edges in rx.iter() {
+            for mut edges in rx.iter() {
+                if let Some(except) = except {
+                    let found = edges.len();
+                    edges.retain(|e| !except.contains(e.a.id().as_str(), e.b.id().as_str()));
+                    stats.excluded += found - edges.len();
+                    if edges.is_empty() {
+                        continue;
+                    }
+                }
                 stats.pairs += edges.len();
                 if sink(edges).is_break() {
                     stats.complete = false;
@@ -511,16 +523,18 @@ impl Engine {
         min_size: usize,
         progress: Option<Progress<'_>>,
     ) -> Groups {
-        self.duplicate_groups_filtered(threshold, by, None, min_size, progress)
+        self.duplicate_groups_filtered(threshold, by, None, None, min_size, progress)
     }
 
-    /// [`Self::duplicate_groups_by`] over the pairs `filter` admits
-    /// ([`Self::scan_pairs_filtered`]).
+    /// [`Self::duplicate_groups_by`] over the pairs `filter` admits and
+    /// `except` does not hold ([`Self::scan_pairs_filtered`]): an excluded
+    /// pair is no edge, so it joins no groups.
     pub fn duplicate_groups_filtered(
         &self,
         threshold: Threshold,
         by: impl Into<By>,
         filter: Option<&Arc<FilterSpec>>,
+        except: Option<&ExcludedPairs>,
         min_size: usize,
         progress: Option<Progress<'_>>,
     ) -> Groups {
@@ -539,15 +553,16 @@ impl Engine {
             e.offer(other, edge, by);
             true
         };
-        let stats = self.scan_pairs_filtered(threshold, by, filter, progress, &mut |edges| {
-            for edge in edges {
-                let (sa, sb) = edge.slots;
-                if offer(sa, &edge.a, &edge.b, &edge) && offer(sb, &edge.b, &edge.a, &edge) {
-                    forest.union(sa, sb);
+        let stats =
+            self.scan_pairs_filtered(threshold, by, filter, except, progress, &mut |edges| {
+                for edge in edges {
+                    let (sa, sb) = edge.slots;
+                    if offer(sa, &edge.a, &edge.b, &edge) && offer(sb, &edge.b, &edge.a, &edge) {
+                        forest.union(sa, sb);
+                    }
                 }
-            }
-            ControlFlow::Continue(())
-        });
+                ControlFlow::Continue(())
+            });
         Groups::assemble(best, &mut forest, min_size, stats)
     }
 }

@@ -331,6 +331,135 @@ fn if_unique_reports_the_duplicates_and_an_existing_id() {
     );
 }
 
+/// The pairs of a scan with `except`, and the scan's stats.
+fn scanned_except(
+    e: &Engine,
+    t: Threshold,
+    except: Option<&ExcludedPairs>,
+) -> (BTreeSet<(String, String)>, ScanStats) {
+    let mut out = BTreeSet::new();
+    let stats = e.scan_pairs_filtered(t, Measure::Jaccard, None, except, None, &mut |edges| {
+        for edge in edges {
+            out.insert((edge.a.id().to_string(), edge.b.id().to_string()));
+        }
+        ControlFlow::Continue(())
+    });
+    (out, stats)
+}
+
+#[test]
+fn excluded_pairs_are_no_edges_of_the_scan_or_the_groups() {
+    let e = engine();
+    load(&e, &corpus(46, 40, 12));
+    let t = e.threshold(None).unwrap();
+    let (all, plain) = scanned_except(&e, t, None);
+    assert!(
+        all.len() >= 12,
+        "the planted families pair up: {}",
+        all.len()
+    );
+    assert_eq!(plain.excluded, 0);
+    // Every third pair judged not a duplicate (and one pair no scan finds).
+    let judged: Vec<(String, String)> = all.iter().step_by(3).cloned().collect();
+    let except = ExcludedPairs::new(
+        judged
+            .iter()
+            .map(|(a, b)| (b.as_str(), a.as_str()))
+            .chain([("nobody", "nothing")]),
+    );
+    let (kept, stats) = scanned_except(&e, t, Some(&except));
+    let expected: BTreeSet<_> = all
+        .difference(&judged.iter().cloned().collect())
+        .cloned()
+        .collect();
+    assert_eq!(kept, expected);
+    assert_eq!(stats.excluded, judged.len());
+    assert_eq!(stats.pairs, kept.len());
+    // The groups are the components of the pairs left.
+    let groups = e.duplicate_groups_filtered(t, Measure::Jaccard, None, Some(&except), 2, None);
+    let got: BTreeSet<BTreeSet<String>> = groups
+        .groups
+        .iter()
+        .map(|g| {
+            g.members
+                .iter()
+                .map(|m| m.record.id().to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(got, components(kept.iter().cloned()));
+    assert_eq!(groups.stats.excluded, judged.len());
+    // Without the exclusion, the groups of every pair.
+    let whole = e.duplicate_groups_filtered(t, Measure::Jaccard, None, None, 2, None);
+    let whole: BTreeSet<BTreeSet<String>> = whole
+        .groups
+        .iter()
+        .map(|g| {
+            g.members
+                .iter()
+                .map(|m| m.record.id().to_string())
+                .collect()
+        })
+        .collect();
+    assert_eq!(whole, components(all.iter().cloned()));
+}
+
+#[test]
+fn if_unique_does_not_count_the_documents_it_ignores_and_names_only_the_others() {
+    let e = engine();
+    let mut words = random_words(&mut StdRng::seed_from_u64(46), 100, 1000);
+    let text = format!(
+        "Offre d’emploi à Zürich, 3 200 £ — {}",
+        numbered_words(&words)
+    );
+    edit(&mut StdRng::seed_from_u64(7), &mut words, 1, 1000);
+    let variant = format!(
+        "Offre d’emploi à Zürich, 3 200 £ — {}",
+        numbered_words(&words)
+    );
+    let t = e.threshold(None).unwrap();
+    let id = |s: &str| DocId::parse(s).unwrap();
+    for (name, body) in [("annonce-a", &text), ("annonce-b", &variant)] {
+        let doc = e.prepare(body).unwrap();
+        e.insert(id(name), &doc, None, WriteMode::Create).unwrap();
+    }
+    let doc = e.prepare(&text).unwrap();
+    let judged = |ids: &[&str]| ExcludedPairs::new(ids.iter().map(|other| ("новая", *other)));
+    // The best match ignored, with a limit of one: the other still refuses,
+    // and is the one named.
+    let one = judged(&["annonce-a"]);
+    let q = Query::new(t, 1).ignoring(one.partners("новая"));
+    let Ok(UniqueOutcome::Duplicate(found)) =
+        e.insert_if_unique(id("новая"), &doc, None, None, &q, &NoJournal)
+    else {
+        panic!("annonce-b still matches");
+    };
+    let named: Vec<&str> = found.matches.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(named, ["annonce-b"]);
+    assert_eq!(found.ignored, 1);
+    assert!(e.get("новая").is_none());
+    // Both ignored: stored.
+    let both = judged(&["annonce-b", "annonce-a"]);
+    let q = Query::new(t, 10).ignoring(both.partners("новая"));
+    assert_eq!(
+        e.insert_if_unique(id("новая"), &doc, None, None, &q, &NoJournal),
+        Ok(UniqueOutcome::Inserted(UniqueInsert { seq: 0, ignored: 2 }))
+    );
+    assert!(e.get("новая").is_some());
+    // Nothing ignored: the same text is refused, naming all three.
+    let Ok(UniqueOutcome::Duplicate(found)) = e.insert_if_unique(
+        id("encore"),
+        &doc,
+        None,
+        None,
+        &Query::new(t, 10).ignoring(&[]),
+        &NoJournal,
+    ) else {
+        panic!("a duplicate");
+    };
+    assert_eq!((found.matches.len(), found.ignored), (3, 0));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 

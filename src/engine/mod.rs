@@ -40,6 +40,7 @@ mod boilerplate;
 mod bulk;
 mod counts;
 mod dedup;
+mod excluded;
 mod explain;
 mod filter;
 mod id;
@@ -60,6 +61,7 @@ pub use boilerplate::{
 };
 pub use bulk::{BatchWrite, Restore};
 pub use dedup::{Edge, Group, GroupMember, Groups, Progress, ScanStats};
+pub use excluded::ExcludedPairs;
 pub use explain::{Explanation, Segment, Side};
 pub use filter::{
     FilterError, FilterSpec, MetaFilter, MAX_FIELD_BYTES, MAX_FILTER_FIELDS, MAX_FILTER_VALUES,
@@ -75,7 +77,7 @@ pub use query::{
 use record::{Current, RecordTable};
 pub use record::{Record, Stamp};
 pub use retention::{Clock, ManualClock, SystemClock};
-pub use unique::UniqueOutcome;
+pub use unique::{UniqueInsert, UniqueOutcome};
 
 use crate::lsh::index::Slot;
 use crate::lsh::{BandParams, LshIndex};

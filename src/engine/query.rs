@@ -170,6 +170,12 @@ pub struct Query {
     /// resolved against the query document): a candidate it refuses is
     /// not a candidate at all, as one older than `since` is.
     pub filter: Option<Arc<MetaFilter>>,
+    /// Stored documents that do not count, by id (sorted; `None`: none):
+    /// for an `if_unique` write, those moderators judged it not a
+    /// duplicate of ([`super::ExcludedPairs`]). They are verified like any
+    /// candidate and dropped from the answer before it is cut to `limit`
+    /// ([`QueryOutcome::ignored`] counts them).
+    pub ignore: Option<Arc<[Box<str>]>>,
 }
 
 impl Query {
@@ -181,7 +187,26 @@ impl Query {
             measure: Measure::Jaccard,
             score: Score::Raw,
             filter: None,
+            ignore: None,
         }
+    }
+
+    /// This query not counting the stored documents `ids` (sorted, as
+    /// [`super::ExcludedPairs::partners`] gives them); none: unchanged.
+    pub fn ignoring(self, ids: &[Box<str>]) -> Self {
+        debug_assert!(ids.is_sorted(), "ignored ids are sorted");
+        Self {
+            ignore: (!ids.is_empty()).then(|| ids.into()),
+            ..self
+        }
+    }
+
+    /// Whether the stored document `id` does not count for this query.
+    #[inline]
+    pub fn ignores(&self, id: &str) -> bool {
+        self.ignore
+            .as_ref()
+            .is_some_and(|ids| ids.binary_search_by(|i| (**i).cmp(id)).is_ok())
     }
 
     /// Only candidates `filter` admits.
@@ -325,6 +350,9 @@ pub struct QueryOutcome {
     pub truncated: bool,
     /// Containment queries: what the passage index was asked and skipped.
     pub passages: Option<PassageWork>,
+    /// Matches left out because the query ignores their documents
+    /// ([`Query::ignoring`]).
+    pub ignored: usize,
 }
 
 /// The passage-index side of a containment query or passage lookup.
@@ -676,6 +704,11 @@ impl Engine {
 /// query's limit. A replace racing a query can let both versions of one id
 /// pass verification at different instants; the one verified last is kept.
 pub(crate) fn finish(out: &mut QueryOutcome, q: &Query) {
+    if q.ignore.is_some() {
+        let before = out.matches.len();
+        out.matches.retain(|m| !q.ignores(m.id.as_str()));
+        out.ignored += before - out.matches.len();
+    }
     if out.matches.len() > 1 {
         let mut by_id: Vec<(usize, Match)> = out.matches.drain(..).enumerate().collect();
         by_id.sort_by(|(i, a), (j, b)| a.id.cmp(&b.id).then(j.cmp(i)));

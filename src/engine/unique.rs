@@ -45,16 +45,28 @@ impl Stripes {
 /// What an insert-if-unique did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum UniqueOutcome {
-    /// Stored; the journal's sequence number to wait on.
-    Inserted(u64),
-    /// Not stored: these stored documents reach the threshold.
+    /// Stored.
+    Inserted(UniqueInsert),
+    /// Not stored: these stored documents reach the threshold (those the
+    /// query ignores left out: [`QueryOutcome::ignored`]).
     Duplicate(QueryOutcome),
+}
+
+/// An insert-if-unique that stored its document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UniqueInsert {
+    /// The journal's sequence number to wait on.
+    pub seq: u64,
+    /// Stored documents that reached the threshold but did not count
+    /// ([`Query::ignoring`]): stored in spite of them.
+    pub ignored: usize,
 }
 
 impl Engine {
     /// Store `doc` under the new id `id` (stored now, expiring at
     /// `expires_ms` if given) unless a stored document matches it by `q`
-    /// (exact Jaccard ≥ its threshold, stored since its `since`); then
+    /// (exact Jaccard ≥ its threshold, stored since its `since`, not one
+    /// it ignores: [`Query::ignoring`]); then
     /// nothing is stored and the near-duplicates (at most its limit) are
     /// returned. An existing live `id` is [`EngineError::AlreadyExists`],
     /// as with [`WriteMode::Create`].
@@ -88,6 +100,8 @@ impl Engine {
             limit: q.limit.max(1),
             ..q.clone()
         };
+        // Matches of documents the query ignores are dropped before the
+        // answer is cut to its limit (`query::finish`): only the others refuse.
         let found = self.similar_to(doc, None, &q)?;
         if !found.matches.is_empty() {
             return Ok(UniqueOutcome::Duplicate(found));
@@ -98,6 +112,9 @@ impl Engine {
         };
         let (_, seq) =
             self.insert_journaled(id, doc, metadata, WriteMode::Create, stamp, journal)?;
-        Ok(UniqueOutcome::Inserted(seq))
+        Ok(UniqueOutcome::Inserted(UniqueInsert {
+            seq,
+            ignored: found.ignored,
+        }))
     }
 }

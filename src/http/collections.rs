@@ -132,6 +132,11 @@ struct Patch {
     /// so a bad one is a 422 naming it.
     #[serde(default, deserialize_with = "not_null")]
     events: Option<Value>,
+    /// `review`: the keys given (`exclude_not_duplicates`,
+    /// `snippet_field`) replace the collection's, checked by the
+    /// collection layer (a bad one is a 422 naming it).
+    #[serde(default, deserialize_with = "not_null")]
+    review: Option<Value>,
 }
 
 /// `{"time_field": "name"}` or `{"time_field": null}`: the key is required.
@@ -177,7 +182,8 @@ pub async fn patch(
             "{detail}; PATCH changes only {{\"retention\": {{\"ttl_secs\": n or null}}}} and \
              {{\"store_text\": true or false}} and {{\"passage_index\": true or false}} and {{\"boilerplate\": {{\"enabled\", \"share\", \
              \"min_docs\", \"min_collection_docs\"}}}} and {{\"originals\": {{\"time_field\": name or null}}}} and \
-             {{\"events\": {{\"feed\", \"measure\", \"score\", \"threshold\"}}}}: the \
+             {{\"events\": {{\"feed\", \"measure\", \"score\", \"threshold\"}}}} and \
+             {{\"review\": {{\"exclude_not_duplicates\", \"snippet_field\"}}}}: the \
              recipe and the other index parameters change by \
              POST /collections/{{name}}/reindex"
         ))
@@ -213,6 +219,7 @@ pub async fn patch(
             boilerplate,
             originals,
             patch.events,
+            patch.review,
         )
     })
     .await

@@ -320,7 +320,9 @@ fn one_document(e: ApiError, body: &[u8]) -> ApiError {
 
 /// `POST /documents?if_unique=true`: 201 and `"inserted": true` when
 /// stored; 200 and `"inserted": false` with the stored near-duplicates in
-/// `similar` when not (nothing is stored then).
+/// `similar` when not (nothing is stored then). With
+/// `review.exclude_not_duplicates`, the stored documents this id was
+/// judged not a duplicate of do not count (nor are they named).
 async fn create_if_unique(
     app: &AppState,
     coll: &Arc<Collection>,
@@ -331,11 +333,21 @@ async fn create_if_unique(
     let shingles = new.doc.shingles().len();
     let name = coll.name.as_str();
     let (measure, score) = (q.measure, q.score);
+    let q = match coll.excluded_pairs().await? {
+        Some(excluded) => q.ignoring(excluded.partners(id.as_str())),
+        None => q,
+    };
     let outcome = backend(coll)?
         .insert_if_unique(new, q)
         .await
         .map_err(ApiError::from)
         .inspect_err(|e| app.metrics.observe_write_error(name, e.status().as_u16()))?;
+    let ignored = match &outcome {
+        UniqueOutcome::Inserted(stored) => stored.ignored,
+        UniqueOutcome::Duplicate(found) => found.ignored,
+    };
+    app.metrics
+        .observe_review_excluded(name, "if_unique", ignored);
     Ok(match outcome {
         UniqueOutcome::Inserted(_) => {
             app.metrics.observe_write(name, "created");

@@ -18,7 +18,7 @@ use crate::backend::{Backend, BackendError};
 use crate::collections::Collection;
 use crate::engine::originals::Keep;
 use crate::engine::{
-    By, EngineError, FilterSpec, Group, Groups, Measure, ScanStats, Score, Threshold,
+    By, EngineError, ExcludedPairs, FilterSpec, Group, Groups, Measure, ScanStats, Score, Threshold,
 };
 use crate::service::scans::{GroupsKey, ScanError};
 use crate::wire::{drops, DropOut, GroupOut, PairOut};
@@ -101,8 +101,10 @@ struct GroupsAsk {
 
 impl GroupsParams {
     /// The scan these parameters ask for, checked (`kind` labels the
-    /// filtered-query metric), and the index it needs present.
-    fn ask(
+    /// filtered-query metric), and the index it needs present; with
+    /// `review.exclude_not_duplicates`, the pairs judged not duplicates
+    /// it leaves out.
+    async fn ask(
         &self,
         app: &AppState,
         coll: &Collection,
@@ -120,12 +122,17 @@ impl GroupsParams {
             score,
             min_size: min_size(self.min_size)?,
             filter: filters::from_query(self.filter.as_deref(), self.exclude_same.as_deref())?,
+            excluded: None,
         };
         if key.filter.is_some() {
             app.metrics.observe_filtered(coll.name.as_str(), kind);
         }
         let after = self.cursor.as_deref().map(decode_cursor).transpose()?;
         needs_index(backend(coll)?, By::new(measure, score))?;
+        let key = GroupsKey {
+            excluded: coll.excluded_pairs().await?,
+            ..key
+        };
         Ok(GroupsAsk {
             threshold,
             measure,
@@ -263,7 +270,7 @@ pub async fn groups(
         score,
         key,
         after,
-    } = params.ask(&app, &coll, "groups")?;
+    } = params.ask(&app, &coll, "groups").await?;
     let time_field = coll.time_field();
     if wants_ndjson(&headers) {
         params.check_stream("group")?;
@@ -273,6 +280,7 @@ pub async fn groups(
             threshold,
             key,
             after,
+            "groups",
             move |out, _, group| out.value(&GroupOut::new(group, time_field.as_deref()), b"\n"),
         ));
     }
@@ -281,6 +289,7 @@ pub async fn groups(
     let timeout = Duration::from_secs(app.config.server.request_timeout_secs);
     let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
     let groups = computed_groups(&app, &coll, threshold, key, after.is_some(), wait).await?;
+    observe_excluded(&app, &coll, "groups", after.is_none(), &groups);
     let start = after.as_deref().map_or(0, |k| groups.position_after(k));
     let page = &groups.groups[start.min(groups.groups.len())..];
     let page = &page[..limit.min(page.len())];
@@ -301,6 +310,22 @@ pub async fn groups(
         next_cursor,
     })
     .into_response())
+}
+
+/// The pairs judged not duplicates an answer of `route` left out, counted
+/// once per answer: on its first page (`first`) or its stream, not again
+/// on the pages after it.
+fn observe_excluded(
+    app: &AppState,
+    coll: &Collection,
+    route: &'static str,
+    first: bool,
+    groups: &Groups,
+) {
+    if first {
+        app.metrics
+            .observe_review_excluded(coll.name.as_str(), route, groups.stats.excluded);
+    }
 }
 
 /// The groups at `key` from the scan scheduler; with `wait`, a scan that
@@ -415,7 +440,7 @@ pub async fn drop_list(
         score,
         key,
         after,
-    } = scan.ask(&app, &coll, "drop_list")?;
+    } = scan.ask(&app, &coll, "drop_list").await?;
     let time_field = coll.time_field();
     if wants_ndjson(&headers) {
         scan.check_stream("drop")?;
@@ -425,6 +450,7 @@ pub async fn drop_list(
             threshold,
             key,
             after,
+            "drop_list",
             move |out, index, group| {
                 drops(group, index, &keep, time_field.as_deref()).all(|d| out.value(&d, b"\n"))
             },
@@ -435,6 +461,7 @@ pub async fn drop_list(
     let wait = Some(timeout.saturating_sub(ANSWER_MARGIN));
     let (t, min_size) = (key.threshold, key.min_size);
     let groups = computed_groups(&app, &coll, threshold, key, after.is_some(), wait).await?;
+    observe_excluded(&app, &coll, "drop_list", after.is_none(), &groups);
     let start = after.as_deref().map_or(0, |k| groups.position_after(k));
     let start = start.min(groups.groups.len());
     let page = &groups.groups[start..];
@@ -462,13 +489,14 @@ pub async fn drop_list(
 
 /// The groups at `key` as NDJSON, from the group after `after`: `write`
 /// puts each (with its position in the whole answer) on the stream, false
-/// once the client is gone.
+/// once the client is gone. `route` labels the exclusion metric.
 fn stream_groups(
     app: AppState,
     coll: Arc<Collection>,
     threshold: Threshold,
     key: GroupsKey,
     after: Option<Vec<u8>>,
+    route: &'static str,
     write: impl Fn(&mut ChunkWriter, usize, &Group) -> bool + Send + 'static,
 ) -> Response {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
@@ -482,6 +510,7 @@ fn stream_groups(
                 return;
             }
         };
+        observe_excluded(&app, &coll, route, true, &groups);
         let _ = tokio::task::spawn_blocking(move || {
             let start = after.as_deref().map_or(0, |k| groups.position_after(k));
             let mut out = ChunkWriter::new(tx);
@@ -517,6 +546,7 @@ pub async fn pairs(
     }
     let ndjson = wants_ndjson(&headers);
     needs_index(backend(&coll)?, by)?;
+    let excluded = coll.excluded_pairs().await?;
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     tokio::spawn(async move {
         let permit = app.scans.permit().await;
@@ -534,6 +564,7 @@ pub async fn pairs(
                 threshold,
                 by,
                 filter.as_ref(),
+                excluded.as_deref(),
                 ndjson,
                 &mut out,
             );
@@ -550,16 +581,21 @@ pub async fn pairs(
         app.metrics
             .observe_scan(coll.name.as_str(), "pairs", started.elapsed().as_secs_f64());
         match scan {
-            Ok(Ok(stats)) => tracing::info!(
-                collection = %coll.name,
-                threshold = threshold.value(),
-                documents = stats.documents,
-                candidates = stats.candidates,
-                pairs = stats.pairs,
-                complete = stats.complete,
-                seconds = started.elapsed().as_secs_f64(),
-                "duplicate pairs streamed"
-            ),
+            Ok(Ok(stats)) => {
+                app.metrics
+                    .observe_review_excluded(coll.name.as_str(), "pairs", stats.excluded);
+                tracing::info!(
+                    collection = %coll.name,
+                    threshold = threshold.value(),
+                    documents = stats.documents,
+                    candidates = stats.candidates,
+                    pairs = stats.pairs,
+                    excluded = stats.excluded,
+                    complete = stats.complete,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "duplicate pairs streamed"
+                )
+            }
             Ok(Err(e)) => {
                 tracing::error!(collection = %coll.name, error = %e, "duplicate pair scan failed")
             }
@@ -575,12 +611,14 @@ pub async fn pairs(
 /// Scan for pairs on `pool`, writing each as found: NDJSON lines, or the
 /// members of one JSON object (`{"threshold", "pairs": [...], "documents",
 /// "candidates"}`).
+#[allow(clippy::too_many_arguments)]
 fn write_pairs(
     backend: &Backend,
     pool: &rayon::ThreadPool,
     threshold: Threshold,
     by: By,
     filter: Option<&Arc<FilterSpec>>,
+    excluded: Option<&ExcludedPairs>,
     ndjson: bool,
     out: &mut ChunkWriter,
 ) -> Result<ScanStats, BackendError> {
@@ -596,7 +634,7 @@ fn write_pairs(
             return Ok(ScanStats::default());
         }
     }
-    let stats = backend.scan_pairs(threshold, by, filter, pool, &mut |edge| {
+    let stats = backend.scan_pairs(threshold, by, filter, excluded, pool, &mut |edge| {
         let pair = PairOut::from(edge);
         if ndjson {
             out.value(&pair, b"\n")

@@ -21,6 +21,7 @@ mod ops;
 mod passages;
 mod routes;
 mod similar;
+mod snippets;
 pub mod state;
 mod transfer;
 pub mod ui;
@@ -75,6 +76,7 @@ fn collection_routes() -> Router<AppState> {
         .route("/compare", get(similar::compare))
         .route("/explain", post(explain::explain))
         .route("/passages", post(passages::lookup))
+        .route("/snippets", post(snippets::snippets))
         .route("/templates", get(boilerplate::list))
         .route(
             "/templates/{id}",

@@ -524,8 +524,8 @@ impl Store {
             q,
             &self.journal(),
         )?;
-        if let UniqueOutcome::Inserted(lsn) = outcome {
-            self.commit(lsn)?;
+        if let UniqueOutcome::Inserted(stored) = outcome {
+            self.commit(stored.seq)?;
         }
         Ok(outcome)
     }

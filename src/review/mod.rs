@@ -17,6 +17,8 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod exclude;
+
 /// Longest note kept with a decision, in bytes.
 pub const MAX_NOTE_BYTES: usize = 2000;
 
@@ -207,7 +209,10 @@ mod tests {
 
     #[test]
     fn a_pair_is_the_same_in_either_order_and_needs_two_documents() {
-        assert_eq!(PairKey::new("b", "a").unwrap(), PairKey::new("a", "b").unwrap());
+        assert_eq!(
+            PairKey::new("b", "a").unwrap(),
+            PairKey::new("a", "b").unwrap()
+        );
         assert_eq!(PairKey::new("é", "e").unwrap().a, "e");
         assert!(PairKey::new("x", "x").is_err());
         let set = DecisionSet::new([decision("ж", "a", Verdict::NotDuplicate)]);
@@ -234,7 +239,10 @@ mod tests {
     fn verdicts_read_and_write_their_wire_names() {
         for v in Verdict::ALL {
             assert_eq!(Verdict::parse(v.as_str()), Some(v));
-            assert_eq!(serde_json::to_string(&v).unwrap(), format!("\"{}\"", v.as_str()));
+            assert_eq!(
+                serde_json::to_string(&v).unwrap(),
+                format!("\"{}\"", v.as_str())
+            );
         }
         assert_eq!(Verdict::parse("Duplicate"), None);
     }

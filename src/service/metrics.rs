@@ -60,6 +60,12 @@ struct KindLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    collection: String,
+    route: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MeasureLabels {
     collection: String,
     measure: &'static str,
@@ -134,6 +140,8 @@ pub struct Metrics {
     rejected_ratio: Family<CollectionLabels, Gauge<f64, AtomicU64>>,
     truncated_queries: Family<CollectionLabels, Counter>,
     filtered_queries: Family<KindLabels, Counter>,
+    /// Issue 46: pairs judged not duplicates left out, by route.
+    review_excluded: Family<RouteLabels, Counter>,
     writes: Family<OutcomeLabels, Counter>,
     purged: Family<CollectionLabels, Counter>,
     snapshot_seconds: Family<CollectionLabels, Histogram>,
@@ -329,6 +337,11 @@ impl Default for Metrics {
             "Queries and scans with a metadata filter or exclude_same, by kind (similar, similar_on_write, if_unique, pairs, groups)",
             Family::<KindLabels, Counter>::default()
         );
+        let review_excluded = reg!(
+            "review_excluded_pairs",
+            "Pairs moderators judged not duplicates left out (review.exclude_not_duplicates), by route (groups, drop_list, pairs, if_unique): a scan's excluded edges, or the stored documents an if_unique write did not count",
+            Family::<RouteLabels, Counter>::default()
+        );
         let writes = reg!(
             "writes",
             "Document writes by outcome (created, replaced, deleted, rejected_duplicate, conflict, failed)",
@@ -482,6 +495,7 @@ impl Default for Metrics {
             rejected_ratio,
             truncated_queries,
             filtered_queries,
+            review_excluded,
             writes,
             purged,
             snapshot_seconds,
@@ -649,6 +663,20 @@ impl Metrics {
                 kind,
             })
             .inc();
+    }
+
+    /// `pairs` pairs judged not duplicates left out of an answer of
+    /// `route` (`groups`, `drop_list`, `pairs`, `if_unique`).
+    pub fn observe_review_excluded(&self, collection: &str, route: &'static str, pairs: usize) {
+        if pairs == 0 {
+            return;
+        }
+        self.review_excluded
+            .get_or_create(&RouteLabels {
+                collection: collection.to_owned(),
+                route,
+            })
+            .inc_by(pairs as u64);
     }
 
     pub fn observe_scan(&self, collection: &str, kind: &'static str, seconds: f64) {

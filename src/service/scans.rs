@@ -22,7 +22,7 @@
 use super::metrics::Metrics;
 use crate::backend::Backend;
 use crate::collections::Collection;
-use crate::engine::{FilterSpec, Groups, Measure, Threshold};
+use crate::engine::{ExcludedPairs, FilterSpec, Groups, Measure, Threshold};
 use futures_util::future::{BoxFuture, FutureExt, Shared};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -52,6 +52,13 @@ pub struct GroupsKey {
     /// The pairs admitted (`filter`, `exclude_same`): part of the key, so
     /// a filtered answer is cached apart from the unfiltered one.
     pub filter: Option<Arc<FilterSpec>>,
+    /// The pairs left out (judged not duplicates, with
+    /// `review.exclude_not_duplicates`; `None`: none). Keyed by the set
+    /// itself (its length and fingerprint, then its pairs), not by a
+    /// version of the decisions: a new, edited or deleted `not_duplicate`
+    /// decision changes the key, so no answer computed before it is
+    /// served, while decisions of other verdicts change nothing.
+    pub excluded: Option<Arc<ExcludedPairs>>,
 }
 
 /// Why [`ScanScheduler::groups`] has no groups to give.
@@ -178,6 +185,7 @@ impl ScanScheduler {
                             threshold,
                             crate::engine::By::new(scanned.measure, scanned.score),
                             scanned.filter.as_ref(),
+                            scanned.excluded.as_deref(),
                             scanned.min_size,
                             scheduler.pool(),
                         )
@@ -299,6 +307,7 @@ impl ScanScheduler {
                 documents = groups.stats.documents,
                 candidates = groups.stats.candidates,
                 pairs = groups.stats.pairs,
+                excluded = groups.stats.excluded,
                 groups = groups.groups.len(),
                 seconds,
                 "duplicate groups computed"

@@ -19,13 +19,15 @@
 //! their neighbours. Every fast path is tested bit for bit against the
 //! recipe spelled out step by step.
 //! [`align`] traces every unit of the normalized text back to the span of
-//! the original it came from (for explanations).
+//! the original it came from (for explanations); [`snippet`] cuts a text
+//! as posted after its first words (what a list shows under an id).
 
 pub mod align;
 mod fold;
 mod kernel;
 pub mod normalize;
 pub mod shingle;
+pub mod snippet;
 pub mod tokens;
 mod unicode;
 pub mod winnow;

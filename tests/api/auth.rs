@@ -118,6 +118,12 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             Some(json!({"text": "the night is dark"})),
         ),
         (
+            Method::POST,
+            "/snippets",
+            "/snippets".to_owned(),
+            Some(json!({"ids": ["a1", "a2"], "words": 3})),
+        ),
+        (
             Method::PUT,
             "/templates/{id}",
             "/templates/footer".to_owned(),

@@ -77,6 +77,11 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             "/passages".into(),
             Some(json!({"text": "a b c d"})),
         ),
+        (
+            Method::POST,
+            "/snippets".into(),
+            Some(json!({"ids": ["x"]})),
+        ),
         (Method::GET, "/templates".into(), None),
         (
             Method::PUT,
@@ -172,7 +177,8 @@ async fn a_collection_is_created_listed_shown_changed_and_deleted() {
                "retention": {"ttl_secs": 2592000},
                "store_text": false,
                "originals": {"time_field": null},
-               "events": {"feed": false, "measure": "jaccard", "score": "raw", "threshold": null}})
+               "events": {"feed": false, "measure": "jaccard", "score": "raw", "threshold": null},
+               "review": {"exclude_not_duplicates": false, "snippet_field": null}})
     );
     assert!(body["derived"]["min_query_threshold"].as_f64().unwrap() < 0.7);
 

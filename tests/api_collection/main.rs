@@ -39,9 +39,13 @@ mod originals;
 mod passages;
 #[path = "../api/retention.rs"]
 mod retention;
+#[path = "../api/review_exclude.rs"]
+mod review_exclude;
 #[path = "../api/scripts.rs"]
 mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
+#[path = "../api/snippets.rs"]
+mod snippets;
 #[path = "../api/webhooks.rs"]
 mod webhooks;

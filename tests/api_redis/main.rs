@@ -43,10 +43,14 @@ mod originals;
 mod passages;
 #[path = "../api/retention.rs"]
 mod retention;
+#[path = "../api/review_exclude.rs"]
+mod review_exclude;
 #[path = "../api/scripts.rs"]
 mod scripts;
 #[path = "../api/similar.rs"]
 mod similar;
+#[path = "../api/snippets.rs"]
+mod snippets;
 #[path = "../api/webhooks.rs"]
 mod webhooks;
 // Not run here: texts.rs (snapshots, segment files and damaged files on

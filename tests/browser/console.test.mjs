@@ -53,7 +53,8 @@ const COMMON = 'about the council budget vote tonight in the town hall where the
 const HOSTILE = [
   { id: 'hostile-script', text: `Breaking news <script>window.__pwned = "script"</script> ${COMMON}`, metadata: { note: '<script>window.__pwned = "meta"</script>' } },
   { id: 'hostile-img', text: `Photo <img src=x onerror="window.__pwned = 'img'"> ${COMMON}`, metadata: { html: '<img src=x onerror=alert(1)>' } },
-  { id: 'hostile-link', text: `Read <a href="javascript:window.__pwned='link'">here</a> ${COMMON}`, metadata: { link: 'javascript:alert(1)' } },
+  // A right-to-left override and mark too: they must not reorder the page around them.
+  { id: 'hostile-link', text: `Read \u202E<a href="javascript:window.__pwned='link'">here</a>\u200F ${COMMON}`, metadata: { link: 'javascript:alert(1)' } },
 ];
 
 const WORDS = ('river stone garden window letter market bridge winter summer engine paper music forest island doctor '
@@ -913,7 +914,7 @@ test('search on content scores leaves the shared footer out; both scores are sho
   await s.page.getByTestId('threshold-input').fill('0.5');
   await s.page.getByTestId('search-submit').click();
   await s.ready('search');
-  const other = s.page.getByTestId('result-row').filter({ hasNot: s.page.locator(`td.id:text-is("${POSTS[5].id}")`) }).first();
+  const other = s.page.locator(`[data-testid="result-row"]:not([data-id="${POSTS[5].id}"])`).first();
   assert.ok(Number(await other.locator('td[data-score="jaccard"]').textContent()) >= 0.5);
   assert.ok(Number(await other.locator('td[data-score="content_jaccard"]').textContent()) < 0.5, 'the footer alone makes it a match');
   await s.shot('search-content');
@@ -1525,5 +1526,209 @@ test('review: a read-only key sees the queue and the precision, and cannot decid
   await s.page.keyboard.press('n');
   assert.deepEqual(writes, [], 'no decision sent');
   assert.ok(await s.page.getByTestId('compare-scores').isVisible(), 'the pair\'s scores without its texts');
+  await s.close();
+});
+
+// ---------------------------------------------------------------------------
+// Snippets under listed ids, and Tune's plots in a narrow window
+// ---------------------------------------------------------------------------
+
+/** The snippets shown in `scope` (a locator): [{ id, text }]. */
+async function snippetsIn(scope) {
+  return scope.getByTestId('snippet').evaluateAll((els) => els.map((e) => ({ id: e.dataset.id, text: e.textContent })));
+}
+
+/** A snippet's text is the start of the document's stored text, with "…" when it goes on. */
+function assertSnippetOf(snippet, full) {
+  const shown = snippet.text.endsWith('…') ? snippet.text.slice(0, -1) : snippet.text;
+  assert.ok(shown.length > 10, `a snippet of ${snippet.id}: ${JSON.stringify(snippet.text)}`);
+  assert.ok(full.trim().startsWith(shown), `${snippet.id}: ${JSON.stringify(shown)} starts its text`);
+  assert.equal(snippet.text.endsWith('…'), shown.length < full.trim().length, `${snippet.id}: "…" exactly when the text goes on`);
+}
+
+/** Only text in the snippets: no element but the title's and the text's. */
+async function snippetMarkup(page) {
+  return page.evaluate(() => [...document.querySelectorAll('[data-testid="snippet"] *')]
+    .map((e) => e.tagName).filter((t) => t !== 'STRONG' && t !== 'SPAN'));
+}
+
+test('search, groups and pairs show each listed document\'s snippet, hostile text inert, one request per list', async () => {
+  const s = await session(open, explainFallback());
+  const asked = [];
+  s.page.on('request', (req) => { if (req.url().endsWith('/snippets')) asked.push(JSON.parse(req.postData()).ids); });
+  const byId = new Map(PLANTED.map((d) => [d.id, d.text]));
+  // Search: every result row has its snippet, from one POST /snippets.
+  await s.page.goto(`${open.base}/ui/#/search?id=hostile-script`);
+  await s.ready('search');
+  const found = await snippetsIn(s.page.getByTestId('search-results'));
+  assert.deepEqual(found.map((x) => x.id).sort(), ['hostile-img', 'hostile-link']);
+  for (const x of found) assertSnippetOf(x, byId.get(x.id));
+  assert.equal(asked.length, 1, 'one request for the page');
+  assert.deepEqual(asked[0].sort(), ['hostile-img', 'hostile-link']);
+  const rtl = await s.page.locator('[data-testid="snippet"][data-id="hostile-link"] [data-testid="snippet-text"]').evaluate((e) => ({
+    text: e.textContent, bidi: getComputedStyle(e).unicodeBidi,
+  }));
+  assert.ok(rtl.text.includes('\u202E<a href="javascript:'), `the override and the markup as characters: ${JSON.stringify(rtl.text)}`);
+  assert.equal(rtl.bidi, 'isolate', 'isolated from the text around it');
+  // Groups: a snippet under every member of the page, from one request.
+  asked.length = 0;
+  await s.view('groups');
+  const row = s.page.getByTestId('groups-row').filter({ hasText: 'twin-a' });
+  const members = await snippetsIn(row);
+  assert.deepEqual(members.map((x) => x.id), ['twin-a', 'twin-b', 'twin-c']);
+  for (const x of members) assertSnippetOf(x, byId.get(x.id));
+  const hostileRow = s.page.getByTestId('groups-row').filter({ hasText: 'hostile-img' });
+  for (const x of await snippetsIn(hostileRow)) assertSnippetOf(x, byId.get(x.id));
+  assert.equal(asked.length, 1, 'one request for the page of groups');
+  // Pairs: both sides of each pair.
+  asked.length = 0;
+  await s.page.getByTestId('pairs-submit').click();
+  await s.ready('groups');
+  const pair = s.page.getByTestId('pair-row').filter({ has: s.page.locator('[data-id="twin-a"]') }).first();
+  const sides = await snippetsIn(pair);
+  assert.equal(sides.length, 2);
+  for (const x of sides) assertSnippetOf(x, byId.get(x.id));
+  assert.equal(asked.length, 1, 'one request for the pairs listed');
+  assert.match(await s.page.getByTestId('a-in-b-note').textContent(), /^A in B: containment, the share of A’s shingles that are also in B/);
+  // Nothing in any snippet became markup, and nothing ran.
+  assert.deepEqual(await snippetMarkup(s.page), []);
+  assert.deepEqual(await inert(s.page), { pwned: undefined, scripts: 0, images: 0 });
+  assert.equal(await s.page.locator('main a[href^="javascript:"]').count(), 0);
+  await s.shot('groups-snippets');
+  await s.close();
+});
+
+/** Record every text a canvas draws, with where it starts and ends in the
+ * canvas's pixels (after the context's transform: a rotated label too). */
+function recordCanvasText() {
+  const fill = CanvasRenderingContext2D.prototype.fillText;
+  window.__drawn = [];
+  CanvasRenderingContext2D.prototype.fillText = function record(text, x, y, ...rest) {
+    const w = this.measureText(String(text)).width;
+    const a = this.textAlign;
+    const x0 = a === 'center' ? x - w / 2 : a === 'right' || a === 'end' ? x - w : x;
+    const m = this.getTransform();
+    const p0 = m.transformPoint(new DOMPoint(x0, y));
+    const p1 = m.transformPoint(new DOMPoint(x0 + w, y));
+    window.__drawn.push({ canvas: this.canvas, text: String(text), from: [p0.x, p0.y], to: [p1.x, p1.y] });
+    return fill.call(this, text, x, y, ...rest);
+  };
+}
+
+/** The texts drawn on the canvas of the plot `testid` (its last drawing). */
+async function drawnIn(page, testid) {
+  return page.evaluate((id) => {
+    const canvas = document.querySelector(`[data-testid="${id}"] canvas`);
+    const all = window.__drawn.filter((d) => d.canvas === canvas);
+    return { width: canvas.width, height: canvas.height, texts: all.map(({ text, from, to }) => ({ text, from, to })) };
+  }, testid);
+}
+
+async function fits(page) {
+  return page.evaluate(() => document.documentElement.scrollWidth <= 420);
+}
+
+test('tune at 420 px: no horizontal overflow, plots sized from their box, no negative count tick, the S-curve label whole; wider, the plots grow', async () => {
+  const s = await session(open, [], { width: 420, height: 900 });
+  await s.page.addInitScript(recordCanvasText);
+  await s.view('tune');
+  assert.ok(await fits(s.page), 'Tune fits 420 px before an analysis');
+  assert.match(await s.page.getByTestId('precision-empty').textContent(), /^No reviews yet/);
+  await s.page.getByTestId('tune-k').fill('2,3');
+  await s.page.getByTestId('tune-submit').click();
+  await s.ready('tune');
+  await s.page.locator('[data-testid="histogram"] canvas').waitFor();
+  await s.page.locator('[data-testid="accuracy"] canvas').waitFor();
+  assert.ok(await fits(s.page), `no page-wide horizontal scroll at 420 px: ${await s.page.evaluate(() => document.documentElement.scrollWidth)}`);
+  // The histogram's count axis: 0, 1, 10…, never a negative tick.
+  const hist = await drawnIn(s.page, 'histogram');
+  const ticks = hist.texts.map((t) => t.text);
+  assert.ok(ticks.includes('0') && ticks.includes('10'), `count ticks drawn: ${ticks}`);
+  assert.deepEqual(ticks.filter((t) => /^[-−]/.test(t)), [], 'no negative tick');
+  // The S-curve's y label is drawn whole inside its canvas.
+  const curve = await drawnIn(s.page, 'scurve');
+  const label = curve.texts.filter((t) => t.text === 'probability of being a candidate').at(-1);
+  assert.ok(label, `the label is drawn: ${curve.texts.map((t) => t.text)}`);
+  for (const [x, y] of [label.from, label.to]) {
+    assert.ok(x >= 0 && x <= curve.width && y >= 0 && y <= curve.height, `label end (${x}, ${y}) inside ${curve.width}×${curve.height}`);
+  }
+  // Each plot is as wide as its box.
+  const widths = await s.page.evaluate(() => ['histogram', 'scurve', 'accuracy'].map((id) => {
+    const box = document.querySelector(`[data-testid="${id}"]`);
+    return [box.clientWidth, box.querySelector('canvas').getBoundingClientRect().width];
+  }));
+  for (const [box, plot] of widths) assert.ok(plot <= box + 1 && plot >= box - 24, `plot ${plot} px in a ${box} px box`);
+  await s.shot('tune-narrow');
+  // Every other view fits too, with snippets under the listed ids.
+  await s.page.goto(`${open.base}/ui/#/search?id=twin-a`);
+  await s.ready('search');
+  assert.equal(await s.page.getByTestId('snippet').count(), 2);
+  assert.ok(await fits(s.page), 'search with results fits');
+  await s.view('groups');
+  await s.page.getByTestId('pairs-submit').click();
+  await s.ready('groups');
+  assert.ok(await s.page.getByTestId('snippet').count() > 0);
+  assert.ok(await fits(s.page), 'groups and pairs fit');
+  for (const name of ['compare', 'passages', 'boilerplate', 'webhooks', 'overview']) {
+    await s.view(name);
+    assert.ok(await fits(s.page), `${name} fits 420 px`);
+  }
+  // Wider, the plots follow their boxes past the old 560 × 260.
+  await s.view('tune');
+  await s.page.setViewportSize({ width: 1400, height: 900 });
+  await s.page.waitForFunction(() => document.querySelector('[data-testid="scurve"] canvas').getBoundingClientRect().width > 560);
+  const big = await s.page.locator('[data-testid="scurve"] canvas').boundingBox();
+  assert.ok(big.width > 560 && big.height > 260, `S-curve ${big.width} × ${big.height}`);
+  await s.shot('tune-wide');
+  await s.close();
+});
+
+/** GET /review/precision as the review desk's design shapes it (issue 46):
+ * two bands with labels, one without, and the measured threshold. */
+const PRECISION = {
+  measure: 'jaccard', score: 'raw', labels: 140, target: 0.95,
+  bands: [
+    { lo: 0.5, hi: 0.55, labels: 0, duplicates: 0, related: 0, not_duplicates: 0, precision: null, low: null, high: null },
+    { lo: 0.55, hi: 0.6, labels: 20, duplicates: 12, related: 2, not_duplicates: 6, precision: 0.6, low: 0.387, high: 0.781 },
+    { lo: 0.6, hi: 0.65, labels: 120, duplicates: 117, related: 0, not_duplicates: 3, precision: 0.975, low: 0.929, high: 0.991 },
+  ],
+  suggested: { threshold: 0.62, labels: 140, precision: 0.97, low: 0.93, high: 0.99, why: 'at 0.62, precision 0.97 ± 0.02 from 140 labels' },
+};
+
+test('tune draws the precision measured from reviews per band, and the advisor row of its threshold', async () => {
+  const s = await session(open, [], { width: 1280, height: 900 });
+  await s.page.addInitScript(recordCanvasText);
+  // This server has no review desk yet: the page is told it has (its
+  // OpenAPI document lists the route), and the route answers as designed.
+  await s.page.route('**/openapi.json', async (route) => {
+    const response = await route.fetch();
+    const doc = await response.json();
+    doc.paths['/review/precision'] = { get: {} };
+    await route.fulfill({ response, json: doc });
+  });
+  const asked = [];
+  await s.page.route('**/review/precision?*', async (route) => {
+    const q = new URL(route.request().url()).searchParams;
+    asked.push(`${q.get('measure')}/${q.get('score')}`);
+    await route.fulfill({ json: { ...PRECISION, score: q.get('score') } });
+  });
+  await s.view('tune');
+  await s.page.locator('[data-testid="precision"] canvas').waitFor();
+  assert.deepEqual(asked, ['jaccard/raw']);
+  assert.equal(await s.page.getByTestId('precision-advice').textContent(), 'Measured: at 0.62, precision 0.97 ± 0.02 from 140 labels.');
+  assert.match(await s.page.locator('[data-testid="precision"] .u-title').textContent(), /^Precision from 140 reviewed pairs/);
+  const drawn = await drawnIn(s.page, 'precision');
+  assert.ok(drawn.texts.some((t) => t.text === 'share judged duplicates'), 'the y axis is labelled');
+  // The advisor's table has the measured row beside each k's valley.
+  await s.page.getByTestId('tune-k').fill('2');
+  await s.page.getByTestId('tune-submit').click();
+  await s.ready('tune');
+  const row = await s.page.getByTestId('advice-measured').locator('td').allTextContents();
+  assert.deepEqual([row[1], row[2], row[4]], ['140', '0.62', 'at 0.62, precision 0.97 ± 0.02 from 140 labels']);
+  // Another score asks again on that score.
+  await s.page.getByTestId('tune-score').selectOption('content');
+  await s.ready('tune');
+  assert.equal(asked.at(-1), 'jaccard/content');
+  await s.shot('tune-precision');
   await s.close();
 });

@@ -11,8 +11,9 @@ import { api, collectionBase } from '../api.js';
 import { h, fill, add, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds, go } from '../shell.js';
 import {
-  measureSelect, passageIndexOn, scoreSelect, floorFor, boilerplateOn, conflictBox, filterInputs,
+  measureSelect, passageIndexOn, scoreSelect, floorFor, boilerplateOn, conflictBox, filterInputs, A_IN_B_NOTE,
 } from '../measures.js';
+import { loadSnippets, snippetNode } from '../snippets.js';
 
 const GROUP_MEASURES = [
   { value: 'jaccard', label: 'Jaccard: about the same text' },
@@ -95,9 +96,11 @@ export default async function groups(root) {
         : `Jaccard ≥ ${num(answer.threshold, 2)}`)
       + (onContent ? ': the threshold applied to the content score, boilerplate left out; each member shows its content and raw scores with its best match.' : '.')));
     if (answer.groups.length) {
+      // What each member is: one POST /snippets for the page's members.
+      const snippets = await loadSnippets(ctx.collection, answer.groups.flatMap((g) => g.members.map((m) => m.id)));
       list.append(h('div', { class: 'table-wrap' }, h('table', {},
         h('thead', {}, h('tr', {}, h('th', {}, 'size'), h('th', {}, 'members (each opens Compare with its best match)'))),
-        h('tbody', {}, answer.groups.map((g) => row(g, byContainment, onContent))))));
+        h('tbody', {}, answer.groups.map((g) => row(g, byContainment, onContent, snippets))))));
     }
     pager.append(
       h('label', { title: 'which member of each group the drop list keeps; every other is to delete' }, 'keep ', keep, ' ', keepField),
@@ -108,7 +111,7 @@ export default async function groups(root) {
       h('button', { type: 'button', testid: 'groups-next', disabled: !answer.next_cursor, onclick: () => action('groups', () => load(page + 1)) }, 'next →'));
   }
 
-  function row(g, byContainment, onContent) {
+  function row(g, byContainment, onContent, snippets) {
     return h('tr', { testid: 'groups-row', dataset: { size: String(g.size) } },
       h('td', { class: 'n' }, String(g.size)),
       h('td', {}, h('ul', { class: 'members' }, g.members.map((m) => h('li', {},
@@ -121,7 +124,8 @@ export default async function groups(root) {
           },
         }, m.id),
         h('span', { class: 'muted', dataset: { containment: String(m.containment) } }, memberScores(m, byContainment, onContent)),
-        m.id === g.original ? h('strong', { testid: 'group-original', title: 'the earliest member: by the collection’s originals.time_field in its metadata, else by when it was stored' }, ' original') : null)))));
+        m.id === g.original ? h('strong', { testid: 'group-original', title: 'the earliest member: by the collection’s originals.time_field in its metadata, else by when it was stored' }, ' original') : null,
+        snippetNode(m.id, snippets.get(m.id)))))));
   }
 
   /** A member's scores with its best match: the content ones first when the group was formed on them. */
@@ -194,12 +198,14 @@ export default async function groups(root) {
     };
     const pairs = [...answer.pairs].sort((x, y) => key(y) - key(x) || (x.a < y.a ? -1 : 1));
     const withContent = pairs.some((p) => p.content);
+    const snippets = await loadSnippets(ctx.collection, pairs.slice(0, PAIRS_SHOWN).flatMap((p) => [p.a, p.b]));
     add(pairsOut,
       h('h2', {}, 'Pairs'),
       h('p', { class: 'muted', testid: 'pairs-total' },
         `${num(pairs.length)} pair${pairs.length === 1 ? '' : 's'} at ${onContent ? 'content ' : ''}${byContainment ? 'containment' : 'Jaccard'} ≥ ${num(answer.threshold, 2)}`
         + ` (${num(answer.documents)} documents, ${num(answer.candidates)} candidate${answer.candidates === 1 ? '' : 's'})`
         + (pairs.length > PAIRS_SHOWN ? `; the ${PAIRS_SHOWN} highest shown.` : '.')),
+      h('p', { class: 'muted legend', testid: 'a-in-b-note' }, A_IN_B_NOTE),
       pairs.length ? h('div', { class: 'table-wrap' }, h('table', { testid: 'pairs', class: 'stack' },
         h('thead', {}, h('tr', {},
           h('th', {}, 'a'), h('th', {}, 'b'),
@@ -212,7 +218,8 @@ export default async function groups(root) {
           onclick: () => { ctx.compare = null; go('compare', { a: p.a, b: p.b }); },
           onkeydown: (ev) => { if (ev.key === 'Enter') { ctx.compare = null; go('compare', { a: p.a, b: p.b }); } },
         },
-        h('td', { class: 'id' }, p.a), h('td', { class: 'id' }, p.b),
+        h('td', { class: 'id', 'data-label': 'a' }, h('span', { class: 'doc-id' }, p.a), snippetNode(p.a, snippets.get(p.a))),
+        h('td', { class: 'id', 'data-label': 'b' }, h('span', { class: 'doc-id' }, p.b), snippetNode(p.b, snippets.get(p.b))),
         h('td', { class: 'n', 'data-label': 'Jaccard', dataset: { score: 'jaccard' } }, num(p.jaccard)),
         h('td', { class: 'n', 'data-label': 'a in b' }, num(p.a_in_b)),
         h('td', { class: 'n', 'data-label': 'b in a' }, num(p.b_in_a)),

@@ -16,6 +16,7 @@ import { h, fill, add, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds } from '../shell.js';
 import { showPair } from '../pair.js';
 import { conflictBox } from '../measures.js';
+import { snippetNode } from '../snippets.js';
 
 const VIEW = 'review';
 const VERDICTS = [
@@ -598,18 +599,12 @@ function verdictBadge(verdict) {
   return h('span', { class: `badge v-${verdict}` }, VERDICT_WORDS[verdict] || verdict);
 }
 
-/** A document's id with its snippet: the title (a metadata field) and the
- * first words of its text, as text. */
+/** A document's id with its snippet (snippets.js: the title and the
+ * first words of its text, as text). */
 function docCell(letter, id, s) {
   return h('div', { class: 'doc-cell', testid: 'review-doc', dataset: { id } },
     h('div', { class: 'id' }, `${letter}: `, id),
-    s ? h('div', { class: 'snippet', testid: 'snippet' },
-      s.title !== null && s.title !== undefined ? h('strong', { testid: 'snippet-title' }, s.title) : null,
-      s.title !== null && s.title !== undefined && s.text ? ' — ' : null,
-      s.text !== null && s.text !== undefined ? h('span', { testid: 'snippet-text' }, s.text) : null,
-      s.truncated ? '…' : null,
-      (s.title === null || s.title === undefined) && (s.text === null || s.text === undefined) ? h('span', { class: 'muted' }, 'no text or title stored') : null)
-      : h('div', { class: 'snippet muted' }, 'no snippet'));
+    snippetNode(id, s) || h('div', { class: 'snip muted' }, 'no text or title stored'));
 }
 
 function scoreText(s) {

@@ -12,6 +12,7 @@
 import { api, canWrite, collectionBase } from '../api.js';
 import { h, fill, num, errorBox } from '../dom.js';
 import { ctx, action, thresholds, go } from '../shell.js';
+import { loadSnippets, snippetNode } from '../snippets.js';
 import {
   MEASURES, isContainment, passageIndexOn, measureSelect, commonNote,
   SCORES, scoreSelect, floorFor, boilerplateOn, conflictBox,
@@ -121,14 +122,18 @@ export default async function search(root, params) {
     if (!rows.length) return;
     // Metadata is not in the answer: read each document (in parallel).
     const base = collectionBase(ctx.collection);
-    const docs = await Promise.all(rows.map((r) => api(`${base}/documents/${encodeURIComponent(r.id)}`).catch(() => null)));
+    // And what each one is: its snippet (one POST /snippets for the page).
+    const [docs, snippets] = await Promise.all([
+      Promise.all(rows.map((r) => api(`${base}/documents/${encodeURIComponent(r.id)}`).catch(() => null))),
+      loadSnippets(ctx.collection, rows.map((r) => r.id)),
+    ]);
     const body = rows.map((r, i) => h('tr', {
       testid: 'result-row', tabindex: '0', class: 'clickable', title: 'Compare side by side',
       dataset: { id: r.id },
       onclick: () => openCompare(r.id),
       onkeydown: (ev) => { if (ev.key === 'Enter') openCompare(r.id); },
     },
-    h('td', { class: 'id' }, r.id),
+    h('td', { class: 'id' }, h('span', { class: 'doc-id' }, r.id), snippetNode(r.id, snippets.get(r.id))),
     cols.map((c, j) => h('td', { class: j === 0 ? 'n primary' : 'n', 'data-label': c.name, dataset: { score: c.key } }, num(c.value(r)))),
     withContent ? h('td', { class: 'n', 'data-label': 'shared', dataset: { score: 'shared' } }, shared(r)) : null,
     h('td', { class: 'n', 'data-label': 'estimate', dataset: { score: 'estimate' } }, num(r.estimate)),

@@ -10,7 +10,7 @@ mod rebuild;
 pub use catalog::{DefaultCollection, LocalCatalog};
 pub use rebuild::{Rebuild, RebuildError};
 
-use super::{BackendError, LogStats, SnapshotInfo, StoredText};
+use super::{BackendError, Excerpt, LogStats, SnapshotInfo, StoredText};
 use crate::config::StorageSettings;
 use crate::engine::{
     Engine, EngineError, NewDoc, Query, Record, Template, UniqueOutcome, WriteMode, WriteOutcome,
@@ -161,6 +161,36 @@ impl Memory {
             Some(None) => StoredText::StoredWithout,
             Some(Some(text)) => StoredText::Text(text),
         })
+    }
+
+    pub async fn excerpts(
+        &self,
+        ids: &[&str],
+        text_bytes: usize,
+    ) -> Result<Vec<Option<Excerpt>>, BackendError> {
+        if !self.store.stores_text() {
+            return Ok(ids
+                .iter()
+                .map(|id| {
+                    let r = self.engine.get(id)?;
+                    Some(Excerpt::new(None, 0, r.metadata().map(Into::into)))
+                })
+                .collect());
+        }
+        let ids: Vec<String> = ids.iter().map(|id| (*id).to_owned()).collect();
+        self.read("reading stored texts", move |store| {
+            ids.iter()
+                .map(|id| {
+                    let Some(record) = store.engine().get(id) else {
+                        return Ok(None);
+                    };
+                    let text = store.text_of(&record)?;
+                    let metadata = record.metadata().map(Into::into);
+                    Ok(Some(Excerpt::new(text, text_bytes, metadata)))
+                })
+                .collect()
+        })
+        .await
     }
 
     pub async fn sample_texts(

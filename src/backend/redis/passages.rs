@@ -589,18 +589,26 @@ impl RedisIndex {
 
     /// [`Self::scan_edges`], keeping the pairs `filter` admits (both
     /// documents satisfy its conditions and differ on its `exclude_same`
-    /// fields); `pairs` in the stats counts those kept.
+    /// fields) and `except` does not hold (the memory engine's rule,
+    /// `Engine::scan_pairs_filtered`); `pairs` in the stats counts those
+    /// kept, `excluded` those `except` left out.
     pub async fn scan_edges_filtered(
         &self,
         threshold: Threshold,
         by: impl Into<crate::engine::By>,
         filter: Option<&Arc<FilterSpec>>,
+        except: Option<&crate::engine::ExcludedPairs>,
     ) -> Result<(Vec<Edge>, ScanStats), BackendError> {
         let (mut edges, mut stats) = self.scan_edges(threshold, by).await?;
         if let Some(f) = filter {
             edges.retain(|e| f.admits_pair(e.a.metadata(), e.b.metadata()));
-            stats.pairs = edges.len();
         }
+        if let Some(except) = except {
+            let admitted = edges.len();
+            edges.retain(|e| !except.contains(e.a.id().as_str(), e.b.id().as_str()));
+            stats.excluded = admitted - edges.len();
+        }
+        stats.pairs = edges.len();
         Ok((edges, stats))
     }
 
@@ -763,6 +771,7 @@ impl RedisIndex {
             documents,
             candidates,
             pairs: edges.len(),
+            excluded: 0,
             complete: true,
         };
         Ok((edges, stats))

@@ -8,7 +8,7 @@
 
 use super::codec::{decode_record, iid, members, own_expiry, StoredRecord};
 use super::{corrupt, BackendError, Conn, RedisIndex};
-use crate::backend::StoredDate;
+use crate::backend::{Excerpt, StoredDate};
 use crate::engine::{Comparison, DocId, EngineError, Prepared, Query, QueryOutcome, Record, Stamp};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -91,6 +91,78 @@ impl RedisIndex {
                     created_ms: s.created_ms,
                     metadata: s.metadata.map(String::into_boxed_str),
                 }));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The start of each of `ids`' stored text (at most `text_bytes`
+    /// bytes) and its metadata, live documents only, in trips of
+    /// `SCAN_READ` ids: one `MGET` of the record and the text per id (they
+    /// share a slot), or the records alone when texts are not kept.
+    pub async fn excerpts(
+        &self,
+        ids: &[&str],
+        text_bytes: usize,
+    ) -> Result<Vec<Option<Excerpt>>, BackendError> {
+        let now = self.engine.now_ms();
+        let with_texts = self.stores_text();
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(super::SCAN_READ) {
+            let iids: Vec<u64> = chunk.iter().map(|id| iid(id)).collect();
+            let read: Vec<(Option<StoredRecord>, Option<Vec<u8>>)> = if with_texts {
+                let commands: Vec<_> = iids
+                    .iter()
+                    .map(|&i| {
+                        let (record, text) = (self.keys.record(i), self.keys.text(i));
+                        move |mut c: Conn| async move {
+                            let mut mget = redis::cmd("MGET");
+                            mget.arg(record).arg(text);
+                            mget.query_async::<(Option<Vec<u8>>, Option<Vec<u8>>)>(&mut c)
+                                .await
+                        }
+                    })
+                    .collect();
+                let raw = self.redis.trip("reading stored texts", commands).await?;
+                raw.into_iter()
+                    .zip(&iids)
+                    .map(|((record, text), &i)| {
+                        let record = record
+                            .map(|b| decode_record(&b))
+                            .transpose()
+                            .map_err(|e| corrupt(&self.keys.record(i), e))?;
+                        Ok((record, text))
+                    })
+                    .collect::<Result<_, BackendError>>()?
+            } else {
+                self.read_records(&iids)
+                    .await?
+                    .into_iter()
+                    .map(|r| (r, None))
+                    .collect()
+            };
+            for ((id, &i), (record, text)) in chunk.iter().zip(&iids).zip(read) {
+                let live = record.filter(|s| {
+                    s.id == *id
+                        && self
+                            .engine
+                            .is_live_at(s.created_ms, own_expiry(s.expires_ms), now)
+                });
+                let Some(stored) = live else {
+                    out.push(None);
+                    continue;
+                };
+                let text = text
+                    .map(|t| {
+                        crate::persist::texts::decompress(&t)
+                            .map_err(|e| corrupt(&self.keys.text(i), e))
+                    })
+                    .transpose()?;
+                out.push(Some(Excerpt::new(
+                    text,
+                    text_bytes,
+                    stored.metadata.map(String::into_boxed_str),
+                )));
             }
         }
         Ok(out)

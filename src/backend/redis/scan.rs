@@ -155,6 +155,7 @@ impl RedisIndex {
             documents: live_documents,
             candidates,
             pairs: pairs.len(),
+            excluded: 0,
             complete: true,
         };
         Ok((pairs, stats))

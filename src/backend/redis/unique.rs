@@ -12,7 +12,8 @@ use super::codec::{decode_record, member};
 use super::write::{parse_commit, Committed, Staged, APPEND, POSTINGS_APPEND};
 use super::{corrupt, new_gen, BackendError, Conn, RedisIndex, Script};
 use crate::engine::{
-    Classifier, ContentQuery, EngineError, NewDoc, Query, Record, Score, UniqueOutcome, WriteMode,
+    Classifier, ContentQuery, EngineError, NewDoc, Query, Record, Score, UniqueInsert,
+    UniqueOutcome, WriteMode,
 };
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -292,7 +293,10 @@ impl RedisIndex {
                 trip.extend(self.df_calls(&df));
                 trip.push(self.bump_call());
                 self.redis.calls("committing a record", trip).await?;
-                Ok(Some(UniqueOutcome::Inserted(0)))
+                Ok(Some(UniqueOutcome::Inserted(UniqueInsert {
+                    seq: 0,
+                    ignored: matches.ignored,
+                })))
             }
             Committed::Exists => {
                 self.withdraw(&doc).await?;

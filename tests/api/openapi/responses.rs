@@ -169,6 +169,13 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     assert_eq!(ids, BTreeSet::from(["q1", "q2"]), "{body}");
     assert_eq!(body["results"][0]["id"], "q1", "{body}");
     assert_eq!(body["results"][0]["longest_run"], 12, "{body}");
+    let ask = json!({"ids": ["q1", "q2", "nope"], "words": 4, "field": "source"});
+    let (_, body) = walk
+        .call("POST", "/snippets", "/snippets", Body::Json(ask))
+        .await;
+    assert_eq!(body["snippets"]["q1"]["title"], "forum", "{body}");
+    assert_eq!(body["snippets"]["q2"]["title"], Value::Null, "{body}");
+    assert!(body["snippets"].get("nope").is_none(), "{body}");
     walk.call("GET", "/compare", "/compare?a=q1&b=q2", Body::None)
         .await;
     let pair = json!({"a": {"text": "The night is dark and the moon is red."},
@@ -614,6 +621,7 @@ fn error_cases() -> Vec<Case> {
     let (dup, pairs, pas) = ("/duplicates", "/duplicates/pairs", "/passages");
     let (tpls, tpl, common) = ("/templates", "/templates/{id}", "/boilerplate");
     let off = "passage-index-off";
+    let snip = "/snippets";
     vec![
         ("POST", doc, doc, text_body(), 415, "unsupported-media-type"),
         ("POST", doc, doc, Empty, 415, "unsupported-media-type"),
@@ -684,6 +692,19 @@ fn error_cases() -> Vec<Case> {
         ("POST", pas, pas, json_body(json!({"text": "¿?"})), 422, "empty-text"),
         ("POST", pas, pas, json_body(json!({"text": long_passage()})), 422, "invalid-body"),
         ("POST", pas, pas, json_body(json!({"text": "the night is dark"})), 409, off),
+        ("POST", snip, snip, text_body(), 415, "unsupported-media-type"),
+        ("POST", snip, snip, broken_json(), 400, "malformed-json"),
+        ("POST", snip, "/snippets?words=3", json_body(json!({"ids": ["q1"]})), 400, "invalid-parameter"),
+        ("POST", snip, snip, json_body(json!({"ids": []})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": vec!["q1"; 201]})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": [""]})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "words": 0})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "words": 201})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "words": 2.5})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "field": ""})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "field": "é".repeat(257)})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": ["q1"], "x": 1})), 422, "invalid-body"),
+        ("POST", snip, snip, json_body(json!({"ids": "q1"})), 422, "invalid-body"),
         ("GET", sim, "/similar?id=q1&score=content", Empty, 409, off),
         ("GET", sim, "/similar?id=q1&score=contents", Empty, 400, "invalid-parameter"),
         ("GET", sim, "/similar?id=q1&score=content&threshold=0", Empty, 400, "invalid-threshold"),
