@@ -1506,6 +1506,34 @@ test('review: hostile snippets and texts stay inert, and the view fits a 420-px 
   await s.close();
 });
 
+test('review: without stored texts the snippets are the titles of the collection\'s snippet field, hostile ones inert, and the pair shows its scores', async () => {
+  const put = await fetch(`${open.base}/collections/desk-titles`, {
+    method: 'PUT', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ store_text: false, review: { snippet_field: 'headline' } }),
+  });
+  assert.ok(put.status === 201 || put.status === 200, `PUT /collections/desk-titles: ${put.status} ${await put.text()}`);
+  const headline = {
+    'twin-a': 'Hafen: „Ruhiger“ Bericht <img src=x onerror="window.__pwned = \'title\'">',
+    'twin-b': 'Порт: тихий отчёт <script>window.__pwned = "title"</script>',
+  };
+  const docs = [{ id: 'twin-a', text: TWIN_A, metadata: { headline: headline['twin-a'] } },
+    { id: 'twin-b', text: TWIN_B, metadata: { headline: headline['twin-b'] } }, ...filler(8)];
+  const r = await fetch(`${open.base}/collections/desk-titles/documents/batch`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ documents: docs }),
+  });
+  assert.equal(r.status, 200);
+  // /explain needs the texts: 409, logged by the browser; the pair falls back to GET /compare.
+  const s = await session(open, [/status of 409/]);
+  await reviewOn(s, open, 'desk-titles');
+  const item = s.page.locator('[data-testid="queue-item"][data-a="twin-a"][data-b="twin-b"]');
+  const titles = await item.getByTestId('snippet-title').allTextContents();
+  assert.deepEqual(titles, [headline['twin-a'], headline['twin-b']]);
+  assert.equal(await item.getByTestId('snippet-text').count(), 0, 'no text stored, none shown');
+  assert.ok(await s.page.getByTestId('compare-scores').isVisible(), 'the pair\'s scores without its texts');
+  assert.deepEqual(await inert(s.page), { pwned: undefined, scripts: 0, images: 0 });
+  await s.close();
+});
+
 test('review: a read-only key sees the queue and the precision, and cannot decide (buttons disabled, keys ignored, said why)', async () => {
   // Learning the key is read-only costs one refused write (403); the
   // collection stores no texts, so /explain answers 409 and the pair shows its scores.
