@@ -706,7 +706,14 @@ pub struct ScopedKey {
     /// Reads only (GET, HEAD, and the POSTs that carry a query).
     #[serde(default)]
     pub read_only: bool,
+    /// Who holds the key (a moderator, a team): recorded as `decided_by`
+    /// on the review decisions it makes (issue 46). Never a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
+
+/// Longest `auth.keys[].name`, in bytes.
+pub const MAX_KEY_NAME_BYTES: usize = 200;
 
 impl Default for AuthSettings {
     fn default() -> Self {
@@ -767,6 +774,17 @@ impl AuthSettings {
                 return Err(ConfigError::Invalid(format!(
                     "auth.keys[{i}].key is configured twice; a key must appear once"
                 )));
+            }
+            if let Some(name) = &k.name {
+                if name.trim().is_empty()
+                    || name.len() > MAX_KEY_NAME_BYTES
+                    || name.chars().any(char::is_control)
+                {
+                    return Err(ConfigError::Invalid(format!(
+                        "auth.keys[{i}].name {name:?} must be 1 to {MAX_KEY_NAME_BYTES} bytes \
+                         without control characters, not only spaces (or left out)"
+                    )));
+                }
             }
             for (j, name) in k.collections.iter().flatten().enumerate() {
                 let valid = !name.is_empty()

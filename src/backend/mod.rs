@@ -32,6 +32,7 @@ use crate::engine::{
 use crate::events::{
     Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription,
 };
+use crate::review::{Decision, DecisionSet, PairKey};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
@@ -841,14 +842,40 @@ impl Backend {
 
 impl Backend {
     /// Every decision of the collection whose directory is `dir`, by pair.
-    ///
-    /// SCAFFOLD (issue 46, replaced by the decisions store before it
-    /// lands): answers an empty set so the queue, precision and the
-    /// exclusion setting can be built against the signature.
-    pub async fn decisions(
+    /// Cheap on repeat: the memory backend keeps the set beside its log
+    /// after the first read; Redis reads one version counter per call and
+    /// the whole hash only when another node changed it.
+    pub async fn decisions(&self, dir: &Path) -> Result<Arc<DecisionSet>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.decisions(dir).await,
+            Backend::Redis(r) => r.decisions().await,
+        }
+    }
+
+    /// Store `d` durably, replacing the pair's decision; the previous one.
+    /// The stored revision is the backend's: 1 for a new pair, one more
+    /// than the previous decision's ([`Decision::revised`]), whatever `d`
+    /// says.
+    pub async fn put_decision(
         &self,
-        _dir: &Path,
-    ) -> Result<Arc<crate::review::DecisionSet>, BackendError> {
-        Ok(Arc::new(crate::review::DecisionSet::default()))
+        dir: &Path,
+        d: Decision,
+    ) -> Result<Option<Decision>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.put_decision(dir, d).await,
+            Backend::Redis(r) => r.put_decision(d).await,
+        }
+    }
+
+    /// Delete the pair's decision durably; the one deleted, if any.
+    pub async fn delete_decision(
+        &self,
+        dir: &Path,
+        key: &PairKey,
+    ) -> Result<Option<Decision>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.delete_decision(dir, key).await,
+            Backend::Redis(r) => r.delete_decision(key).await,
+        }
     }
 }

@@ -636,6 +636,8 @@ impl Collections {
         // delivery state (issue 45): copied whole, entry ids, consumer
         // groups and pending deliveries kept.
         old.carry_events_to(&new).await?;
+        // And the review decisions (issue 46), hash and version whole.
+        old.carry_decisions_to(&new).await?;
         Ok(())
     }
 

@@ -46,10 +46,18 @@ impl Scope {
     }
 }
 
+/// The name of the request's key (`[[auth.keys]] name`), attached to the
+/// request beside its [`Scope`] when the key has one: who decided, on a
+/// review decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyName(pub Arc<str>);
+
 /// What a presented key may do.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Grant {
     pub read_only: bool,
+    /// The key's name, if it has one.
+    pub name: Option<Arc<str>>,
     /// The collections it may use; `None`: every one, and it may manage them.
     pub collections: Option<Vec<String>>,
 }
@@ -99,8 +107,11 @@ pub async fn require_key(State(app): State<AppState>, mut req: Request, next: Ne
         return next.run(req).await;
     }
     match authorize(auth, req.method(), req.uri().path(), req.headers()) {
-        Ok(scope) => {
+        Ok((scope, name)) => {
             req.extensions_mut().insert(scope);
+            if let Some(name) = name {
+                req.extensions_mut().insert(KeyName(name));
+            }
             next.run(req).await
         }
         Err(e) => e.into_response(),
@@ -113,13 +124,13 @@ fn needs_key(auth: &AuthSettings, path: &str) -> bool {
 }
 
 /// Check the request's credentials for `method` on `path`; the scope the
-/// request runs with.
+/// request runs with, and its key's name.
 fn authorize(
     auth: &AuthSettings,
     method: &Method,
     path: &str,
     headers: &HeaderMap,
-) -> Result<Scope, ApiError> {
+) -> Result<(Scope, Option<Arc<str>>), ApiError> {
     let token = bearer_token(headers)?;
     let grant = access(auth, token).ok_or(ApiError::Unauthorized {
         detail: "the bearer token is not a valid API key",
@@ -133,10 +144,11 @@ fn authorize(
             "this key is read-only: it may only read (GET and HEAD routes, POST /similar, /explain, /passages and the analyses)",
         ));
     }
+    let name = grant.name;
     let Some(names) = grant.collections else {
-        return Ok(Scope::All);
+        return Ok((Scope::All, name));
     };
-    match target(method, path) {
+    let scope = match target(method, path) {
         Target::Collection(name) if !names.iter().any(|n| n == name) => Err(ApiError::Forbidden(
             "this key may not use this collection (it is not in the key's collections list)",
         )),
@@ -147,7 +159,8 @@ fn authorize(
             "server-wide routes need a key without a collections list",
         )),
         _ => Ok(Scope::Only(names.into())),
-    }
+    }?;
+    Ok((scope, name))
 }
 
 /// The token of `Authorization: Bearer <token>` (scheme case-insensitive).
@@ -192,6 +205,7 @@ pub fn access(auth: &AuthSettings, token: &[u8]) -> Option<Grant> {
                 k,
                 Grant {
                     read_only: false,
+                    name: None,
                     collections: None,
                 },
             )
@@ -201,6 +215,7 @@ pub fn access(auth: &AuthSettings, token: &[u8]) -> Option<Grant> {
                 k,
                 Grant {
                     read_only: true,
+                    name: None,
                     collections: None,
                 },
             )
@@ -210,6 +225,7 @@ pub fn access(auth: &AuthSettings, token: &[u8]) -> Option<Grant> {
                 &k.key,
                 Grant {
                     read_only: k.read_only,
+                    name: k.name.as_deref().map(Arc::from),
                     collections: k.collections.clone(),
                 },
             )
@@ -242,6 +258,7 @@ mod tests {
                 key: Secret::new("scoped"),
                 collections: Some(vec!["bodies".into()]),
                 read_only: false,
+                name: Some("Zoë (équipe « annonces »)".into()),
             }],
         }
     }
@@ -272,6 +289,7 @@ mod tests {
         let a = auth();
         let full = Some(Grant {
             read_only: false,
+            name: None,
             collections: None,
         });
         assert_eq!(access(&a, b"full-one"), full);
@@ -280,6 +298,7 @@ mod tests {
             access(&a, b"reader"),
             Some(Grant {
                 read_only: true,
+                name: None,
                 collections: None
             })
         );
@@ -287,6 +306,7 @@ mod tests {
             access(&a, b"scoped"),
             Some(Grant {
                 read_only: false,
+                name: Some("Zoë (équipe « annonces »)".into()),
                 collections: Some(vec!["bodies".into()])
             })
         );

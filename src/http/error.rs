@@ -85,6 +85,9 @@ pub enum ApiError {
     TemplateNotFound(String),
     #[error("no webhook subscription {0:?} in this collection")]
     WebhookNotFound(String),
+    /// No review decision on the pair (issue 46): the detail names it.
+    #[error("{0}")]
+    DecisionNotFound(String),
     /// A subscription URL whose scheme, length or host is refused (the
     /// detail says which; SSRF protection, `webhooks.allowed_hosts`).
     #[error("{0}")]
@@ -294,6 +297,9 @@ impl ApiError {
                 "webhook-not-found",
                 "Webhook subscription not found",
             ),
+            ApiError::DecisionNotFound(_) => {
+                (S::NOT_FOUND, "decision-not-found", "Decision not found")
+            }
             ApiError::WebhookUrlNotAllowed(_) => (
                 S::UNPROCESSABLE_ENTITY,
                 "webhook-url-not-allowed",

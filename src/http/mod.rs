@@ -19,6 +19,7 @@ mod middleware;
 pub mod openapi;
 mod ops;
 mod passages;
+mod review;
 mod routes;
 mod similar;
 mod snippets;
@@ -101,6 +102,8 @@ fn collection_routes() -> Router<AppState> {
         .route("/webhooks/{id}/failed", get(webhooks::failed))
         .route("/webhooks/{id}/failed/retry", post(webhooks::retry))
         .route("/events", get(events::feed))
+        .route("/review/decisions", get(review::list).put(review::put))
+        .route("/review/decision", get(review::get).delete(review::delete))
 }
 
 /// The application router with every layer applied.

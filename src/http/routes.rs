@@ -38,6 +38,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/webhooks/{id}/failed"),
     ("POST", "/webhooks/{id}/failed/retry"),
     ("GET", "/events"),
+    ("GET", "/review/decisions"),
+    ("PUT", "/review/decisions"),
+    ("GET", "/review/decision"),
+    ("DELETE", "/review/decision"),
     ("GET", "/collections"),
     ("GET", "/collections/{name}"),
     ("PUT", "/collections/{name}"),
@@ -75,6 +79,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/collections/{name}/webhooks/{id}/failed"),
     ("POST", "/collections/{name}/webhooks/{id}/failed/retry"),
     ("GET", "/collections/{name}/events"),
+    ("GET", "/collections/{name}/review/decisions"),
+    ("PUT", "/collections/{name}/review/decisions"),
+    ("GET", "/collections/{name}/review/decision"),
+    ("DELETE", "/collections/{name}/review/decision"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
     ("GET", "/metrics"),
@@ -122,6 +130,8 @@ pub const COLLECTION_ROUTES: &[&str] = &[
     "/webhooks/{id}/failed",
     "/webhooks/{id}/failed/retry",
     "/events",
+    "/review/decisions",
+    "/review/decision",
 ];
 
 /// The routes that take query parameters (a collection route unprefixed:
@@ -141,6 +151,9 @@ pub const QUERY_ROUTES: &[(&str, &str)] = &[
     ("GET", "/boilerplate"),
     ("GET", "/webhooks/{id}/failed"),
     ("GET", "/events"),
+    ("GET", "/review/decisions"),
+    ("GET", "/review/decision"),
+    ("DELETE", "/review/decision"),
 ];
 
 /// Whether a request routed to `method` `route` (its template) must come

@@ -22,6 +22,7 @@
 //!   compacted into one fsynced segment per snapshot (see [`texts`]).
 
 pub mod catalog;
+pub mod decisions;
 pub mod events;
 pub mod format;
 pub mod fsops;

@@ -120,6 +120,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// The revision a decision stored over `previous` gets: 1 for a new
+    /// pair, one more than the previous decision's otherwise.
+    pub fn revised(previous: Option<&Decision>) -> u32 {
+        previous.map_or(1, |p| p.revision.saturating_add(1))
+    }
+
     pub fn key(&self) -> PairKey {
         PairKey {
             a: self.a.clone(),

@@ -66,6 +66,12 @@ struct RouteLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VerdictLabels {
+    collection: String,
+    verdict: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MeasureLabels {
     collection: String,
     measure: &'static str,
@@ -121,6 +127,8 @@ pub struct Metrics {
     passage_index: Family<CollectionLabels, Gauge>,
     boilerplate: Family<CollectionLabels, Gauge>,
     template_changes: Family<KindLabels, Counter>,
+    /// Review decisions written (new or edited), by verdict (issue 46).
+    review_decisions: Family<VerdictLabels, Counter>,
     /// Issue 45: events appended, lost, and webhook deliveries.
     events: Family<EventTypeLabels, Counter>,
     events_lost: Counter,
@@ -246,6 +254,11 @@ impl Default for Metrics {
             "template_changes",
             "Templates registered, replaced or deleted (kind: created, replaced, deleted)",
             Family::<KindLabels, Counter>::default()
+        );
+        let review_decisions = reg!(
+            "review_decisions",
+            "Review decisions written, new or edited (verdict: duplicate, not_duplicate, related)",
+            Family::<VerdictLabels, Counter>::default()
         );
         let events = reg!(
             "events",
@@ -477,6 +490,7 @@ impl Default for Metrics {
             passage_index,
             boilerplate,
             template_changes,
+            review_decisions,
             events,
             events_lost,
             webhook_deliveries,
@@ -534,6 +548,16 @@ impl Metrics {
             .get_or_create(&KindLabels {
                 collection: collection.to_owned(),
                 kind,
+            })
+            .inc();
+    }
+
+    /// A review decision written (new or edited) on `collection`.
+    pub fn observe_review_decision(&self, collection: &str, verdict: crate::review::Verdict) {
+        self.review_decisions
+            .get_or_create(&VerdictLabels {
+                collection: collection.to_owned(),
+                verdict: verdict.as_str(),
             })
             .inc();
     }
@@ -929,6 +953,12 @@ impl Metrics {
                     kind,
                 });
             }
+            for v in crate::review::Verdict::ALL {
+                let _ = self.review_decisions.get_or_create(&VerdictLabels {
+                    collection: (*name).to_owned(),
+                    verdict: v.as_str(),
+                });
+            }
             let _ = self.purged.get_or_create(&l);
             let _ = self.snapshot_failures.get_or_create(&l);
             for outcome in WRITE_OUTCOMES {
@@ -983,6 +1013,12 @@ impl Metrics {
                 self.template_changes.remove(&KindLabels {
                     collection: name.clone(),
                     kind,
+                });
+            }
+            for v in crate::review::Verdict::ALL {
+                self.review_decisions.remove(&VerdictLabels {
+                    collection: name.clone(),
+                    verdict: v.as_str(),
                 });
             }
             self.purged.remove(&l);

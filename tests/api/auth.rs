@@ -190,6 +190,37 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             Some(json!({"id": "hook1", "url": "https://hooks.example.com/neardup"})),
         ),
         (
+            Method::PUT,
+            "/review/decisions",
+            "/review/decisions".to_owned(),
+            Some(json!({"a": "a2", "b": "a1", "verdict": "duplicate"})),
+        ),
+        (
+            Method::GET,
+            "/review/decisions",
+            "/review/decisions".to_owned(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/review/decision",
+            "/review/decision?a=a1&b=a2".to_owned(),
+            None,
+        ),
+        (
+            Method::DELETE,
+            "/review/decision",
+            "/review/decision?a=a1&b=a2".to_owned(),
+            None,
+        ),
+        // Again, so that the next key finds it.
+        (
+            Method::PUT,
+            "/review/decisions",
+            "/review/decisions".to_owned(),
+            Some(json!({"a": "a1", "b": "a2", "verdict": "related"})),
+        ),
+        (
             Method::POST,
             "/analysis/histogram",
             "/analysis/histogram".to_owned(),
@@ -679,6 +710,7 @@ fn scoped(key: &str, collections: Option<&[&str]>, read_only: bool) -> ScopedKey
         key: Secret::new(key),
         collections: collections.map(|c| c.iter().map(|s| s.to_string()).collect()),
         read_only,
+        name: None,
     }
 }
 
@@ -767,6 +799,16 @@ async fn scoped_keys_reach_their_collections_only_on_every_route() {
             &format!("{prefix}/webhooks"),
             full.as_deref(),
             Some(json!({"id": "hook1", "url": "https://hooks.example.com/neardup"})),
+        )
+        .await;
+        assert_eq!(resp.status(), 201);
+        // And a review decision.
+        let resp = send(
+            &app,
+            Method::PUT,
+            &format!("{prefix}/review/decisions"),
+            full.as_deref(),
+            Some(json!({"a": "a1", "b": "a2", "verdict": "duplicate"})),
         )
         .await;
         assert_eq!(resp.status(), 201);
@@ -978,6 +1020,7 @@ collections = ["bodies", "titles"]
 [[auth.keys]]
 key = "reader-key-123"
 read_only = true
+name = "Zoë, relecture"
 "#,
     )
     .unwrap();
@@ -1001,7 +1044,7 @@ read_only = true
         config["auth"]["keys"],
         json!([
             {"key": "***", "collections": ["bodies", "titles"], "read_only": false},
-            {"key": "***", "collections": null, "read_only": true},
+            {"key": "***", "collections": null, "read_only": true, "name": "Zoë, relecture"},
         ])
     );
 }

@@ -123,6 +123,14 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             Some(json!({})),
         ),
         (Method::GET, "/events".into(), None),
+        (
+            Method::PUT,
+            "/review/decisions".into(),
+            Some(json!({"a": "x", "b": "y", "verdict": "related"})),
+        ),
+        (Method::GET, "/review/decisions".into(), None),
+        (Method::GET, "/review/decision?a=x&b=y".into(), None),
+        (Method::DELETE, "/review/decision?a=x&b=y".into(), None),
     ];
     let routes: BTreeSet<&str> = requests
         .iter()

@@ -30,6 +30,8 @@ mod passages;
 mod reindex;
 mod retention;
 mod review_exclude;
+mod review_crash;
+mod review_decisions;
 mod scripts;
 mod shedding;
 mod similar;

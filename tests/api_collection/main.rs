@@ -41,6 +41,8 @@ mod passages;
 mod retention;
 #[path = "../api/review_exclude.rs"]
 mod review_exclude;
+#[path = "../api/review_decisions.rs"]
+mod review_decisions;
 #[path = "../api/scripts.rs"]
 mod scripts;
 #[path = "../api/similar.rs"]

@@ -4,6 +4,7 @@
 //! directly on the caller's thread, as before the seam existed.
 
 mod catalog;
+mod decisions;
 mod events;
 mod rebuild;
 
@@ -28,6 +29,9 @@ pub struct Memory {
     /// The collection's event log (issue 45), opened at its first use
     /// from the collection directory the caller names (`events.rs`).
     events: std::sync::OnceLock<events::SharedLog>,
+    /// The collection's review decisions (issue 46), opened at their first
+    /// use from the collection directory the caller names (`decisions.rs`).
+    decisions: std::sync::OnceLock<Arc<decisions::Decisions>>,
 }
 
 impl Memory {
@@ -36,6 +40,7 @@ impl Memory {
             engine,
             store,
             events: std::sync::OnceLock::new(),
+            decisions: std::sync::OnceLock::new(),
         }
     }
 

@@ -301,6 +301,17 @@ impl Keys {
         format!("{{{}}}:ev:fail:{sub}", self.base)
     }
 
+    /// The review decisions (issue 46): `[a, b]` (JSON) → the decision's
+    /// JSON (metadata's slot).
+    pub fn decisions(&self) -> String {
+        format!("{{{}}}:rv", self.base)
+    }
+
+    /// Moved by every change of the decisions (metadata's slot).
+    pub fn decisions_version(&self) -> String {
+        format!("{{{}}}:rvv", self.base)
+    }
+
     /// Every events key of subscription `sub` but the stream and its group.
     pub fn event_sub_keys(&self, sub: &str) -> [String; 4] {
         [
@@ -866,7 +877,13 @@ mod tests {
             key[open + 1..close].to_owned()
         };
         let meta = slot_tag(&k.meta());
-        let mut keys = vec![k.events(), k.subscriptions(), k.subscriptions_version()];
+        let mut keys = vec![
+            k.events(),
+            k.subscriptions(),
+            k.subscriptions_version(),
+            k.decisions(),
+            k.decisions_version(),
+        ];
         for sub in ["wh_0193a", "{other}", "wh_}{", "Über-Abo"] {
             keys.extend(k.event_sub_keys(sub));
         }

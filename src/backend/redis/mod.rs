@@ -25,6 +25,7 @@
 //!   templates, and what content scores read of them;
 //! - `events.rs`: the event log (a Stream), webhook subscriptions (a
 //!   consumer group each) and their deliveries (issue 45);
+//! - `decisions.rs`: the review decisions (a hash and its version, issue 46);
 //! - `catalog.rs`: the catalog of named collections every node shares;
 //! - `conn.rs`, `codec.rs`, `metrics.rs`: the connection, the key layout and
 //!   record encoding, `neardup_redis_*`.
@@ -33,6 +34,7 @@ mod boilerplate;
 mod catalog;
 pub mod codec;
 pub mod conn;
+mod decisions;
 mod events;
 mod metrics;
 
@@ -95,6 +97,9 @@ pub struct RedisIndex {
     templates_seen: Arc<AtomicU64>,
     /// The lease of a webhook delivery this node takes (events.rs).
     delivery_timing: Arc<std::sync::Mutex<DeliveryTiming>>,
+    /// The review decisions as last read and the version they are at
+    /// (decisions.rs: checked against the shared version per call).
+    decisions_seen: decisions::Cached,
 }
 
 fn corrupt(key: &str, e: impl std::fmt::Display) -> BackendError {
@@ -231,6 +236,7 @@ impl RedisIndex {
             recounting: std::sync::atomic::AtomicBool::new(false),
             templates_seen: Arc::new(AtomicU64::new(u64::MAX)),
             delivery_timing: Arc::default(),
+            decisions_seen: Arc::default(),
         };
         this.refresh_count().await?;
         // The passage index as configured against what the layout says the
@@ -274,6 +280,7 @@ impl RedisIndex {
             recounting: std::sync::atomic::AtomicBool::new(false),
             templates_seen: Arc::clone(&self.templates_seen),
             delivery_timing: Arc::clone(&self.delivery_timing),
+            decisions_seen: Arc::clone(&self.decisions_seen),
         }
     }
 

@@ -297,6 +297,67 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
         .call("DELETE", "/webhooks/{id}", "/webhooks/hook1", Body::None)
         .await;
     assert_eq!(reply.status, 204);
+
+    // Review decisions (issue 46).
+    let decision = json!({"a": "q2", "b": "q1", "verdict": "not_duplicate",
+                          "note": "même gabarit, autre texte"});
+    let (reply, body) = walk
+        .call(
+            "PUT",
+            "/review/decisions",
+            "/review/decisions",
+            Body::Json(decision),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{body}");
+    assert!(body["scores"]["jaccard"].is_number(), "{body}");
+    let unstored = json!({"a": "q1", "b": "jamais-écrit", "verdict": "related",
+                          "scores": {"jaccard": 0.5, "containment": 0.75}});
+    let (reply, body) = walk
+        .call(
+            "PUT",
+            "/review/decisions",
+            "/review/decisions",
+            Body::Json(unstored),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{body}");
+    let (reply, body) = walk
+        .call(
+            "PUT",
+            "/review/decisions",
+            "/review/decisions",
+            Body::Json(json!({"a": "q1", "b": "q2", "verdict": "duplicate"})),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{body}");
+    assert_eq!(body["revision"], 2, "{body}");
+    let (_, body) = walk
+        .call(
+            "GET",
+            "/review/decisions",
+            "/review/decisions?limit=1",
+            Body::None,
+        )
+        .await;
+    assert_eq!(body["total"], 2, "{body}");
+    assert!(body["next_cursor"].is_string(), "{body}");
+    walk.call(
+        "GET",
+        "/review/decision",
+        "/review/decision?a=q2&b=q1",
+        Body::None,
+    )
+    .await;
+    let (reply, _) = walk
+        .call(
+            "DELETE",
+            "/review/decision",
+            "/review/decision?a=q1&b=q2",
+            Body::None,
+        )
+        .await;
+    assert_eq!(reply.status, 204);
     let texts = json!({"texts": ["The night is dark and the moon is red.",
                                  "The night is dark and the moon is red!",
                                  "Prices rose by £3 in Zürich’s cafés."],
@@ -620,6 +681,7 @@ fn error_cases() -> Vec<Case> {
     let (hist, acc) = ("/analysis/histogram", "/analysis/accuracy");
     let (dup, pairs, pas) = ("/duplicates", "/duplicates/pairs", "/passages");
     let (tpls, tpl, common) = ("/templates", "/templates/{id}", "/boilerplate");
+    let (rds, rd) = ("/review/decisions", "/review/decision");
     let off = "passage-index-off";
     let snip = "/snippets";
     vec![
@@ -762,6 +824,19 @@ fn error_cases() -> Vec<Case> {
         ("POST", acc, acc, json_body(json!({"texts": ["a b", "c d"], "threshold": 1.5})), 422, "invalid-body"),
         ("POST", acc, acc, json_body(json!({"texts": ["", "c d"]})), 422, "empty-text"),
         ("POST", acc, acc, json_body(json!({"sample": 100, "seed": 3})), 409, "text-not-stored"),
+        ("PUT", rds, rds, text_body(), 415, "unsupported-media-type"),
+        ("PUT", rds, rds, broken_json(), 400, "malformed-json"),
+        ("PUT", rds, "/review/decisions?x=1", json_body(json!({"a": "q1", "b": "q2", "verdict": "duplicate"})), 400, "invalid-parameter"),
+        ("PUT", rds, rds, json_body(json!({"a": "q1", "b": "q1", "verdict": "duplicate"})), 422, "invalid-body"),
+        ("PUT", rds, rds, json_body(json!({"a": "q1", "b": "q2", "verdict": "doublon"})), 422, "invalid-body"),
+        ("PUT", rds, rds, json_body(json!({"a": "q1", "b": "q2", "verdict": "related", "note": "é".repeat(1001)})), 422, "invalid-body"),
+        ("GET", rds, "/review/decisions?limit=0", Empty, 400, "invalid-parameter"),
+        ("GET", rds, "/review/decisions?verdict=maybe", Empty, 400, "invalid-parameter"),
+        ("GET", rds, "/review/decisions?cursor=bm9wZQ", Empty, 400, "invalid-parameter"),
+        ("GET", rd, "/review/decision?a=q1", Empty, 400, "invalid-parameter"),
+        ("GET", rd, "/review/decision?a=q1&b=q2", Empty, 404, "decision-not-found"),
+        ("DELETE", rd, "/review/decision?a=q1&b=q1", Empty, 400, "invalid-parameter"),
+        ("DELETE", rd, "/review/decision?a=q1&b=q2", Empty, 404, "decision-not-found"),
     ]
 }
 
@@ -786,6 +861,7 @@ async fn with_keys_configured_the_401s_and_403s_are_answered_as_documented() {
         key: Secret::new("other-collection-key"),
         collections: Some(vec!["other".into()]),
         read_only: false,
+        name: None,
     }];
     let app = spawn_app_with(settings).await;
     let mut forbidden = 0;
