@@ -879,3 +879,41 @@ impl Backend {
         }
     }
 }
+
+// ---- The review queue's walk (issue 46) ----
+
+impl Backend {
+    /// The ids of up to `n` live documents in an order fixed by `seed`
+    /// (a keyed hash of each id: [`crate::engine::sample::seeded_order`]),
+    /// the same on both backends. Reads every document's id (on Redis, a
+    /// `SCAN` and the head of every record).
+    pub async fn sample_ids(&self, n: usize, seed: u64) -> Result<Vec<String>, BackendError> {
+        match self {
+            Backend::Memory(m) => m.sample_ids(n, seed).await,
+            Backend::Redis(r) => r.sample_ids(n, seed).await,
+        }
+    }
+
+    /// [`Self::similar_to_id`] of each of `ids`, in their order (a
+    /// document gone meanwhile answers `NotFound`). Blocking, like
+    /// [`Self::scan_pairs`]: the memory backend's queries run in parallel
+    /// on `pool`, the redis backend's concurrently from this thread.
+    pub fn similar_to_many(
+        &self,
+        ids: &[String],
+        q: &Query,
+        pool: &rayon::ThreadPool,
+    ) -> Vec<Result<QueryOutcome, BackendError>> {
+        match self {
+            Backend::Memory(m) => pool.install(|| {
+                use rayon::prelude::*;
+                ids.par_iter()
+                    .map(|id| m.engine.similar_to_id(id, q).map_err(BackendError::from))
+                    .collect()
+            }),
+            Backend::Redis(r) => tokio::runtime::Handle::current().block_on(
+                futures_util::future::join_all(ids.iter().map(|id| r.similar_to_id(id, q))),
+            ),
+        }
+    }
+}

@@ -31,6 +31,17 @@ impl Threshold {
     pub fn value(self) -> f64 {
         self.0
     }
+
+    /// Any value in (0, 1], not checked against the banding: what a
+    /// sample below the tuned range queries at (the review queue), knowing
+    /// that the LSH bands find a pair there only with the S-curve's
+    /// probability.
+    pub fn unbanded(value: f64) -> Result<Self, EngineError> {
+        if !(value > 0.0 && value <= 1.0) {
+            return Err(EngineError::ThresholdOutOfRange(value));
+        }
+        Ok(Threshold(value))
+    }
 }
 
 /// Which score a query's threshold applies to, and its answer is sorted by.

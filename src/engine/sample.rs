@@ -35,6 +35,33 @@ pub fn draw_front<T>(items: &mut [T], take: usize, seed: u64) -> usize {
     take
 }
 
+/// The first `take` of `items` (all, if fewer) in a seeded order of their
+/// ids: by a keyed hash of the id (xxh3 seeded with `seed`), ties by id.
+/// Unlike a shuffle of the sorted ids, a document keeps its place when
+/// others come and go, so a walk in this order is stable while the
+/// collection changes around it. Linear in `items` plus `take log take`.
+pub fn seeded_order<T>(items: Vec<T>, id: impl Fn(&T) -> &str, take: usize, seed: u64) -> Vec<T> {
+    let mut ranked: Vec<(u64, T)> = items
+        .into_iter()
+        .map(|t| {
+            (
+                xxhash_rust::xxh3::xxh3_64_with_seed(id(&t).as_bytes(), seed),
+                t,
+            )
+        })
+        .collect();
+    let by = |a: &(u64, T), b: &(u64, T)| a.0.cmp(&b.0).then_with(|| id(&a.1).cmp(id(&b.1)));
+    if take < ranked.len() {
+        if take == 0 {
+            return Vec::new();
+        }
+        ranked.select_nth_unstable_by(take - 1, by);
+        ranked.truncate(take);
+    }
+    ranked.sort_unstable_by(by);
+    ranked.into_iter().map(|(_, t)| t).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,6 +81,22 @@ mod tests {
         draw_front(&mut c, 10, 8);
         assert_ne!(a[..10], c[..10]);
         assert_eq!(draw_front(&mut c[..3], 10, 1), 3);
+    }
+
+    #[test]
+    fn a_seeded_order_is_a_prefix_of_the_whole_order_and_keeps_places() {
+        let ids: Vec<String> = (0..500).map(|i| format!("doc-{i}-ü")).collect();
+        let all = seeded_order(ids.clone(), |s| s.as_str(), usize::MAX, 9);
+        assert_eq!(all.len(), 500);
+        let first = seeded_order(ids.clone(), |s| s.as_str(), 40, 9);
+        assert_eq!(first, all[..40]);
+        // Another seed, another order; a document gone, the others in place.
+        assert_ne!(seeded_order(ids.clone(), |s| s.as_str(), 40, 10), first);
+        let fewer: Vec<String> = ids.iter().filter(|s| **s != all[3]).cloned().collect();
+        let without: Vec<&String> = all.iter().filter(|s| **s != all[3]).collect();
+        let order = seeded_order(fewer, |s| s.as_str(), usize::MAX, 9);
+        assert_eq!(order.iter().collect::<Vec<_>>(), without);
+        assert!(seeded_order(ids, |s| s.as_str(), 0, 9).is_empty());
     }
 
     #[test]

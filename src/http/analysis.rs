@@ -247,6 +247,7 @@ pub async fn histogram(
         }
     };
     let Texts { texts, ids } = gather(&app, &coll, req.texts, req.sample, req.seed).await?;
+    let measured = super::review_queue::measured(&coll, score).await?;
     let recipe = recipe(&coll);
     let b = *coll.recipe().bands();
     let n = texts.len();
@@ -269,6 +270,7 @@ pub async fn histogram(
         bands: b.bands,
         rows: b.rows,
         histograms,
+        measured,
     }))
 }
 

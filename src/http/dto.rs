@@ -512,6 +512,10 @@ pub struct HistogramOut {
     pub bands: usize,
     pub rows: usize,
     pub histograms: Vec<crate::analysis::Histogram>,
+    /// The threshold the collection's review labels support (issue 46:
+    /// `GET /review/precision`'s `suggested` on Jaccard, or content Jaccard
+    /// for `score=content`); null with too few labels.
+    pub measured: Option<super::review_queue::SuggestedOut>,
 }
 
 /// `POST /analysis/accuracy`.

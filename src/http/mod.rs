@@ -20,6 +20,7 @@ pub mod openapi;
 mod ops;
 mod passages;
 mod review;
+mod review_queue;
 mod routes;
 mod similar;
 mod snippets;
@@ -102,6 +103,8 @@ fn collection_routes() -> Router<AppState> {
         .route("/webhooks/{id}/failed", get(webhooks::failed))
         .route("/webhooks/{id}/failed/retry", post(webhooks::retry))
         .route("/events", get(events::feed))
+        .route("/review/queue", get(review_queue::queue))
+        .route("/review/precision", get(review_queue::precision))
         .route("/review/decisions", get(review::list).put(review::put))
         .route("/review/decision", get(review::get).delete(review::delete))
 }

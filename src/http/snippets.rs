@@ -67,7 +67,7 @@ pub struct SnippetOut {
 ///
 /// The collection's `review.snippet_field`: the metadata field a title
 /// is read from when the request names none.
-fn default_snippet_field(coll: &Collection) -> Option<String> {
+pub(super) fn default_snippet_field(coll: &Collection) -> Option<String> {
     coll.review().snippet_field
 }
 
@@ -101,15 +101,27 @@ pub async fn snippets(Coll(coll): Coll, body: JsonBody) -> Result<Json<SnippetsO
     }
     let field = req.field.or_else(|| default_snippet_field(&coll));
     let ids: Vec<&str> = req.ids.iter().map(String::as_str).collect();
-    let excerpts = backend(&coll)?.excerpts(&ids, window_bytes(words)).await?;
-    let found: Vec<(String, Excerpt)> = req
-        .ids
+    let snippets = snippets_of(&coll, &ids, words, field).await?;
+    Ok(Json(SnippetsOut { snippets }))
+}
+
+/// The snippets of `ids` (their first `words` words, the title from the
+/// metadata field `field`), as `POST /snippets` gives them; an id not
+/// stored is absent. Shared with the review queue's page.
+pub(super) async fn snippets_of(
+    coll: &Collection,
+    ids: &[&str],
+    words: usize,
+    field: Option<String>,
+) -> Result<BTreeMap<String, SnippetOut>, ApiError> {
+    let excerpts = backend(coll)?.excerpts(ids, window_bytes(words)).await?;
+    let found: Vec<(String, Excerpt)> = ids
         .iter()
         .zip(excerpts)
-        .filter_map(|(id, e)| e.map(|e| (id.clone(), e)))
+        .filter_map(|(id, e)| e.map(|e| ((*id).to_owned(), e)))
         .collect();
     let recipe = coll.recipe().clone();
-    let snippets = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         found
             .into_iter()
             .map(|(id, e)| {
@@ -119,8 +131,7 @@ pub async fn snippets(Coll(coll): Coll, body: JsonBody) -> Result<Json<SnippetsO
             .collect()
     })
     .await
-    .map_err(|e| ApiError::Internal(format!("snippets task failed: {e}")))?;
-    Ok(Json(SnippetsOut { snippets }))
+    .map_err(|e| ApiError::Internal(format!("snippets task failed: {e}")))
 }
 
 fn snippet_of(recipe: &Recipe, e: &Excerpt, words: usize, field: Option<&str>) -> SnippetOut {

@@ -14,6 +14,9 @@
 //! These are the data types shared by the backends, the service layer and
 //! the HTTP layer. No I/O here.
 
+pub mod precision;
+pub mod queue;
+
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -167,6 +167,8 @@ pub struct Metrics {
     scan_seconds: Family<KindLabels, Histogram>,
     analyses: Family<KindLabels, Counter>,
     analysis_seconds: Family<KindLabels, Histogram>,
+    review_queue_seconds: Family<CollectionLabels, Histogram>,
+    review_queue_documents: Family<CollectionLabels, Counter>,
     process_rss: Gauge,
     huge_pages: Gauge,
     process_cpu: Counter<f64, AtomicU64>,
@@ -446,6 +448,18 @@ impl Default for Metrics {
                 scan_histogram as fn() -> Histogram
             )
         );
+        let review_queue_seconds = reg!(
+            "review_queue_duration_seconds",
+            "Time of a review queue's walk over the collection (GET /review/queue)",
+            Family::<CollectionLabels, Histogram>::new_with_constructor(
+                scan_histogram as fn() -> Histogram
+            )
+        );
+        let review_queue_documents = reg!(
+            "review_queue_documents_searched",
+            "Documents the review queue's walks queried for pairs",
+            Family::<CollectionLabels, Counter>::default()
+        );
         // The process collector's standard names, without the prefix.
         let mut p = Registry::default();
         let process_rss = Gauge::default();
@@ -527,6 +541,8 @@ impl Default for Metrics {
             scan_seconds,
             analyses,
             analysis_seconds,
+            review_queue_seconds,
+            review_queue_documents,
             process_rss,
             huge_pages,
             process_cpu,
@@ -726,6 +742,15 @@ impl Metrics {
         self.analysis_seconds
             .get_or_create(&labels)
             .observe(seconds);
+    }
+
+    /// A review queue's walk: how long it took and how many documents it queried.
+    pub fn observe_review_queue(&self, collection: &str, seconds: f64, documents: usize) {
+        let l = of(collection);
+        self.review_queue_seconds.get_or_create(&l).observe(seconds);
+        self.review_queue_documents
+            .get_or_create(&l)
+            .inc_by(documents as u64);
     }
 
     /// How long the last finished scan of `kind` on `collection` took.
@@ -961,6 +986,7 @@ impl Metrics {
             }
             let _ = self.purged.get_or_create(&l);
             let _ = self.snapshot_failures.get_or_create(&l);
+            let _ = self.review_queue_documents.get_or_create(&l);
             for outcome in WRITE_OUTCOMES {
                 let _ = self.writes.get_or_create(&OutcomeLabels {
                     collection: (*name).to_owned(),
@@ -1025,6 +1051,8 @@ impl Metrics {
             self.snapshot_seconds.remove(&l);
             self.snapshot_bytes.remove(&l);
             self.snapshot_failures.remove(&l);
+            self.review_queue_seconds.remove(&l);
+            self.review_queue_documents.remove(&l);
             self.last_snapshot.remove(&l);
             self.wal_appends.remove(&l);
             self.wal_append_seconds.remove(&l);

@@ -8,12 +8,15 @@
 //!   their own, and the page cache of their answers;
 //! - [`events`]: the events a write produces (issue 45) and the cache of
 //!   webhook subscriptions that decides them;
+//! - [`review`]: the review queue's walk over a collection's documents
+//!   (issue 46);
 //! - [`webhooks`]: delivering them, signed per Standard Webhooks;
 //! - [`snapshots`]: snapshots of every collection (the timer and
 //!   `POST /admin/snapshot`), recorded in the metrics.
 
 pub mod events;
 pub mod metrics;
+pub mod review;
 pub mod scans;
 pub mod snapshots;
 pub mod webhooks;

@@ -248,6 +248,18 @@ fn collection_requests() -> Vec<(Method, &'static str, String, Option<Value>)> {
             None,
         ),
         (Method::GET, "/stats", "/stats".to_owned(), None),
+        (
+            Method::GET,
+            "/review/queue",
+            "/review/queue?limit=5".to_owned(),
+            None,
+        ),
+        (
+            Method::GET,
+            "/review/precision",
+            "/review/precision".to_owned(),
+            None,
+        ),
         (Method::GET, "/export", "/export".to_owned(), None),
         (
             Method::POST,

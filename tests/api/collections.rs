@@ -123,6 +123,8 @@ fn collection_requests() -> Vec<(Method, String, Option<Value>)> {
             Some(json!({})),
         ),
         (Method::GET, "/events".into(), None),
+        (Method::GET, "/review/queue".into(), None),
+        (Method::GET, "/review/precision".into(), None),
         (
             Method::PUT,
             "/review/decisions".into(),

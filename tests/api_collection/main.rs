@@ -39,10 +39,12 @@ mod originals;
 mod passages;
 #[path = "../api/retention.rs"]
 mod retention;
-#[path = "../api/review_exclude.rs"]
-mod review_exclude;
 #[path = "../api/review_decisions.rs"]
 mod review_decisions;
+#[path = "../api/review_exclude.rs"]
+mod review_exclude;
+#[path = "../api/review_queue.rs"]
+mod review_queue;
 #[path = "../api/scripts.rs"]
 mod scripts;
 #[path = "../api/similar.rs"]

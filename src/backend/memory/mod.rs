@@ -210,6 +210,27 @@ impl Memory {
         .await
     }
 
+    /// The ids of up to `n` live documents in the seeded order of
+    /// [`crate::engine::sample::seeded_order`] (off the async workers: it
+    /// hashes every id).
+    pub async fn sample_ids(&self, n: usize, seed: u64) -> Result<Vec<String>, BackendError> {
+        let engine = Arc::clone(&self.engine);
+        tokio::task::spawn_blocking(move || {
+            let now = engine.now_ms();
+            let live: Vec<Arc<Record>> = engine
+                .records()
+                .into_iter()
+                .filter(|r| engine.is_live(r, now))
+                .collect();
+            crate::engine::sample::seeded_order(live, |r| r.id().as_str(), n, seed)
+                .into_iter()
+                .map(|r| r.id().to_string())
+                .collect()
+        })
+        .await
+        .map_err(|e| BackendError::Internal(format!("sample task failed: {e}")))
+    }
+
     /// The live documents by id, `step` at a time.
     pub fn export(&self, step: usize) -> Export {
         let mut records = self.engine.records();

@@ -208,6 +208,29 @@ impl RedisIndex {
         .map(Some)
     }
 
+    /// The ids of up to `n` live documents in the seeded order of
+    /// [`crate::engine::sample::seeded_order`] (the memory backend's): a
+    /// `SCAN` of every primary and the head of each record (not its shingles).
+    pub async fn sample_ids(&self, n: usize, seed: u64) -> Result<Vec<String>, BackendError> {
+        let now = self.engine.now_ms();
+        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
+        let mut ids = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(1000) {
+            for head in self.read_heads(chunk).await?.into_iter().flatten() {
+                let own = super::codec::own_expiry(head.expires_ms);
+                if self.engine.is_live_at(head.created_ms, own, now) {
+                    ids.push(head.id);
+                }
+            }
+        }
+        Ok(crate::engine::sample::seeded_order(
+            ids,
+            String::as_str,
+            n,
+            seed,
+        ))
+    }
+
     /// A uniform sample without replacement of `n` live documents that
     /// have a stored text, as (id, text): the same draw as the memory
     /// backend's (`Store::sample_texts`: ids sorted, a partial

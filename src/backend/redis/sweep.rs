@@ -307,7 +307,10 @@ impl RedisIndex {
     /// The heads of the records at `keys` (one trip: `GETRANGE` of the
     /// header and the id, at most [`HEAD_AND_ID`] bytes, not the shingles);
     /// `None` for a record gone meanwhile.
-    async fn read_heads(&self, keys: &[String]) -> Result<Vec<Option<RecordHead>>, BackendError> {
+    pub(super) async fn read_heads(
+        &self,
+        keys: &[String],
+    ) -> Result<Vec<Option<RecordHead>>, BackendError> {
         let commands: Vec<_> = keys
             .iter()
             .map(|key| {

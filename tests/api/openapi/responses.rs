@@ -293,6 +293,33 @@ async fn collection_happy_path(walk: &mut Walk<'_>) {
     assert_eq!(body["retried"], 0, "{body}");
     walk.call("GET", "/events", "/events?limit=10", Body::None)
         .await;
+    let (_, body) = walk
+        .call(
+            "GET",
+            "/review/queue",
+            "/review/queue?from=0.5&width=0.1&limit=5&seed=3",
+            Body::None,
+        )
+        .await;
+    assert!(body["items"].is_array(), "{body}");
+    let (_, body) = walk
+        .call(
+            "GET",
+            "/review/queue",
+            "/review/queue?measure=containment",
+            Body::None,
+        )
+        .await;
+    assert_eq!(body["measure"], "containment", "{body}");
+    let (_, body) = walk
+        .call(
+            "GET",
+            "/review/precision",
+            "/review/precision?width=0.1&related=duplicate",
+            Body::None,
+        )
+        .await;
+    assert_eq!(body["bands"].as_array().unwrap().len(), 10, "{body}");
     let (reply, _) = walk
         .call("DELETE", "/webhooks/{id}", "/webhooks/hook1", Body::None)
         .await;
