@@ -156,7 +156,7 @@ impl Originals {
 pub struct Review {
     /// A pair moderators judged `not_duplicate` is no longer an edge of
     /// the duplicate groups, pairs and drop list, and does not make
-    /// `if_unique` refuse a write (docs/review-exclude.md).
+    /// `if_unique` refuse a write (docs/review.md, "Excluding judged pairs").
     pub exclude_not_duplicates: bool,
     /// The top-level metadata field whose string value titles a document
     /// in snippets (`None`: no title).

@@ -78,7 +78,7 @@ pub struct CollectionSettings {
     /// The event feed without a webhook (`docs/webhooks.md`).
     pub events: EventFeed,
     /// The review desk: whether pairs judged not duplicates are left out
-    /// of groups and `if_unique` (`docs/review-exclude.md`), and the
+    /// of groups and `if_unique` (`docs/review.md, "Excluding judged pairs"`), and the
     /// metadata field that titles snippets.
     pub review: Review,
 }
