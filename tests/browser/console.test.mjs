@@ -1483,6 +1483,21 @@ test('review: the precision chart draws a point per labelled band and the sugges
   await s.ready('review');
   assert.match(await s.page.getByTestId('precision-suggestion').textContent(), /^at 0\.\d+, precision \d\.\d+ ± 0\.\d+ from \d+ labels$/);
   assert.notEqual(await s.page.getByTestId('precision-suggestion').getAttribute('data-threshold'), '');
+  // The 30 decisions in pages of 20, by pair.
+  const rows = s.page.getByTestId('decision-row');
+  const page1 = await rows.evaluateAll((r) => r.map((x) => `${x.dataset.a} ${x.dataset.b}`));
+  assert.equal(page1.length, 20);
+  assert.ok(await s.page.getByTestId('decisions-prev').isDisabled());
+  await s.page.getByTestId('decisions-next').click();
+  await s.ready('review');
+  const page2 = await rows.evaluateAll((r) => r.map((x) => `${x.dataset.a} ${x.dataset.b}`));
+  assert.equal(page2.length, 10);
+  assert.ok(await s.page.getByTestId('decisions-next').isDisabled());
+  const stored = (await decisionsOf(open, 'desk-labels')).map((d) => `${d.a} ${d.b}`);
+  assert.deepEqual([...page1, ...page2], stored, 'every decision once, in the API\'s order');
+  await s.page.getByTestId('decisions-prev').click();
+  await s.ready('review');
+  assert.deepEqual(await rows.evaluateAll((r) => r.map((x) => `${x.dataset.a} ${x.dataset.b}`)), page1);
   await s.shot('review-precision');
   await s.close();
 });
