@@ -49,6 +49,13 @@ export async function apiLines(path) {
   return { items: lines.map((l) => JSON.parse(l)), headers };
 }
 
+/** GET an answer as text, asking for the media type `accept` (an export
+ * to save as a file), or an ApiError. */
+export async function apiText(path, accept) {
+  const { data } = await request(path, { accept, raw: true });
+  return typeof data === 'string' ? data : JSON.stringify(data);
+}
+
 async function request(path, { method = 'GET', body, accept, raw = false } = {}) {
   const headers = { Accept: accept || 'application/json' };
   if (session.key) headers.Authorization = `Bearer ${session.key}`;

@@ -11,8 +11,9 @@ import tune from './views/tune.js';
 import overview from './views/overview.js';
 import boilerplate from './views/boilerplate.js';
 import webhooks from './views/webhooks.js';
+import review from './views/review.js';
 
-const views = { search, passages, compare, groups, boilerplate, webhooks, tune, overview };
+const views = { search, passages, compare, groups, review, boilerplate, webhooks, tune, overview };
 const $ = (id) => document.getElementById(id);
 
 async function render() {
