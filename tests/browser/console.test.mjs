@@ -1752,38 +1752,38 @@ test('tune at 420 px: no horizontal overflow, plots sized from their box, no neg
 
 /** GET /review/precision as the review desk's design shapes it (issue 46):
  * two bands with labels, one without, and the measured threshold. */
-const PRECISION = {
-  measure: 'jaccard', score: 'raw', labels: 140, target: 0.95,
-  bands: [
-    { lo: 0.5, hi: 0.55, labels: 0, duplicates: 0, related: 0, not_duplicates: 0, precision: null, low: null, high: null },
-    { lo: 0.55, hi: 0.6, labels: 20, duplicates: 12, related: 2, not_duplicates: 6, precision: 0.6, low: 0.387, high: 0.781 },
-    { lo: 0.6, hi: 0.65, labels: 120, duplicates: 117, related: 0, not_duplicates: 3, precision: 0.975, low: 0.929, high: 0.991 },
-  ],
-  suggested: { threshold: 0.62, labels: 140, precision: 0.97, low: 0.93, high: 0.99, why: 'at 0.62, precision 0.97 ± 0.02 from 140 labels' },
-};
-
 test('tune draws the precision measured from reviews per band, and the advisor row of its threshold', async () => {
+  // A collection with stored texts (for the histogram) and 100 labels on the
+  // real server: 80 duplicates at Jaccard 0.9 and 20 false alarms at 0.55.
+  // Their documents were refused writes (never stored), so the decisions
+  // carry the scores the refusals reported.
+  await deskCollection(open, 'tune-labels', filler(24));
+  const put = async (a, b, verdict, jaccard) => {
+    const r = await fetch(`${open.base}/collections/tune-labels/review/decisions`, {
+      method: 'PUT', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ a, b, verdict, scores: { jaccard, containment: jaccard } }),
+    });
+    assert.equal(r.status, 201, await r.text());
+  };
+  for (let i = 0; i < 80; i += 1) await put(`annonce-${i}`, `annonce-${i}-copie`, 'duplicate', 0.9);
+  for (let i = 0; i < 20; i += 1) await put(`offre-${i}`, `offre-${i}-modèle`, 'not_duplicate', 0.55);
+  const truth = await (await fetch(`${open.base}/collections/tune-labels/review/precision?measure=jaccard&score=raw`)).json();
+  assert.equal(truth.labels, 100);
+  assert.ok(truth.suggested, 'the labels support a threshold');
   const s = await session(open, [], { width: 1280, height: 900 });
   await s.page.addInitScript(recordCanvasText);
-  // This server has no review desk yet: the page is told it has (its
-  // OpenAPI document lists the route), and the route answers as designed.
-  await s.page.route('**/openapi.json', async (route) => {
-    const response = await route.fetch();
-    const doc = await response.json();
-    doc.paths['/review/precision'] = { get: {} };
-    await route.fulfill({ response, json: doc });
-  });
   const asked = [];
-  await s.page.route('**/review/precision?*', async (route) => {
-    const q = new URL(route.request().url()).searchParams;
-    asked.push(`${q.get('measure')}/${q.get('score')}`);
-    await route.fulfill({ json: { ...PRECISION, score: q.get('score') } });
+  s.page.on('request', (req) => {
+    const url = new URL(req.url());
+    if (url.pathname.endsWith('/review/precision')) asked.push(`${url.pathname.split('/')[2]}:${url.searchParams.get('measure')}/${url.searchParams.get('score')}`);
   });
   await s.view('tune');
+  await s.page.getByTestId('collection-select').selectOption('tune-labels');
+  await s.ready('tune');
   await s.page.locator('[data-testid="precision"] canvas').waitFor();
-  assert.deepEqual(asked, ['jaccard/raw']);
-  assert.equal(await s.page.getByTestId('precision-advice').textContent(), 'Measured: at 0.62, precision 0.97 ± 0.02 from 140 labels.');
-  assert.match(await s.page.locator('[data-testid="precision"] .u-title').textContent(), /^Precision from 140 reviewed pairs/);
+  assert.equal(asked.at(-1), 'tune-labels:jaccard/raw');
+  assert.equal(await s.page.getByTestId('precision-advice').textContent(), `Measured: ${truth.suggested.why}.`);
+  assert.match(await s.page.locator('[data-testid="precision"] .u-title').textContent(), /^Precision from 100 reviewed pairs/);
   const drawn = await drawnIn(s.page, 'precision');
   assert.ok(drawn.texts.some((t) => t.text === 'share judged duplicates'), 'the y axis is labelled');
   // The advisor's table has the measured row beside each k's valley.
@@ -1791,11 +1791,11 @@ test('tune draws the precision measured from reviews per band, and the advisor r
   await s.page.getByTestId('tune-submit').click();
   await s.ready('tune');
   const row = await s.page.getByTestId('advice-measured').locator('td').allTextContents();
-  assert.deepEqual([row[1], row[2], row[4]], ['140', '0.62', 'at 0.62, precision 0.97 ± 0.02 from 140 labels']);
-  // Another score asks again on that score.
+  assert.deepEqual([row[1], row[2], row[4]], [String(truth.suggested.labels), truth.suggested.threshold.toFixed(2), truth.suggested.why]);
+  // Another score asks again on that score: no label has a content score.
   await s.page.getByTestId('tune-score').selectOption('content');
   await s.ready('tune');
-  assert.equal(asked.at(-1), 'jaccard/content');
+  assert.equal(asked.at(-1), 'tune-labels:jaccard/content');
   await s.shot('tune-precision');
   await s.close();
 });
