@@ -25,7 +25,7 @@
 //! `HGETALL` of 10,000 decisions, 2.5 MB, 13 ms at best and 51 ms median
 //! to transfer alone; a `GET` 0.02 ms).
 
-use super::{call, corrupt, script_call, RedisIndex, Script};
+use super::{corrupt, script_call, RedisIndex, Script};
 use crate::backend::BackendError;
 use crate::review::{Decision, DecisionSet, PairKey};
 use redis::Value;
@@ -199,37 +199,7 @@ impl RedisIndex {
             (self.keys.decisions(), to.keys.decisions()),
             (self.keys.decisions_version(), to.keys.decisions_version()),
         ];
-        let dumps = names
-            .iter()
-            .map(|(from, _)| {
-                let mut dump = redis::cmd("DUMP");
-                dump.arg(from);
-                call(dump)
-            })
-            .collect();
-        let dumps = self
-            .redis
-            .calls("reading the decisions to carry them over", dumps)
-            .await?;
-        let restores: Vec<super::Call> = names
-            .iter()
-            .zip(dumps)
-            .filter_map(|((_, dest), dump)| match dump {
-                Value::BulkString(bytes) => {
-                    let mut restore = redis::cmd("RESTORE");
-                    restore.arg(dest).arg(0).arg(bytes).arg("REPLACE");
-                    Some(call(restore))
-                }
-                _ => None,
-            })
-            .collect();
-        let n = restores.len();
-        if n > 0 {
-            to.redis
-                .calls("carrying the decisions over", restores)
-                .await?;
-            to.redis.replicate().await?;
-        }
+        let n = self.copy_keys_to(to, &names, "the decisions").await?;
         *to.decisions_seen.lock().expect("decisions cache") = None;
         Ok(n)
     }

@@ -643,38 +643,7 @@ impl RedisIndex {
                     .zip(to.keys.event_sub_keys(&s.id)),
             );
         }
-        let dumps = names
-            .iter()
-            .map(|(from, _)| {
-                let mut dump = redis::cmd("DUMP");
-                dump.arg(from);
-                call(dump)
-            })
-            .collect();
-        let dumps = self
-            .redis
-            .calls("reading the event log to carry it over", dumps)
-            .await?;
-        let restores: Vec<super::Call> = names
-            .iter()
-            .zip(dumps)
-            .filter_map(|((_, dest), dump)| match dump {
-                Value::BulkString(bytes) => {
-                    let mut restore = redis::cmd("RESTORE");
-                    restore.arg(dest).arg(0).arg(bytes).arg("REPLACE");
-                    Some(call(restore))
-                }
-                _ => None,
-            })
-            .collect();
-        let n = restores.len();
-        if n > 0 {
-            to.redis
-                .calls("carrying the event log over", restores)
-                .await?;
-            to.redis.replicate().await?;
-        }
-        Ok(n)
+        self.copy_keys_to(to, &names, "the event log").await
     }
 }
 

@@ -363,3 +363,50 @@ impl RedisIndex {
         Ok(n.unwrap_or(0))
     }
 }
+
+impl RedisIndex {
+    /// Copy the keys `names` (each `(from, to)`) of this index to `to`,
+    /// whole (`DUMP`/`RESTORE ... REPLACE`: a stream keeps its entry ids and
+    /// consumer groups), then wait for the copies to reach the replicas;
+    /// keys that do not exist are skipped. How many were copied. `what`
+    /// names the keys in errors ("the event log").
+    pub(super) async fn copy_keys_to(
+        &self,
+        to: &RedisIndex,
+        names: &[(String, String)],
+        what: &str,
+    ) -> Result<usize, BackendError> {
+        let dumps = names
+            .iter()
+            .map(|(from, _)| {
+                let mut dump = redis::cmd("DUMP");
+                dump.arg(from);
+                call(dump)
+            })
+            .collect();
+        let dumps = self
+            .redis
+            .calls(&format!("reading {what} to carry it over"), dumps)
+            .await?;
+        let restores: Vec<Call> = names
+            .iter()
+            .zip(dumps)
+            .filter_map(|((_, dest), dump)| match dump {
+                redis::Value::BulkString(bytes) => {
+                    let mut restore = redis::cmd("RESTORE");
+                    restore.arg(dest).arg(0).arg(bytes).arg("REPLACE");
+                    Some(call(restore))
+                }
+                _ => None,
+            })
+            .collect();
+        let n = restores.len();
+        if n > 0 {
+            to.redis
+                .calls(&format!("carrying {what} over"), restores)
+                .await?;
+            to.redis.replicate().await?;
+        }
+        Ok(n)
+    }
+}
