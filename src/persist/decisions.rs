@@ -35,7 +35,7 @@
 use super::fsops::{self, io_err};
 use super::{format, PersistError};
 use crate::review::{Decision, DecisionSet, PairKey};
-use format::Frame;
+use format::corrupt;
 use serde::{Deserialize, Serialize};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -73,14 +73,6 @@ pub struct DecisionLog {
     set: Arc<DecisionSet>,
 }
 
-fn corrupt(path: &Path, offset: usize, reason: impl Into<String>) -> PersistError {
-    PersistError::Corrupt {
-        path: path.to_owned(),
-        offset: offset as u64,
-        reason: reason.into(),
-    }
-}
-
 fn frame(out: &mut Vec<u8>, rec: &Rec) {
     let payload = serde_json::to_vec(rec).expect("decision records serialize");
     format::push_frame(out, &payload);
@@ -110,21 +102,7 @@ fn read_log(path: &Path, data: &[u8]) -> Result<(Vec<Rec>, u64, u64), PersistErr
     if &data[..MAGIC.len()] != MAGIC {
         return Err(corrupt(path, 0, "not a neardup decisions log (bad magic)"));
     }
-    let mut pos = MAGIC.len();
-    let mut recs = Vec::new();
-    while pos < data.len() {
-        match format::read_frame(&data[pos..]) {
-            Frame::Ok(payload, n) => {
-                let rec: Rec = serde_json::from_slice(payload)
-                    .map_err(|e| corrupt(path, pos, format!("unreadable decision record: {e}")))?;
-                recs.push(rec);
-                pos += n;
-            }
-            Frame::Incomplete => return Ok((recs, pos as u64, (data.len() - pos) as u64)),
-            Frame::Corrupt(reason) => return Err(corrupt(path, pos, reason)),
-        }
-    }
-    Ok((recs, pos as u64, 0))
+    format::read_json_frames(path, data, MAGIC.len(), "decision record")
 }
 
 impl DecisionLog {

@@ -39,7 +39,7 @@ use super::fsops::{self, io_err};
 use super::{format, PersistError};
 use crate::config::WalFsync;
 use crate::events::{Event, EventDraft, FailedDelivery, Subscription, FAILED_DROPPED, FAILED_KEEP};
-use format::Frame;
+use format::corrupt;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
@@ -256,14 +256,6 @@ fn segment_name(first: u64) -> String {
     format!("events-{first:020}.log")
 }
 
-fn corrupt(path: &Path, offset: usize, reason: impl Into<String>) -> PersistError {
-    PersistError::Corrupt {
-        path: path.to_owned(),
-        offset: offset as u64,
-        reason: reason.into(),
-    }
-}
-
 /// A memory cursor: the event's sequence number in decimal.
 pub fn parse_cursor(cursor: &str) -> Option<u64> {
     (!cursor.is_empty() && cursor.len() <= 20 && cursor.bytes().all(|b| b.is_ascii_digit()))
@@ -322,21 +314,7 @@ fn read_segment(path: &Path) -> Result<(Vec<Rec>, u64, u64), PersistError> {
     if &data[..MAGIC.len()] != MAGIC {
         return Err(corrupt(path, 0, "not a neardup event log (bad magic)"));
     }
-    let mut pos = MAGIC.len();
-    let mut recs = Vec::new();
-    while pos < data.len() {
-        match format::read_frame(&data[pos..]) {
-            Frame::Ok(payload, n) => {
-                let rec: Rec = serde_json::from_slice(payload)
-                    .map_err(|e| corrupt(path, pos, format!("unreadable event log record: {e}")))?;
-                recs.push(rec);
-                pos += n;
-            }
-            Frame::Incomplete => return Ok((recs, pos as u64, (data.len() - pos) as u64)),
-            Frame::Corrupt(reason) => return Err(corrupt(path, pos, reason)),
-        }
-    }
-    Ok((recs, pos as u64, 0))
+    format::read_json_frames(path, &data, MAGIC.len(), "event log record")
 }
 
 impl EventLog {

@@ -502,6 +502,47 @@ pub fn read_frame(buf: &[u8]) -> Frame<'_> {
     Frame::Ok(payload, FRAME_HEADER + len)
 }
 
+/// `PersistError::Corrupt` of `path` at byte `offset`.
+pub fn corrupt(
+    path: &std::path::Path,
+    offset: usize,
+    reason: impl Into<String>,
+) -> super::PersistError {
+    super::PersistError::Corrupt {
+        path: path.to_owned(),
+        offset: offset as u64,
+        reason: reason.into(),
+    }
+}
+
+/// The JSON records in the frames of `data` from byte `start` (after a
+/// log's magic): the records, the length of the valid prefix, and that of a
+/// torn final frame (0 if none), which is the one thing a reader may cut.
+/// Any other damage is an error naming `path` and the offset; `what` names
+/// a record in it ("decision record").
+pub fn read_json_frames<T: serde::de::DeserializeOwned>(
+    path: &std::path::Path,
+    data: &[u8],
+    start: usize,
+    what: &str,
+) -> Result<(Vec<T>, u64, u64), super::PersistError> {
+    let mut pos = start;
+    let mut recs = Vec::new();
+    while pos < data.len() {
+        match read_frame(&data[pos..]) {
+            Frame::Ok(payload, n) => {
+                let rec: T = serde_json::from_slice(payload)
+                    .map_err(|e| corrupt(path, pos, format!("unreadable {what}: {e}")))?;
+                recs.push(rec);
+                pos += n;
+            }
+            Frame::Incomplete => return Ok((recs, pos as u64, (data.len() - pos) as u64)),
+            Frame::Corrupt(reason) => return Err(corrupt(path, pos, reason)),
+        }
+    }
+    Ok((recs, pos as u64, 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
