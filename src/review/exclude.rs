@@ -19,22 +19,8 @@ impl DecisionSet {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Decision, PairKey};
+    use super::super::tests::decision;
     use super::*;
-
-    fn decision(x: &str, y: &str, verdict: Verdict) -> Decision {
-        let k = PairKey::new(x, y).unwrap();
-        Decision {
-            a: k.a,
-            b: k.b,
-            verdict,
-            note: None,
-            decided_by: None,
-            decided_at: "2026-11-29T00:00:00.000Z".into(),
-            revision: 1,
-            scores: None,
-        }
-    }
 
     #[test]
     fn only_pairs_judged_not_duplicates_are_excluded() {

@@ -199,10 +199,12 @@ impl DecisionSet {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn decision(x: &str, y: &str, verdict: Verdict) -> Decision {
+    /// A first decision on the pair of `x` and `y`, without note or scores
+    /// (the tests of this module and its children).
+    pub(crate) fn decision(x: &str, y: &str, verdict: Verdict) -> Decision {
         let k = PairKey::new(x, y).unwrap();
         Decision {
             a: k.a,
