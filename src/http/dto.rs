@@ -515,7 +515,7 @@ pub struct HistogramOut {
     /// The threshold the collection's review labels support (issue 46:
     /// `GET /review/precision`'s `suggested` on Jaccard, or content Jaccard
     /// for `score=content`); null with too few labels.
-    pub measured: Option<super::review_queue::SuggestedOut>,
+    pub measured: Option<crate::review::precision::Suggestion>,
 }
 
 /// `POST /analysis/accuracy`.

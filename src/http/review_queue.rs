@@ -301,67 +301,15 @@ pub struct PrecisionParams {
 }
 
 #[derive(Debug, Serialize)]
-pub struct PrecisionBandOut {
-    pub lo: f64,
-    pub hi: f64,
-    pub labels: usize,
-    pub duplicates: usize,
-    pub related: usize,
-    pub not_duplicates: usize,
-    pub precision: Option<f64>,
-    pub low: Option<f64>,
-    pub high: Option<f64>,
-}
-
-impl From<BandPrecision> for PrecisionBandOut {
-    fn from(b: BandPrecision) -> Self {
-        Self {
-            lo: b.lo,
-            hi: b.hi,
-            labels: b.labels,
-            duplicates: b.duplicates,
-            related: b.related,
-            not_duplicates: b.not_duplicates,
-            precision: b.precision,
-            low: b.low,
-            high: b.high,
-        }
-    }
-}
-
-/// The threshold the labels support (also the advisor's `measured`).
-#[derive(Debug, Serialize)]
-pub struct SuggestedOut {
-    pub threshold: f64,
-    pub labels: usize,
-    pub precision: f64,
-    pub low: f64,
-    pub high: f64,
-    pub why: String,
-}
-
-impl From<Suggestion> for SuggestedOut {
-    fn from(s: Suggestion) -> Self {
-        Self {
-            threshold: s.threshold,
-            labels: s.labels,
-            precision: s.precision,
-            low: s.low,
-            high: s.high,
-            why: s.why,
-        }
-    }
-}
-
-#[derive(Debug, Serialize)]
 pub struct PrecisionOut {
     pub measure: ReviewMeasure,
     pub score: Score,
     /// Decisions with a score on this measure.
     pub labels: usize,
     pub target: f64,
-    pub bands: Vec<PrecisionBandOut>,
-    pub suggested: Option<SuggestedOut>,
+    pub bands: Vec<BandPrecision>,
+    /// The threshold the labels support (also the advisor's `measured`).
+    pub suggested: Option<Suggestion>,
 }
 
 /// `GET /review/precision`.
@@ -402,8 +350,8 @@ pub async fn precision(
         score,
         labels: measured.labels,
         target,
-        bands: measured.bands.into_iter().map(Into::into).collect(),
-        suggested: measured.suggested.map(Into::into),
+        bands: measured.bands,
+        suggested: measured.suggested,
     }))
 }
 
@@ -414,7 +362,7 @@ pub async fn precision(
 pub(super) async fn measured(
     coll: &Collection,
     score: Score,
-) -> Result<Option<SuggestedOut>, ApiError> {
+) -> Result<Option<Suggestion>, ApiError> {
     let by = label_score(ReviewMeasure::Jaccard, score)?;
     let decided = backend(coll)?.decisions(coll.dir()).await?;
     let spec = PrecisionSpec {
@@ -424,7 +372,5 @@ pub(super) async fn measured(
         target: DEFAULT_TARGET,
         min_labels: DEFAULT_MIN_LABELS,
     };
-    Ok(precision::precision(decided.iter(), &spec)
-        .suggested
-        .map(Into::into))
+    Ok(precision::precision(decided.iter(), &spec).suggested)
 }

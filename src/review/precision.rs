@@ -168,7 +168,7 @@ impl Bands {
 }
 
 /// Precision in one band.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct BandPrecision {
     pub lo: f64,
     pub hi: f64,
@@ -192,7 +192,7 @@ impl BandPrecision {
 }
 
 /// The threshold the labels support, with the pooled figures above it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Suggestion {
     pub threshold: f64,
     /// Labels scoring at least `threshold`.
