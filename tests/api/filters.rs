@@ -4,7 +4,9 @@
 //! the unfiltered exact answer (asked with a limit above any answer)
 //! filtered by the test's own implementation of the documented semantics.
 
-use crate::helpers::{assert_problem, encode, spawn_app, spawn_app_with, test_settings, TestApp};
+use crate::helpers::{
+    assert_problem, encode, spawn_app, spawn_app_with, test_settings, Lcg, TestApp,
+};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -65,19 +67,6 @@ const WORDS: &[&str] = &[
     "река",
     "город",
 ];
-
-/// A deterministic generator (no dependency on a random seed).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as usize
-    }
-}
 
 const FAMILIES: usize = 8;
 const MEMBERS: usize = 6;

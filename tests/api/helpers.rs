@@ -783,3 +783,17 @@ pub async fn wait_reindex_done(app: &TestApp, name: &str) -> Value {
     }
     panic!("the reindex of {name} never finished");
 }
+
+/// A deterministic generator for test corpora (no random seed): Knuth's
+/// MMIX linear congruential step, the high bits.
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    pub fn next(&mut self) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) as usize
+    }
+}

@@ -4,7 +4,7 @@
 //! exactly the member each policy names, online and offline alike. Every
 //! expectation is a brute force over the documents as written.
 
-use crate::helpers::{encode, spawn_app_with, test_settings, TestApp};
+use crate::helpers::{encode, spawn_app_with, test_settings, Lcg, TestApp};
 use neardup::config::Settings;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -75,19 +75,6 @@ const WORDS: &[&str] = &[
     "bramble",
     "cobalt",
 ];
-
-/// Deterministic, different per family.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as usize
-    }
-}
 
 /// One document as written, with what the brute force needs.
 #[derive(Clone, Debug)]

@@ -8,7 +8,7 @@
 
 use crate::helpers::{
     assert_problem, collection_label, metric_value, route, spawn_app_with, test_settings,
-    wait_reindex_done, TestApp,
+    wait_reindex_done, Lcg, TestApp,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -56,19 +56,6 @@ const WORDS: &[&str] = &[
     "château",
     "île",
 ];
-
-/// A deterministic generator (no random seed).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) as usize
-    }
-}
 
 /// The ad of `family` (60 words) with the words at `edits` replaced: two
 /// ads of a family differ in a word or two, far above the threshold;
