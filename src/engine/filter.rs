@@ -73,6 +73,18 @@ enum ScalarRef<'a> {
     Bool(bool),
 }
 
+impl ScalarRef<'_> {
+    /// The semantics' equality between two read values.
+    fn same_as(&self, other: &ScalarRef<'_>) -> bool {
+        match (self, other) {
+            (ScalarRef::Str(a), ScalarRef::Str(b)) => **a == **b,
+            (ScalarRef::Num(a), ScalarRef::Num(b)) => a.equals(*b),
+            (ScalarRef::Bool(a), ScalarRef::Bool(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 impl Scalar {
     fn equals(&self, v: &ScalarRef<'_>) -> bool {
         match (self, v) {
@@ -116,7 +128,54 @@ fn number_of(n: &serde_json::Number) -> Number {
 struct Condition {
     /// Index of the field in [`FilterSpec::fields`].
     field: usize,
+    /// The strings first, sorted and without repeats (a one-of of many
+    /// sites is a binary search), then the numbers and booleans.
     values: Vec<Scalar>,
+    /// How many of `values` are strings.
+    strings: usize,
+}
+
+impl Condition {
+    fn new(field: usize, mut values: Vec<Scalar>) -> Self {
+        values.sort_by(|a, b| match (a, b) {
+            (Scalar::Str(x), Scalar::Str(y)) => x.cmp(y),
+            (Scalar::Str(_), _) => std::cmp::Ordering::Less,
+            (_, Scalar::Str(_)) => std::cmp::Ordering::Greater,
+            _ => std::cmp::Ordering::Equal,
+        });
+        values.dedup();
+        let strings = values
+            .iter()
+            .take_while(|v| matches!(v, Scalar::Str(_)))
+            .count();
+        Self {
+            field,
+            values,
+            strings,
+        }
+    }
+
+    /// Whether the read value `v` is one of the condition's values.
+    #[inline]
+    fn matches(&self, v: &ScalarRef<'_>) -> bool {
+        match v {
+            ScalarRef::Str(s) => {
+                let strings = &self.values[..self.strings];
+                let is = |x: &Scalar| matches!(x, Scalar::Str(x) if **x == **s);
+                if strings.len() <= 8 {
+                    strings.iter().any(is)
+                } else {
+                    strings
+                        .binary_search_by(|x| match x {
+                            Scalar::Str(x) => (**x).cmp(&**s),
+                            _ => std::cmp::Ordering::Greater,
+                        })
+                        .is_ok()
+                }
+            }
+            _ => self.values[self.strings..].iter().any(|x| x.equals(v)),
+        }
+    }
 }
 
 /// A request's `filter` and `exclude_same`, checked. Conditions are kept
@@ -234,12 +293,7 @@ impl FilterSpec {
         let index = |name: &str| fields.binary_search_by(|f| (**f).cmp(name)).expect("named");
         let mut conditions: Vec<Condition> = named
             .into_iter()
-            .filter_map(|(name, values)| {
-                values.map(|values| Condition {
-                    field: index(&name),
-                    values,
-                })
-            })
+            .filter_map(|(name, values)| values.map(|values| Condition::new(index(&name), values)))
             .collect();
         conditions.sort_by_key(|c| c.field);
         let mut excluded: Vec<usize> = exclude_same.iter().map(|n| index(n)).collect();
@@ -279,42 +333,65 @@ impl FilterSpec {
     /// The filter's fields in `metadata` (`None` where absent or not a
     /// scalar), in the order of [`Self::fields`].
     fn read<'a>(&self, metadata: Option<&'a str>) -> Vec<Option<ScalarRef<'a>>> {
-        let mut out = vec![None; self.fields.len()];
-        if let Some(text) = metadata {
-            if !scan(text, &self.fields, &mut out) {
-                // Unreadable (never stored so): no metadata.
-                out.iter_mut().for_each(|v| *v = None);
+        self.with_values(metadata, |values| values.to_vec())
+    }
+
+    /// `f` of the filter's fields in `metadata` ([`Self::read`]'s values),
+    /// read into a buffer on the stack when the filter names few fields:
+    /// this runs once per candidate of a filtered query.
+    #[inline]
+    fn with_values<'a, R>(
+        &self,
+        metadata: Option<&'a str>,
+        f: impl FnOnce(&[Option<ScalarRef<'a>>]) -> R,
+    ) -> R {
+        const ON_STACK: usize = 8;
+        let n = self.fields.len();
+        let fill = |out: &mut [Option<ScalarRef<'a>>]| {
+            if let Some(text) = metadata {
+                if !scan(text, &self.fields, out) {
+                    // Unreadable (never stored so): no metadata.
+                    out.iter_mut().for_each(|v| *v = None);
+                }
             }
+        };
+        if n <= ON_STACK {
+            let mut buf: [Option<ScalarRef<'a>>; ON_STACK] = Default::default();
+            fill(&mut buf[..n]);
+            f(&buf[..n])
+        } else {
+            let mut buf = vec![None; n];
+            fill(&mut buf);
+            f(&buf)
         }
-        out
     }
 
     /// Whether `values` (read by [`Self::read`]) satisfy every condition.
     fn holds(&self, values: &[Option<ScalarRef<'_>>]) -> bool {
-        self.conditions.iter().all(|c| {
-            values[c.field]
-                .as_ref()
-                .is_some_and(|v| c.values.iter().any(|x| x.equals(v)))
-        })
+        self.conditions
+            .iter()
+            .all(|c| values[c.field].as_ref().is_some_and(|v| c.matches(v)))
     }
 
     /// Whether the documents with metadata `a` and `b` may be a pair of a
     /// scan: both satisfy every condition and share no `exclude_same` value.
     pub fn admits_pair(&self, a: Option<&str>, b: Option<&str>) -> bool {
-        let (va, vb) = (self.read(a), self.read(b));
-        if !self.holds(&va) || !self.holds(&vb) {
-            return false;
-        }
-        !self.exclude_same.iter().any(|&i| match (&va[i], &vb[i]) {
-            (Some(x), Some(y)) => Scalar::of(x.clone()).equals(y),
-            _ => false,
+        self.with_values(a, |va| {
+            self.holds(va)
+                && self.with_values(b, |vb| {
+                    self.holds(vb)
+                        && !self.exclude_same.iter().any(|&i| match (&va[i], &vb[i]) {
+                            (Some(x), Some(y)) => x.same_as(y),
+                            _ => false,
+                        })
+                })
         })
     }
 
     /// Whether a document with metadata `metadata` satisfies every
     /// condition (exclusions aside).
     pub fn holds_for(&self, metadata: Option<&str>) -> bool {
-        self.conditions.is_empty() || self.holds(&self.read(metadata))
+        self.conditions.is_empty() || self.with_values(metadata, |values| self.holds(values))
     }
 }
 
@@ -338,16 +415,17 @@ impl MetaFilter {
     /// field equal to the query document's.
     pub fn admits(&self, metadata: Option<&str>) -> bool {
         let spec = &*self.spec;
-        let values = spec.read(metadata);
-        spec.holds(&values)
-            && !spec
-                .exclude_same
-                .iter()
-                .zip(&self.same)
-                .any(|(&i, q)| match (q, &values[i]) {
-                    (Some(q), Some(v)) => q.equals(v),
-                    _ => false,
-                })
+        spec.with_values(metadata, |values| {
+            spec.holds(values)
+                && !spec
+                    .exclude_same
+                    .iter()
+                    .zip(&self.same)
+                    .any(|(&i, q)| match (q, &values[i]) {
+                        (Some(q), Some(v)) => q.equals(v),
+                        _ => false,
+                    })
+        })
     }
 }
 
@@ -391,11 +469,11 @@ fn scan<'a>(text: &'a str, fields: &[Box<str>], out: &mut [Option<ScalarRef<'a>>
             Some(b'"') => {}
             _ => return false,
         }
-        let Some(key_end) = string_end(b, i) else {
+        let Some((key_end, escaped)) = string_end_escaped(b, i) else {
             return false;
         };
         let raw = &text[i + 1..key_end - 1];
-        let key: Cow<'_, str> = if raw.contains('\\') {
+        let key: Cow<'_, str> = if escaped {
             match serde_json::from_str::<String>(&text[i..key_end]) {
                 Ok(k) => Cow::Owned(k),
                 Err(_) => return false,
@@ -411,7 +489,7 @@ fn scan<'a>(text: &'a str, fields: &[Box<str>], out: &mut [Option<ScalarRef<'a>>
         let Some(value_end) = value_end(b, i) else {
             return false;
         };
-        if let Ok(f) = fields.binary_search_by(|x| (**x).cmp(&*key)) {
+        if let Some(f) = field_index(fields, &key) {
             if seen & (1 << f) == 0 {
                 seen |= 1 << f;
                 out[f] = scalar(&text[i..value_end]);
@@ -437,16 +515,63 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Where `key` is in the sorted `fields`: compared by length first, which
+/// rules out most keys without reading them.
+#[inline]
+fn field_index(fields: &[Box<str>], key: &str) -> Option<usize> {
+    if fields.len() <= 8 {
+        fields
+            .iter()
+            .position(|f| f.len() == key.len() && **f == *key)
+    } else {
+        fields.binary_search_by(|x| (**x).cmp(key)).ok()
+    }
+}
+
 /// The index after the closing quote of the string opening at `i`.
+#[inline]
 fn string_end(b: &[u8], i: usize) -> Option<usize> {
+    string_end_escaped(b, i).map(|(end, _)| end)
+}
+
+/// [`string_end`], and whether the string holds an escape.
+#[inline]
+fn string_end_escaped(b: &[u8], i: usize) -> Option<(usize, bool)> {
+    let mut escaped = false;
     let mut j = i + 1;
     loop {
-        match b.get(j)? {
-            b'"' => return Some(j + 1),
-            b'\\' => j += 2,
-            _ => j += 1,
+        j = quote_or_backslash(b, j)?;
+        if b[j] == b'"' {
+            return Some((j + 1, escaped));
         }
+        escaped = true;
+        j += 2;
     }
+}
+
+/// The first `"` or `\\` at or after `from`, eight bytes at a time (most
+/// strings of metadata are short, but a title or a tag list is not).
+#[inline]
+fn quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let mut j = from;
+    while let Some(chunk) = b.get(j..j + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        // The lowest flagged byte is exact (a false flag can only sit
+        // above a true one).
+        let hit =
+            zero_byte(w ^ (ONES * u64::from(b'"'))) | zero_byte(w ^ (ONES * u64::from(b'\\')));
+        if hit != 0 {
+            return Some(j + (hit.trailing_zeros() / 8) as usize);
+        }
+        j += 8;
+    }
+    b.get(j..)?
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\')
+        .map(|k| j + k)
 }
 
 /// The index after the value starting at `i`.
@@ -501,10 +626,22 @@ fn scalar(raw: &str) -> Option<ScalarRef<'_>> {
         b't' => (raw == "true").then_some(ScalarRef::Bool(true)),
         b'f' => (raw == "false").then_some(ScalarRef::Bool(false)),
         b'n' | b'{' | b'[' => None,
+        _ if is_small_integer(raw) => raw
+            .parse::<i64>()
+            .ok()
+            .map(|i| ScalarRef::Num(Number::Int(i.into()))),
         _ => serde_json::from_str::<serde_json::Number>(raw)
             .ok()
             .map(|n| ScalarRef::Num(number_of(&n))),
     }
+}
+
+/// An integer of at most 18 digits (no fraction, no exponent): it fits an
+/// `i64`, read without serde_json's number parser.
+#[inline]
+fn is_small_integer(raw: &str) -> bool {
+    let digits = raw.strip_prefix('-').unwrap_or(raw).as_bytes();
+    !digits.is_empty() && digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit)
 }
 
 #[cfg(test)]
@@ -596,6 +733,37 @@ mod tests {
             Some(r#"{"site":"a","views":3,"draft":false}"#)
         ));
         assert!(!admits(f, Some(r#"{"site":"a","views":1}"#)));
+    }
+
+    #[test]
+    fn a_long_one_of_mixing_kinds_matches_each_value_and_nothing_else() {
+        // Over 8 strings: the binary search; the number and the boolean
+        // after them; repeats and order do not matter.
+        let mut values: Vec<serde_json::Value> =
+            (0..40).rev().map(|i| json!(format!("site-{i}"))).collect();
+        values.extend([json!(7), json!(true), json!("site-3"), json!(7.0)]);
+        let f = json!({ "v": values });
+        for i in 0..40 {
+            let meta = format!(r#"{{"v":"site-{i}"}}"#);
+            assert!(admits(f.clone(), Some(&meta)), "{meta}");
+        }
+        for yes in [r#"{"v":7}"#, r#"{"v":7.0}"#, r#"{"v":true}"#] {
+            assert!(admits(f.clone(), Some(yes)), "{yes}");
+        }
+        for no in [
+            r#"{"v":"site-40"}"#,
+            r#"{"v":"site-"}"#,
+            r#"{"v":"7"}"#,
+            r#"{"v":8}"#,
+            r#"{"v":false}"#,
+            r#"{"v":"Site-1"}"#,
+        ] {
+            assert!(!admits(f.clone(), Some(no)), "{no}");
+        }
+        assert_eq!(
+            spec(json!({"v": ["b", "a", 1]}), &[]),
+            spec(json!({"v": [1, "a", "b", "a"]}), &[])
+        );
     }
 
     #[test]
