@@ -43,6 +43,10 @@ struct Args {
     /// Connections writing at once.
     #[arg(long, default_value = "8")]
     concurrency: usize,
+    /// `storage.wal_fsync` of the server (`always`, the default; `interval`
+    /// or `never` show what the fsyncs themselves cost).
+    #[arg(long, default_value = "always")]
+    wal_fsync: String,
 }
 
 #[derive(Default)]
@@ -52,7 +56,23 @@ struct Received {
     count: AtomicUsize,
     /// Distinct webhook-ids received (a repeat would be a duplicate delivery).
     ids: Mutex<std::collections::HashSet<String>>,
+    /// The receiver's own thread's stat file (it runs on a thread of its
+    /// own, so its CPU time can be told from the server's).
+    stat: std::sync::OnceLock<String>,
 }
+
+/// CPU time (user + system) in ticks of `USER_HZ` (100 a second on
+/// Linux) from a `/proc/.../stat` file: the whole process's, dead threads
+/// included (`/proc/self/stat`), or one thread's.
+fn cpu_ticks(stat: &str) -> u64 {
+    let text = std::fs::read_to_string(stat).expect("a /proc stat file");
+    // Fields after the command name (which may hold spaces), from field 3.
+    let rest = &text[text.rfind(')').expect("(comm)") + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap()
+}
+
+const TICK_NS: u64 = 10_000_000;
 
 async fn receive(State(r): State<Arc<Received>>, h: HeaderMap, body: Bytes) -> StatusCode {
     let now = time::OffsetDateTime::now_utc();
@@ -82,17 +102,20 @@ fn median(v: &[f64]) -> f64 {
     percentile(v, 0.5)
 }
 
-/// One round: the writes' throughput (docs/s), and the events received.
+/// One round: the writes' throughput (docs/s), the events received, and
+/// the CPU time this process spent a write (µs), the receiver's excluded.
 async fn round(
     args: &Args,
     corpus: &Articles,
     receiver: Option<(&str, &Received)>,
-) -> (f64, usize) {
+) -> (f64, usize, f64) {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings::default();
     settings.server.bind = "127.0.0.1:0".into();
     settings.storage.data_dir = dir.path().to_owned();
     settings.webhooks.allowed_hosts = vec!["127.0.0.1".into()];
+    settings.storage.wal_fsync = serde_json::from_value(json!(args.wal_fsync))
+        .expect("--wal-fsync: always, interval or never");
     let app = App::build(settings.validate().unwrap()).await.unwrap();
     let base = format!("http://{}", app.local_addr());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -133,6 +156,8 @@ async fn round(
             .collect(),
     );
     let next = Arc::new(AtomicUsize::new(0));
+    let receiver_ticks = || receiver.map_or(0, |(_, r)| cpu_ticks(r.stat.get().unwrap()));
+    let (cpu_start, receiver_start) = (cpu_ticks("/proc/self/stat"), receiver_ticks());
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..args.concurrency {
@@ -181,9 +206,17 @@ async fn round(
         let oldest = feed.headers().get("neardup-oldest-cursor").cloned();
         let _ = (oldest, expected);
     }
+    // Until every event is delivered: the deliveries are the
+    // subscription's cost too.
+    let cpu =
+        (cpu_ticks("/proc/self/stat") - cpu_start - (receiver_ticks() - receiver_start)) * TICK_NS;
     let _ = stop.send(());
     let _ = server.await;
-    (args.docs as f64 / secs, events)
+    (
+        args.docs as f64 / secs,
+        events,
+        cpu as f64 / 1000.0 / args.docs as f64,
+    )
 }
 
 #[tokio::main]
@@ -191,39 +224,57 @@ async fn main() {
     let args = Args::parse();
     let corpus = Articles::new(45, 20_000, 10);
     let received = Arc::new(Received::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let app = axum::Router::new()
         .route("/hook", axum::routing::post(receive))
         .with_state(Arc::clone(&received));
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    // The receiver on a thread and runtime of its own.
+    let r = Arc::clone(&received);
+    std::thread::spawn(move || {
+        let me = std::fs::read_link("/proc/thread-self").unwrap();
+        r.stat.set(format!("/proc/{}/stat", me.display())).unwrap();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(listener, app).await.unwrap()
+            })
+    });
 
-    let (mut plain, mut subscribed, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut plain, mut subscribed, mut ratios, mut cpu_ratios) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for r in 0..args.rounds {
         // The variant that goes first alternates (a drifting machine
         // favours neither), and each round's ratio is of its own pair.
-        let (a, b, events) = if r % 2 == 0 {
-            let (a, _) = round(&args, &corpus, None).await;
-            let (b, events) = round(&args, &corpus, Some((&url, &received))).await;
-            (a, b, events)
+        let ((a, _, cpu_a), (b, events, cpu_b)) = if r % 2 == 0 {
+            let a = round(&args, &corpus, None).await;
+            (a, round(&args, &corpus, Some((&url, &received))).await)
         } else {
-            let (b, events) = round(&args, &corpus, Some((&url, &received))).await;
-            let (a, _) = round(&args, &corpus, None).await;
-            (a, b, events)
+            let b = round(&args, &corpus, Some((&url, &received))).await;
+            (round(&args, &corpus, None).await, b)
         };
         println!(
-            "round {r}: no subscription {a:.0} docs/s; with one {b:.0} docs/s, ratio {:.3} ({events} events delivered)",
-            b / a
+            "round {r}: no subscription {a:.0} docs/s, {cpu_a:.1} µs CPU a write; with one {b:.0} docs/s, {cpu_b:.1} µs; \
+             throughput ratio {:.3}, CPU ratio {:.3} ({events} events delivered)",
+            b / a,
+            cpu_b / cpu_a
         );
         plain.push(a);
         subscribed.push(b);
         ratios.push(b / a);
+        cpu_ratios.push(cpu_b / cpu_a);
     }
+    let cpu_ratio = median(&cpu_ratios);
     let latencies = received.latencies.lock().unwrap().clone();
     let (a, b) = (median(&plain), median(&subscribed));
     let ratio = median(&ratios);
     println!(
         "median: no subscription {a:.0} docs/s, with one {b:.0} docs/s, median of the rounds' ratios {ratio:.3}; \
+         CPU a write with ÷ without (the receiver's excluded), median of the rounds' {cpu_ratio:.3}; \
          event to delivery p50 {:.1} ms, p99 {:.1} ms over {} events",
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99),
@@ -232,7 +283,7 @@ async fn main() {
     println!(
         "{}",
         json!({"docs": args.docs, "rounds": args.rounds, "concurrency": args.concurrency,
-               "plain_docs_per_sec": a, "subscribed_docs_per_sec": b, "ratio": ratio,
+               "plain_docs_per_sec": a, "subscribed_docs_per_sec": b, "ratio": ratio, "cpu_ratio": cpu_ratio,
                "latency_ms_p50": percentile(&latencies, 0.5),
                "latency_ms_p99": percentile(&latencies, 0.99), "events": latencies.len()})
     );

@@ -796,9 +796,24 @@ impl Backend {
         d: &Delivery,
         outcome: Attempt,
     ) -> Result<(), BackendError> {
+        self.settle_many(dir, sub, vec![(d, outcome)]).await
+    }
+
+    /// [`Self::settle`] of several attempts to `sub` at once (a delivery
+    /// round's): one blocking task on the memory backend, one pipelined
+    /// trip on Redis.
+    pub async fn settle_many(
+        &self,
+        dir: &Path,
+        sub: &Subscription,
+        settled: Vec<(&Delivery, Attempt)>,
+    ) -> Result<(), BackendError> {
+        if settled.is_empty() {
+            return Ok(());
+        }
         match self {
-            Backend::Memory(m) => m.settle(dir, sub, d, outcome).await,
-            Backend::Redis(r) => r.settle(dir, sub, d, outcome).await,
+            Backend::Memory(m) => m.settle_many(dir, sub, settled).await,
+            Backend::Redis(r) => r.settle_many(dir, sub, settled).await,
         }
     }
 

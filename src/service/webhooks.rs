@@ -37,6 +37,9 @@ use std::time::Duration;
 const PER_SUBSCRIPTION: usize = 16;
 /// Deliveries of this node in flight at most.
 const PER_NODE: usize = 64;
+/// How long the loop waits, once woken by an append, for more to gather
+/// into the same round.
+const GATHER: Duration = Duration::from_millis(5);
 
 /// Whether `ip` is an address of the operator's own networks (or no
 /// real destination): refused unless allowed.
@@ -308,6 +311,11 @@ pub async fn run(
         backoff_max_ms: d.settings.backoff_max_ms,
         timeout_ms: d.settings.timeout_ms,
     };
+    // Woken by this node's appends, the loop delivers with the rules it
+    // holds (this node's own subscription changes refresh them at once);
+    // at every poll it re-reads them (other nodes' changes) and the
+    // pending counts.
+    let (mut polled, mut last_poll) = (true, std::time::Instant::now());
     loop {
         while rounds.try_join_next().is_some() {}
         let colls = d.collections.list();
@@ -320,7 +328,12 @@ pub async fn run(
             // On Redis, how long a take is this node's before another node
             // may take it again (the backoff and the timeout configured).
             b.set_delivery_timing(timing);
-            let rules = match d.hub.refresh(&c).await {
+            let rules = if polled {
+                d.hub.refresh(&c).await
+            } else {
+                d.hub.rules(&c).await
+            };
+            let rules = match rules {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::warn!(collection = %c.name, error = %e, "reading the webhook subscriptions failed");
@@ -329,7 +342,7 @@ pub async fn run(
             };
             let mut pending = 0;
             for sub in &rules.subscriptions {
-                if let Some(b) = c.backend() {
+                if polled {
                     pending += b.pending_deliveries(c.dir(), &sub.id).await.unwrap_or(0);
                 }
                 let key = (c.id, sub.id.clone());
@@ -345,7 +358,7 @@ pub async fn run(
                     }
                 });
             }
-            if !rules.subscriptions.is_empty() {
+            if polled && !rules.subscriptions.is_empty() {
                 d.metrics.set_webhook_pending(c.name.as_str(), pending);
             }
         }
@@ -353,8 +366,17 @@ pub async fn run(
             crate::events::FAILED_DROPPED.load(std::sync::atomic::Ordering::Relaxed),
         );
         tokio::select! {
-            _ = d.hub.appended.notified() => {}
+            _ = d.hub.appended.notified() => {
+                // Let a burst of appends gather into one round.
+                tokio::time::sleep(GATHER.min(poll)).await;
+            }
             _ = tokio::time::sleep(poll) => {}
+        }
+        // A poll is due once `poll` has passed, however often appends wake
+        // the loop meanwhile.
+        polled = last_poll.elapsed() >= poll;
+        if polled {
+            last_poll = std::time::Instant::now();
         }
     }
 }
@@ -382,17 +404,28 @@ impl Deliverer {
             }
         };
         let full = due.len() == PER_SUBSCRIPTION;
-        let attempts = due.into_iter().map(|d| self.attempt(c, sub, d));
-        futures_util::future::join_all(attempts).await;
+        let attempts = due.iter().map(|d| self.attempt(c, sub, d));
+        let outcomes = futures_util::future::join_all(attempts).await;
+        // Settled together, once the round's attempts are over (a crash
+        // before this delivers them again: at least once).
+        let settled: Vec<(&Delivery, Attempt)> = due
+            .iter()
+            .zip(outcomes)
+            .filter_map(|(d, o)| o.map(|o| (d, o)))
+            .collect();
+        let n = settled.len();
+        if let Err(e) = b.settle_many(c.dir(), sub, settled).await {
+            tracing::error!(collection = %c.name, subscription = %sub.id, deliveries = n, error = %e, "settling deliveries failed; they will be delivered again");
+        }
         full
     }
 
-    /// One attempt of `d`, then its settlement.
-    async fn attempt(&self, c: &Collection, sub: &Subscription, d: Delivery) {
+    /// One attempt of `d`: how it ended (`None`: the node is stopping).
+    async fn attempt(&self, c: &Collection, sub: &Subscription, d: &Delivery) -> Option<Attempt> {
         let Ok(_slot) = self.slots.acquire().await else {
-            return;
+            return None;
         };
-        let result = self.post(c, sub, &d).await;
+        let result = self.post(c, sub, d).await;
         let now = crate::events::now_ms();
         let n = d.attempts + 1;
         let (outcome, label) = match result {
@@ -412,12 +445,7 @@ impl Deliverer {
         let since = (label == "delivered")
             .then(|| now.saturating_sub(d.event.draft.time_ms) as f64 / 1000.0);
         self.metrics.observe_delivery(c.name.as_str(), label, since);
-        let Some(b) = c.backend() else {
-            return;
-        };
-        if let Err(e) = b.settle(c.dir(), sub, &d, outcome).await {
-            tracing::error!(collection = %c.name, subscription = %sub.id, event = %d.event.id, error = %e, "settling a delivery failed; it will be delivered again");
-        }
+        Some(outcome)
     }
 
     /// POST `d` to `sub`: Ok on a 2xx, else why not (no secret in it).

@@ -239,25 +239,35 @@ impl Memory {
         .await
     }
 
-    pub(crate) async fn settle(
+    pub(crate) async fn settle_many(
         &self,
         dir: &Path,
         sub: &Subscription,
-        d: &Delivery,
-        outcome: Attempt,
+        settled: Vec<(&Delivery, Attempt)>,
     ) -> Result<(), BackendError> {
-        let seq = parse_cursor(&d.handle).ok_or_else(|| {
-            BackendError::Internal(format!("not a delivery of this backend: {:?}", d.handle))
-        })?;
-        let (sub, attempts) = (sub.id.clone(), d.attempts);
         let now_ms = crate::events::now_ms();
-        let settle = match outcome {
-            Attempt::Delivered => Settle::Delivered,
-            Attempt::Retry { next_ms, .. } => Settle::Retry { next_ms },
-            Attempt::Failed { error } => Settle::Failed { error, now_ms },
-        };
-        self.on_log(dir, "settling a delivery", move |log| {
-            log.settle(&sub, seq, attempts, settle)
+        let settled = settled
+            .into_iter()
+            .map(|(d, outcome)| {
+                let seq = parse_cursor(&d.handle).ok_or_else(|| {
+                    BackendError::Internal(format!(
+                        "not a delivery of this backend: {:?}",
+                        d.handle
+                    ))
+                })?;
+                let settle = match outcome {
+                    Attempt::Delivered => Settle::Delivered,
+                    Attempt::Retry { next_ms, .. } => Settle::Retry { next_ms },
+                    Attempt::Failed { error } => Settle::Failed { error, now_ms },
+                };
+                Ok((seq, d.attempts, settle))
+            })
+            .collect::<Result<Vec<_>, BackendError>>()?;
+        let sub = sub.id.clone();
+        self.on_log(dir, "settling deliveries", move |log| {
+            settled
+                .into_iter()
+                .try_for_each(|(seq, attempts, settle)| log.settle(&sub, seq, attempts, settle))
         })
         .await
     }

@@ -487,31 +487,35 @@ impl RedisIndex {
         ))
     }
 
-    pub(crate) async fn settle(
+    pub(crate) async fn settle_many(
         &self,
         dir: &Path,
         sub: &Subscription,
-        d: &Delivery,
-        outcome: Attempt,
+        settled: Vec<(&Delivery, Attempt)>,
     ) -> Result<(), BackendError> {
         let _ = dir;
-        let call = self.settle_call(sub, d, &outcome)?;
-        let mut v = self.redis.calls("settling a delivery", vec![call]).await?;
+        let calls = settled
+            .iter()
+            .map(|(d, outcome)| self.settle_call(sub, d, outcome))
+            .collect::<Result<Vec<_>, _>>()?;
+        let answers = self.redis.calls("settling deliveries", calls).await?;
         self.redis.replicate().await?;
-        let (applied, dropped): (i64, i64) = redis::from_redis_value(v.pop().unwrap_or(Value::Nil))
-            .map_err(|e| corrupt(&self.keys.events(), e))?;
-        if dropped > 0 {
-            self.redis
-                .counters
-                .failed_dropped
-                .fetch_add(dropped as u64, Ordering::Relaxed);
-        }
-        if applied == 0 {
-            tracing::debug!(
-                subscription = %sub.id,
-                event = %d.event.id,
-                "a delivery another node took over meanwhile: its outcome is that node's"
-            );
+        for ((d, _), v) in settled.iter().zip(answers) {
+            let (applied, dropped): (i64, i64) =
+                redis::from_redis_value(v).map_err(|e| corrupt(&self.keys.events(), e))?;
+            if dropped > 0 {
+                self.redis
+                    .counters
+                    .failed_dropped
+                    .fetch_add(dropped as u64, Ordering::Relaxed);
+            }
+            if applied == 0 {
+                tracing::debug!(
+                    subscription = %sub.id,
+                    event = %d.event.id,
+                    "a delivery another node took over meanwhile: its outcome is that node's"
+                );
+            }
         }
         Ok(())
     }
