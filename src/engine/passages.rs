@@ -212,12 +212,12 @@ impl Engine {
         };
         let mut slots: Vec<Slot> = Vec::with_capacity(fingerprints.len() * 2);
         let mut truncated = false;
-        for &fp in fingerprints {
+        self.postings.with_many(fingerprints, |_, bucket| {
             if slots.len() >= MAX_READ {
                 truncated = true;
-                break;
+                return false;
             }
-            self.postings.with(fp, |bucket| match bucket {
+            match bucket {
                 None => {}
                 Some(Bucket::One(s)) if keep(s) => slots.push(s),
                 Some(Bucket::One(_)) => {}
@@ -226,8 +226,9 @@ impl Engine {
                     work.common_docs.push(many.len());
                 }
                 Some(Bucket::Many(many)) => slots.extend(many.iter().copied().filter(|&s| keep(s))),
-            });
-        }
+            }
+            true
+        });
         work.common_docs.sort_unstable_by(|a, b| b.cmp(a));
         work.common_docs.truncate(COMMON_LISTED);
         let shared = count_slots(&slots);
@@ -305,7 +306,11 @@ impl Engine {
     }
 
     /// A query answered from the passage index in this engine: a
-    /// containment measure, or any measure on content scores.
+    /// containment measure, or any measure on content scores. `alone`: the
+    /// caller knows that no other document holds any of `fingerprints`
+    /// (a stored document's [`Postings::shared`] count is 0), so the
+    /// answer is empty without a lookup.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn contained(
         &self,
         shingles: &[u32],
@@ -313,6 +318,7 @@ impl Engine {
         fingerprints: &[u32],
         exclude: Option<&str>,
         own: Option<Slot>,
+        alone: bool,
         q: &Query,
     ) -> Result<QueryOutcome, EngineError> {
         if !self.passage_index() {
@@ -328,6 +334,19 @@ impl Engine {
             }
             None => fingerprints,
         };
+        if alone {
+            // What the lookups would find: nothing, and no common
+            // fingerprint (a common one is held by other documents).
+            let mut out = QueryOutcome {
+                passages: Some(PassageWork {
+                    fingerprints: fingerprints.len(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            finish(&mut out, q);
+            return Ok(out);
+        }
         let gathered = self.gather(fingerprints, own);
         let common = gathered.work.common;
         let query_fps = self.query_fingerprints(shingles.len(), fingerprints.len());
@@ -588,6 +607,9 @@ impl Engine {
 /// hundreds of entries a query gathers: `passage_bench`).
 fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
     thread_local! {
+        // Cells: slot + 1 (0: empty) and the slot's index in the answer.
+        // Kept between calls and emptied cell by cell, so a call costs what
+        // it touches, not the table's size.
         static TABLE: std::cell::RefCell<Vec<(u32, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     if slots.len() <= 1 {
@@ -595,41 +617,48 @@ fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
     }
     TABLE.with(|cell| {
         let table = &mut *cell.borrow_mut();
-        let bits = (2 * slots.len())
-            .next_power_of_two()
-            .trailing_zeros()
-            .max(4);
-        table.clear();
-        // A key is slot + 1 (0 marks an empty cell); slots are below 2^30.
-        table.resize(1 << bits, (0, 0));
-        let mask = (1usize << bits) - 1;
-        let mut distinct = 0;
+        let want = (2 * slots.len()).next_power_of_two().max(16);
+        if table.len() < want {
+            table.clear();
+            table.resize(want, (0, 0));
+        }
+        let bits = table.len().trailing_zeros();
+        let mask = table.len() - 1;
+        let home = |key: u32| (key.wrapping_mul(0x9e37_79b1) >> (32 - bits)) as usize;
+        let mut out: Vec<(Slot, u32)> = Vec::with_capacity(slots.len().min(1024));
         for &s in slots {
+            // Slots are below 2^30: slot + 1 never wraps to the empty mark.
             let key = s + 1;
-            let mut i = (key.wrapping_mul(0x9e37_79b1) >> (32 - bits)) as usize;
+            let mut i = home(key);
             loop {
                 let cell = &mut table[i];
                 if cell.0 == key {
-                    cell.1 += 1;
+                    out[cell.1 as usize].1 += 1;
                     break;
                 }
                 if cell.0 == 0 {
-                    *cell = (key, 1);
-                    distinct += 1;
+                    *cell = (key, out.len() as u32);
+                    out.push((s, 1));
                     break;
                 }
                 i = (i + 1) & mask;
             }
         }
-        let mut out = Vec::with_capacity(distinct);
-        out.extend(
-            table
-                .iter()
-                .filter(|c| c.0 != 0)
-                .map(|&(key, n)| (key - 1, n)),
-        );
         if table.len() > 1 << 20 {
             *table = Vec::new();
+        } else {
+            // Empty exactly the cells used: each distinct slot's probe
+            // sequence from its home ends at its own cell; clearing in
+            // insertion order could break a later key's probe chain, so
+            // every cell on the way is cleared (all were occupied, by keys
+            // of this call).
+            for &(s, _) in &out {
+                let mut i = home(s + 1);
+                while table[i].0 != 0 {
+                    table[i] = (0, 0);
+                    i = (i + 1) & mask;
+                }
+            }
         }
         out
     })

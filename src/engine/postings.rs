@@ -16,7 +16,7 @@
 //! it was freed: as with the band buckets, a candidate is only a hint that
 //! is re-read and verified.
 
-use crate::lsh::table::{Bucket, Table};
+use crate::lsh::table::{Bucket, Joined, Table};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 pub use crate::lsh::index::Slot;
@@ -24,6 +24,9 @@ pub use crate::lsh::index::Slot;
 const SHARD_BITS: u32 = 8;
 const SHARDS: usize = 1 << SHARD_BITS;
 const MIX: u64 = 0x7061_7373_6167_6573;
+/// Lookups [`Postings::with_many`] overlaps at once (at most 256: a
+/// lookup's index in a chunk is a byte).
+const BATCH: usize = 64;
 
 #[derive(Default)]
 #[repr(align(64))]
@@ -44,6 +47,12 @@ pub(crate) struct Postings {
     /// How many fingerprints each slot's document has, so a candidate can
     /// be ruled out by its share before its record is read.
     counts: SlotCounts,
+    /// How many of each slot's fingerprints another document has held too
+    /// since it was indexed (a bucket it is in gained a second slot): 0
+    /// means no document shares a passage with it, so a query by its id
+    /// has no candidate and needs no lookup. Never lowered while the slot
+    /// is indexed (a partner's removal leaves it), so it only errs high.
+    shared: SlotCounts,
 }
 
 impl Default for Postings {
@@ -51,6 +60,7 @@ impl Default for Postings {
         Self {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             counts: SlotCounts::default(),
+            shared: SlotCounts::default(),
         }
     }
 }
@@ -87,6 +97,15 @@ impl SlotCounts {
         chunk[i].store(n.min(u16::MAX as usize) as u16, Ordering::Relaxed);
     }
 
+    /// Add one to `slot`'s count (saturating at `u16::MAX`).
+    fn bump(&self, slot: Slot) {
+        use std::sync::atomic::{AtomicU16, Ordering};
+        let (c, i) = Self::locate(slot);
+        let chunk =
+            self.chunks[c].get_or_init(|| (0..1024usize << c).map(|_| AtomicU16::new(0)).collect());
+        let _ = chunk[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
+    }
+
     #[inline]
     fn get(&self, slot: Slot) -> usize {
         let (c, i) = Self::locate(slot);
@@ -116,10 +135,32 @@ impl Postings {
         let mut n = 0;
         for fp in fingerprints {
             let (shard, key) = place(fp);
-            self.shards[shard].write().insert(key, slot);
+            let joined = self.shards[shard].write().insert(key, slot);
+            self.note_join(slot, joined);
             n += 1;
         }
         self.counts.set(slot, n);
+    }
+
+    /// Count what `slot` met when one of its fingerprints was added
+    /// ([`Self::shared`]).
+    #[inline]
+    fn note_join(&self, slot: Slot, joined: Joined) {
+        match joined {
+            Joined::Nobody => {}
+            Joined::One(other) => {
+                self.shared.bump(other);
+                self.shared.bump(slot);
+            }
+            Joined::Several => self.shared.bump(slot),
+        }
+    }
+
+    /// An upper bound on how many of `slot`'s fingerprints another indexed
+    /// document holds (0: none does).
+    #[inline]
+    pub(crate) fn shared(&self, slot: Slot) -> usize {
+        self.shared.get(slot)
     }
 
     /// [`Self::insert`] of many documents: their entries grouped by shard,
@@ -143,7 +184,7 @@ impl Postings {
             // so their cache misses overlap.
             self.shards[run[0].0 as usize]
                 .write()
-                .insert_all(&pairs, |_, _, _| {});
+                .insert_all(&pairs, |_, slot, joined| self.note_join(slot, joined));
         }
     }
 
@@ -153,6 +194,7 @@ impl Postings {
             self.shards[shard].write().remove(key, slot);
         }
         self.counts.set(slot, 0);
+        self.shared.set(slot, 0);
     }
 
     /// How many fingerprints the document in `slot` has (0: none indexed).
@@ -164,10 +206,73 @@ impl Postings {
     /// Documents holding `fp`: calls `f` with the bucket (under the
     /// shard's read lock; `f` must not call back into the index).
     #[inline]
+    #[cfg(test)]
     pub(crate) fn with<R>(&self, fp: u32, f: impl FnOnce(Option<Bucket<'_>>) -> R) -> R {
         let (shard, key) = place(fp);
         let table = self.shards[shard].read();
         f(table.get(key))
+    }
+
+    /// The buckets of many fingerprints: `f(i, bucket)` for each
+    /// `fps[i]`, in order, until `f` returns false. The lookups of a chunk
+    /// of [`BATCH`] overlap their cache misses as the band lookups do
+    /// ([`crate::lsh::index::LshIndex::candidates_in`], whose deadlock
+    /// argument holds here too: a chunk's shards are read-locked in
+    /// increasing order, each once, and released before the next chunk):
+    /// the shards' lock lines, then every home cell, then every bucket's
+    /// side entry are loaded before any bucket is used. `f` runs under the
+    /// chunk's read locks and must not call back into the index.
+    pub(crate) fn with_many(
+        &self,
+        fps: &[u32],
+        mut f: impl FnMut(usize, Option<Bucket<'_>>) -> bool,
+    ) {
+        for (c, chunk) in fps.chunks(BATCH).enumerate() {
+            let n = chunk.len();
+            let mut places = [(0usize, 0u32); BATCH];
+            for (p, &fp) in places.iter_mut().zip(chunk) {
+                *p = place(fp);
+                crate::prefetch::prefetch(&self.shards[p.0]);
+            }
+            // Lookups by shard (`shard << 8 | lookup`, sorted), one guard
+            // per distinct shard, taken in shard order.
+            let mut order = [0u16; BATCH];
+            for (i, o) in order.iter_mut().enumerate().take(n) {
+                *o = ((places[i].0 as u16) << 8) | i as u16;
+            }
+            let order = &mut order[..n];
+            order.sort_unstable();
+            let mut guards: [Option<RwLockReadGuard<'_, Table>>; BATCH] = [const { None }; BATCH];
+            let mut held = [0u8; BATCH];
+            let (mut last, mut g) = (usize::MAX, 0usize);
+            for &o in order.iter() {
+                let i = usize::from(o & 0xff);
+                let shard = places[i].0;
+                if shard != last {
+                    guards[g] = Some(self.shards[shard].read());
+                    g += 1;
+                    last = shard;
+                }
+                held[i] = (g - 1) as u8;
+            }
+            let table = |i: usize| {
+                guards[usize::from(held[i])]
+                    .as_deref()
+                    .expect("locked above")
+            };
+            let mut homes = [0u64; BATCH];
+            for (i, home) in homes.iter_mut().enumerate().take(n) {
+                *home = table(i).home_cell(places[i].1);
+            }
+            for i in 0..n {
+                table(i).prefetch_bucket(places[i].1, homes[i]);
+            }
+            for i in 0..n {
+                if !f(c * BATCH + i, table(i).get_from(places[i].1, homes[i])) {
+                    return;
+                }
+            }
+        }
     }
 
     /// Drop every entry (the index was switched off).
@@ -175,9 +280,11 @@ impl Postings {
         for shard in self.shards.iter() {
             *shard.write() = Table::default();
         }
-        for chunk in self.counts.chunks.iter().filter_map(|c| c.get()) {
-            for n in chunk.iter() {
-                n.store(0, std::sync::atomic::Ordering::Relaxed);
+        for counts in [&self.counts, &self.shared] {
+            for chunk in counts.chunks.iter().filter_map(|c| c.get()) {
+                for n in chunk.iter() {
+                    n.store(0, std::sync::atomic::Ordering::Relaxed);
+                }
             }
         }
     }
@@ -199,6 +306,7 @@ impl Postings {
             .sum::<usize>()
             + self.shards.len() * std::mem::size_of::<Shard>()
             + self.counts.heap_bytes()
+            + self.shared.heap_bytes()
     }
 }
 
@@ -229,6 +337,46 @@ mod tests {
         assert!(slots(&p, 10).is_empty());
         p.clear();
         assert_eq!(p.keys(), 0);
+    }
+
+    #[test]
+    fn many_lookups_at_once_equal_one_at_a_time() {
+        let p = Postings::default();
+        // Fingerprints shared by a few documents, over many shards and
+        // several chunks of lookups.
+        for slot in 0..300u32 {
+            p.insert(slot, (0..40).map(|k| (slot * 7 + k) % 500));
+        }
+        let fps: Vec<u32> = (0..600).rev().collect();
+        let mut seen = Vec::new();
+        p.with_many(&fps, |i, b| {
+            let mut got: Vec<Slot> = match b {
+                None => vec![],
+                Some(Bucket::One(s)) => vec![s],
+                Some(Bucket::Many(s)) => s.to_vec(),
+            };
+            got.sort();
+            let mut want = slots(&p_ref(&p), fps[i]);
+            want.sort();
+            seen.push((i, got == want));
+            true
+        });
+        assert_eq!(seen.len(), fps.len());
+        assert!(seen
+            .iter()
+            .enumerate()
+            .all(|(k, &(i, same))| k == i && same));
+        // Stopping early.
+        let mut calls = 0;
+        p.with_many(&fps, |_, _| {
+            calls += 1;
+            calls < 70
+        });
+        assert_eq!(calls, 70);
+    }
+
+    fn p_ref(p: &Postings) -> &Postings {
+        p
     }
 
     #[test]

@@ -499,12 +499,20 @@ impl Engine {
         let q = &q.about(record.metadata());
         if q.via_passages() {
             let fingerprints = self.containment_keys(record.shingles(), record.fingerprints());
+            // No other document holds any of its fingerprints: no
+            // candidate, no lookup (as `shared_bands` for Jaccard). The
+            // count is read first and the slot checked after, so it is
+            // `record`'s.
+            let alone = record.shingles().len() >= self.passage_window()
+                && self.postings.shared(slot) == 0
+                && self.docs.holds(slot, &record);
             return self.contained(
                 record.shingles(),
                 record.signature(),
                 &fingerprints,
                 Some(id),
                 Some(slot),
+                alone,
                 q,
             );
         }
@@ -560,6 +568,7 @@ impl Engine {
                 &fingerprints,
                 exclude,
                 own_slot,
+                false,
                 q,
             );
         }
