@@ -355,17 +355,36 @@ impl Engine {
         // rules out. The survivors are verified best-sharing first. (On
         // content scores a document's count includes its boilerplate
         // fingerprints, so only the query's side is ruled on here.)
+        // The share rule needs at least this many on the document's side
+        // (its count is at least the fewest indexed).
+        let doc_floor = Self::fingerprints_needed(
+            self.postings.fewest().min(u32::MAX as usize),
+            q.threshold.value(),
+            common,
+        );
+        let by_query_at = Self::fingerprints_needed(query_fps, q.threshold.value(), common);
         let mut worth: Vec<(Slot, u32)> = gathered
             .shared
             .into_iter()
             .filter(|&(slot, shared)| match &content {
                 None => {
-                    // The document's count is read only where the rule needs it.
-                    let record_fps = match q.measure {
-                        Measure::QueryInStored => 0,
-                        _ => self.postings.count(slot),
-                    };
-                    Self::worth_verifying(q, query_fps, record_fps, shared as usize, common)
+                    let shared = shared as usize;
+                    // The document's count is read only where the rule
+                    // still needs it: not when the query's side decides
+                    // alone, nor when no document could have few enough.
+                    match q.measure {
+                        Measure::QueryInStored => shared >= by_query_at,
+                        Measure::Containment if shared >= by_query_at => true,
+                        Measure::Jaccard if shared < by_query_at => false,
+                        _ if shared < doc_floor => false,
+                        _ => Self::worth_verifying(
+                            q,
+                            query_fps,
+                            self.postings.count(slot),
+                            shared,
+                            common,
+                        ),
+                    }
                 }
                 Some(_) => match q.measure {
                     Measure::QueryInStored | Measure::Jaccard => {

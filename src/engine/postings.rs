@@ -53,6 +53,11 @@ pub(crate) struct Postings {
     /// has no candidate and needs no lookup. Never lowered while the slot
     /// is indexed (a partner's removal leaves it), so it only errs high.
     shared: SlotCounts,
+    /// The fewest fingerprints of any document indexed since the index
+    /// was made (documents without any aside): a lower bound of every
+    /// indexed document's count, so a candidate can be ruled out by the
+    /// share rule without reading its own count.
+    fewest: std::sync::atomic::AtomicUsize,
 }
 
 impl Default for Postings {
@@ -61,6 +66,7 @@ impl Default for Postings {
             shards: (0..SHARDS).map(|_| Shard::default()).collect(),
             counts: SlotCounts::default(),
             shared: SlotCounts::default(),
+            fewest: std::sync::atomic::AtomicUsize::new(usize::MAX),
         }
     }
 }
@@ -140,6 +146,23 @@ impl Postings {
             n += 1;
         }
         self.counts.set(slot, n);
+        self.note_count(n);
+    }
+
+    /// Keep [`Self::fewest`] a lower bound after indexing `n` fingerprints.
+    #[inline]
+    fn note_count(&self, n: usize) {
+        if n > 0 {
+            self.fewest
+                .fetch_min(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// A lower bound of every indexed document's fingerprint count
+    /// (`usize::MAX` while none is indexed).
+    #[inline]
+    pub(crate) fn fewest(&self) -> usize {
+        self.fewest.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Count what `slot` met when one of its fingerprints was added
@@ -174,6 +197,7 @@ impl Postings {
                 (shard as u16, key, slot)
             }));
             self.counts.set(slot, entries.len() - before);
+            self.note_count(entries.len() - before);
         }
         entries.sort_unstable_by_key(|e| e.0);
         let mut pairs: Vec<(u32, Slot)> = Vec::new();
