@@ -136,6 +136,69 @@ fn an_excerpt_and_an_embedding_are_found_in_both_directions() {
     assert_eq!(result_ids(&found), vec!["excerpt"]);
 }
 
+#[test]
+fn queries_by_id_equal_brute_force_when_the_index_is_built_at_once_and_grown_one_by_one() {
+    // Half the documents stored before the index is switched on (built in
+    // bulk from the records), half after (one by one); excerpts of some,
+    // and documents that share no passage with anyone (answered without a
+    // lookup). Every measure by id equals brute force over every pair.
+    let e = engine(false);
+    let mut texts: Vec<(String, Vec<String>)> = Vec::new();
+    for i in 0..40u64 {
+        let article = words(500 + i, 200, 4000);
+        if i % 4 == 0 {
+            let excerpt = article[40..140].to_vec();
+            texts.push((format!("x{i}"), excerpt));
+        }
+        texts.push((format!("a{i}"), article));
+    }
+    let (before, after) = texts.split_at(texts.len() / 2);
+    for (id, w) in before {
+        put(&e, id, &w.join(" "));
+    }
+    e.set_passage_index(true);
+    for (id, w) in after {
+        put(&e, id, &w.join(" "));
+    }
+    let sets: Vec<(String, Vec<u32>)> = texts
+        .iter()
+        .map(|(id, w)| {
+            (
+                id.clone(),
+                e.prepare(&w.join(" ")).unwrap().shingles().to_vec(),
+            )
+        })
+        .collect();
+    let inter = |a: &[u32], b: &[u32]| a.iter().filter(|x| b.binary_search(x).is_ok()).count();
+    for measure in [
+        Measure::QueryInStored,
+        Measure::StoredInQuery,
+        Measure::Containment,
+    ] {
+        let q = query(&e, measure, 0.9);
+        for (id, mine) in &sets {
+            let mut want: Vec<String> = sets
+                .iter()
+                .filter(|(other, theirs)| {
+                    let i = inter(mine, theirs) as f64;
+                    let (qs, ds) = (i / mine.len() as f64, i / theirs.len() as f64);
+                    other != id
+                        && match measure {
+                            Measure::QueryInStored => qs >= 0.9,
+                            Measure::StoredInQuery => ds >= 0.9,
+                            _ => qs >= 0.9 || ds >= 0.9,
+                        }
+                })
+                .map(|(other, _)| other.clone())
+                .collect();
+            want.sort();
+            let mut got = result_ids(&e.similar_to_id(id, &q).unwrap());
+            got.sort();
+            assert_eq!(got, want, "{id} by {measure:?}");
+        }
+    }
+}
+
 fn result_ids(q: &QueryOutcome) -> Vec<String> {
     q.matches.iter().map(|m| m.id.to_string()).collect()
 }
