@@ -32,6 +32,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+#[path = "common/serve.rs"]
+mod serve;
+
 #[derive(Parser)]
 struct Args {
     /// Writes per round.
@@ -117,20 +120,9 @@ async fn round(
     settings.storage.wal_fsync = serde_json::from_value(json!(args.wal_fsync))
         .expect("--wal-fsync: always, interval or never");
     let app = App::build(settings.validate().unwrap()).await.unwrap();
-    let base = format!("http://{}", app.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until_stopped(async move {
-        let _ = stopped.await;
-    }));
+    let served = serve::serve(app).await;
+    let base = served.base.clone();
     let client = reqwest::Client::new();
-    while client
-        .get(format!("{base}/readyz"))
-        .send()
-        .await
-        .map_or(true, |r| r.status() != 200)
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
     if let Some((url, _)) = receiver {
         let r = client
             .post(format!("{base}/webhooks"))
@@ -210,8 +202,7 @@ async fn round(
     // subscription's cost too.
     let cpu =
         (cpu_ticks("/proc/self/stat") - cpu_start - (receiver_ticks() - receiver_start)) * TICK_NS;
-    let _ = stop.send(());
-    let _ = server.await;
+    served.stop().await;
     (
         args.docs as f64 / secs,
         events,

@@ -25,11 +25,13 @@ use neardup::app::App;
 use neardup::config::Settings;
 use neardup::testkit::Articles;
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 #[path = "common/median.rs"]
 mod median;
 use median::median;
+#[path = "common/serve.rs"]
+mod serve;
 
 #[derive(Parser)]
 struct Args {
@@ -80,20 +82,9 @@ async fn main() {
     settings.storage.data_dir = dir.path().to_owned();
     settings.storage.store_text = true;
     let app = App::build(settings.validate().unwrap()).await.unwrap();
-    let base = format!("http://{}", app.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run_until_stopped(async move {
-        let _ = stopped.await;
-    }));
+    let served = serve::serve(app).await;
+    let base = served.base.clone();
     let client = reqwest::Client::new();
-    while client
-        .get(format!("{base}/readyz"))
-        .send()
-        .await
-        .map_or(true, |r| r.status() != 200)
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 
     let load = Instant::now();
     for start in (0..args.docs).step_by(1000) {
@@ -211,6 +202,5 @@ async fn main() {
             "complete": last["complete"],
         })
     );
-    let _ = stop.send(());
-    let _ = server.await;
+    served.stop().await;
 }

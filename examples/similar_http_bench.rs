@@ -36,10 +36,12 @@ use neardup::config::{Settings, WalFsync};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod common;
 use common::{draws, median};
+#[path = "common/serve.rs"]
+mod serve;
 
 #[derive(Parser)]
 struct Args {
@@ -73,17 +75,9 @@ const SERVERS: [(&str, bool, bool); 3] = [
     ("passage index + document frequency", true, true),
 ];
 
-/// A server in this process (`passages`, `counts`: the passage index, and
-/// document frequency), its base URL and its stop.
-async fn server(
-    passages: bool,
-    counts: bool,
-) -> (
-    String,
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<()>,
-    tempfile::TempDir,
-) {
+/// A server in this process with the passage index (`passages`) and
+/// document frequency (`counts`) on or off, and its data directory.
+async fn server(passages: bool, counts: bool) -> (serve::Served, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings::default();
     settings.server.bind = "127.0.0.1:0".into();
@@ -92,25 +86,7 @@ async fn server(
     settings.index.passage_index = passages;
     settings.index.boilerplate.enabled = counts;
     let app = App::build(settings.validate().unwrap()).await.unwrap();
-    let base = format!("http://{}", app.local_addr());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let handle = tokio::spawn(async move {
-        let _ = app
-            .run_until_stopped(async move {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    let client = reqwest::Client::new();
-    while client
-        .get(format!("{base}/readyz"))
-        .send()
-        .await
-        .map_or(true, |r| r.status() != 200)
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    (base, stop, handle, dir)
+    (serve::serve(app).await, dir)
 }
 
 /// Every document through `POST /documents/batch`, 1,000 a request;
@@ -219,10 +195,9 @@ async fn main() {
         for k in 0..SERVERS.len() {
             let c = (k + round) % SERVERS.len();
             let (_, passages, counts) = SERVERS[c];
-            let (base, stop, handle, _dir) = server(passages, counts).await;
-            this[c] = load(&client, &base, &docs).await;
-            let _ = stop.send(());
-            let _ = handle.await;
+            let (served, _dir) = server(passages, counts).await;
+            this[c] = load(&client, &served.base, &docs).await;
+            served.stop().await;
         }
         for (c, &(name, _, _)) in SERVERS.iter().enumerate() {
             ingest[c].push(this[c]);
@@ -237,7 +212,7 @@ async fn main() {
     let mut servers = Vec::new();
     for &(_, passages, counts) in &SERVERS[1..] {
         let s = server(passages, counts).await;
-        load(&client, &s.0, &docs).await;
+        load(&client, &s.0.base, &docs).await;
         servers.push(s);
     }
     let mut per_kind: Vec<Vec<f64>> = vec![Vec::new(); KINDS.len()];
@@ -250,7 +225,7 @@ async fn main() {
             let (_, on, by_text, measure, score) = KINDS[kind];
             this[kind] = run_kind(
                 &client,
-                &servers[on].0,
+                &servers[on].0.base,
                 &docs,
                 &picks,
                 (by_text, measure, score),
@@ -271,9 +246,8 @@ async fn main() {
             );
         }
     }
-    for (_, stop, handle, _dir) in servers {
-        let _ = stop.send(());
-        let _ = handle.await;
+    for (served, _dir) in servers {
+        served.stop().await;
     }
     let ingest: Vec<Value> = SERVERS
         .iter()
