@@ -308,7 +308,7 @@ impl Engine {
     /// A query answered from the passage index in this engine: a
     /// containment measure, or any measure on content scores. `alone`: the
     /// caller knows that no other document holds any of `fingerprints`
-    /// (a stored document's [`Postings::shared`] count is 0), so the
+    /// (a stored document's [`super::postings::Postings::shared`] count is 0), so the
     /// answer is empty without a lookup.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn contained(
