@@ -42,6 +42,24 @@ export function fill(el, ...children) {
   return el;
 }
 
+/** A button that acts only on a second click: the first arms it, and
+ * says so ("delete: click again"). attrs as for h(); onConfirm runs on the
+ * second click. */
+export function confirmButton(attrs, label, onConfirm) {
+  const button = h('button', {
+    type: 'button', ...attrs,
+    onclick: () => {
+      if (button.dataset.armed !== 'true') {
+        button.dataset.armed = 'true';
+        button.textContent = `${label}: click again`;
+        return;
+      }
+      onConfirm();
+    },
+  }, label);
+  return button;
+}
+
 /** A number as the API gives it, shortened for a table. */
 export function num(x, digits = 3) {
   if (x === null || x === undefined) return '–';

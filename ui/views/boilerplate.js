@@ -7,7 +7,7 @@
 // configuration). Passage and template texts are shown as text only.
 
 import { api, canWrite, collectionBase } from '../api.js';
-import { h, fill, add, num, errorBox } from '../dom.js';
+import { h, fill, add, num, errorBox, confirmButton } from '../dom.js';
 import { ctx, action, loadInfo, go } from '../shell.js';
 import { boilerplateSettings, boilerplateOffBox } from '../measures.js';
 
@@ -167,25 +167,16 @@ export default async function boilerplate(root) {
         type: 'button', class: 'link', testid: 'template-view', 'aria-expanded': 'false',
         onclick: () => action(VIEW, () => toggle(t, detail, viewBtn)),
       }, 'view');
-      const del = h('button', {
-        type: 'button', class: 'link', testid: 'template-delete', disabled: !writable,
-        onclick: () => {
-          if (del.dataset.armed !== 'true') {
-            del.dataset.armed = 'true';
-            del.textContent = 'delete: click again';
-            return;
+      const del = confirmButton({ class: 'link', testid: 'template-delete', disabled: !writable }, 'delete', () =>
+        action(VIEW, async () => {
+          try {
+            await api(`${base}/templates/${encodeURIComponent(t.id)}`, { method: 'DELETE' });
+            await Promise.all([loadTemplates(), loadCommon()]);
+            setStatus(`Deleted the template ${t.id}.`);
+          } catch (e) {
+            fill(addStatus, errorBox(e));
           }
-          action(VIEW, async () => {
-            try {
-              await api(`${base}/templates/${encodeURIComponent(t.id)}`, { method: 'DELETE' });
-              await Promise.all([loadTemplates(), loadCommon()]);
-              setStatus(`Deleted the template ${t.id}.`);
-            } catch (e) {
-              fill(addStatus, errorBox(e));
-            }
-          });
-        },
-      }, 'delete');
+        }));
       rows.push(h('tr', { testid: 'template-row', dataset: { id: t.id } },
         h('td', { class: 'id' }, t.id),
         h('td', { class: 'n', 'data-label': 'shingles' }, num(t.shingles)),

@@ -12,7 +12,7 @@
 // decide. Text from the server is only ever text.
 
 import { api, apiText, canWrite, collectionBase } from '../api.js';
-import { h, fill, add, num, errorBox } from '../dom.js';
+import { h, fill, add, num, errorBox, confirmButton } from '../dom.js';
 import { ctx, action, thresholds } from '../shell.js';
 import { showPair } from '../pair.js';
 import { conflictBox } from '../measures.js';
@@ -442,30 +442,21 @@ export default async function review(root, params) {
       type: 'button', class: 'link write', testid: 'decision-edit', disabled: !writable,
       onclick: () => editRow(d, verdictCell, noteCell, actions, row),
     }, 'edit');
-    const del = h('button', {
-      type: 'button', class: 'link write', testid: 'decision-delete', disabled: !writable,
-      onclick: () => {
-        if (del.dataset.armed !== 'true') {
-          del.dataset.armed = 'true';
-          del.textContent = 'delete: click again';
+    const del = confirmButton({ class: 'link write', testid: 'decision-delete', disabled: !writable }, 'delete', () =>
+      action(VIEW, async () => {
+        const qs = new URLSearchParams({ a: d.a, b: d.b });
+        try {
+          await api(`${base}/review/decision?${qs}`, { method: 'DELETE' });
+        } catch (e) {
+          if (e.status === 403) setWritable(false);
+          fill(decStatus, errorBox(e));
           return;
         }
-        action(VIEW, async () => {
-          const qs = new URLSearchParams({ a: d.a, b: d.b });
-          try {
-            await api(`${base}/review/decision?${qs}`, { method: 'DELETE' });
-          } catch (e) {
-            if (e.status === 403) setWritable(false);
-            fill(decStatus, errorBox(e));
-            return;
-          }
-          q.decided.delete(pairKey(d.a, d.b));
-          markQueue();
-          fill(decStatus, h('p', { class: 'muted' }, 'Deleted the decision on ', h('span', { class: 'id' }, d.a), ' and ', h('span', { class: 'id' }, d.b), '.'));
-          await Promise.all([loadDecisions(), loadPrecision()]);
-        });
-      },
-    }, 'delete');
+        q.decided.delete(pairKey(d.a, d.b));
+        markQueue();
+        fill(decStatus, h('p', { class: 'muted' }, 'Deleted the decision on ', h('span', { class: 'id' }, d.a), ' and ', h('span', { class: 'id' }, d.b), '.'));
+        await Promise.all([loadDecisions(), loadPrecision()]);
+      }));
     add(actions, edit, ' · ', del);
     return row;
   }

@@ -8,7 +8,7 @@
 // server's text and are shown as text only.
 
 import { api, apiLines, canWrite, collectionBase } from '../api.js';
-import { h, fill, add, num, errorBox } from '../dom.js';
+import { h, fill, add, num, errorBox, confirmButton } from '../dom.js';
 import { ctx, action, go, thresholds } from '../shell.js';
 import { MEASURES, SCORES } from '../measures.js';
 
@@ -48,25 +48,16 @@ export default async function webhooks(root) {
         type: 'button', class: 'link', testid: 'wh-failed-open', 'aria-expanded': 'false',
         onclick: () => action(VIEW, () => toggleFailed(s, detail, failedBtn)),
       }, 'failed deliveries');
-      const del = h('button', {
-        type: 'button', class: 'link', testid: 'wh-delete', disabled: !writable,
-        onclick: () => {
-          if (del.dataset.armed !== 'true') {
-            del.dataset.armed = 'true';
-            del.textContent = 'delete: click again';
-            return;
+      const del = confirmButton({ class: 'link', testid: 'wh-delete', disabled: !writable }, 'delete', () =>
+        action(VIEW, async () => {
+          try {
+            await api(`${base}/webhooks/${encodeURIComponent(s.id)}`, { method: 'DELETE' });
+            await loadList();
+            fill(listStatus, h('p', { class: 'muted' }, `Deleted the subscription ${s.id}, with its pending and failed deliveries.`));
+          } catch (e) {
+            fill(listStatus, errorBox(e));
           }
-          action(VIEW, async () => {
-            try {
-              await api(`${base}/webhooks/${encodeURIComponent(s.id)}`, { method: 'DELETE' });
-              await loadList();
-              fill(listStatus, h('p', { class: 'muted' }, `Deleted the subscription ${s.id}, with its pending and failed deliveries.`));
-            } catch (e) {
-              fill(listStatus, errorBox(e));
-            }
-          });
-        },
-      }, 'delete');
+        }));
       rows.push(h('tr', { testid: 'wh-row', dataset: { id: s.id } },
         h('td', { class: 'id', 'data-label': 'id' }, s.id),
         h('td', { class: 'id', 'data-label': 'url', testid: 'wh-row-url' }, s.url),
