@@ -87,11 +87,15 @@ impl ScalarRef<'_> {
 
 impl Scalar {
     fn equals(&self, v: &ScalarRef<'_>) -> bool {
-        match (self, v) {
-            (Scalar::Str(a), ScalarRef::Str(b)) => **a == **b,
-            (Scalar::Num(a), ScalarRef::Num(b)) => a.equals(*b),
-            (Scalar::Bool(a), ScalarRef::Bool(b)) => a == b,
-            _ => false,
+        self.borrowed().same_as(v)
+    }
+
+    /// This value as a read one (borrowing its string).
+    fn borrowed(&self) -> ScalarRef<'_> {
+        match self {
+            Scalar::Str(s) => ScalarRef::Str(Cow::Borrowed(s)),
+            Scalar::Num(n) => ScalarRef::Num(*n),
+            Scalar::Bool(b) => ScalarRef::Bool(*b),
         }
     }
 
