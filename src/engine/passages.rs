@@ -357,11 +357,8 @@ impl Engine {
         // fingerprints, so only the query's side is ruled on here.)
         // The share rule needs at least this many on the document's side
         // (its count is at least the fewest indexed).
-        let doc_floor = Self::fingerprints_needed(
-            self.postings.fewest().min(u32::MAX as usize),
-            q.threshold.value(),
-            common,
-        );
+        let doc_floor =
+            Self::fingerprints_needed(self.postings.fewest(), q.threshold.value(), common);
         let by_query_at = Self::fingerprints_needed(query_fps, q.threshold.value(), common);
         let mut worth: Vec<(Slot, u32)> = gathered
             .shared
@@ -375,7 +372,6 @@ impl Engine {
                     match q.measure {
                         Measure::QueryInStored => shared >= by_query_at,
                         Measure::Containment if shared >= by_query_at => true,
-                        Measure::Jaccard if shared < by_query_at => false,
                         _ if shared < doc_floor => false,
                         _ => Self::worth_verifying(
                             q,

@@ -95,21 +95,30 @@ impl SlotCounts {
         (c, (u64::from(slot) - start) as usize)
     }
 
-    fn set(&self, slot: Slot, n: usize) {
-        use std::sync::atomic::{AtomicU16, Ordering};
+    /// `slot`'s counter, its chunk made on first use.
+    fn cell(&self, slot: Slot) -> &std::sync::atomic::AtomicU16 {
         let (c, i) = Self::locate(slot);
-        let chunk =
-            self.chunks[c].get_or_init(|| (0..1024usize << c).map(|_| AtomicU16::new(0)).collect());
-        chunk[i].store(n.min(u16::MAX as usize) as u16, Ordering::Relaxed);
+        let chunk = self.chunks[c].get_or_init(|| {
+            (0..1024usize << c)
+                .map(|_| std::sync::atomic::AtomicU16::new(0))
+                .collect()
+        });
+        &chunk[i]
+    }
+
+    fn set(&self, slot: Slot, n: usize) {
+        self.cell(slot).store(
+            n.min(u16::MAX as usize) as u16,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// Add one to `slot`'s count (saturating at `u16::MAX`).
     fn bump(&self, slot: Slot) {
-        use std::sync::atomic::{AtomicU16, Ordering};
-        let (c, i) = Self::locate(slot);
-        let chunk =
-            self.chunks[c].get_or_init(|| (0..1024usize << c).map(|_| AtomicU16::new(0)).collect());
-        let _ = chunk[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1));
+        use std::sync::atomic::Ordering::Relaxed;
+        let _ = self
+            .cell(slot)
+            .fetch_update(Relaxed, Relaxed, |n| n.checked_add(1));
     }
 
     #[inline]
@@ -228,8 +237,9 @@ impl Postings {
     }
 
     /// Documents holding `fp`: calls `f` with the bucket (under the
-    /// shard's read lock; `f` must not call back into the index).
-    #[inline]
+    /// shard's read lock; `f` must not call back into the index). One
+    /// lookup at a time: the reference the tests hold
+    /// [`Self::with_many`] to.
     #[cfg(test)]
     pub(crate) fn with<R>(&self, fp: u32, f: impl FnOnce(Option<Bucket<'_>>) -> R) -> R {
         let (shard, key) = place(fp);
