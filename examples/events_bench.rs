@@ -50,6 +50,10 @@ struct Args {
     /// or `never` show what the fsyncs themselves cost).
     #[arg(long, default_value = "always")]
     wal_fsync: String,
+    /// Run only the rounds with a subscription (`with`) or only those
+    /// without (`without`), to profile one of them; no ratio is reported.
+    #[arg(long)]
+    only: Option<String>,
 }
 
 #[derive(Default)]
@@ -238,6 +242,21 @@ async fn main() {
 
     let (mut plain, mut subscribed, mut ratios, mut cpu_ratios) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    if let Some(only) = &args.only {
+        let with = match only.as_str() {
+            "with" => true,
+            "without" => false,
+            _ => panic!("--only: with or without"),
+        };
+        for r in 0..args.rounds {
+            let (rate, events, cpu) =
+                round(&args, &corpus, with.then_some((url.as_str(), &*received))).await;
+            println!(
+                "round {r}: {rate:.0} docs/s, {cpu:.1} µs CPU a write ({events} events delivered)"
+            );
+        }
+        return;
+    }
     for r in 0..args.rounds {
         // The variant that goes first alternates (a drifting machine
         // favours neither), and each round's ratio is of its own pair.

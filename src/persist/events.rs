@@ -20,8 +20,8 @@
 //! Invariants:
 //! - frames are written with write(2) before the call returns, so an
 //!   appended event survives kill -9 (the fsync, per the collection's WAL
-//!   mode, is the caller's to run: the memory backend runs it right after,
-//!   off the write's path);
+//!   mode, is the caller's to run: the memory backend runs it off the
+//!   write's path, at once or within the log's fsync interval, [`Syncer`]);
 //!   a failed write is cut back off the file, so a later frame never
 //!   follows a torn one;
 //! - a torn final frame (a crash mid-write) is dropped with a warning at
@@ -45,9 +45,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The subscriptions file, beside the collection's manifest.
 pub const SUBSCRIPTIONS: &str = "webhooks.json";
@@ -181,6 +181,12 @@ pub enum Settle {
 /// The group commit of appended events (`always` mode): an append writes
 /// under the log's lock and fsyncs after releasing it, so one fsync covers
 /// every append written before it started.
+///
+/// The fsyncs are also spaced: at most one every `fsync_interval_ms` of
+/// [`EventLog::open`] ([`Syncer::claim`]), so a stream of appends does not
+/// put a second fsync stream beside the WAL's on the same disk (each one a
+/// device flush that the WAL's group commits then queue behind). An idle
+/// log is fsynced at once.
 #[derive(Debug)]
 pub struct Syncer {
     /// The segment being appended to (replaced by a compaction, which
@@ -193,9 +199,36 @@ pub struct Syncer {
     /// One fsync at a time; a waiter finds its write synced by the one
     /// before it, or makes the next.
     lock: Mutex<()>,
+    /// Whether an fsync is claimed and not yet started ([`Syncer::claim`]).
+    claimed: AtomicBool,
+    /// The least time between two fsyncs, and when the last one started
+    /// (nanoseconds since `epoch`).
+    spacing: Duration,
+    epoch: Instant,
+    last_ns: AtomicU64,
+    /// Fsyncs made (for the tests and the docs' figures).
+    fsyncs: AtomicU64,
 }
 
+/// `Syncer::last_ns` before the first fsync.
+const NEVER: u64 = u64::MAX;
+
 impl Syncer {
+    fn new(file: &Arc<File>, path: &Path, spacing_ms: u64) -> Arc<Self> {
+        Arc::new(Syncer {
+            file: Mutex::new(Arc::clone(file)),
+            path: Mutex::new(path.to_owned()),
+            written: AtomicU64::new(0),
+            synced: AtomicU64::new(0),
+            lock: Mutex::new(()),
+            claimed: AtomicBool::new(false),
+            spacing: Duration::from_millis(spacing_ms),
+            epoch: Instant::now(),
+            last_ns: AtomicU64::new(NEVER),
+            fsyncs: AtomicU64::new(0),
+        })
+    }
+
     /// Return once write number `n` is fsynced.
     pub fn sync_to(&self, n: u64) -> Result<(), PersistError> {
         if self.synced.load(Ordering::Acquire) >= n {
@@ -208,9 +241,60 @@ impl Syncer {
         let target = self.written.load(Ordering::Acquire);
         let file = Arc::clone(&self.file.lock().expect("event log file"));
         let path = self.path.lock().expect("event log path").clone();
+        self.last_ns
+            .store(self.epoch.elapsed().as_nanos() as u64, Ordering::Release);
+        self.fsyncs.fetch_add(1, Ordering::Relaxed);
         file.sync_data().map_err(io_err(&path))?;
         self.synced.fetch_max(target, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// After a write with `Durable::Later`: `None` if an fsync already
+    /// claimed will cover it, else how long to wait before running
+    /// [`Syncer::run_claimed`] (zero when the last fsync started at least
+    /// the spacing ago).
+    pub fn claim(&self) -> Option<Duration> {
+        if self
+            .claimed
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return None;
+        }
+        let last = self.last_ns.load(Ordering::Acquire);
+        if last == NEVER {
+            return Some(Duration::ZERO);
+        }
+        let since =
+            Duration::from_nanos((self.epoch.elapsed().as_nanos() as u64).saturating_sub(last));
+        Some(self.spacing.saturating_sub(since))
+    }
+
+    /// The fsync [`Syncer::claim`] promised: it covers every write made
+    /// before it releases the claim, so a write that found the claim taken
+    /// is in it.
+    pub fn run_claimed(&self) -> Result<(), PersistError> {
+        self.claimed.store(false, Ordering::SeqCst);
+        self.sync_to(self.written.load(Ordering::SeqCst))
+    }
+
+    /// Fsyncs made so far.
+    pub fn fsyncs(&self) -> u64 {
+        self.fsyncs.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Syncer {
+    /// A claimed fsync that never ran (the runtime stopped first) is made
+    /// here, when the log and its last task are gone.
+    fn drop(&mut self) {
+        if self.synced.load(Ordering::Acquire) < self.written.load(Ordering::Acquire) {
+            let file = self.file.lock().expect("event log file");
+            if let Err(e) = file.sync_data() {
+                let path = self.path.lock().expect("event log path");
+                tracing::error!(path = %path.display(), error = %e, "the last fsync of an event log failed");
+            }
+        }
     }
 }
 
@@ -221,14 +305,16 @@ enum Durable {
     Written,
     /// Fsynced per the WAL mode before the call returns.
     Now,
-    /// Fsynced per the WAL mode by the caller after it releases the log
-    /// ([`EventLog::sync_ticket`]).
+    /// Fsynced by the caller after it releases the log, unless the mode is
+    /// `never` ([`EventLog::sync_ticket`]).
     Later,
 }
 
 /// A collection's event log, subscriptions and delivery state. Not
-/// thread-safe by itself: the backend holds it behind a mutex and calls it
-/// on a blocking thread (every method may write and fsync).
+/// thread-safe by itself: the backend holds it behind a mutex. Appends,
+/// settlements and `due` (of a started subscription) write(2) and never
+/// fsync; subscription changes, trims (compaction) and hand retries may
+/// fsync, so the backend calls those on a blocking thread.
 pub struct EventLog {
     /// The collection directory.
     dir: PathBuf,
@@ -350,13 +436,7 @@ impl EventLog {
                     fsync_interval_ms,
                     last_sync: Instant::now(),
                     writes: 0,
-                    syncer: Arc::new(Syncer {
-                        file: Mutex::new(Arc::clone(&file)),
-                        path: Mutex::new(path.clone()),
-                        written: AtomicU64::new(0),
-                        synced: AtomicU64::new(0),
-                        lock: Mutex::new(()),
-                    }),
+                    syncer: Syncer::new(&file, &path, fsync_interval_ms),
                     file,
                     path,
                     bytes: bytes.len() as u64,
@@ -393,13 +473,7 @@ impl EventLog {
                     fsync_interval_ms,
                     last_sync: Instant::now(),
                     writes: 0,
-                    syncer: Arc::new(Syncer {
-                        file: Mutex::new(Arc::clone(&file)),
-                        path: Mutex::new(path.clone()),
-                        written: AtomicU64::new(0),
-                        synced: AtomicU64::new(0),
-                        lock: Mutex::new(()),
-                    }),
+                    syncer: Syncer::new(&file, path, fsync_interval_ms),
                     file,
                     path: path.clone(),
                     bytes: valid,
@@ -554,9 +628,10 @@ impl EventLog {
         self.bytes += buf.len() as u64;
         self.writes += 1;
         self.syncer.written.store(self.writes, Ordering::Release);
-        if durable != Durable::Written {
+        // `Later` is the caller's to fsync (`sync_ticket`), never here.
+        if durable == Durable::Now {
             let due = match self.fsync {
-                WalFsync::Always => durable == Durable::Now,
+                WalFsync::Always => true,
                 WalFsync::Interval => {
                     self.last_sync.elapsed().as_millis() as u64 >= self.fsync_interval_ms
                 }
@@ -592,10 +667,16 @@ impl EventLog {
         Ok(())
     }
 
-    /// In `always` mode, what to fsync (after releasing the log) for the
-    /// last write made with `Durable::Later` to be durable.
-    pub fn sync_ticket(&self) -> Option<(Arc<Syncer>, u64)> {
-        (self.fsync == WalFsync::Always).then(|| (Arc::clone(&self.syncer), self.writes))
+    /// What fsyncs (after the log is released) the writes made with
+    /// `Durable::Later`, [`Syncer::claim`]; `None` in `never` mode.
+    pub fn sync_ticket(&self) -> Option<Arc<Syncer>> {
+        (self.fsync != WalFsync::Never).then(|| Arc::clone(&self.syncer))
+    }
+
+    /// Whether `sub`'s start is logged ([`Self::due`] logs it, fsynced,
+    /// on the subscription's first call).
+    pub fn started(&self, sub: &str) -> bool {
+        self.subs.contains_key(sub)
     }
 
     pub fn subscriptions(&self) -> &[Subscription] {
@@ -1136,5 +1217,41 @@ mod tests {
             .err()
             .unwrap();
         assert!(err.to_string().contains("events-"), "{err}");
+    }
+
+    #[test]
+    fn appends_in_a_stream_share_spaced_fsyncs_and_each_is_covered_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = EventLog::open(dir.path(), WalFsync::Always, 60).unwrap();
+        let mut mk = ids();
+        // An idle log is fsynced at once.
+        log.append(vec![draft("first", 0.9, 1)], &mut mk).unwrap();
+        let syncer = log.sync_ticket().unwrap();
+        assert_eq!(syncer.claim(), Some(Duration::ZERO));
+        // Claimed and not yet run: later appends ride on that claim.
+        log.append(vec![draft("second", 0.9, 1)], &mut mk).unwrap();
+        assert_eq!(syncer.claim(), None);
+        syncer.run_claimed().unwrap();
+        assert_eq!(syncer.fsyncs(), 1);
+        assert_eq!(syncer.synced.load(Ordering::SeqCst), log.writes);
+        // A stream of appends right after: one fsync, due at the spacing.
+        let mut waits = Vec::new();
+        for n in 0..50 {
+            log.append(vec![draft(&format!("d{n}"), 0.9, 1)], &mut mk)
+                .unwrap();
+            waits.extend(syncer.claim());
+        }
+        assert_eq!(waits.len(), 1, "{waits:?}");
+        assert!(
+            waits[0] > Duration::ZERO && waits[0] <= Duration::from_millis(60),
+            "{waits:?}"
+        );
+        assert!(syncer.synced.load(Ordering::SeqCst) < log.writes);
+        syncer.run_claimed().unwrap();
+        assert_eq!(syncer.fsyncs(), 2);
+        assert_eq!(syncer.synced.load(Ordering::SeqCst), log.writes);
+        // Once released, the next append claims again.
+        log.append(vec![draft("last", 0.9, 1)], &mut mk).unwrap();
+        assert!(syncer.claim().is_some());
     }
 }

@@ -1,7 +1,8 @@
 //! The memory backend's event log, webhook subscriptions and delivery
 //! state (issue 45): see the `Backend` methods of the same names. The
 //! files and their replay are `persist::events::EventLog`'s; here it is
-//! opened once per collection directory and called on a blocking thread.
+//! opened once per collection directory and called on the caller's thread
+//! for what never fsyncs (when its lock is free), else on a blocking one.
 //!
 //! One `EventLog` per directory, shared by every `Memory` of it (a
 //! reindex builds a second one over the same collection directory while
@@ -34,6 +35,11 @@ fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Mutex<EventLog>>>> {
 /// written before they return, so only a power loss can lose that window).
 const INTERVAL_FSYNC_MS: u64 = 1000;
 
+/// How often an `always`-mode log's appends are fsynced at most (an idle
+/// log's at once): a stream of appends makes 20 fsyncs a second, not one a
+/// group, beside the WAL's on the same disk.
+const ALWAYS_FSYNC_MS: u64 = 50;
+
 fn persist_err(what: &str) -> impl FnOnce(PersistError) -> BackendError + '_ {
     move |e| BackendError::Internal(format!("{what}: {e}"))
 }
@@ -53,7 +59,7 @@ fn open_log(store: &Store, dir: &Path) -> Result<SharedLog, PersistError> {
     let mode = store.wal().mode();
     let interval = match mode {
         WalFsync::Interval => INTERVAL_FSYNC_MS,
-        _ => 0,
+        _ => ALWAYS_FSYNC_MS,
     };
     let log = EventLog::open(dir, mode, interval).inspect_err(|e| {
         tracing::error!(error = %e, "the event log cannot be opened; no events until it is repaired");
@@ -64,24 +70,53 @@ fn open_log(store: &Store, dir: &Path) -> Result<SharedLog, PersistError> {
 }
 
 impl Memory {
+    /// This collection's event log, opened on first use.
+    async fn log(&self, dir: &Path, what: &'static str) -> Result<SharedLog, BackendError> {
+        if let Some(log) = self.events.get() {
+            return Ok(Arc::clone(log));
+        }
+        let (store, d) = (Arc::clone(&self.store), dir.to_owned());
+        let log = tokio::task::spawn_blocking(move || open_log(&store, &d))
+            .await
+            .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
+            .map_err(persist_err(what))?;
+        Ok(Arc::clone(self.events.get_or_init(|| log)))
+    }
+
     /// `f` on this collection's event log (opened on first use), on a
-    /// blocking thread.
+    /// blocking thread: for what may fsync or rewrite the log.
     async fn on_log<T: Send + 'static>(
         &self,
         dir: &Path,
         what: &'static str,
         f: impl FnOnce(&mut EventLog) -> Result<T, PersistError> + Send + 'static,
     ) -> Result<T, BackendError> {
-        let log = match self.events.get() {
-            Some(log) => Arc::clone(log),
-            None => {
-                let (store, d) = (Arc::clone(&self.store), dir.to_owned());
-                let log = tokio::task::spawn_blocking(move || open_log(&store, &d))
-                    .await
-                    .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
-                    .map_err(persist_err(what))?;
-                Arc::clone(self.events.get_or_init(|| log))
-            }
+        let log = self.log(dir, what).await?;
+        tokio::task::spawn_blocking(move || {
+            let mut log = log.lock().expect("event log lock");
+            f(&mut log)
+        })
+        .await
+        .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
+        .map_err(persist_err(what))
+    }
+
+    /// [`Self::on_log`] for what never fsyncs (reads, and writes that are
+    /// a write(2) of a few hundred bytes): run on the caller's thread when
+    /// the log's lock is free and `quick` says so of the log, else on a
+    /// blocking thread. A blocking thread costs two thread wake-ups, which
+    /// were most of an event's cost (docs/benchmarks.md, issue 45).
+    async fn on_log_quick<T: Send + 'static>(
+        &self,
+        dir: &Path,
+        what: &'static str,
+        quick: impl FnOnce(&EventLog) -> bool,
+        f: impl FnOnce(&mut EventLog) -> Result<T, PersistError> + Send + 'static,
+    ) -> Result<T, BackendError> {
+        let log = self.log(dir, what).await?;
+        let f = match log.try_lock() {
+            Ok(mut held) if quick(&held) => return f(&mut held).map_err(persist_err(what)),
+            _ => f,
         };
         tokio::task::spawn_blocking(move || {
             let mut log = log.lock().expect("event log lock");
@@ -107,9 +142,12 @@ impl Memory {
         if self.no_log_yet(dir) {
             return Ok(Vec::new());
         }
-        self.on_log(dir, "reading the subscriptions", |log| {
-            Ok(log.subscriptions().to_vec())
-        })
+        self.on_log_quick(
+            dir,
+            "reading the subscriptions",
+            |_| true,
+            |log| Ok(log.subscriptions().to_vec()),
+        )
         .await
     }
 
@@ -142,23 +180,38 @@ impl Memory {
         drafts: Vec<EventDraft>,
     ) -> Result<Vec<Event>, BackendError> {
         let (events, ticket) = self
-            .on_log(dir, "appending events", move |log| {
-                let events =
-                    log.append(drafts, || format!("evt_{}", uuid::Uuid::now_v7().simple()))?;
-                Ok((events, log.sync_ticket()))
-            })
+            .on_log_quick(
+                dir,
+                "appending events",
+                |_| true,
+                move |log| {
+                    let events =
+                        log.append(drafts, || format!("evt_{}", uuid::Uuid::now_v7().simple()))?;
+                    Ok((events, log.sync_ticket()))
+                },
+            )
             .await?;
         // Written (a kill -9 keeps the events); fsynced off the write's
-        // path, group-committed with the appends around it, so a write
-        // never waits for a second fsync after its log's. A power loss in
-        // those milliseconds can lose the events of writes that survived
+        // path, group-committed with the appends around it and at most
+        // once a `storage.wal_fsync_interval_ms` (an idle log at once), so
+        // a write never waits for a second fsync after its log's and the
+        // event log's fsyncs do not crowd the WAL's. A power loss in that
+        // window can lose the events of writes that survived
         // (docs/webhooks.md, "Durability").
-        if let Some((syncer, n)) = ticket {
-            tokio::task::spawn_blocking(move || {
-                if let Err(e) = syncer.sync_to(n) {
-                    tracing::error!(error = %e, "fsync of the event log failed");
-                }
-            });
+        if let Some(syncer) = ticket {
+            if let Some(wait) = syncer.claim() {
+                tokio::spawn(async move {
+                    if !wait.is_zero() {
+                        tokio::time::sleep(wait).await;
+                    }
+                    let _ = tokio::task::spawn_blocking(move || {
+                        if let Err(e) = syncer.run_claimed() {
+                            tracing::error!(error = %e, "fsync of the event log failed");
+                        }
+                    })
+                    .await;
+                });
+            }
         }
         Ok(events)
     }
@@ -183,15 +236,20 @@ impl Memory {
                 oldest: None,
             });
         }
-        self.on_log(dir, "reading events", move |log| {
-            let (events, oldest) = log.read(after_seq, limit);
-            let next = events.last().map(|e| e.cursor.clone()).or(asked);
-            Ok(EventPage {
-                events,
-                next,
-                oldest,
-            })
-        })
+        self.on_log_quick(
+            dir,
+            "reading events",
+            |_| true,
+            move |log| {
+                let (events, oldest) = log.read(after_seq, limit);
+                let next = events.last().map(|e| e.cursor.clone()).or(asked);
+                Ok(EventPage {
+                    events,
+                    next,
+                    oldest,
+                })
+            },
+        )
         .await
     }
 
@@ -224,8 +282,10 @@ impl Memory {
         }
         // One node delivers a memory collection: `consumer` names no one else.
         let _ = consumer;
+        // Quick unless the subscription's start is to be logged (fsynced).
+        let started = |log: &EventLog| log.started(&sub.id);
         let sub = sub.clone();
-        self.on_log(dir, "reading due deliveries", move |log| {
+        self.on_log_quick(dir, "reading due deliveries", started, move |log| {
             Ok(log
                 .due(&sub, now_ms, max)?
                 .into_iter()
@@ -264,11 +324,16 @@ impl Memory {
             })
             .collect::<Result<Vec<_>, BackendError>>()?;
         let sub = sub.id.clone();
-        self.on_log(dir, "settling deliveries", move |log| {
-            settled
-                .into_iter()
-                .try_for_each(|(seq, attempts, settle)| log.settle(&sub, seq, attempts, settle))
-        })
+        self.on_log_quick(
+            dir,
+            "settling deliveries",
+            |_| true,
+            move |log| {
+                settled
+                    .into_iter()
+                    .try_for_each(|(seq, attempts, settle)| log.settle(&sub, seq, attempts, settle))
+            },
+        )
         .await
     }
 
@@ -282,9 +347,12 @@ impl Memory {
             return Ok(Vec::new());
         }
         let sub = sub_id.to_owned();
-        self.on_log(dir, "reading failed deliveries", move |log| {
-            Ok(log.failed(&sub, limit))
-        })
+        self.on_log_quick(
+            dir,
+            "reading failed deliveries",
+            |_| true,
+            move |log| Ok(log.failed(&sub, limit)),
+        )
         .await
     }
 
@@ -313,9 +381,12 @@ impl Memory {
             return Ok(0);
         }
         let sub = sub_id.to_owned();
-        self.on_log(dir, "counting pending deliveries", move |log| {
-            Ok(log.pending(&sub))
-        })
+        self.on_log_quick(
+            dir,
+            "counting pending deliveries",
+            |_| true,
+            move |log| Ok(log.pending(&sub)),
+        )
         .await
     }
 }
