@@ -930,6 +930,25 @@ async fn a_reindex_carries_the_log_subscriptions_and_delivery_state_over() {
     .unwrap();
     // due[2] held, written[3] unread.
 
+    // While the reindex copies, subscription changes and hand retries wait
+    // with the writes (503), so none is made on keys about to be left.
+    old.set_paused(true);
+    let refused = [
+        old.put_subscription(dir(), every_kind("wh_late"))
+            .await
+            .err(),
+        old.delete_subscription(dir(), &sub.id).await.err(),
+        old.retry_failed(dir(), &sub.id, None).await.err(),
+    ];
+    for e in refused {
+        assert!(
+            matches!(e, Some(BackendError::Unavailable(_))),
+            "refused while paused: {e:?}"
+        );
+    }
+    // Deliveries go on (their outcomes are carried or made again).
+    assert_eq!(old.pending_deliveries(dir(), &sub.id).await.unwrap(), 2);
+
     let new = catalog
         .open(engine(), "noticias", "bbbbbbbbbbbb")
         .await

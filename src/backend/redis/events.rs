@@ -217,6 +217,9 @@ impl RedisIndex {
         s: Subscription,
     ) -> Result<bool, BackendError> {
         let _ = dir;
+        // Paused with writes while a reindex copies the collection: a
+        // change made after its carry-over would be lost with the old keys.
+        self.check_writable()?;
         let json = serde_json::to_vec(&s)
             .map_err(|e| BackendError::Internal(format!("a subscription as JSON: {e}")))?;
         let call = script_call(
@@ -240,6 +243,7 @@ impl RedisIndex {
         id: &str,
     ) -> Result<bool, BackendError> {
         let _ = dir;
+        self.check_writable()?;
         let call = script_call(&SUB_DEL, self.sub_keys(id), vec![id.as_bytes().to_vec()]);
         let mut v = self
             .redis
@@ -568,6 +572,7 @@ impl RedisIndex {
         event_id: Option<&str>,
     ) -> Result<usize, BackendError> {
         let _ = dir;
+        self.check_writable()?;
         let chosen: Vec<(Vec<u8>, FailedDelivery)> = self
             .failed_raw(sub_id, FAILED_KEPT)
             .await?
@@ -626,8 +631,9 @@ impl RedisIndex {
     /// `to` (a reindex's new incarnation of this collection), whole:
     /// `DUMP`/`RESTORE` keeps the stream's entry ids (the feed's cursors),
     /// its consumer groups with their pending entries and last-delivered
-    /// ids, the schedules, retries and failed lists. Writes are paused
-    /// while a reindex runs, so no event is appended meanwhile; a delivery
+    /// ids, the schedules, retries and failed lists. Writes, subscription
+    /// changes and hand retries are paused while a reindex runs, so no
+    /// event is appended and no subscription changed meanwhile; a delivery
     /// settled on the old keys after this copy is delivered again from the
     /// new ones (at least once, the same `webhook-id`). How many keys.
     pub async fn carry_events_to(&self, to: &RedisIndex) -> Result<usize, BackendError> {

@@ -312,7 +312,7 @@ impl RedisIndex {
         self.paused.store(on, Ordering::Relaxed);
     }
 
-    fn check_writable(&self) -> Result<(), BackendError> {
+    pub(crate) fn check_writable(&self) -> Result<(), BackendError> {
         if self.paused.load(Ordering::Relaxed) {
             return Err(BackendError::Unavailable(
                 "the collection is being reindexed; writes resume when it finishes".into(),
