@@ -467,15 +467,38 @@ impl Deliverer {
             .send()
             .await;
         match answer {
-            Ok(r) if r.status().is_success() => Ok(()),
-            Ok(r) => Err(format!(
-                "the receiver answered HTTP {}",
-                r.status().as_u16()
-            )),
+            Ok(r) => {
+                let status = r.status();
+                drain(r).await;
+                if status.is_success() {
+                    Ok(())
+                } else {
+                    Err(format!("the receiver answered HTTP {}", status.as_u16()))
+                }
+            }
             Err(e) => Err(describe(&e, self.settings.timeout_ms)),
         }
     }
 }
+
+/// Read and drop a receiver's answer body of up to [`DRAIN_BYTES`], so
+/// its keep-alive connection goes back to the pool for the next delivery:
+/// a body not all received with the answer's head and dropped unread
+/// closes the connection (a new TCP connection, and TLS handshake, a
+/// delivery for a receiver that answers with a page). A longer or broken
+/// body just closes it; the outcome is the status's either way.
+async fn drain(mut r: reqwest::Response) {
+    let mut read = 0usize;
+    while read <= DRAIN_BYTES {
+        match r.chunk().await {
+            Ok(Some(chunk)) => read += chunk.len(),
+            Ok(None) | Err(_) => return,
+        }
+    }
+}
+
+/// The most of an answer body a delivery reads to keep its connection.
+const DRAIN_BYTES: usize = 64 * 1024;
 
 /// A request error in words, without the URL.
 fn describe(e: &reqwest::Error, timeout_ms: u64) -> String {

@@ -8,8 +8,9 @@
 
 use crate::helpers::{assert_problem, route, spawn_app_with, test_settings, TestApp};
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use neardup::config::Settings;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -61,6 +62,9 @@ pub(crate) struct Received {
 pub(crate) const ANSWER_OK: usize = 0;
 pub(crate) const ANSWER_500: usize = 1;
 pub(crate) const ANSWER_HANG: usize = 2;
+/// `200 OK` with a text body of ~35 KB (a receiver that echoes, or
+/// answers with an HTML page).
+pub(crate) const ANSWER_OK_BODY: usize = 3;
 
 pub(crate) struct ReceiverState {
     secret: Mutex<Option<String>>,
@@ -71,6 +75,8 @@ pub(crate) struct ReceiverState {
     pub attempts: Mutex<Vec<String>>,
     pub delivered: Mutex<Vec<Received>>,
     pub bad_signatures: AtomicUsize,
+    /// The client address of every request (one per connection).
+    pub peers: Mutex<Vec<std::net::SocketAddr>>,
 }
 
 /// A webhook receiver on loopback.
@@ -88,9 +94,15 @@ impl Drop for Receiver {
 
 async fn receive(
     State(s): State<Arc<ReceiverState>>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     headers: HeaderMap,
     body: Bytes,
-) -> StatusCode {
+) -> Response {
+    s.peers.lock().unwrap().push(peer);
+    judge(&s, headers, body).await
+}
+
+async fn judge(s: &ReceiverState, headers: HeaderMap, body: Bytes) -> Response {
     let id = headers
         .get("webhook-id")
         .and_then(|v| v.to_str().ok())
@@ -108,19 +120,20 @@ async fn receive(
         .verify(&body, &headers);
     if verified.is_err() {
         s.bad_signatures.fetch_add(1, Ordering::SeqCst);
-        return StatusCode::BAD_REQUEST;
+        return StatusCode::BAD_REQUEST.into_response();
     }
     if s.fail_first
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok()
     {
-        return StatusCode::INTERNAL_SERVER_ERROR;
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     }
-    match s.answer.load(Ordering::SeqCst) {
-        ANSWER_500 => return StatusCode::INTERNAL_SERVER_ERROR,
+    let answer = s.answer.load(Ordering::SeqCst);
+    match answer {
+        ANSWER_500 => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
         ANSWER_HANG => {
             tokio::time::sleep(Duration::from_secs(30)).await;
-            return StatusCode::OK;
+            return StatusCode::OK.into_response();
         }
         _ => {}
     }
@@ -134,7 +147,11 @@ async fn receive(
         webhook_id: id,
         body,
     });
-    StatusCode::NO_CONTENT
+    if answer == ANSWER_OK_BODY {
+        // Longer than one read of the client's: the client must read it.
+        return (StatusCode::OK, "reçu, merci. ".repeat(2500)).into_response();
+    }
+    StatusCode::NO_CONTENT.into_response()
 }
 
 impl Receiver {
@@ -151,12 +168,17 @@ impl Receiver {
             attempts: Mutex::new(Vec::new()),
             delivered: Mutex::new(Vec::new()),
             bad_signatures: AtomicUsize::new(0),
+            peers: Mutex::new(Vec::new()),
         });
         let app = axum::Router::new()
             .route("/hook", axum::routing::post(receive))
             .with_state(Arc::clone(&state));
         let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            let _ = axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+            )
+            .await;
         });
         Receiver {
             url: format!("http://127.0.0.1:{port}/hook"),
@@ -461,6 +483,44 @@ async fn a_receiver_answering_500_is_retried_until_it_accepts_under_the_same_web
         ),
         Some(2.0)
     );
+}
+
+/// A receiver answering `200 OK` with a body gets every delivery on one
+/// connection: each answer is read to its end, so the connection goes back
+/// to the pool (a body longer than what arrived with the head, dropped
+/// unread, closes it: four connections here, checked by hand).
+#[tokio::test]
+async fn a_receiver_answering_200_with_a_body_gets_every_delivery_on_one_connection() {
+    let receiver = Receiver::start(0).await;
+    receiver
+        .state
+        .answer
+        .store(ANSWER_OK_BODY, Ordering::SeqCst);
+    let app = spawn_app_with(webhook_settings()).await;
+    let sub = subscribe(&app, json!({"url": receiver.url})).await;
+    receiver.expect_secret(sub["secret"].as_str().unwrap());
+    let sub_id = sub["id"].as_str().unwrap();
+    for (i, text) in TEXTS.iter().enumerate().take(4) {
+        write(&app, &format!("orig-{i}"), text).await;
+        write(&app, &format!("dup-{i}"), &near(i, "semaine")).await;
+        receiver.wait_for(i + 1).await;
+        // Settled (so its answer was read) before the next is sent.
+        let mut pending = Value::Null;
+        for _ in 0..200 {
+            pending = app.get_json(&format!("/webhooks/{sub_id}")).await["pending"].clone();
+            if pending == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(pending, 0, "delivery {i} settled");
+    }
+    let peers = receiver.state.peers.lock().unwrap().clone();
+    assert_eq!(peers.len(), 4, "{peers:?}");
+    let connections: BTreeSet<_> = peers.into_iter().collect();
+    // On Redis either node may deliver, each on its own connection.
+    let most = if crate::REDIS { 2 } else { 1 };
+    assert!(connections.len() <= most, "{connections:?}");
 }
 
 /// Wait until subscription `id` lists `n` failed deliveries.
