@@ -168,6 +168,19 @@ impl Subscription {
     }
 }
 
+/// What storing a subscription did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubscriptionPut {
+    /// A new subscription (it receives the events appended from now on).
+    Created,
+    /// One with its id existed and was replaced (its position kept).
+    Replaced,
+    /// Refused: the collection already has the most subscriptions allowed,
+    /// counted in the same atomic step as the store (so nodes storing at
+    /// once cannot pass the limit together).
+    Full,
+}
+
 /// One event due for delivery to one subscription.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {

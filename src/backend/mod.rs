@@ -30,7 +30,7 @@ use crate::engine::{
     Template, Threshold, UniqueOutcome, WriteMode, WriteOutcome,
 };
 use crate::events::{
-    Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription,
+    Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription, SubscriptionPut,
 };
 use crate::review::{Decision, DecisionSet, PairKey};
 use std::ops::ControlFlow;
@@ -708,16 +708,19 @@ impl Backend {
         }
     }
 
-    /// Store `s` durably (replacing one with its id); true if it is new. A
-    /// new subscription receives only events appended after it.
+    /// Store `s` durably (replacing one with its id), unless it is new and
+    /// the collection already has `max` subscriptions: checked and stored
+    /// in one atomic step, whichever node stores. A new subscription
+    /// receives only events appended after it.
     pub async fn put_subscription(
         &self,
         dir: &Path,
         s: Subscription,
-    ) -> Result<bool, BackendError> {
+        max: usize,
+    ) -> Result<SubscriptionPut, BackendError> {
         match self {
-            Backend::Memory(m) => m.put_subscription(dir, s).await,
-            Backend::Redis(r) => r.put_subscription(dir, s).await,
+            Backend::Memory(m) => m.put_subscription(dir, s, max).await,
+            Backend::Redis(r) => r.put_subscription(dir, s, max).await,
         }
     }
 

@@ -13,7 +13,7 @@ use super::extract::{parse_json, ApiQuery, Coll, DocPath, JsonBody};
 use super::state::{backend, AppState};
 use crate::collections::Collection;
 use crate::engine::{EngineError, Measure, Score};
-use crate::events::{EventKind, FailedDelivery, Subscription};
+use crate::events::{EventKind, FailedDelivery, Subscription, SubscriptionPut};
 use crate::service::webhooks::{check_url, new_secret, secret_key};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -186,14 +186,19 @@ pub async fn create(
     };
     let created = {
         let _one = app.events.changes.lock().await;
-        let rules = app.events.refresh(&coll).await?;
-        let exists = rules.subscriptions.iter().any(|s| s.id == sub.id);
-        if !exists && rules.subscriptions.len() >= settings.max_subscriptions {
-            return Err(ApiError::TooManySubscriptions(settings.max_subscriptions));
-        }
-        let created = b.put_subscription(coll.dir(), sub.clone()).await?;
+        // The limit is counted by the backend in the store's own step
+        // (other nodes may be storing at the same time).
+        let put = b
+            .put_subscription(coll.dir(), sub.clone(), settings.max_subscriptions)
+            .await?;
         app.events.refresh(&coll).await?;
-        created
+        match put {
+            SubscriptionPut::Full => {
+                return Err(ApiError::TooManySubscriptions(settings.max_subscriptions))
+            }
+            SubscriptionPut::Created => true,
+            SubscriptionPut::Replaced => false,
+        }
     };
     tracing::info!(collection = %coll.name, subscription = %sub.id, created, "webhook subscription stored");
     let location = format!("{}/webhooks/{}", prefix(&coll), sub.id);

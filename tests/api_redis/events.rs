@@ -10,7 +10,9 @@ use neardup::backend::redis::{DeliveryTiming, Redis, RedisIndex, FAILED_KEPT};
 use neardup::backend::{Backend, BackendError, SharedCatalog};
 use neardup::config::RedisSettings;
 use neardup::engine::{Engine, EngineError, EngineParams, Measure, Score};
-use neardup::events::{Attempt, Delivery, Event, EventDraft, EventKind, EventMatch, Subscription};
+use neardup::events::{
+    Attempt, Delivery, Event, EventDraft, EventKind, EventMatch, Subscription, SubscriptionPut,
+};
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,6 +20,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Small leases: a take is due again `base · 2^(take − 1) + timeout` ms later.
+/// `webhooks.max_subscriptions` in these tests.
+const MAX: usize = 100;
+
 const TIMING: DeliveryTiming = DeliveryTiming {
     backoff_base_ms: 200,
     backoff_max_ms: 5_000,
@@ -243,17 +248,80 @@ async fn the_feed_pages_by_cursor_from_any_node_and_names_the_oldest() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_storing_at_once_never_pass_the_subscription_limit() {
+    let prefix = fresh_prefix();
+    let (a, b) = (
+        node(&prefix, "default").await,
+        node(&prefix, "default").await,
+    );
+    let limit = 5;
+    // Each node stores five new subscriptions, all at once.
+    let puts = (0..10).map(|i| {
+        let node = if i % 2 == 0 { &a } else { &b };
+        node.put_subscription(dir(), every_kind(&format!("wh_{i}")), limit)
+    });
+    let outcomes: Vec<SubscriptionPut> = futures_util::future::join_all(puts)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let created = outcomes
+        .iter()
+        .filter(|&&o| o == SubscriptionPut::Created)
+        .count();
+    assert_eq!(created, limit, "{outcomes:?}");
+    assert_eq!(
+        outcomes
+            .iter()
+            .filter(|&&o| o == SubscriptionPut::Full)
+            .count(),
+        10 - limit
+    );
+    let stored = a.subscriptions(dir()).await.unwrap();
+    assert_eq!(stored.len(), limit);
+    // At the limit, a stored one can still be replaced, and a new one
+    // fits once one is deleted.
+    let mut changed = stored[0].clone();
+    changed.threshold = 0.95;
+    assert_eq!(
+        b.put_subscription(dir(), changed, limit).await.unwrap(),
+        SubscriptionPut::Replaced
+    );
+    assert_eq!(
+        a.put_subscription(dir(), every_kind("wh_new"), limit)
+            .await
+            .unwrap(),
+        SubscriptionPut::Full
+    );
+    assert!(b.delete_subscription(dir(), &stored[1].id).await.unwrap());
+    assert_eq!(
+        a.put_subscription(dir(), every_kind("wh_new"), limit)
+            .await
+            .unwrap(),
+        SubscriptionPut::Created
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_receives_only_events_appended_after_it() {
     let prefix = fresh_prefix();
     let a = node(&prefix, "default").await;
     a.append_events(dir(), drafts(3)).await.unwrap();
     let sub = every_kind("wh_après");
-    assert!(a.put_subscription(dir(), sub.clone()).await.unwrap());
+    assert_eq!(
+        a.put_subscription(dir(), sub.clone(), MAX).await.unwrap(),
+        SubscriptionPut::Created
+    );
     let later = a.append_events(dir(), drafts(2)).await.unwrap();
     // Storing it again (a change) is not new and keeps its position.
     let mut changed = sub.clone();
     changed.url = "https://hooks.example.com/другой".into();
-    assert!(!a.put_subscription(dir(), changed.clone()).await.unwrap());
+    assert_eq!(
+        a.put_subscription(dir(), changed.clone(), MAX)
+            .await
+            .unwrap(),
+        SubscriptionPut::Replaced
+    );
     assert_eq!(a.subscriptions(dir()).await.unwrap(), vec![changed.clone()]);
     let now = wall_ms();
     assert_eq!(a.pending_deliveries(dir(), &sub.id).await.unwrap(), 2);
@@ -278,7 +346,7 @@ async fn two_nodes_taking_at_once_get_disjoint_deliveries_and_together_all() {
         node(&prefix, "default").await,
     );
     let sub = every_kind("wh_shared");
-    a.put_subscription(dir(), sub.clone()).await.unwrap();
+    a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let written = a.append_events(dir(), drafts(60)).await.unwrap();
     let now = wall_ms();
     async fn drain(b: &Backend, sub: &Subscription, consumer: &str, now: u64) -> Vec<Delivery> {
@@ -326,7 +394,7 @@ async fn a_dead_nodes_deliveries_are_taken_over_after_their_lease_with_the_same_
         node(&prefix, "default").await,
     );
     let sub = every_kind("wh_takeover");
-    a.put_subscription(dir(), sub.clone()).await.unwrap();
+    a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let written = a.append_events(dir(), drafts(3)).await.unwrap();
     let t0 = wall_ms();
     // Node a takes them and dies before settling.
@@ -401,7 +469,7 @@ async fn retries_wait_for_their_time_failures_are_listed_and_retried_by_hand() {
         node(&prefix, "default").await,
     );
     let sub = every_kind("wh_retry");
-    a.put_subscription(dir(), sub.clone()).await.unwrap();
+    a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let written = a.append_events(dir(), drafts(2)).await.unwrap();
     let t0 = wall_ms();
     let first = a
@@ -540,7 +608,7 @@ async fn the_failed_list_keeps_the_newest_and_is_read_newest_first() {
     let prefix = fresh_prefix();
     let a = node(&prefix, "default").await;
     let sub = every_kind("wh_bounded");
-    a.put_subscription(dir(), sub.clone()).await.unwrap();
+    a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let n = FAILED_KEPT + 5;
     let written = a.append_events(dir(), drafts(n)).await.unwrap();
     let now = wall_ms();
@@ -605,8 +673,12 @@ async fn events_a_subscription_does_not_select_are_settled_silently() {
     // Refusals only, and duplicates at Jaccard ≥ 0.95 only.
     let refusals = subscription("wh_refusals", &[EventKind::Refused], 0.5);
     let strict = subscription("wh_strict", &[EventKind::Duplicate], 0.95);
-    a.put_subscription(dir(), refusals.clone()).await.unwrap();
-    a.put_subscription(dir(), strict.clone()).await.unwrap();
+    a.put_subscription(dir(), refusals.clone(), MAX)
+        .await
+        .unwrap();
+    a.put_subscription(dir(), strict.clone(), MAX)
+        .await
+        .unwrap();
     let written = a
         .append_events(
             dir(),
@@ -672,8 +744,8 @@ async fn deleting_a_subscription_removes_its_group_and_delivery_state() {
     );
     let sub = every_kind("wh_gone");
     let other = every_kind("wh_stays");
-    a.put_subscription(dir(), sub.clone()).await.unwrap();
-    a.put_subscription(dir(), other.clone()).await.unwrap();
+    a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
+    a.put_subscription(dir(), other.clone(), MAX).await.unwrap();
     a.append_events(dir(), drafts(4)).await.unwrap();
     let now = wall_ms();
     // One failed, one failed and retried by hand, one to retry later, one
@@ -753,7 +825,10 @@ async fn deleting_a_subscription_removes_its_group_and_delivery_state() {
         .is_empty());
     assert_eq!(a.pending_deliveries(dir(), &other.id).await.unwrap(), 4);
     // Created again under the same id: a new subscription, only later events.
-    assert!(a.put_subscription(dir(), sub.clone()).await.unwrap());
+    assert_eq!(
+        a.put_subscription(dir(), sub.clone(), MAX).await.unwrap(),
+        SubscriptionPut::Created
+    );
     assert_eq!(a.pending_deliveries(dir(), &sub.id).await.unwrap(), 0);
 }
 
@@ -772,7 +847,7 @@ async fn trimming_drops_old_events_but_never_one_a_subscription_owes() {
     assert_eq!(page.oldest.as_deref(), Some(written[2].cursor.as_str()));
 
     let sub = every_kind("wh_owed");
-    a.put_subscription(dir(), sub.clone()).await.unwrap();
+    a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let owed = a.append_events(dir(), drafts(5)).await.unwrap();
     let t = wall_ms() + 1;
     // Delivered the first two, the third taken and not settled, the
@@ -851,7 +926,7 @@ async fn a_fresh_handle_finds_the_same_log_subscriptions_and_pending_deliveries(
     let prefix = fresh_prefix();
     let a = node(&prefix, "default").await;
     let sub = every_kind("wh_restart");
-    a.put_subscription(dir(), sub.clone()).await.unwrap();
+    a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let written = a.append_events(dir(), drafts(4)).await.unwrap();
     let t0 = wall_ms();
     let held = a
@@ -911,7 +986,7 @@ async fn a_reindex_carries_the_log_subscriptions_and_delivery_state_over() {
         .unwrap();
     old.set_delivery_timing(TIMING);
     let sub = every_kind("wh_carried");
-    old.put_subscription(dir(), sub.clone()).await.unwrap();
+    old.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let written = old.append_events(dir(), drafts(4)).await.unwrap();
     let t0 = wall_ms();
     let due = old.due_deliveries(dir(), &sub, "n", t0, 3).await.unwrap();
@@ -934,7 +1009,7 @@ async fn a_reindex_carries_the_log_subscriptions_and_delivery_state_over() {
     // with the writes (503), so none is made on keys about to be left.
     old.set_paused(true);
     let refused = [
-        old.put_subscription(dir(), every_kind("wh_late"))
+        old.put_subscription(dir(), every_kind("wh_late"), MAX)
             .await
             .err(),
         old.delete_subscription(dir(), &sub.id).await.err(),
@@ -993,7 +1068,7 @@ async fn deleting_a_collection_removes_every_events_key() {
         .unwrap();
     c.set_delivery_timing(TIMING);
     let sub = every_kind("wh_doomed");
-    c.put_subscription(dir(), sub.clone()).await.unwrap();
+    c.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     c.append_events(dir(), drafts(3)).await.unwrap();
     let now = wall_ms();
     let due = c.due_deliveries(dir(), &sub, "n", now, 3).await.unwrap();

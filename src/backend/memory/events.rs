@@ -14,7 +14,7 @@ use crate::backend::BackendError;
 use crate::config::WalFsync;
 use crate::engine::EngineError;
 use crate::events::{
-    Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription,
+    Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription, SubscriptionPut,
 };
 use crate::persist::events::{parse_cursor, EventLog, Settle};
 use crate::persist::{PersistError, Store};
@@ -155,9 +155,18 @@ impl Memory {
         &self,
         dir: &Path,
         s: Subscription,
-    ) -> Result<bool, BackendError> {
+        max: usize,
+    ) -> Result<SubscriptionPut, BackendError> {
         self.on_log(dir, "writing a subscription", move |log| {
-            log.put_subscription(s)
+            let known = log.subscriptions().iter().any(|x| x.id == s.id);
+            if !known && log.subscriptions().len() >= max {
+                return Ok(SubscriptionPut::Full);
+            }
+            Ok(if log.put_subscription(s)? {
+                SubscriptionPut::Created
+            } else {
+                SubscriptionPut::Replaced
+            })
         })
         .await
     }

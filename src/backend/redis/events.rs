@@ -40,7 +40,7 @@ use super::{call, corrupt, script_call, RedisIndex, Script};
 use crate::backend::BackendError;
 use crate::engine::EngineError;
 use crate::events::{
-    Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription,
+    Attempt, Delivery, Event, EventDraft, EventPage, FailedDelivery, Subscription, SubscriptionPut,
 };
 use redis::Value;
 use std::path::Path;
@@ -215,7 +215,8 @@ impl RedisIndex {
         &self,
         dir: &Path,
         s: Subscription,
-    ) -> Result<bool, BackendError> {
+        max: usize,
+    ) -> Result<SubscriptionPut, BackendError> {
         let _ = dir;
         // Paused with writes while a reindex copies the collection: a
         // change made after its carry-over would be lost with the old keys.
@@ -225,16 +226,24 @@ impl RedisIndex {
         let call = script_call(
             &SUB_PUT,
             self.sub_keys(&s.id),
-            vec![s.id.clone().into_bytes(), json],
+            vec![
+                s.id.clone().into_bytes(),
+                json,
+                max.to_string().into_bytes(),
+            ],
         );
         let mut v = self
             .redis
             .calls("storing a webhook subscription", vec![call])
             .await?;
         self.redis.replicate().await?;
-        let created: i64 = redis::from_redis_value(v.pop().unwrap_or(Value::Nil))
+        let put: i64 = redis::from_redis_value(v.pop().unwrap_or(Value::Nil))
             .map_err(|e| corrupt(&self.keys.subscriptions(), e))?;
-        Ok(created == 1)
+        Ok(match put {
+            1 => SubscriptionPut::Created,
+            0 => SubscriptionPut::Replaced,
+            _ => SubscriptionPut::Full,
+        })
     }
 
     pub(crate) async fn delete_subscription(
