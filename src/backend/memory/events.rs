@@ -69,6 +69,21 @@ fn open_log(store: &Store, dir: &Path) -> Result<SharedLog, PersistError> {
     Ok(log)
 }
 
+/// `f` on `log` on a blocking thread.
+async fn on_blocking_thread<T: Send + 'static>(
+    log: SharedLog,
+    what: &'static str,
+    f: impl FnOnce(&mut EventLog) -> Result<T, PersistError> + Send + 'static,
+) -> Result<T, BackendError> {
+    tokio::task::spawn_blocking(move || {
+        let mut log = log.lock().expect("event log lock");
+        f(&mut log)
+    })
+    .await
+    .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
+    .map_err(persist_err(what))
+}
+
 impl Memory {
     /// This collection's event log, opened on first use.
     async fn log(&self, dir: &Path, what: &'static str) -> Result<SharedLog, BackendError> {
@@ -92,13 +107,7 @@ impl Memory {
         f: impl FnOnce(&mut EventLog) -> Result<T, PersistError> + Send + 'static,
     ) -> Result<T, BackendError> {
         let log = self.log(dir, what).await?;
-        tokio::task::spawn_blocking(move || {
-            let mut log = log.lock().expect("event log lock");
-            f(&mut log)
-        })
-        .await
-        .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
-        .map_err(persist_err(what))
+        on_blocking_thread(log, what, f).await
     }
 
     /// [`Self::on_log`] for what never fsyncs (reads, and writes that are
@@ -118,13 +127,7 @@ impl Memory {
             Ok(mut held) if quick(&held) => return f(&mut held).map_err(persist_err(what)),
             _ => f,
         };
-        tokio::task::spawn_blocking(move || {
-            let mut log = log.lock().expect("event log lock");
-            f(&mut log)
-        })
-        .await
-        .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
-        .map_err(persist_err(what))
+        on_blocking_thread(log, what, f).await
     }
 
     /// Whether this collection has no event log yet (none is made until a
