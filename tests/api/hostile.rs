@@ -10,11 +10,13 @@ use std::time::Duration;
 
 const LIMIT: usize = 1024 * 1024;
 
-/// Await a request, failing the test if it takes longer than a few seconds.
+/// Await a request, failing the test if it never answers: a guard against
+/// a hang, not a timing (a debug build on two busy cores takes seconds
+/// over a 10 MB text; release figures are in docs/benchmarks.md).
 async fn within<T>(fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(10), fut)
+    tokio::time::timeout(Duration::from_secs(60), fut)
         .await
-        .expect("answered within 10 s")
+        .expect("answered within 60 s")
 }
 
 async fn assert_healthy(app: &TestApp) {
