@@ -178,7 +178,7 @@ pub enum Settle {
     Failed { error: String, now_ms: u64 },
 }
 
-/// The group commit of appended events (`always` mode): an append writes
+/// The group commit of appended events (`always` and `interval` modes): an append writes
 /// under the log's lock and fsyncs after releasing it, so one fsync covers
 /// every append written before it started.
 ///
@@ -627,7 +627,9 @@ impl EventLog {
         }
         self.bytes += buf.len() as u64;
         self.writes += 1;
-        self.syncer.written.store(self.writes, Ordering::Release);
+        // SeqCst, as `Syncer::claim` and `run_claimed` are: a claim that
+        // finds an fsync claimed is sure that fsync reads this count.
+        self.syncer.written.store(self.writes, Ordering::SeqCst);
         // `Later` is the caller's to fsync (`sync_ticket`), never here.
         if durable == Durable::Now {
             let due = match self.fsync {
