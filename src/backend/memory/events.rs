@@ -205,11 +205,11 @@ impl Memory {
             .await?;
         // Written (a kill -9 keeps the events); fsynced off the write's
         // path, group-committed with the appends around it and at most
-        // once a `storage.wal_fsync_interval_ms` (an idle log at once), so
-        // a write never waits for a second fsync after its log's and the
-        // event log's fsyncs do not crowd the WAL's. A power loss in that
-        // window can lose the events of writes that survived
-        // (docs/webhooks.md, "Durability").
+        // once every `ALWAYS_FSYNC_MS` (`INTERVAL_FSYNC_MS` in interval
+        // mode; an idle log at once), so a write never waits for a second
+        // fsync after its log's and the event log's fsyncs do not crowd
+        // the WAL's. A power loss in that window can lose the events of
+        // writes that survived (docs/webhooks.md, "At least once").
         if let Some(syncer) = ticket {
             if let Some(wait) = syncer.claim() {
                 tokio::spawn(async move {
