@@ -77,6 +77,11 @@ async fn node(prefix: &str, name: &str) -> Backend {
     Backend::Redis(index)
 }
 
+/// Two nodes' handles on the `default` collection under `prefix`.
+async fn two_nodes(prefix: &str) -> (Backend, Backend) {
+    (node(prefix, "default").await, node(prefix, "default").await)
+}
+
 fn index(b: &Backend) -> &RedisIndex {
     match b {
         Backend::Redis(r) => r,
@@ -172,10 +177,7 @@ async fn stream_len(b: &Backend) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_feed_pages_by_cursor_from_any_node_and_names_the_oldest() {
     let prefix = fresh_prefix();
-    let (a, b) = (
-        node(&prefix, "default").await,
-        node(&prefix, "default").await,
-    );
+    let (a, b) = two_nodes(&prefix).await;
     let empty = b.read_events(dir(), None, 10).await.unwrap();
     assert!(empty.events.is_empty());
     assert_eq!((empty.next, empty.oldest), (None, None));
@@ -250,10 +252,7 @@ async fn the_feed_pages_by_cursor_from_any_node_and_names_the_oldest() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_storing_at_once_never_pass_the_subscription_limit() {
     let prefix = fresh_prefix();
-    let (a, b) = (
-        node(&prefix, "default").await,
-        node(&prefix, "default").await,
-    );
+    let (a, b) = two_nodes(&prefix).await;
     let limit = 5;
     // Each node stores five new subscriptions, all at once.
     let puts = (0..10).map(|i| {
@@ -341,10 +340,7 @@ async fn a_subscription_receives_only_events_appended_after_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_taking_at_once_get_disjoint_deliveries_and_together_all() {
     let prefix = fresh_prefix();
-    let (a, b) = (
-        node(&prefix, "default").await,
-        node(&prefix, "default").await,
-    );
+    let (a, b) = two_nodes(&prefix).await;
     let sub = every_kind("wh_shared");
     a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let written = a.append_events(dir(), drafts(60)).await.unwrap();
@@ -389,10 +385,7 @@ async fn two_nodes_taking_at_once_get_disjoint_deliveries_and_together_all() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_nodes_deliveries_are_taken_over_after_their_lease_with_the_same_events() {
     let prefix = fresh_prefix();
-    let (a, b) = (
-        node(&prefix, "default").await,
-        node(&prefix, "default").await,
-    );
+    let (a, b) = two_nodes(&prefix).await;
     let sub = every_kind("wh_takeover");
     a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let written = a.append_events(dir(), drafts(3)).await.unwrap();
@@ -464,10 +457,7 @@ async fn a_dead_nodes_deliveries_are_taken_over_after_their_lease_with_the_same_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_wait_for_their_time_failures_are_listed_and_retried_by_hand() {
     let prefix = fresh_prefix();
-    let (a, b) = (
-        node(&prefix, "default").await,
-        node(&prefix, "default").await,
-    );
+    let (a, b) = two_nodes(&prefix).await;
     let sub = every_kind("wh_retry");
     a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
     let written = a.append_events(dir(), drafts(2)).await.unwrap();
@@ -738,10 +728,7 @@ async fn events_a_subscription_does_not_select_are_settled_silently() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_subscription_removes_its_group_and_delivery_state() {
     let prefix = fresh_prefix();
-    let (a, b) = (
-        node(&prefix, "default").await,
-        node(&prefix, "default").await,
-    );
+    let (a, b) = two_nodes(&prefix).await;
     let sub = every_kind("wh_gone");
     let other = every_kind("wh_stays");
     a.put_subscription(dir(), sub.clone(), MAX).await.unwrap();
