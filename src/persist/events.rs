@@ -206,7 +206,7 @@ pub struct Syncer {
     spacing: Duration,
     epoch: Instant,
     last_ns: AtomicU64,
-    /// Fsyncs made (for the tests and the docs' figures).
+    /// Fsyncs made (what the tests check the spacing by).
     fsyncs: AtomicU64,
 }
 
@@ -230,7 +230,7 @@ impl Syncer {
     }
 
     /// Return once write number `n` is fsynced.
-    pub fn sync_to(&self, n: u64) -> Result<(), PersistError> {
+    fn sync_to(&self, n: u64) -> Result<(), PersistError> {
         if self.synced.load(Ordering::Acquire) >= n {
             return Ok(());
         }
@@ -660,13 +660,6 @@ impl EventLog {
             }],
             Durable::Now,
         )
-    }
-
-    /// Fsync what was written (the WAL fsync timer's turn).
-    pub fn sync(&mut self) -> Result<(), PersistError> {
-        self.file.sync_data().map_err(io_err(&self.path))?;
-        self.last_sync = Instant::now();
-        Ok(())
     }
 
     /// What fsyncs (after the log is released) the writes made with
