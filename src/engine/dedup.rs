@@ -21,6 +21,7 @@
 //! memory held is that of the duplicates only, never of the whole corpus.
 
 use super::filter::{FilterSpec, MetaFilter};
+use super::passages::ShareRule;
 use super::query::{Measure, Verdict};
 use super::{By, Engine, ExcludedPairs, Record, Threshold};
 use crate::lsh::index::Slot;
@@ -413,6 +414,23 @@ impl Engine {
             };
             fps.clear();
             fps.extend(record.fingerprints());
+            // Raw scores: no lookup when too few of its fingerprints are
+            // held by anyone else for any pair to pass the share rule (as
+            // `shared_bands` skips a document alone in its bands). The
+            // count is read first and the slot checked after, so it is
+            // `record`'s.
+            if classifier.is_none()
+                && !Self::may_have_candidates(
+                    measure,
+                    t,
+                    fps.len(),
+                    self.postings.fewest(),
+                    self.postings.shared(slot),
+                )
+                && self.docs.holds(slot, &record)
+            {
+                continue;
+            }
             let own_df = classifier
                 .as_ref()
                 .map(|_| self.doc_frequencies(record.shingles()));
@@ -428,18 +446,13 @@ impl Engine {
             let gathered = self.gather_where(&fps, |s| s > slot && (s as usize) < span);
             let own_fps = fps.len();
             let n = record.shingles().len();
+            let rule = ShareRule::new(&q, own_fps, gathered.work.common, self.postings.fewest());
             for &(other, shared) in &gathered.shared {
                 // The share rule from the index's counts, before any read
                 // (on content scores, after: a document's count includes
                 // its boilerplate fingerprints).
                 if classifier.is_none()
-                    && !Self::worth_verifying(
-                        &q,
-                        own_fps,
-                        self.postings.count(other),
-                        shared as usize,
-                        gathered.work.common,
-                    )
+                    && !rule.admits(shared as usize, || self.postings.count(other))
                 {
                     continue;
                 }

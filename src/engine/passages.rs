@@ -47,6 +47,45 @@ pub const MAX_READ: usize = 200_000;
 /// Document counts of common fingerprints an answer lists.
 pub const COMMON_LISTED: usize = 10;
 
+/// [`Engine::worth_verifying`] for one query side, worked out once: the
+/// document's fingerprint count is read only where the rule still needs
+/// it, not when the query's side decides alone, nor when no indexed
+/// document could have few enough fingerprints for its side to decide.
+pub(crate) struct ShareRule<'q> {
+    q: &'q Query,
+    query_fps: usize,
+    common: usize,
+    by_query_at: usize,
+    doc_floor: usize,
+}
+
+impl<'q> ShareRule<'q> {
+    /// The rule for `q` with `query_fps` fingerprints, `common` of those
+    /// looked up skipped, when every indexed document has ≥ `fewest`.
+    pub(crate) fn new(q: &'q Query, query_fps: usize, common: usize, fewest: usize) -> Self {
+        let t = q.threshold.value();
+        ShareRule {
+            q,
+            query_fps,
+            common,
+            by_query_at: Engine::fingerprints_needed(query_fps, t, common),
+            doc_floor: Engine::fingerprints_needed(fewest, t, common),
+        }
+    }
+
+    /// Whether a document sharing `shared` fingerprints is worth
+    /// verifying; `count` gives its own fingerprint count.
+    #[inline]
+    pub(crate) fn admits(&self, shared: usize, count: impl FnOnce() -> usize) -> bool {
+        match self.q.measure {
+            Measure::QueryInStored => shared >= self.by_query_at,
+            Measure::Containment if shared >= self.by_query_at => true,
+            _ if shared < self.doc_floor => false,
+            _ => Engine::worth_verifying(self.q, self.query_fps, count(), shared, self.common),
+        }
+    }
+}
+
 /// A stored document that shares a passage with a looked-up text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PassageHit {
@@ -247,6 +286,31 @@ impl Engine {
         need.saturating_sub(common).max(1)
     }
 
+    /// Whether a document whose fingerprints at most `shared_at_most` other
+    /// documents hold (its [`super::postings::Postings::shared`] count) can
+    /// have any candidate under the share rule, raw scores, by `measure`
+    /// at `t`, with `own` fingerprints of its own. Every fingerprint a
+    /// lookup counts as shared or skips as common is one another document
+    /// holds, so a candidate needs `shared_at_most` ≥ the rule's need
+    /// before common ones are taken off: for the document's side, its own
+    /// count; for the other's, the fewest any indexed document has.
+    pub(crate) fn may_have_candidates(
+        measure: Measure,
+        t: f64,
+        own: usize,
+        fewest: usize,
+        shared_at_most: usize,
+    ) -> bool {
+        let need = |of: usize| ((SHARE * t * of as f64).ceil() as usize).max(1);
+        let at = match measure {
+            Measure::QueryInStored => need(own),
+            Measure::StoredInQuery => need(fewest),
+            Measure::Jaccard => need(own).max(need(fewest)),
+            Measure::Containment => need(own).min(need(fewest)),
+        };
+        shared_at_most >= at
+    }
+
     /// Verify `record` against a query set by a containment `q`: the exact
     /// match, or `None` (below, expired, older than `since`). Shared by
     /// every backend, as `Engine::judge` is for Jaccard; its caller has
@@ -357,31 +421,12 @@ impl Engine {
         // fingerprints, so only the query's side is ruled on here.)
         // The share rule needs at least this many on the document's side
         // (its count is at least the fewest indexed).
-        let doc_floor =
-            Self::fingerprints_needed(self.postings.fewest(), q.threshold.value(), common);
-        let by_query_at = Self::fingerprints_needed(query_fps, q.threshold.value(), common);
+        let rule = ShareRule::new(q, query_fps, common, self.postings.fewest());
         let mut worth: Vec<(Slot, u32)> = gathered
             .shared
             .into_iter()
             .filter(|&(slot, shared)| match &content {
-                None => {
-                    let shared = shared as usize;
-                    // The document's count is read only where the rule
-                    // still needs it: not when the query's side decides
-                    // alone, nor when no document could have few enough.
-                    match q.measure {
-                        Measure::QueryInStored => shared >= by_query_at,
-                        Measure::Containment if shared >= by_query_at => true,
-                        _ if shared < doc_floor => false,
-                        _ => Self::worth_verifying(
-                            q,
-                            query_fps,
-                            self.postings.count(slot),
-                            shared,
-                            common,
-                        ),
-                    }
-                }
+                None => rule.admits(shared as usize, || self.postings.count(slot)),
                 Some(_) => match q.measure {
                     Measure::QueryInStored | Measure::Jaccard => {
                         shared as usize

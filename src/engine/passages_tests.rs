@@ -359,6 +359,63 @@ fn containment_pairs_equal_brute_force() {
         .all(|g| g.members[0].containment == 1.0));
 }
 
+/// The scan skips a document when too few of its fingerprints are held by
+/// anyone else for any pair to pass the share rule: from either side's
+/// count, so a long source scanned first (its slot lower) still pairs with
+/// a short excerpt stored after it, which holds far fewer fingerprints than
+/// the source needs on its own side; and documents that share a passage
+/// too short to matter are skipped without a pair being lost.
+#[test]
+fn the_scan_skips_by_shared_counts_and_still_equals_brute_force() {
+    let e = engine(true);
+    let common = words(999, 12, 4000);
+    let mut texts = Vec::new();
+    for i in 0..30u64 {
+        let mut base = words(i, 400, 4000);
+        // Every document shares one 12-word passage with every other.
+        base.splice(100..100, common.iter().cloned());
+        texts.push((format!("base{i:02}"), base.join(" ")));
+        if i % 3 == 0 {
+            texts.push((format!("part{i:02}"), base[300..360].join(" ")));
+        }
+    }
+    for (k, t) in &texts {
+        put(&e, k, t);
+    }
+    let t = e
+        .threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(0.9))
+        .unwrap();
+    let mut got = BTreeMap::new();
+    let stats = e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
+        for edge in edges {
+            got.insert(
+                (edge.a.id().to_string(), edge.b.id().to_string()),
+                edge.containment(),
+            );
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    let mut want = BTreeMap::new();
+    let records = e.records();
+    for a in &records {
+        for b in &records {
+            if a.id() >= b.id() {
+                continue;
+            }
+            let i = jaccard::overlap(a.shingles(), b.shingles()).intersection as f64;
+            let c = (i / a.shingles().len() as f64).max(i / b.shingles().len() as f64);
+            if c >= 0.9 {
+                want.insert((a.id().to_string(), b.id().to_string()), c);
+            }
+        }
+    }
+    assert_eq!(got.len(), 10, "{got:?}");
+    assert_eq!(got, want);
+    // Only the ten sources and their excerpts were verified: the shared
+    // 12-word passage gives nobody enough to be a candidate.
+    assert_eq!(stats.candidates, 10);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
