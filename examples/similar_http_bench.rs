@@ -4,17 +4,19 @@
 //! ratios `passage_bench` and `boilerplate_bench` measure.
 //!
 //! ```text
-//! cargo run --release --example similar_http_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads C]
+//! cargo run --release --example similar_http_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads C] [--ingest-rounds I] [--ingest-only] [--ingest-connections K]
 //! ```
 //!
 //! Servers in this process (default settings but `storage.wal_fsync =
 //! never`), fed the first `N` `{"id", "text"}` lines through `POST
-//! /documents/batch`, 1,000 a request, from one connection.
+//! /documents/batch`, 1,000 a request, from one connection (or
+//! `--ingest-connections`).
 //!
-//! - **Ingest** (min(R, 3) rounds): a fresh server of each configuration
-//!   (index off; passage index; passage index and document frequency)
-//!   loads the corpus, the order rotating by round; documents a second,
-//!   and each round's ratio to index off.
+//! - **Ingest** (min(R, 3) rounds, or `--ingest-rounds`; `--ingest-only`
+//!   skips the queries), after a warm-up load that is not counted: a fresh
+//!   server of each configuration (index off; passage index; passage
+//!   index and document frequency) loads the corpus, the order rotating by
+//!   round; documents a second, and each round's ratio to index off.
 //! - **Queries** (R rounds): `Q` queries of each kind from `C` keep-alive
 //!   connections, the kinds in an order rotating by round: on the server
 //!   with the passage index, `GET /similar?id=` by Jaccard (the
@@ -49,6 +51,15 @@ struct Args {
     /// and `--threads`: the connections querying at once.
     #[command(flatten)]
     query: common::QueryArgs,
+    /// Ingest rounds (default: `--rounds`, at most 3).
+    #[arg(long)]
+    ingest_rounds: Option<usize>,
+    /// Measure ingest only (no query rounds).
+    #[arg(long)]
+    ingest_only: bool,
+    /// Connections posting batches at once.
+    #[arg(long, default_value = "1")]
+    ingest_connections: usize,
 }
 
 /// One kind of query: its name, the server it asks (0: passage index; 1:
@@ -89,19 +100,45 @@ async fn server(passages: bool, counts: bool) -> (serve::Served, tempfile::TempD
     (serve::serve(app).await, dir)
 }
 
-/// Every document through `POST /documents/batch`, 1,000 a request;
-/// documents a second.
-async fn load(client: &reqwest::Client, base: &str, docs: &[(String, String)]) -> f64 {
+/// Every document through `POST /documents/batch`, 1,000 a request, from
+/// `connections` connections at once (each takes the next request's
+/// documents); documents a second.
+async fn load(
+    client: &reqwest::Client,
+    base: &str,
+    docs: &Arc<Vec<(String, String)>>,
+    connections: usize,
+) -> f64 {
     let start = Instant::now();
-    for chunk in docs.chunks(1000) {
-        let body = json!({"documents": chunk.iter().map(|(id, text)| json!({"id": id, "text": text})).collect::<Vec<_>>()});
-        let r = client
-            .post(format!("{base}/documents/batch?mode=upsert"))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "{}", r.status());
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let (client, base, docs, next) = (
+            client.clone(),
+            base.to_owned(),
+            Arc::clone(docs),
+            Arc::clone(&next),
+        );
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let lo = next.fetch_add(1000, Ordering::Relaxed);
+                if lo >= docs.len() {
+                    break;
+                }
+                let chunk = &docs[lo..(lo + 1000).min(docs.len())];
+                let body = json!({"documents": chunk.iter().map(|(id, text)| json!({"id": id, "text": text})).collect::<Vec<_>>()});
+                let r = client
+                    .post(format!("{base}/documents/batch?mode=upsert"))
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(r.status().is_success(), "{}", r.status());
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
     }
     docs.len() as f64 / start.elapsed().as_secs_f64()
 }
@@ -170,7 +207,12 @@ async fn run_kind(
 
 #[tokio::main]
 async fn main() {
-    let args = Args::parse().query;
+    let Args {
+        query: args,
+        ingest_rounds,
+        ingest_only,
+        ingest_connections,
+    } = Args::parse();
     let raw = args.read();
     let docs: Arc<Vec<(String, String)>> = Arc::new(
         args.lines(&raw)
@@ -188,15 +230,22 @@ async fn main() {
     let client = reqwest::Client::new();
     // Ingest: each configuration loads the corpus into a fresh server, the
     // order rotating by round (at most 3 rounds).
+    // A warm-up load first, not counted: the process's first server pays
+    // for its allocator's and page cache's first touch.
+    {
+        let (served, _dir) = server(false, false).await;
+        load(&client, &served.base, &docs, ingest_connections).await;
+        served.stop().await;
+    }
     let mut ingest: Vec<Vec<f64>> = vec![Vec::new(); SERVERS.len()];
     let mut ingest_ratios: Vec<Vec<f64>> = vec![Vec::new(); SERVERS.len()];
-    for round in 0..args.rounds.get().min(3) {
+    for round in 0..ingest_rounds.unwrap_or(args.rounds.get().min(3)) {
         let mut this = [0.0; SERVERS.len()];
         for k in 0..SERVERS.len() {
             let c = (k + round) % SERVERS.len();
             let (_, passages, counts) = SERVERS[c];
             let (served, _dir) = server(passages, counts).await;
-            this[c] = load(&client, &served.base, &docs).await;
+            this[c] = load(&client, &served.base, &docs, ingest_connections).await;
             served.stop().await;
         }
         for (c, &(name, _, _)) in SERVERS.iter().enumerate() {
@@ -210,14 +259,14 @@ async fn main() {
         }
     }
     let mut servers = Vec::new();
-    for &(_, passages, counts) in &SERVERS[1..] {
+    for &(_, passages, counts) in SERVERS[1..].iter().filter(|_| !ingest_only) {
         let s = server(passages, counts).await;
-        load(&client, &s.0.base, &docs).await;
+        load(&client, &s.0.base, &docs, ingest_connections).await;
         servers.push(s);
     }
     let mut per_kind: Vec<Vec<f64>> = vec![Vec::new(); KINDS.len()];
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); KINDS.len()];
-    for round in 0..args.rounds.get() {
+    for round in (0..args.rounds.get()).filter(|_| !ingest_only) {
         let picks = Arc::new(draws(round as u64, args.queries.get(), docs.len()));
         let mut this = vec![0.0; KINDS.len()];
         for k in 0..KINDS.len() {
@@ -260,6 +309,7 @@ async fn main() {
     let kinds: Vec<Value> = KINDS
         .iter()
         .enumerate()
+        .filter(|_| !ingest_only)
         .map(|(k, &(name, _, _, _, _))| {
             json!({"kind": name, "us_per_query": median(&per_kind[k]),
                    "ratio_to_jaccard": median(&ratios[k]), "rounds_us": per_kind[k]})
