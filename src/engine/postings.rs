@@ -276,7 +276,8 @@ impl Postings {
     /// argument holds here too: a chunk's shards are read-locked in
     /// increasing order, each once, and released before the next chunk):
     /// the shards' lock lines, then every home cell, then every bucket's
-    /// side entry are loaded before any bucket is used. `f` runs under the
+    /// side entry, then the start of every long bucket's slots are loaded
+    /// before any bucket is used. `f` runs under the
     /// chunk's read locks and must not call back into the index.
     pub(crate) fn with_many(
         &self,
@@ -322,6 +323,9 @@ impl Postings {
             }
             for i in 0..n {
                 table(i).prefetch_bucket(places[i].1, homes[i]);
+            }
+            for i in 0..n {
+                table(i).prefetch_slots(places[i].1, homes[i]);
             }
             for i in 0..n {
                 if !f(c * BATCH + i, table(i).get_from(places[i].1, homes[i])) {

@@ -309,6 +309,22 @@ impl Table {
         }
     }
 
+    /// Start loading the slots of `key`'s bucket when they are in a
+    /// spill vector (five or more), after [`prefetch_bucket`](Self::prefetch_bucket)
+    /// had the vector's side entry loaded: the third miss of a lookup of a
+    /// long bucket, started for many keys before any is read. Smaller
+    /// buckets are in the side entry or the cell itself.
+    #[inline]
+    pub fn prefetch_slots(&self, key: u32, home: u64) {
+        if key_of(home) != key {
+            return;
+        }
+        let value = value_of(home);
+        if value & SPILL_TAG != 0 {
+            crate::prefetch::prefetch_slice(&self.spill[value & !SPILL_TAG]);
+        }
+    }
+
     /// Make room for `additional` more keys without growing on the way.
     pub fn reserve(&mut self, additional: usize) {
         let need = self.len + additional;
