@@ -366,7 +366,19 @@ impl Frequencies {
             // Room first for the keys that are new: inserted in sorted order
             // into a table that grew on the way, they would all land in its
             // first part (their homes are spread over the final size).
-            let new = runs.iter().filter(|run| map.get(run[0]) == 0).count();
+            // (Prefetched ahead like the adds below: each is a miss in a
+            // table far larger than the caches, and these loads also bring
+            // the adds' lines in.)
+            let new = runs
+                .iter()
+                .enumerate()
+                .filter(|&(i, run)| {
+                    if let Some(ahead) = runs.get(i + 8) {
+                        map.prefetch(ahead[0]);
+                    }
+                    map.get(run[0]) == 0
+                })
+                .count();
             map.reserve(new);
             for (i, run) in runs.iter().enumerate() {
                 if let Some(ahead) = runs.get(i + 8) {
