@@ -308,6 +308,44 @@ fn passage_lookup_finds_a_quote_and_measures_its_run() {
     assert!(e.passages(&passage, 24, 10, None).unwrap().hits.is_empty());
 }
 
+/// An edge as (lower id, higher id) → its larger containment.
+fn pair_of(edge: &Edge) -> ((String, String), f64) {
+    (
+        (edge.a.id().to_string(), edge.b.id().to_string()),
+        edge.containment(),
+    )
+}
+
+/// Every pair the containment scan at `t` reports.
+fn scanned_containment_pairs(e: &Engine, t: Threshold) -> BTreeMap<(String, String), f64> {
+    let mut got = BTreeMap::new();
+    e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
+        got.extend(edges.iter().map(pair_of));
+        std::ops::ControlFlow::Continue(())
+    });
+    got
+}
+
+/// Every pair of stored documents with either inside the other at ≥ `t`,
+/// by brute force.
+fn brute_containment_pairs(e: &Engine, t: f64) -> BTreeMap<(String, String), f64> {
+    let mut want = BTreeMap::new();
+    let records = e.records();
+    for a in &records {
+        for b in &records {
+            if a.id() >= b.id() {
+                continue;
+            }
+            let i = jaccard::overlap(a.shingles(), b.shingles()).intersection as f64;
+            let c = (i / a.shingles().len() as f64).max(i / b.shingles().len() as f64);
+            if c >= t {
+                want.insert((a.id().to_string(), b.id().to_string()), c);
+            }
+        }
+    }
+    want
+}
+
 #[test]
 fn containment_pairs_equal_brute_force() {
     let e = engine(true);
@@ -325,30 +363,8 @@ fn containment_pairs_equal_brute_force() {
     let t = e
         .threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(0.9))
         .unwrap();
-    let mut got = BTreeMap::new();
-    e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
-        for edge in edges {
-            got.insert(
-                (edge.a.id().to_string(), edge.b.id().to_string()),
-                edge.containment(),
-            );
-        }
-        std::ops::ControlFlow::Continue(())
-    });
-    let mut want = BTreeMap::new();
-    let records = e.records();
-    for a in &records {
-        for b in &records {
-            if a.id() >= b.id() {
-                continue;
-            }
-            let i = jaccard::overlap(a.shingles(), b.shingles()).intersection as f64;
-            let c = (i / a.shingles().len() as f64).max(i / b.shingles().len() as f64);
-            if c >= 0.9 {
-                want.insert((a.id().to_string(), b.id().to_string()), c);
-            }
-        }
-    }
+    let got = scanned_containment_pairs(&e, t);
+    let want = brute_containment_pairs(&e, 0.9);
     assert_eq!(got, want);
     assert_eq!(got.len(), 10);
     let groups = e.duplicate_groups_by(t, Measure::Containment, 2, None);
@@ -387,28 +403,10 @@ fn the_scan_skips_by_shared_counts_and_still_equals_brute_force() {
         .unwrap();
     let mut got = BTreeMap::new();
     let stats = e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
-        for edge in edges {
-            got.insert(
-                (edge.a.id().to_string(), edge.b.id().to_string()),
-                edge.containment(),
-            );
-        }
+        got.extend(edges.iter().map(pair_of));
         std::ops::ControlFlow::Continue(())
     });
-    let mut want = BTreeMap::new();
-    let records = e.records();
-    for a in &records {
-        for b in &records {
-            if a.id() >= b.id() {
-                continue;
-            }
-            let i = jaccard::overlap(a.shingles(), b.shingles()).intersection as f64;
-            let c = (i / a.shingles().len() as f64).max(i / b.shingles().len() as f64);
-            if c >= 0.9 {
-                want.insert((a.id().to_string(), b.id().to_string()), c);
-            }
-        }
-    }
+    let want = brute_containment_pairs(&e, 0.9);
     assert_eq!(got.len(), 10, "{got:?}");
     assert_eq!(got, want);
     // Only the ten sources and their excerpts were verified: the shared
