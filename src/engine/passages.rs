@@ -301,7 +301,8 @@ impl Engine {
         fewest: usize,
         shared_at_most: usize,
     ) -> bool {
-        let need = |of: usize| ((SHARE * t * of as f64).ceil() as usize).max(1);
+        // The rule's need with nothing skipped as common.
+        let need = |of: usize| Self::fingerprints_needed(of, t, 0);
         let at = match measure {
             Measure::QueryInStored => need(own),
             Measure::StoredInQuery => need(fewest),

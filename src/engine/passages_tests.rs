@@ -316,14 +316,17 @@ fn pair_of(edge: &Edge) -> ((String, String), f64) {
     )
 }
 
-/// Every pair the containment scan at `t` reports.
-fn scanned_containment_pairs(e: &Engine, t: Threshold) -> BTreeMap<(String, String), f64> {
+/// Every pair the containment scan at `t` reports, and the scan's counts.
+fn scanned_containment_pairs(
+    e: &Engine,
+    t: Threshold,
+) -> (BTreeMap<(String, String), f64>, ScanStats) {
     let mut got = BTreeMap::new();
-    e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
+    let stats = e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
         got.extend(edges.iter().map(pair_of));
         std::ops::ControlFlow::Continue(())
     });
-    got
+    (got, stats)
 }
 
 /// Every pair of stored documents with either inside the other at ≥ `t`,
@@ -363,7 +366,7 @@ fn containment_pairs_equal_brute_force() {
     let t = e
         .threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(0.9))
         .unwrap();
-    let got = scanned_containment_pairs(&e, t);
+    let (got, _) = scanned_containment_pairs(&e, t);
     let want = brute_containment_pairs(&e, 0.9);
     assert_eq!(got, want);
     assert_eq!(got.len(), 10);
@@ -401,11 +404,7 @@ fn the_scan_skips_by_shared_counts_and_still_equals_brute_force() {
     let t = e
         .threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(0.9))
         .unwrap();
-    let mut got = BTreeMap::new();
-    let stats = e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
-        got.extend(edges.iter().map(pair_of));
-        std::ops::ControlFlow::Continue(())
-    });
+    let (got, stats) = scanned_containment_pairs(&e, t);
     let want = brute_containment_pairs(&e, 0.9);
     assert_eq!(got.len(), 10, "{got:?}");
     assert_eq!(got, want);
