@@ -308,6 +308,9 @@ fn passage_lookup_finds_a_quote_and_measures_its_run() {
     assert!(e.passages(&passage, 24, 10, None).unwrap().hits.is_empty());
 }
 
+/// Pairs as (lower id, higher id) → the larger containment.
+type Pairs = BTreeMap<(String, String), f64>;
+
 /// An edge as (lower id, higher id) → its larger containment.
 fn pair_of(edge: &Edge) -> ((String, String), f64) {
     (
@@ -316,22 +319,23 @@ fn pair_of(edge: &Edge) -> ((String, String), f64) {
     )
 }
 
-/// Every pair the containment scan at `t` reports, and the scan's counts.
-fn scanned_containment_pairs(
-    e: &Engine,
-    t: Threshold,
-) -> (BTreeMap<(String, String), f64>, ScanStats) {
+/// Every pair the containment scan at `t` reports, what brute force finds,
+/// and the scan's counts.
+fn scan_and_brute_force(e: &Engine, t: f64) -> (Pairs, Pairs, ScanStats) {
+    let threshold = e
+        .threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(t))
+        .unwrap();
     let mut got = BTreeMap::new();
-    let stats = e.scan_pairs_by(t, Measure::Containment, None, &mut |edges| {
+    let stats = e.scan_pairs_by(threshold, Measure::Containment, None, &mut |edges| {
         got.extend(edges.iter().map(pair_of));
         std::ops::ControlFlow::Continue(())
     });
-    (got, stats)
+    (got, brute_containment_pairs(e, t), stats)
 }
 
 /// Every pair of stored documents with either inside the other at ≥ `t`,
 /// by brute force.
-fn brute_containment_pairs(e: &Engine, t: f64) -> BTreeMap<(String, String), f64> {
+fn brute_containment_pairs(e: &Engine, t: f64) -> Pairs {
     let mut want = BTreeMap::new();
     let records = e.records();
     for a in &records {
@@ -363,13 +367,12 @@ fn containment_pairs_equal_brute_force() {
     for (k, t) in &texts {
         put(&e, k, t);
     }
+    let (got, want, _) = scan_and_brute_force(&e, 0.9);
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 10);
     let t = e
         .threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(0.9))
         .unwrap();
-    let (got, _) = scanned_containment_pairs(&e, t);
-    let want = brute_containment_pairs(&e, 0.9);
-    assert_eq!(got, want);
-    assert_eq!(got.len(), 10);
     let groups = e.duplicate_groups_by(t, Measure::Containment, 2, None);
     assert_eq!(groups.groups.len(), 10);
     assert!(groups
@@ -401,11 +404,7 @@ fn the_scan_skips_by_shared_counts_and_still_equals_brute_force() {
     for (k, t) in &texts {
         put(&e, k, t);
     }
-    let t = e
-        .threshold_for(Measure::Containment, crate::engine::Score::Raw, Some(0.9))
-        .unwrap();
-    let (got, stats) = scanned_containment_pairs(&e, t);
-    let want = brute_containment_pairs(&e, 0.9);
+    let (got, want, stats) = scan_and_brute_force(&e, 0.9);
     assert_eq!(got.len(), 10, "{got:?}");
     assert_eq!(got, want);
     // Only the ten sources and their excerpts were verified: the shared
