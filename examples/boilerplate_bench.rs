@@ -3,7 +3,7 @@
 //! within one run.
 //!
 //! ```text
-//! cargo run --release --example boilerplate_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--planted P]
+//! cargo run --release --example boilerplate_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--planted P] [--restore-rounds S]
 //! ```
 //!
 //! Loads the first `N` `{"id", "text"}` lines and gives each one of ten
@@ -18,6 +18,10 @@
 //!   at the index's threshold (on the engine without counts, and with them,
 //!   where every match also gets its content scores) and content Jaccard at
 //!   the same threshold; ns per query (medians) and their ratios;
+//! - **restore** (with `--restore-rounds S`): the documents stored and
+//!   snapshotted in a temporary directory, then opened `S` times by a fresh
+//!   engine with document frequency off and on, alternating: seconds a
+//!   restart and their ratio (the counts are made again from the records);
 //! - **recall**: `P` reprints (a stored document's text, one word edited,
 //!   another site's footer), stored, each queried by content Jaccard; the
 //!   answers against brute force over every stored document (content
@@ -28,7 +32,8 @@
 
 use clap::Parser;
 use neardup::engine::{
-    BoilerplateParams, Engine, EngineParams, IndexParams, Measure, Prepared, Query, Score,
+    BoilerplateParams, DocId, Engine, EngineParams, IndexParams, Measure, Prepared, Query, Score,
+    WriteMode,
 };
 use rayon::prelude::*;
 use serde_json::{json, Value};
@@ -46,6 +51,9 @@ struct Args {
     /// Reprints planted for the recall measurement.
     #[arg(long, default_value = "200")]
     planted: usize,
+    /// Restarts timed with counts off and on, alternating (0: none).
+    #[arg(long, default_value = "0")]
+    restore_rounds: usize,
 }
 
 const SITES: [&str; 10] = [
@@ -95,6 +103,7 @@ fn main() {
     let Args {
         query: args,
         planted,
+        restore_rounds,
     } = Args::parse();
     let (queries, rounds) = (args.queries.get(), args.rounds.get());
     let raw = args.read();
@@ -135,6 +144,7 @@ fn main() {
         .filter_map(|(id, t)| Some((id.clone(), on.prepare(t).ok()?)))
         .collect();
     drop(on);
+    let restore = (restore_rounds > 0).then(|| restore(&docs, restore_rounds));
 
     // Ingest, alternating; the last engines are kept.
     let (mut off_rate, mut on_rate) = (Vec::new(), Vec::new());
@@ -267,6 +277,7 @@ fn main() {
 
     let out = json!({
         "documents": docs.len(),
+        "restore": restore,
         "words_per_doc": texts.iter().map(|(_, t)| t.split_whitespace().count()).sum::<usize>() as f64 / texts.len() as f64,
         "ingest_docs_per_s": {"df_off": median(&off_rate), "df_on": median(&on_rate)},
         "ingest_ratio_on_over_off": median(&on_rate) / median(&off_rate),
@@ -302,4 +313,59 @@ fn main() {
         },
     });
     println!("{}", serde_json::to_string_pretty(&out).expect("json"));
+}
+
+/// Restarts: the documents stored and snapshotted once (counts on), then
+/// the data directory opened `rounds` times by a fresh engine with counts
+/// off and on, alternating: seconds (medians) and docs/s.
+fn restore(docs: &[(String, Prepared)], rounds: usize) -> Value {
+    use neardup::config::{StorageSettings, WalFsync};
+    use neardup::engine::NewDoc;
+    use neardup::persist::Store;
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let settings = StorageSettings {
+        data_dir: dir.path().to_owned(),
+        wal_fsync: WalFsync::Never,
+        snapshot_interval_secs: 0,
+        ..Default::default()
+    };
+    let open = |counts: bool| {
+        let t = Instant::now();
+        let store = Store::open(Arc::new(engine(counts)), &settings).expect("store opens");
+        (store, t.elapsed().as_secs_f64())
+    };
+    {
+        let (store, _) = open(true);
+        for chunk in docs.chunks(10_000) {
+            let items = chunk.iter().map(|(id, doc)| NewDoc {
+                id: DocId::parse(id).expect("a valid id"),
+                doc: doc.clone(),
+                metadata: None,
+                expires_ms: None,
+                text: None,
+                created_ms: None,
+            });
+            for r in store.insert_many(items, WriteMode::Upsert).expect("stored") {
+                r.expect("stored");
+            }
+        }
+        store.snapshot().expect("a snapshot");
+    }
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        off.push(open(false).1);
+        let (store, secs) = open(true);
+        assert_eq!(
+            store.engine().counted_docs(),
+            docs.len(),
+            "every document counted"
+        );
+        on.push(secs);
+    }
+    let n = docs.len() as f64;
+    json!({"seconds_counts_off": median(&off), "seconds_counts_on": median(&on),
+           "docs_per_s_counts_off": n / median(&off), "docs_per_s_counts_on": n / median(&on),
+           "on_over_off": median(&on) / median(&off),
+           "rounds_off": off, "rounds_on": on})
 }
