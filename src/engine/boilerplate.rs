@@ -222,6 +222,9 @@ use super::counts::{CountTable, SHARD_BITS};
 #[repr(align(64))]
 struct Shard(RwLock<CountTable>);
 
+/// Shards [`Frequencies::count_fresh`] counts at a time (of 2^SHARD_BITS).
+const FRESH_GROUP: usize = 8;
+
 /// A sorted slice cut into its runs of one shard: (shard, run).
 fn shard_runs(sorted: &[u32]) -> impl Iterator<Item = (usize, &[u32])> {
     sorted
@@ -340,8 +343,49 @@ impl Frequencies {
         self.docs.store(0, Ordering::Relaxed);
         if on {
             let records = all();
-            self.count_all(records.iter().map(|r| r.shingles()));
+            self.count_fresh(&records);
             self.docs.store(records.len(), Ordering::Relaxed);
+        }
+    }
+
+    /// Count every record of `records` into empty tables (a switch on,
+    /// the end of a restore). A group of [`FRESH_GROUP`] shards at a time,
+    /// so the values held at once are that share of all of them (a
+    /// record's sorted shingles hold each group's as one run, taken from
+    /// a cursor per record); each shard's values sorted and counted as
+    /// [`Self::count_all`] does, with room made for exactly its distinct
+    /// shingles before the first add (the table is empty: no probe needed).
+    fn count_fresh(&self, records: &[Arc<Record>]) {
+        use rayon::prelude::*;
+        // Records a task scatters (each keeps its own per-shard runs).
+        const CHUNK: usize = 4096;
+        let mut cursors = vec![0u32; records.len()];
+        for group in (0..self.shards.len()).step_by(FRESH_GROUP) {
+            let end = group + FRESH_GROUP;
+            let pieces: Vec<Vec<Vec<u32>>> = records
+                .par_chunks(CHUNK)
+                .zip(cursors.par_chunks_mut(CHUNK))
+                .map(|(records, cursors)| {
+                    let mut by_shard = vec![Vec::new(); FRESH_GROUP];
+                    for (record, cursor) in records.iter().zip(cursors) {
+                        let set = record.shingles();
+                        let from = *cursor as usize;
+                        let to = from + set[from..].partition_point(|&x| Self::shard(x) < end);
+                        for (s, run) in shard_runs(&set[from..to]) {
+                            by_shard[s - group].extend_from_slice(run);
+                        }
+                        *cursor = to as u32;
+                    }
+                    by_shard
+                })
+                .collect();
+            (0..FRESH_GROUP).into_par_iter().for_each(|k| {
+                let mut xs: Vec<u32> = Vec::with_capacity(pieces.iter().map(|p| p[k].len()).sum());
+                for p in &pieces {
+                    xs.extend_from_slice(&p[k]);
+                }
+                self.count_into(group + k, &mut xs);
+            });
         }
     }
 
@@ -352,23 +396,34 @@ impl Frequencies {
         use rayon::prelude::*;
         let mut by_shard: Vec<Vec<u32>> = vec![Vec::new(); self.shards.len()];
         for set in sets {
-            for &x in set {
-                by_shard[Self::shard(x)].push(x);
+            for (s, run) in shard_runs(set) {
+                by_shard[s].extend_from_slice(run);
             }
         }
-        by_shard.par_iter_mut().enumerate().for_each(|(s, xs)| {
-            if xs.is_empty() {
-                return;
-            }
-            xs.sort_unstable();
-            let runs: Vec<&[u32]> = xs.chunk_by(|a, b| a == b).collect();
-            let mut map = self.shards[s].0.write().expect("df shard");
-            // Room first for the keys that are new: inserted in sorted order
-            // into a table that grew on the way, they would all land in its
-            // first part (their homes are spread over the final size).
-            // (Prefetched ahead like the adds below: each is a miss in a
-            // table far larger than the caches, and these loads also bring
-            // the adds' lines in.)
+        by_shard
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(s, xs)| self.count_into(s, xs));
+    }
+
+    /// Count shard `s`'s values `xs` (any order; sorted here, by radix:
+    /// a batch's thousands of values, or a whole shard's on a switch).
+    fn count_into(&self, s: usize, xs: &mut [u32]) {
+        if xs.is_empty() {
+            return;
+        }
+        radsort::sort(xs);
+        let runs: Vec<&[u32]> = xs.chunk_by(|a, b| a == b).collect();
+        let mut map = self.shards[s].0.write().expect("df shard");
+        // Room first for the keys that are new: inserted in sorted order
+        // into a table that grew on the way, they would all land in its
+        // first part (their homes are spread over the final size). Only
+        // when the table could have to grow are they counted (prefetched
+        // ahead like the adds below: each is a miss in a table far larger
+        // than the caches); an empty table's new keys are all the runs.
+        if map.len() == 0 {
+            map.reserve(runs.len());
+        } else if !map.has_room(runs.len()) {
             let new = runs
                 .iter()
                 .enumerate()
@@ -380,13 +435,13 @@ impl Frequencies {
                 })
                 .count();
             map.reserve(new);
-            for (i, run) in runs.iter().enumerate() {
-                if let Some(ahead) = runs.get(i + 8) {
-                    map.prefetch(ahead[0]);
-                }
-                map.add(run[0], run.len() as u32);
+        }
+        for (i, run) in runs.iter().enumerate() {
+            if let Some(ahead) = runs.get(i + 8) {
+                map.prefetch(ahead[0]);
             }
-        });
+            map.add(run[0], run.len() as u32);
+        }
     }
 
     /// Document frequencies of sorted shingles into `out` (one lock a shard run).

@@ -129,6 +129,43 @@ fn df_is_exact_through_writes_replaces_deletes_and_switches() {
 }
 
 #[test]
+fn df_is_exact_through_batches_and_a_switch_over_many_documents() {
+    // Batches: the count tables grow under some (their new keys counted
+    // first) and have room under others; more documents than a switch's
+    // scatter task takes (4,096), so a switch on counts several chunks and
+    // every group of shards from each record's cursor.
+    let e = engine(on());
+    let texts: Vec<(String, Prepared)> = (0..5_000u64)
+        .map(|i| {
+            let body = words(i, 12 + (i as usize % 20), 4_000).join(" ");
+            let text = format!("{body} {}", footer(i as usize % FOOTERS));
+            (format!("d{i}"), e.prepare(&text).unwrap())
+        })
+        .collect();
+    for batch in texts.chunks(700) {
+        let items = batch
+            .iter()
+            .map(|(key, doc)| BatchWrite {
+                id: id(key),
+                doc,
+                metadata: None,
+                stamp: Stamp::default(),
+            })
+            .collect();
+        for r in e.insert_many_journaled(items, WriteMode::Upsert, &NoJournal) {
+            r.unwrap();
+        }
+    }
+    assert_df_exact(&e);
+    e.set_boilerplate(false);
+    e.set_boilerplate(true);
+    assert_df_exact(&e);
+    // The footers are held by a third of the documents each.
+    let footer_shingle = e.prepare(&footer(0)).unwrap().shingles()[0];
+    assert!(e.doc_frequencies(&[footer_shingle])[0] >= 5_000 / FOOTERS as u32);
+}
+
+#[test]
 fn df_stays_exact_when_the_switch_races_writes() {
     let e = std::sync::Arc::new(engine(on()));
     std::thread::scope(|s| {

@@ -112,10 +112,15 @@ impl CountTable {
         }
     }
 
+    /// Whether `more` keys beyond the present ones fit without growing.
+    pub(crate) fn has_room(&self, more: usize) -> bool {
+        (self.len + more) * 8 <= self.slots.len() * 7
+    }
+
     /// Make room for `more` keys beyond the present ones.
     pub(crate) fn reserve(&mut self, more: usize) {
         let need = self.len + more;
-        if self.slots.is_empty() || need * 8 > self.slots.len() * 7 {
+        if self.slots.is_empty() || !self.has_room(more) {
             let mut bits = self.bits.max(MIN_BITS);
             while need * 8 > (1usize << bits) * 7 {
                 bits += 1;
