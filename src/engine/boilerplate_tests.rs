@@ -143,18 +143,7 @@ fn df_is_exact_through_batches_and_a_switch_over_many_documents() {
         })
         .collect();
     for batch in texts.chunks(700) {
-        let items = batch
-            .iter()
-            .map(|(key, doc)| BatchWrite {
-                id: id(key),
-                doc,
-                metadata: None,
-                stamp: Stamp::default(),
-            })
-            .collect();
-        for r in e.insert_many_journaled(items, WriteMode::Upsert, &NoJournal) {
-            r.unwrap();
-        }
+        super::tests::insert_batch(&e, batch.iter().map(|(key, doc)| (key.as_str(), doc)));
     }
     assert_df_exact(&e);
     e.set_boilerplate(false);

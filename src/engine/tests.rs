@@ -21,6 +21,22 @@ fn engine_with(kind: ShingleKind, k: usize, threshold: f64) -> Engine {
     )
 }
 
+/// Upsert `(id, document)` pairs as one batch (`insert_many_journaled`),
+/// each stored.
+pub(super) fn insert_batch<'a>(e: &Engine, items: impl Iterator<Item = (&'a str, &'a Prepared)>) {
+    let writes = items
+        .map(|(key, doc)| BatchWrite {
+            id: id(key),
+            doc,
+            metadata: None,
+            stamp: Stamp::default(),
+        })
+        .collect();
+    for r in e.insert_many_journaled(writes, WriteMode::Upsert, &NoJournal) {
+        r.unwrap();
+    }
+}
+
 fn id(s: &str) -> DocId {
     DocId::parse(s).unwrap()
 }
@@ -158,19 +174,7 @@ fn queries_answered_by_the_shared_bands_equal_the_full_lookup() {
                     .collect();
                 let docs: Vec<Prepared> =
                     batch.iter().map(|(_, t)| e.prepare(t).unwrap()).collect();
-                let items: Vec<BatchWrite<'_>> = batch
-                    .iter()
-                    .zip(&docs)
-                    .map(|((k, _), doc)| BatchWrite {
-                        id: id(k),
-                        doc,
-                        metadata: None,
-                        stamp: Stamp::default(),
-                    })
-                    .collect();
-                for r in e.insert_many_journaled(items, WriteMode::Upsert, &NoJournal) {
-                    r.unwrap();
-                }
+                insert_batch(&e, batch.iter().map(|(k, _)| k.as_str()).zip(&docs));
                 texts.extend(batch);
             }
             _ => {
