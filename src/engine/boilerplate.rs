@@ -348,8 +348,8 @@ impl Frequencies {
         }
     }
 
-    /// Count every record of `records` into empty tables (a switch on,
-    /// the end of a restore). A group of [`FRESH_GROUP`] shards at a time,
+    /// Count every record of `records` into empty tables (a switch on).
+    /// A group of [`FRESH_GROUP`] shards at a time,
     /// so the values held at once are that share of all of them (a
     /// record's sorted shingles hold each group's as one run, taken from
     /// a cursor per record); each shard's values sorted and counted as
