@@ -157,49 +157,65 @@ impl Classifier {
     /// The content scores of two sorted, distinct sets, given each
     /// element's document frequency (`q_df[i]` of `q[i]`).
     pub fn scores(&self, q: &[u32], q_df: &[u32], d: &[u32], d_df: &[u32]) -> ContentScores {
-        let (mut i, mut j) = (0, 0);
-        let (mut qc, mut dc, mut sc, mut sb) = (0usize, 0usize, 0usize, 0usize);
-        let (mut w_union, mut w_shared) = (0.0f64, 0.0f64);
-        let weigh = |x: u32, df: u32| -> (bool, f64) {
-            if self.is_boilerplate(x, df) {
-                (false, 0.0)
-            } else {
-                (true, self.idf(df))
-            }
-        };
-        while i < q.len() || j < d.len() {
-            let (x, df, in_q, in_d) = match (q.get(i), d.get(j)) {
-                (Some(&a), Some(&b)) if a == b => (a, q_df[i].max(d_df[j]), true, true),
-                (Some(&a), Some(&b)) if a < b => (a, q_df[i], true, false),
-                (Some(&a), None) => (a, q_df[i], true, false),
-                (_, Some(&b)) => (b, d_df[j], false, true),
-                (None, None) => unreachable!(),
-            };
-            let (content, w) = weigh(x, df);
-            w_union += w;
-            match (in_q, in_d) {
-                (true, true) => {
-                    i += 1;
-                    j += 1;
-                    if content {
-                        qc += 1;
-                        dc += 1;
-                        sc += 1;
-                        w_shared += w;
-                    } else {
-                        sb += 1;
-                    }
-                }
-                (true, false) => {
-                    i += 1;
-                    qc += usize::from(content);
-                }
-                _ => {
-                    j += 1;
-                    dc += usize::from(content);
-                }
+        let side = self.side(q, q_df);
+        self.scores_with(q, q_df, &side, d, |_, at| {
+            at.iter().map(|&k| d_df[k as usize]).collect()
+        })
+    }
+
+    /// One side's totals: how many of `xs` are content and their idf
+    /// weight (`df[i]` is `xs[i]`'s frequency).
+    pub fn side(&self, xs: &[u32], df: &[u32]) -> Side {
+        let mut side = Side::default();
+        for (&x, &n) in xs.iter().zip(df) {
+            if !self.is_boilerplate(x, n) {
+                side.content += 1;
+                side.weight += self.idf(n);
             }
         }
+        side
+    }
+
+    /// The content scores of `q` (its frequencies `q_df`, its totals
+    /// `side`) against `d`, where only the frequencies of `d`'s shingles
+    /// that are not in `q` are read: `rest_df(rest, at)` gives those of
+    /// `rest` (sorted), which are `d[at[k]]`. A shared shingle's frequency
+    /// is the query's. The one computation of content scores, so every
+    /// caller gets the same bits.
+    pub fn scores_with(
+        &self,
+        q: &[u32],
+        q_df: &[u32],
+        side: &Side,
+        d: &[u32],
+        rest_df: impl FnOnce(&[u32], &[u32]) -> Vec<u32>,
+    ) -> ContentScores {
+        let (mut sc, mut sb, mut w_shared) = (0usize, 0usize, 0.0f64);
+        let mut rest = Vec::with_capacity(d.len());
+        let mut at = Vec::with_capacity(d.len());
+        let mut i = 0;
+        for (k, &x) in d.iter().enumerate() {
+            while i < q.len() && q[i] < x {
+                i += 1;
+            }
+            if i < q.len() && q[i] == x {
+                let n = q_df[i];
+                if self.is_boilerplate(x, n) {
+                    sb += 1;
+                } else {
+                    sc += 1;
+                    w_shared += self.idf(n);
+                }
+                i += 1;
+            } else {
+                rest.push(x);
+                at.push(k as u32);
+            }
+        }
+        let df = rest_df(&rest, &at);
+        let rest_side = self.side(&rest, &df);
+        let (qc, dc) = (side.content, sc + rest_side.content);
+        let w_union = side.weight + rest_side.weight;
         let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
         ContentScores {
             jaccard: ratio(sc, qc + dc - sc),
@@ -214,6 +230,14 @@ impl Classifier {
             shared_boilerplate: sb,
         }
     }
+}
+
+/// One side of content scores: how many shingles are content, and the sum
+/// of their idf weights.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Side {
+    pub content: usize,
+    pub weight: f64,
 }
 
 use super::counts::{CountTable, SHARD_BITS};
@@ -622,9 +646,10 @@ impl<S: std::hash::BuildHasher + Sync> DfLookup for HashMap<u32, u32, S> {
 /// own shingles' frequencies, and where the others' are read.
 pub struct ContentQuery<'a> {
     pub classifier: Classifier,
-    /// The query's shingles' frequencies, read from `df` when the first
-    /// candidate is scored (a query with no candidate reads none).
-    pub q_df: std::sync::OnceLock<Vec<u32>>,
+    /// The query's shingles' frequencies and its totals, read from `df`
+    /// when the first candidate is scored (a query with no candidate reads
+    /// none).
+    pub q_df: std::sync::OnceLock<(Vec<u32>, Side)>,
     pub df: &'a dyn DfLookup,
 }
 
@@ -635,12 +660,19 @@ impl ContentQuery<'_> {
         self.classifier.content_keys(&fps, self.df).len()
     }
 
-    /// The content scores of the query (`shingles`) against `record`.
+    /// The content scores of the query (`shingles`) against `record`: of
+    /// the record's shingles, only those the query lacks are looked up
+    /// (a shared one's frequency is the query's).
     pub fn scores(&self, shingles: &[u32], record: &Record) -> ContentScores {
-        let q_df = self.q_df.get_or_init(|| self.df.df_of(shingles));
-        let d_df = self.df.df_of(record.shingles());
+        let (q_df, side) = self.q_df.get_or_init(|| {
+            let df = self.df.df_of(shingles);
+            let side = self.classifier.side(shingles, &df);
+            (df, side)
+        });
         self.classifier
-            .scores(shingles, q_df, record.shingles(), &d_df)
+            .scores_with(shingles, q_df, side, record.shingles(), |rest, _| {
+                self.df.df_of(rest)
+            })
     }
 }
 
@@ -665,7 +697,12 @@ impl Engine {
         if q.measure.content_score(&scores) < q.threshold.value() {
             return None;
         }
-        let overlap = crate::jaccard::overlap(shingles, record.shingles());
+        // Every shared shingle is content or boilerplate.
+        let intersection = scores.shared_content + scores.shared_boilerplate;
+        let overlap = crate::jaccard::Overlap {
+            intersection,
+            union: shingles.len() + record.shingles().len() - intersection,
+        };
         let mut m = Match::with_intersection(
             record,
             shingles.len(),

@@ -538,3 +538,75 @@ fn explain_marks_the_footer_on_both_sides() {
         assert_eq!(&joined, text, "segments still concatenate to the text");
     }
 }
+
+/// Content scores as the definition reads: over the union, each shingle
+/// classified by its frequency, the weights summed.
+fn brute_scores(c: &Classifier, q: &[u32], d: &[u32], df: &HashMap<u32, u32>) -> ContentScores {
+    let content = |x: u32| !c.is_boilerplate(x, df.get(&x).copied().unwrap_or(0));
+    let weight = |x: u32| c.idf(df.get(&x).copied().unwrap_or(0));
+    let qs: BTreeSet<u32> = q.iter().copied().collect();
+    let ds: BTreeSet<u32> = d.iter().copied().collect();
+    let qc = qs.iter().filter(|&&x| content(x)).count();
+    let dc = ds.iter().filter(|&&x| content(x)).count();
+    let shared: Vec<u32> = qs.intersection(&ds).copied().collect();
+    let sc = shared.iter().filter(|&&x| content(x)).count();
+    let w_union: f64 = qs
+        .union(&ds)
+        .filter(|&&x| content(x))
+        .map(|&x| weight(x))
+        .sum();
+    let w_shared: f64 = shared
+        .iter()
+        .filter(|&&x| content(x))
+        .map(|&x| weight(x))
+        .sum();
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+    ContentScores {
+        jaccard: ratio(sc, qc + dc - sc),
+        query_in_stored: ratio(sc, qc),
+        stored_in_query: ratio(sc, dc),
+        weighted_jaccard: if w_union > 0.0 {
+            w_shared / w_union
+        } else {
+            0.0
+        },
+        shared_content: sc,
+        shared_boilerplate: shared.len() - sc,
+    }
+}
+
+proptest::proptest! {
+    /// The scores a query reads (only the record's shingles it lacks looked
+    /// up) and the scores of two sets given both sides' frequencies are the
+    /// same bits, and equal the definition.
+    #[test]
+    fn content_scores_equal_the_definition(
+        q in proptest::collection::btree_set(0u32..400, 0..120),
+        d in proptest::collection::btree_set(0u32..400, 0..120),
+        freq in proptest::collection::vec(0u32..40, 400),
+        templates in proptest::collection::hash_set(0u32..400, 0..20),
+        at in proptest::option::of(1u32..40),
+        docs in 0usize..100,
+    ) {
+        let c = Classifier { templates: Arc::new(templates), at, docs };
+        let df: HashMap<u32, u32> = (0..400u32).map(|x| (x, freq[x as usize])).collect();
+        let q: Vec<u32> = q.into_iter().collect();
+        let d: Vec<u32> = d.into_iter().collect();
+        let of = |xs: &[u32]| -> Vec<u32> { xs.iter().map(|x| df[x]).collect() };
+        let both = c.scores(&q, &of(&q), &d, &of(&d));
+        let record = Record::new(id("d"), None, Stamp { created_ms: 1, expires_ms: None }, &[0], &d);
+        let query = ContentQuery { classifier: c.clone(), q_df: Default::default(), df: &df };
+        let read = query.scores(&q, &record);
+        proptest::prop_assert_eq!(both, read);
+        let want = brute_scores(&c, &q, &d, &df);
+        proptest::prop_assert_eq!(
+            (both.jaccard, both.query_in_stored, both.stored_in_query),
+            (want.jaccard, want.query_in_stored, want.stored_in_query)
+        );
+        proptest::prop_assert_eq!(
+            (both.shared_content, both.shared_boilerplate),
+            (want.shared_content, want.shared_boilerplate)
+        );
+        proptest::prop_assert!((both.weighted_jaccard - want.weighted_jaccard).abs() < 1e-12);
+    }
+}

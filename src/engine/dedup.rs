@@ -431,9 +431,13 @@ impl Engine {
             {
                 continue;
             }
-            let own_df = classifier
-                .as_ref()
-                .map(|_| self.doc_frequencies(record.shingles()));
+            // The record's frequencies and totals, read once for all its
+            // candidates.
+            let own_df = classifier.as_ref().map(|c| {
+                let df = self.doc_frequencies(record.shingles());
+                let side = c.side(record.shingles(), &df);
+                (df, side)
+            });
             if let Some(c) = &classifier {
                 let df = self.doc_frequencies(&fps);
                 let mut i = 0;
@@ -480,15 +484,20 @@ impl Engine {
                         continue;
                     }
                     verified += 1;
-                    let peer_all_df = self.doc_frequencies(peer.shingles());
-                    let scores = c.scores(record.shingles(), own_df, peer.shingles(), &peer_all_df);
+                    let (own_df, own_side) = own_df;
+                    let scores = c.scores_with(
+                        record.shingles(),
+                        own_df,
+                        own_side,
+                        peer.shingles(),
+                        |rest, _| self.doc_frequencies(rest),
+                    );
                     if measure.content_score(&scores) >= t
                         && (measure != Measure::Containment
                             || scores.query_in_stored.max(scores.stored_in_query) >= t)
                     {
-                        let intersection =
-                            crate::jaccard::overlap(record.shingles(), peer.shingles())
-                                .intersection;
+                        // Every shared shingle is content or boilerplate.
+                        let intersection = scores.shared_content + scores.shared_boilerplate;
                         let mut edge =
                             Edge::between(Arc::clone(&record), slot, peer, other, intersection);
                         edge.set_content(&record, scores);
