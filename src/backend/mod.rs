@@ -587,6 +587,16 @@ impl Backend {
         }
     }
 
+    /// The kinds of the collection's own files (`events`, `decisions`) that
+    /// could not be read at their last use (none on Redis: its data is
+    /// not in files of ours).
+    pub fn unreadable_files(&self) -> Vec<&'static str> {
+        match self {
+            Backend::Memory(m) => m.unreadable_files(),
+            Backend::Redis(_) => Vec::new(),
+        }
+    }
+
     /// The write-ahead log's counters, where there is one.
     pub fn log_stats(&self) -> Option<LogStats> {
         match self {

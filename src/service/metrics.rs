@@ -42,6 +42,12 @@ struct ComponentLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FileLabels {
+    collection: String,
+    file: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
     collection: String,
     outcome: &'static str,
@@ -142,6 +148,8 @@ pub struct Metrics {
     ready: Gauge,
     documents: Family<CollectionLabels, Gauge>,
     memory: Family<ComponentLabels, Gauge>,
+    /// A collection's own file that could not be read at its last use.
+    file_unreadable: Family<FileLabels, Gauge>,
     query_candidates: Family<CollectionLabels, Histogram>,
     candidates_verified: Family<CollectionLabels, Counter>,
     candidates_rejected: Family<CollectionLabels, Counter>,
@@ -319,6 +327,11 @@ impl Default for Metrics {
             "memory_bytes",
             "Estimated heap bytes by collection and component",
             Family::<ComponentLabels, Gauge>::default()
+        );
+        let file_unreadable = reg!(
+            "file_unreadable",
+            "1 while a collection's file (events, decisions) could not be read at its last use",
+            Family::<FileLabels, Gauge>::default()
         );
         let query_candidates = reg!(
             "query_candidates",
@@ -517,6 +530,7 @@ impl Default for Metrics {
             ready,
             documents,
             memory,
+            file_unreadable,
             query_candidates,
             candidates_verified,
             candidates_rejected,
@@ -865,6 +879,7 @@ impl Metrics {
         self.boilerplate.clear();
         self.documents.clear();
         self.memory.clear();
+        self.file_unreadable.clear();
         self.wal_bytes.clear();
         self.text_bytes.clear();
         self.wal_writable.clear();
@@ -896,6 +911,14 @@ impl Metrics {
                 .set(backend.documents() as i64);
             if let Some(log) = backend.log_stats() {
                 self.export_wal(name, c.id, &log);
+            }
+            for file in backend.unreadable_files() {
+                self.file_unreadable
+                    .get_or_create(&FileLabels {
+                        collection: name.to_owned(),
+                        file,
+                    })
+                    .set(1);
             }
             let Some(m) = backend.memory() else { continue };
             for (component, bytes) in [

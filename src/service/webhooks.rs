@@ -28,7 +28,7 @@ use crate::service::events::EventHub;
 use crate::service::metrics::Metrics;
 use base64::Engine as _;
 use hmac::{Hmac, KeyInit, Mac};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -284,6 +284,34 @@ struct Deliverer {
     slots: tokio::sync::Semaphore,
     /// (collection id, subscription id) with a round in flight.
     busy: Mutex<HashSet<(u64, String)>>,
+    /// What the loop failed to read at its last try, with the error.
+    failing: Failing,
+}
+
+/// Reads the delivery loop retries at every poll (five a second by
+/// default) and that fail: each is logged when it starts failing or its
+/// error changes, and once when it works again, not at every poll.
+#[derive(Default)]
+/// Keyed by collection id and subscription (`None`: the collection's
+/// subscriptions themselves).
+struct Failing(Mutex<HashMap<(u64, Option<String>), String>>);
+
+impl Failing {
+    /// `key` failed with `error`: whether to log it.
+    fn failed(&self, key: (u64, Option<String>), error: String) -> bool {
+        let mut m = self.0.lock().expect("failing lock");
+        if m.get(&key) == Some(&error) {
+            return false;
+        }
+        m.insert(key, error);
+        true
+    }
+
+    /// `key` worked: whether it had failed (to log that it works again).
+    fn worked(&self, key: &(u64, Option<String>)) -> bool {
+        let mut m = self.0.lock().expect("failing lock");
+        !m.is_empty() && m.remove(key).is_some()
+    }
 }
 
 /// Run the delivery loop until dropped (the app aborts it at shutdown;
@@ -302,6 +330,7 @@ pub async fn run(
         consumer: format!("node-{}", uuid::Uuid::now_v7().simple()),
         slots: tokio::sync::Semaphore::new(PER_NODE),
         busy: Mutex::new(HashSet::new()),
+        failing: Failing::default(),
         settings,
     });
     let mut rounds = tokio::task::JoinSet::new();
@@ -333,10 +362,18 @@ pub async fn run(
             } else {
                 d.hub.rules(&c).await
             };
+            let key = (c.id, None);
             let rules = match rules {
-                Ok(r) => r,
+                Ok(r) => {
+                    if d.failing.worked(&key) {
+                        tracing::info!(collection = %c.name, "the webhook subscriptions can be read again");
+                    }
+                    r
+                }
                 Err(e) => {
-                    tracing::warn!(collection = %c.name, error = %e, "reading the webhook subscriptions failed");
+                    if d.failing.failed(key, e.to_string()) {
+                        tracing::warn!(collection = %c.name, error = %e, "reading the webhook subscriptions failed; retried at every poll, logged again when the error changes");
+                    }
                     continue;
                 }
             };
@@ -387,6 +424,7 @@ impl Deliverer {
         let Some(b) = c.backend() else {
             return false;
         };
+        let key = (c.id, Some(sub.id.clone()));
         let due = match b
             .due_deliveries(
                 c.dir(),
@@ -397,9 +435,16 @@ impl Deliverer {
             )
             .await
         {
-            Ok(d) => d,
+            Ok(d) => {
+                if self.failing.worked(&key) {
+                    tracing::info!(collection = %c.name, subscription = %sub.id, "due deliveries can be read again");
+                }
+                d
+            }
             Err(e) => {
-                tracing::warn!(collection = %c.name, subscription = %sub.id, error = %e, "reading due deliveries failed");
+                if self.failing.failed(key, e.to_string()) {
+                    tracing::warn!(collection = %c.name, subscription = %sub.id, error = %e, "reading due deliveries failed; retried at every poll, logged again when the error changes");
+                }
                 return false;
             }
         };
@@ -520,6 +565,23 @@ fn describe(e: &reqwest::Error, timeout_ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failing_read_is_logged_when_it_starts_changes_and_ends_not_at_every_poll() {
+        let f = Failing::default();
+        let sub = (7, Some("wh_1".to_owned()));
+        assert!(!f.worked(&sub), "nothing had failed");
+        assert!(f.failed(sub.clone(), "damaged at 22".into()));
+        assert!(
+            !f.failed(sub.clone(), "damaged at 22".into()),
+            "the next poll"
+        );
+        assert!(f.failed((7, None), "damaged at 22".into()), "another read");
+        assert!(f.failed(sub.clone(), "disk gone".into()), "another error");
+        assert!(f.worked(&sub));
+        assert!(!f.worked(&sub), "logged once");
+        assert!(f.failed(sub, "damaged at 22".into()), "failing again");
+    }
 
     #[test]
     fn internal_addresses_are_private_and_public_ones_are_not() {

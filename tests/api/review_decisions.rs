@@ -583,20 +583,44 @@ async fn a_damaged_decisions_file_is_an_error_until_it_is_repaired_never_an_empt
         bad,
         "nothing written over it"
     );
+    // An operator sees it in the metrics too, for as long as it lasts.
+    let unreadable = |text: &str| {
+        crate::helpers::metric_value(
+            text,
+            "neardup_file_unreadable",
+            &[
+                ("collection", crate::COLLECTION.unwrap_or("default")),
+                ("file", "decisions"),
+            ],
+        )
+    };
+    let m = app.metrics().await;
+    assert_eq!(unreadable(&m), Some(1.0), "{m}");
     // Repaired (here: the good bytes back), it answers again, all of it.
     std::fs::write(&file, &good).unwrap();
     let page = app.get_json("/review/decisions").await;
     assert_eq!(page["total"], 3, "{page}");
+    let m = app.metrics().await;
+    assert_eq!(unreadable(&m), None, "{m}");
 }
 
 fn find_file(dir: &std::path::Path, name: &str) -> Option<std::path::PathBuf> {
+    find_file_where(dir, &|p| p.file_name().is_some_and(|n| n == name))
+}
+
+/// The first file under `dir` that `wanted` accepts, of the collection the
+/// suite addresses.
+pub(crate) fn find_file_where(
+    dir: &std::path::Path,
+    wanted: &dyn Fn(&std::path::Path) -> bool,
+) -> Option<std::path::PathBuf> {
     for entry in std::fs::read_dir(dir).ok()? {
         let p = entry.ok()?.path();
         if p.is_dir() {
-            if let Some(f) = find_file(&p, name) {
+            if let Some(f) = find_file_where(&p, wanted) {
                 return Some(f);
             }
-        } else if p.file_name().is_some_and(|n| n == name) {
+        } else if wanted(&p) {
             // The collection the suite addresses (its directory's name).
             if crate::COLLECTION.is_none_or(|c| p.to_string_lossy().contains(c)) {
                 return Some(p);

@@ -1190,3 +1190,56 @@ async fn the_events_setting_is_checked_patched_and_kept() {
     .await;
     assert!(p["detail"].as_str().unwrap().contains("events.feed"), "{p}");
 }
+
+#[tokio::test]
+async fn a_damaged_event_log_is_an_error_and_a_metric_until_it_is_repaired() {
+    if crate::REDIS {
+        // The file is the memory backend's.
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = feed_settings();
+    s.storage.data_dir = dir.path().to_owned();
+    let app = spawn_app_with(s.clone()).await;
+    write(&app, "orig-0", TEXTS[0]).await;
+    write(&app, "dup-0", &near(0, "phosphates")).await;
+    assert_eq!(feed(&app, 10).await.len(), 1, "one duplicate, one event");
+    app.stop().await.unwrap();
+    let file = crate::review_decisions::find_file_where(dir.path(), &|p| {
+        p.parent().and_then(|d| d.file_name()) == Some(std::ffi::OsStr::new("events"))
+            && p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("events-"))
+    })
+    .expect("the event log");
+    let good = std::fs::read(&file).unwrap();
+    let mut bad = good.clone();
+    // A frame's byte in the middle (after the magic): damage, not a torn end.
+    bad[8 + 14] ^= 0xff;
+    std::fs::write(&file, &bad).unwrap();
+
+    let app = spawn_app_with(s).await;
+    let resp = app.get("/events?limit=10").await;
+    let p = assert_problem(resp, 500).await;
+    assert_eq!(p["type"], "urn:neardup:problem:internal");
+    assert!(
+        !p.to_string().contains("events-"),
+        "no file name in a 5xx body: {p}"
+    );
+    let unreadable = |text: &str| {
+        crate::helpers::metric_value(
+            text,
+            "neardup_file_unreadable",
+            &[
+                ("collection", crate::helpers::collection_label()),
+                ("file", "events"),
+            ],
+        )
+    };
+    let m = app.metrics().await;
+    assert_eq!(unreadable(&m), Some(1.0), "{m}");
+    // Repaired, the feed answers again, and the metric is gone.
+    std::fs::write(&file, &good).unwrap();
+    assert_eq!(feed(&app, 10).await.len(), 1);
+    let m = app.metrics().await;
+    assert_eq!(unreadable(&m), None, "{m}");
+}

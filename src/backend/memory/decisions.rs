@@ -50,8 +50,8 @@ fn registry() -> &'static Mutex<HashMap<PathBuf, Weak<Decisions>>> {
 }
 
 /// The decisions of the collection directory `dir`, opened if no `Memory`
-/// of it has them open. A damaged log is an error (logged with its file
-/// and offset), never an empty set.
+/// of it has them open. A damaged log is an error naming its file and
+/// offset (logged by the caller), never an empty set.
 fn open(dir: &Path) -> Result<Arc<Decisions>, PersistError> {
     let mut reg = registry().lock().expect("decisions registry");
     reg.retain(|_, w| w.strong_count() > 0);
@@ -61,12 +61,7 @@ fn open(dir: &Path) -> Result<Arc<Decisions>, PersistError> {
             return Ok(d);
         }
     }
-    let log = DecisionLog::open(dir).inspect_err(|e| {
-        tracing::error!(
-            error = %e,
-            "the review decisions cannot be read; the collection's decisions answer errors until the file is repaired"
-        );
-    })?;
+    let log = DecisionLog::open(dir)?;
     let d = Arc::new(Decisions {
         current: Mutex::new(log.set()),
         log: Mutex::new(log),
@@ -89,8 +84,19 @@ impl Memory {
         let d = dir.to_owned();
         let opened = tokio::task::spawn_blocking(move || open(&d))
             .await
-            .map_err(|e| BackendError::Internal(format!("reading decisions: task failed: {e}")))?
-            .map_err(persist_err("reading the review decisions"))?;
+            .map_err(|e| BackendError::Internal(format!("reading decisions: task failed: {e}")))?;
+        let opened = match opened {
+            Ok(d) => d,
+            Err(e) => {
+                self.unreadable(
+                    "decisions",
+                    &e,
+                    "the review decisions cannot be read; the collection's decisions answer errors until the file is repaired",
+                );
+                return Err(persist_err("reading the review decisions")(e));
+            }
+        };
+        self.readable("decisions");
         Ok(Arc::clone(self.decisions.get_or_init(|| opened)))
     }
 

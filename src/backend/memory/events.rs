@@ -61,9 +61,7 @@ fn open_log(store: &Store, dir: &Path) -> Result<SharedLog, PersistError> {
         WalFsync::Interval => INTERVAL_FSYNC_MS,
         _ => ALWAYS_FSYNC_MS,
     };
-    let log = EventLog::open(dir, mode, interval).inspect_err(|e| {
-        tracing::error!(error = %e, "the event log cannot be opened; no events until it is repaired");
-    })?;
+    let log = EventLog::open(dir, mode, interval)?;
     let log = Arc::new(Mutex::new(log));
     reg.insert(dir.to_owned(), Arc::downgrade(&log));
     Ok(log)
@@ -91,10 +89,21 @@ impl Memory {
             return Ok(Arc::clone(log));
         }
         let (store, d) = (Arc::clone(&self.store), dir.to_owned());
-        let log = tokio::task::spawn_blocking(move || open_log(&store, &d))
+        let opened = tokio::task::spawn_blocking(move || open_log(&store, &d))
             .await
-            .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?
-            .map_err(persist_err(what))?;
+            .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?;
+        let log = match opened {
+            Ok(log) => log,
+            Err(e) => {
+                self.unreadable(
+                    "events",
+                    &e,
+                    "the event log cannot be opened; no events until it is repaired",
+                );
+                return Err(persist_err(what)(e));
+            }
+        };
+        self.readable("events");
         Ok(Arc::clone(self.events.get_or_init(|| log)))
     }
 

@@ -32,6 +32,11 @@ pub struct Memory {
     /// The collection's review decisions (issue 46), opened at their first
     /// use from the collection directory the caller names (`decisions.rs`).
     decisions: std::sync::OnceLock<Arc<decisions::Decisions>>,
+    /// The collection's files that could not be read at their last use, by
+    /// kind (`events`, `decisions`), with the error: each failure is logged
+    /// when it starts or its error changes, not at every use (the webhook
+    /// loop reads the event log five times a second), and is a metric.
+    unreadable: std::sync::Mutex<std::collections::BTreeMap<&'static str, String>>,
 }
 
 impl Memory {
@@ -41,7 +46,42 @@ impl Memory {
             store,
             events: std::sync::OnceLock::new(),
             decisions: std::sync::OnceLock::new(),
+            unreadable: Default::default(),
         }
+    }
+
+    /// The `kind` file could not be opened: logged with `what` it means if
+    /// it was readable before or failed otherwise.
+    fn unreadable(&self, kind: &'static str, error: &PersistError, what: &'static str) {
+        let error = error.to_string();
+        let mut failing = self.unreadable.lock().expect("unreadable files lock");
+        if failing.get(kind) != Some(&error) {
+            tracing::error!(file = kind, error = %error, "{what}");
+            failing.insert(kind, error);
+        }
+    }
+
+    /// The `kind` file was opened: logged if it had failed.
+    fn readable(&self, kind: &'static str) {
+        let was = self
+            .unreadable
+            .lock()
+            .expect("unreadable files lock")
+            .remove(kind);
+        if was.is_some() {
+            tracing::info!(file = kind, "the file can be read again");
+        }
+    }
+
+    /// The kinds of the collection's files (`events`, `decisions`) that
+    /// could not be read at their last use.
+    pub fn unreadable_files(&self) -> Vec<&'static str> {
+        self.unreadable
+            .lock()
+            .expect("unreadable files lock")
+            .keys()
+            .copied()
+            .collect()
     }
 
     /// `f` on the store, on a blocking thread.
