@@ -244,18 +244,38 @@ impl Engine {
         fingerprints: &[u32],
         keep: impl Fn(Slot) -> bool,
     ) -> Gathered {
+        self.gather_needing(fingerprints, keep, None)
+    }
+
+    /// [`Self::gather_where`], where only slots that can share at least
+    /// `fingerprints_needed(of, t, common)` of the fingerprints are wanted
+    /// (`need` = `Some((of, t))`; `None`: every slot sharing one). Such a
+    /// slot is in at least one of any `lists − needed + 1` of the lists
+    /// that are not common (pigeonhole), so only the shortest that many
+    /// add slots; the others only add to the counts of slots already
+    /// found. A slot that is left out could not pass; every slot kept has
+    /// its exact count.
+    pub(crate) fn gather_needing(
+        &self,
+        fingerprints: &[u32],
+        keep: impl Fn(Slot) -> bool,
+        need: Option<(usize, f64)>,
+    ) -> Gathered {
         let common_at = self.params().index.common_fingerprint_docs;
         let mut work = PassageWork {
             fingerprints: fingerprints.len(),
             ..Default::default()
         };
         let mut slots: Vec<Slot> = Vec::with_capacity(fingerprints.len() * 2);
+        // Each list's end in `slots`, for the lists that add any.
+        let mut ends: Vec<u32> = Vec::with_capacity(fingerprints.len());
         let mut truncated = false;
         self.postings.with_many(fingerprints, |_, bucket| {
             if slots.len() >= MAX_READ {
                 truncated = true;
                 return false;
             }
+            let before = slots.len();
             match bucket {
                 None => {}
                 Some(Bucket::One(s)) if keep(s) => slots.push(s),
@@ -266,11 +286,26 @@ impl Engine {
                 }
                 Some(Bucket::Many(many)) => slots.extend(many.iter().copied().filter(|&s| keep(s))),
             }
+            if slots.len() > before {
+                ends.push(slots.len() as u32);
+            }
             true
         });
         work.common_docs.sort_unstable_by(|a, b| b.cmp(a));
         work.common_docs.truncate(COMMON_LISTED);
-        let shared = count_slots(&slots);
+        let shared = match need {
+            // A truncated read has not seen every list: no bound holds.
+            Some((of, t)) if !truncated => {
+                let lists = fingerprints.len() - work.common;
+                let needed = Self::fingerprints_needed(of, t, work.common);
+                // Lists that hold none of the kept slots are the shortest.
+                let first = (lists + 1)
+                    .saturating_sub(needed)
+                    .saturating_sub(lists - ends.len());
+                count_slots_needing(&slots, &ends, first)
+            }
+            _ => count_slots(&slots),
+        };
         Gathered {
             shared,
             work,
@@ -412,9 +447,17 @@ impl Engine {
             finish(&mut out, q);
             return Ok(out);
         }
-        let gathered = self.gather(fingerprints, own);
-        let common = gathered.work.common;
         let query_fps = self.query_fingerprints(shingles.len(), fingerprints.len());
+        // Measures that hold the query's side to a share: only documents
+        // that can reach it are gathered (see the filter below).
+        let need = matches!(q.measure, Measure::QueryInStored)
+            || (content.is_some() && q.measure == Measure::Jaccard);
+        let gathered = self.gather_needing(
+            fingerprints,
+            |s| Some(s) != own,
+            need.then_some((query_fps, q.threshold.value())),
+        );
+        let common = gathered.work.common;
         // The share rule from the index alone (each slot's fingerprint
         // count is kept beside it): no record is read for a candidate it
         // rules out. The survivors are verified best-sharing first. (On
@@ -663,10 +706,42 @@ impl Engine {
     }
 }
 
+/// [`count_slots`] of lists (`slots` cut at `ends`), where only slots of
+/// the `first` shortest lists are counted; the other lists add only to
+/// those.
+fn count_slots_needing(slots: &[Slot], ends: &[u32], first: usize) -> Vec<(Slot, u32)> {
+    if first >= ends.len() {
+        return count_slots(slots);
+    }
+    if first == 0 {
+        return Vec::new();
+    }
+    let mut lists: Vec<(u32, u32)> = Vec::with_capacity(ends.len());
+    let mut start = 0;
+    for &end in ends {
+        lists.push((start, end));
+        start = end;
+    }
+    lists.sort_unstable_by_key(|&(a, b)| b - a);
+    let take = |ls: &[(u32, u32)]| -> Vec<Slot> {
+        ls.iter()
+            .flat_map(|&(a, b)| slots[a as usize..b as usize].iter().copied())
+            .collect()
+    };
+    let (found, then) = lists.split_at(first);
+    count_slots_then(&take(found), &take(then))
+}
+
 /// How often each slot occurs in `slots`, as (slot, count), in no order:
 /// an open-addressing table at most half full (cheaper than sorting the
 /// hundreds of entries a query gathers: `passage_bench`).
 fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
+    count_slots_then(slots, &[])
+}
+
+/// [`count_slots`] of `slots`, then `then` added to the counts of slots
+/// already there (a slot only in `then` is not counted).
+fn count_slots_then(slots: &[Slot], then: &[Slot]) -> Vec<(Slot, u32)> {
     thread_local! {
         // Cells: slot + 1 (0: empty) and the slot's index in the answer.
         // Kept between calls and emptied cell by cell, so a call costs what
@@ -674,7 +749,10 @@ fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
         static TABLE: std::cell::RefCell<Vec<(u32, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     if slots.len() <= 1 {
-        return slots.iter().map(|&s| (s, 1)).collect();
+        return slots
+            .iter()
+            .map(|&s| (s, 1 + then.iter().filter(|&&x| x == s).count() as u32))
+            .collect();
     }
     TABLE.with(|cell| {
         let table = &mut *cell.borrow_mut();
@@ -700,6 +778,21 @@ fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
                 if cell.0 == 0 {
                     *cell = (key, out.len() as u32);
                     out.push((s, 1));
+                    break;
+                }
+                i = (i + 1) & mask;
+            }
+        }
+        for &s in then {
+            let key = s + 1;
+            let mut i = home(key);
+            loop {
+                let cell = table[i];
+                if cell.0 == key {
+                    out[cell.1 as usize].1 += 1;
+                    break;
+                }
+                if cell.0 == 0 {
                     break;
                 }
                 i = (i + 1) & mask;
@@ -756,4 +849,13 @@ pub fn finish_passages(out: &mut PassageOutcome, limit: usize) {
 #[cfg(test)]
 pub(crate) fn count_slots_for_tests(slots: &[Slot]) -> Vec<(Slot, u32)> {
     count_slots(slots)
+}
+
+#[cfg(test)]
+pub(crate) fn count_slots_needing_for_tests(
+    slots: &[Slot],
+    ends: &[u32],
+    first: usize,
+) -> Vec<(Slot, u32)> {
+    count_slots_needing(slots, ends, first)
 }

@@ -472,4 +472,41 @@ proptest! {
         }
         prop_assert_eq!(got, want.into_iter().collect::<Vec<_>>());
     }
+
+    /// Counting lists of which a slot must be in `needed` (only the shortest
+    /// `lists − needed + 1` adding slots, `empty` lists holding none): every
+    /// slot in `needed` or more lists is found with its exact count, and
+    /// every slot found has its exact count.
+    #[test]
+    fn counting_only_slots_that_can_reach_a_share_misses_none_that_do(
+        lists in proptest::collection::vec(
+            proptest::collection::btree_set(0u32..60, 1..40), 0..30),
+        empty in 0usize..5,
+        needed in 1usize..12,
+    ) {
+        let mut slots = Vec::new();
+        let mut ends = Vec::new();
+        for l in &lists {
+            slots.extend(l.iter().copied());
+            ends.push(slots.len() as u32);
+        }
+        let all = lists.len() + empty;
+        let first = (all + 1).saturating_sub(needed).saturating_sub(empty);
+        let got: BTreeMap<u32, u32> =
+            super::passages::count_slots_needing_for_tests(&slots, &ends, first)
+                .into_iter()
+                .collect();
+        let mut want: BTreeMap<u32, u32> = BTreeMap::new();
+        for s in &slots {
+            *want.entry(*s).or_default() += 1;
+        }
+        for (s, n) in &got {
+            prop_assert_eq!(Some(n), want.get(s), "slot {} counted exactly", s);
+        }
+        for (s, n) in &want {
+            if *n as usize >= needed {
+                prop_assert!(got.contains_key(s), "slot {} in {} lists is found", s, n);
+            }
+        }
+    }
 }
