@@ -170,7 +170,7 @@ impl Classifier {
         for (&x, &n) in xs.iter().zip(df) {
             if !self.is_boilerplate(x, n) {
                 side.content += 1;
-                side.weight += self.idf(n);
+                side.weight += fixed(self.idf(n));
             }
         }
         side
@@ -190,7 +190,7 @@ impl Classifier {
         d: &[u32],
         rest_df: impl FnOnce(&[u32], &[u32]) -> Vec<u32>,
     ) -> ContentScores {
-        let (mut sc, mut sb, mut w_shared) = (0usize, 0usize, 0.0f64);
+        let (mut sc, mut sb, mut w_shared) = (0usize, 0usize, 0u64);
         let mut rest = Vec::with_capacity(d.len());
         let mut at = Vec::with_capacity(d.len());
         let mut i = 0;
@@ -204,7 +204,7 @@ impl Classifier {
                     sb += 1;
                 } else {
                     sc += 1;
-                    w_shared += self.idf(n);
+                    w_shared += fixed(self.idf(n));
                 }
                 i += 1;
             } else {
@@ -221,8 +221,8 @@ impl Classifier {
             jaccard: ratio(sc, qc + dc - sc),
             query_in_stored: ratio(sc, qc),
             stored_in_query: ratio(sc, dc),
-            weighted_jaccard: if w_union > 0.0 {
-                w_shared / w_union
+            weighted_jaccard: if w_union > 0 {
+                w_shared as f64 / w_union as f64
             } else {
                 0.0
             },
@@ -232,12 +232,24 @@ impl Classifier {
     }
 }
 
+/// A weight in fixed point (units of 2⁻³²), so that sums are exact and do
+/// not depend on their order: the scores of (a, b) and of (b, a) are the
+/// same bits whichever side's totals were worked out first. An idf is
+/// below 2⁶ (ln of a count below 2⁶⁴, plus 1), so a sum of 2²⁵ of them fits;
+/// it is at least 1 while a count is at most the documents counted (a
+/// negative one, never seen, would count as 0).
+#[inline]
+fn fixed(w: f64) -> u64 {
+    (w * 4_294_967_296.0).round() as u64
+}
+
 /// One side of content scores: how many shingles are content, and the sum
 /// of their idf weights.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Side {
     pub content: usize,
-    pub weight: f64,
+    /// Σ idf in units of 2⁻³² (see `fixed`).
+    pub weight: u64,
 }
 
 use super::counts::{CountTable, SHARD_BITS};
