@@ -85,8 +85,8 @@ impl Engine {
         restore.finish();
     }
 
-    /// Slots and the slot table for a batch (serial: slot allocation is
-    /// in order, so a restore reproduces the slots of the same inserts).
+    /// Slots for a batch (serial: slot allocation is in order, so a
+    /// restore reproduces the slots of the same inserts).
     fn stage(&self, records: Vec<Record>) -> Vec<(Slot, Arc<Record>)> {
         let staged: Vec<(Slot, Arc<Record>)> = records
             .into_iter()
@@ -95,7 +95,6 @@ impl Engine {
                 (self.alloc_slot(), Arc::new(record))
             })
             .collect();
-        self.admit_many(staged.iter().map(|(slot, record)| (*slot, record)));
         staged
     }
 
@@ -232,15 +231,18 @@ impl Restore<'_> {
                 .iter()
                 .map(|(slot, record)| (*slot, record.signature()))
                 .collect();
-            // Batch k's buckets on the pool while batch k − 1 (whose
-            // buckets the previous push inserted) is published.
-            rayon::join(
-                || {
-                    engine.lsh.insert_bulk(&signatures);
-                    engine.index_passages_bulk(&staged);
-                },
-                || engine.publish_staged(previous, scratch),
-            );
+            // Batch k in the slot table, then its buckets (and counts) on
+            // the pool while batch k − 1 (whose buckets the previous push
+            // inserted) is published.
+            engine.admit_many(staged.iter().map(|(slot, record)| (*slot, record)), || {
+                rayon::join(
+                    || {
+                        engine.lsh.insert_bulk(&signatures);
+                        engine.index_passages_bulk(&staged);
+                    },
+                    || engine.publish_staged(previous, scratch),
+                )
+            });
         }
         self.pending = staged;
     }
@@ -294,25 +296,30 @@ impl Engine {
                 (self.alloc_slot(), record, w.doc)
             })
             .collect();
-        self.admit_many(staged.iter().map(|(slot, record, _)| (*slot, record)));
         let signatures: Vec<(Slot, &[u32])> = staged
             .iter()
             .map(|(slot, record, _)| (*slot, record.signature()))
             .collect();
-        if self.passage_index() {
-            // The two indexes take their own locks: fill them side by side
-            // (a batch's posting inserts cost about what its band inserts
-            // do).
-            rayon::join(
-                || self.lsh.insert_batch(&signatures),
-                || {
-                    self.postings
-                        .insert_many(staged.iter().map(|(slot, record, _)| (*slot, &**record)))
-                },
-            );
-        } else {
-            self.lsh.insert_batch(&signatures);
-        }
+        self.admit_many(
+            staged.iter().map(|(slot, record, _)| (*slot, record)),
+            || {
+                if self.passage_index() {
+                    // The two indexes take their own locks: fill them side by
+                    // side (a batch's posting inserts cost about what its band
+                    // inserts do).
+                    rayon::join(
+                        || self.lsh.insert_batch(&signatures),
+                        || {
+                            self.postings.insert_many(
+                                staged.iter().map(|(slot, record, _)| (*slot, &**record)),
+                            )
+                        },
+                    );
+                } else {
+                    self.lsh.insert_batch(&signatures);
+                }
+            },
+        );
         drop(signatures);
         // 2. Publish, in order.
         staged

@@ -535,16 +535,25 @@ impl Engine {
         });
     }
 
-    /// [`Self::admit`] of a batch, counted in one pass (`boilerplate.rs`).
-    pub(crate) fn admit_many<'a>(&self, staged: impl Iterator<Item = (Slot, &'a Arc<Record>)>) {
+    /// [`Self::admit`] of a batch, counted in one pass (`boilerplate.rs`)
+    /// beside `index` (the batch's bucket inserts), whose result it gives.
+    pub(crate) fn admit_many<'a, T: Send>(
+        &self,
+        staged: impl Iterator<Item = (Slot, &'a Arc<Record>)>,
+        index: impl FnOnce() -> T + Send,
+    ) -> T {
         let staged: Vec<(Slot, &Arc<Record>)> = staged.collect();
         let records: Vec<&Record> = staged.iter().map(|(_, r)| &***r).collect();
-        self.frequencies.admit_many(&records, || {
-            for (slot, record) in &staged {
-                self.account(record, true);
-                self.docs.insert(*slot, Arc::clone(record));
-            }
-        });
+        self.frequencies.admit_many(
+            &records,
+            || {
+                for (slot, record) in &staged {
+                    self.account(record, true);
+                    self.docs.insert(*slot, Arc::clone(record));
+                }
+            },
+            index,
+        )
     }
 
     fn account(&self, record: &Record, add: bool) {

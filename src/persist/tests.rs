@@ -1083,3 +1083,65 @@ fn format_2_snapshots_and_logs_are_read_as_documents_without_texts() {
         &crate::text::winnow::sampled_bitmap(a.shingles(), s.engine().passage_window())[..]
     );
 }
+
+/// Every stored shingle's document frequency against a count of the
+/// records the engine holds.
+fn assert_df_exact(e: &Engine) {
+    let mut want: BTreeMap<u32, u32> = BTreeMap::new();
+    for r in e.records() {
+        for &x in r.shingles() {
+            *want.entry(x).or_insert(0) += 1;
+        }
+    }
+    let keys: Vec<u32> = want.keys().copied().collect();
+    let got = e.doc_frequencies(&keys);
+    for ((x, n), g) in want.iter().zip(got) {
+        assert_eq!(*n, g, "shingle {x:08x}");
+    }
+    assert_eq!(e.distinct_shingles(), want.len());
+}
+
+#[test]
+fn document_frequency_is_exact_after_a_restart_from_several_restore_batches_and_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut params = EngineParams::default();
+    params.index.boilerplate.enabled = true;
+    let n = recovery::RESTORE_BATCH + recovery::RESTORE_BATCH / 2;
+    let doc = |s: &Store, i: usize, id: String| NewDoc {
+        id: DocId::parse(&id).unwrap(),
+        // Texts repeat (shared shingles within and across batches).
+        doc: s.engine().prepare(&text(i % 3000)).unwrap(),
+        metadata: None,
+        expires_ms: None,
+        text: None,
+        created_ms: None,
+    };
+    let before = {
+        let s = open_with(dir.path(), params.clone()).unwrap();
+        let items: Vec<_> = (0..n).map(|i| doc(&s, i, format!("d{i}"))).collect();
+        for r in s.insert_many(items, WriteMode::Create).unwrap() {
+            r.unwrap();
+        }
+        for i in (0..n).step_by(13) {
+            s.remove(&format!("d{i}")).unwrap();
+        }
+        s.snapshot().unwrap();
+        // After the snapshot, in the log: replaces and deletes.
+        let items: Vec<_> = (0..n)
+            .step_by(7)
+            .map(|i| doc(&s, i + 1, format!("d{i}")))
+            .collect();
+        for r in s.insert_many(items, WriteMode::Upsert).unwrap() {
+            r.unwrap();
+        }
+        for i in (0..n).step_by(11) {
+            s.remove(&format!("d{i}")).unwrap();
+        }
+        assert_df_exact(s.engine());
+        state(s.engine())
+    };
+    let s = open_with(dir.path(), params).unwrap();
+    assert!(s.recovery.replayed_records > 0);
+    assert_eq!(state(s.engine()), before);
+    assert_df_exact(s.engine());
+}
