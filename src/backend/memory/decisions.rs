@@ -12,7 +12,7 @@
 //! name has a new log file: the registry's entry is reused only while it
 //! is the same file (device and inode), or while neither has one.
 
-use super::Memory;
+use super::{persist_err, Memory};
 use crate::backend::BackendError;
 use crate::persist::decisions::{DecisionLog, FILE};
 use crate::persist::PersistError;
@@ -71,10 +71,6 @@ fn open(dir: &Path) -> Result<Arc<Decisions>, PersistError> {
     Ok(d)
 }
 
-fn persist_err(what: &str) -> impl FnOnce(PersistError) -> BackendError + '_ {
-    move |e| BackendError::Internal(format!("{what}: {e}"))
-}
-
 impl Memory {
     /// This collection's decisions, opened (on a blocking thread) at first use.
     async fn decisions_log(&self, dir: &Path) -> Result<Arc<Decisions>, BackendError> {
@@ -85,18 +81,12 @@ impl Memory {
         let opened = tokio::task::spawn_blocking(move || open(&d))
             .await
             .map_err(|e| BackendError::Internal(format!("reading decisions: task failed: {e}")))?;
-        let opened = match opened {
-            Ok(d) => d,
-            Err(e) => {
-                self.unreadable(
-                    "decisions",
-                    &e,
-                    "the review decisions cannot be read; the collection's decisions answer errors until the file is repaired",
-                );
-                return Err(persist_err("reading the review decisions")(e));
-            }
-        };
-        self.readable("decisions");
+        let opened = self.track(
+            "decisions",
+            "the review decisions cannot be read; the collection's decisions answer errors until the file is repaired",
+            "reading the review decisions",
+            opened,
+        )?;
         Ok(Arc::clone(self.decisions.get_or_init(|| opened)))
     }
 

@@ -9,7 +9,7 @@
 //! the first still serves): a registry of weak references keyed by the
 //! directory, each `Memory` holding a strong one once opened.
 
-use super::Memory;
+use super::{persist_err, Memory};
 use crate::backend::BackendError;
 use crate::config::WalFsync;
 use crate::engine::EngineError;
@@ -39,10 +39,6 @@ const INTERVAL_FSYNC_MS: u64 = 1000;
 /// log's at once): a stream of appends makes 20 fsyncs a second, not one a
 /// group, beside the WAL's on the same disk.
 const ALWAYS_FSYNC_MS: u64 = 50;
-
-fn persist_err(what: &str) -> impl FnOnce(PersistError) -> BackendError + '_ {
-    move |e| BackendError::Internal(format!("{what}: {e}"))
-}
 
 /// The event log of the collection directory `dir` (whose store is
 /// `store`), opened if no `Memory` of it has it open.
@@ -92,18 +88,12 @@ impl Memory {
         let opened = tokio::task::spawn_blocking(move || open_log(&store, &d))
             .await
             .map_err(|e| BackendError::Internal(format!("{what} task failed: {e}")))?;
-        let log = match opened {
-            Ok(log) => log,
-            Err(e) => {
-                self.unreadable(
-                    "events",
-                    &e,
-                    "the event log cannot be opened; no events until it is repaired",
-                );
-                return Err(persist_err(what)(e));
-            }
-        };
-        self.readable("events");
+        let log = self.track(
+            "events",
+            "the event log cannot be opened; no events until it is repaired",
+            what,
+            opened,
+        )?;
         Ok(Arc::clone(self.events.get_or_init(|| log)))
     }
 

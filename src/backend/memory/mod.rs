@@ -20,6 +20,12 @@ use crate::persist::{PersistError, Store};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// A file's error as a backend error, `what` saying what was being done
+/// (the 5xx body says nothing of it: the log has the file and offset).
+pub(super) fn persist_err(what: &str) -> impl FnOnce(PersistError) -> BackendError + '_ {
+    move |e| BackendError::Internal(format!("{what}: {e}"))
+}
+
 /// One collection held in memory.
 pub struct Memory {
     /// The index; readers use it directly.
@@ -50,26 +56,33 @@ impl Memory {
         }
     }
 
-    /// The `kind` file could not be opened: logged with `what` it means if
-    /// it was readable before or failed otherwise.
-    fn unreadable(&self, kind: &'static str, error: &PersistError, what: &'static str) {
-        let error = error.to_string();
+    /// The outcome of opening the collection's `kind` file, remembered:
+    /// a failure is logged with `meaning` (what it stops) when it starts
+    /// or its error changes, not at every use, and is an error for the
+    /// caller in `context`; a success after a failure is logged once.
+    fn track<T>(
+        &self,
+        kind: &'static str,
+        meaning: &'static str,
+        context: &str,
+        opened: Result<T, PersistError>,
+    ) -> Result<T, BackendError> {
         let mut failing = self.unreadable.lock().expect("unreadable files lock");
-        if failing.get(kind) != Some(&error) {
-            tracing::error!(file = kind, error = %error, "{what}");
-            failing.insert(kind, error);
-        }
-    }
-
-    /// The `kind` file was opened: logged if it had failed.
-    fn readable(&self, kind: &'static str) {
-        let was = self
-            .unreadable
-            .lock()
-            .expect("unreadable files lock")
-            .remove(kind);
-        if was.is_some() {
-            tracing::info!(file = kind, "the file can be read again");
+        match opened {
+            Ok(t) => {
+                if failing.remove(kind).is_some() {
+                    tracing::info!(file = kind, "the file can be read again");
+                }
+                Ok(t)
+            }
+            Err(e) => {
+                let error = e.to_string();
+                if failing.get(kind) != Some(&error) {
+                    tracing::error!(file = kind, error = %error, "{meaning}");
+                    failing.insert(kind, error);
+                }
+                Err(persist_err(context)(e))
+            }
         }
     }
 
