@@ -490,30 +490,10 @@ impl Frequencies {
             *at += 1;
         }
         let mut map = self.shards[s].0.write().expect("df shard");
-        // Room first for the keys that are new (see `count_into`); a
-        // repeated new key is counted once a repeat, which reserves at
-        // most a batch's worth too many.
-        if map.len() == 0 {
-            map.reserve(grouped.len());
-        } else if !map.has_room(grouped.len()) {
-            let new = grouped
-                .iter()
-                .enumerate()
-                .filter(|&(i, &x)| {
-                    if let Some(&ahead) = grouped.get(i + 8) {
-                        map.prefetch(ahead);
-                    }
-                    map.get(x) == 0
-                })
-                .count();
-            map.reserve(new);
-        }
-        for (i, &x) in grouped.iter().enumerate() {
-            if let Some(&ahead) = grouped.get(i + 8) {
-                map.prefetch(ahead);
-            }
-            map.add(x, 1);
-        }
+        // A repeated new key is taken for new once a repeat, which
+        // reserves at most a batch's worth too many.
+        map.make_room(&grouped, |&x| x);
+        map.add_all(&grouped, |&x| (x, 1));
     }
 
     /// Count shard `s`'s values `xs` on a switch (any order; sorted here,
@@ -526,33 +506,8 @@ impl Frequencies {
         radsort::sort(xs);
         let runs: Vec<&[u32]> = xs.chunk_by(|a, b| a == b).collect();
         let mut map = self.shards[s].0.write().expect("df shard");
-        // Room first for the keys that are new: inserted in sorted order
-        // into a table that grew on the way, they would all land in its
-        // first part (their homes are spread over the final size). Only
-        // when the table could have to grow are they counted (prefetched
-        // ahead like the adds below: each is a miss in a table far larger
-        // than the caches); an empty table's new keys are all the runs.
-        if map.len() == 0 {
-            map.reserve(runs.len());
-        } else if !map.has_room(runs.len()) {
-            let new = runs
-                .iter()
-                .enumerate()
-                .filter(|&(i, run)| {
-                    if let Some(ahead) = runs.get(i + 8) {
-                        map.prefetch(ahead[0]);
-                    }
-                    map.get(run[0]) == 0
-                })
-                .count();
-            map.reserve(new);
-        }
-        for (i, run) in runs.iter().enumerate() {
-            if let Some(ahead) = runs.get(i + 8) {
-                map.prefetch(ahead[0]);
-            }
-            map.add(run[0], run.len() as u32);
-        }
+        map.make_room(&runs, |run| run[0]);
+        map.add_all(&runs, |run| (run[0], run.len() as u32));
     }
 
     /// Document frequencies of sorted shingles into `out` (one lock a shard run).

@@ -85,11 +85,41 @@ impl CountTable {
     /// way would crowd its first part.)
     pub(crate) fn add_each(&mut self, xs: &[u32]) {
         self.reserve(xs.len());
-        for (i, &x) in xs.iter().enumerate() {
-            if let Some(&ahead) = xs.get(i + AHEAD) {
-                self.prefetch(ahead);
+        self.add_all(xs, |&x| (x, 1));
+    }
+
+    /// Make room for the keys of `items` that are new, before any is
+    /// added: keys inserted in address order into a table that grew on the
+    /// way would all land in its first part (their homes are spread over
+    /// the final size). Only when the table could have to grow are they
+    /// counted (prefetched ahead: each is a miss in a table far larger
+    /// than the caches); an empty table's are all of them.
+    pub(crate) fn make_room<T>(&mut self, items: &[T], key: impl Fn(&T) -> u32) {
+        if self.len == 0 {
+            self.reserve(items.len());
+        } else if !self.has_room(items.len()) {
+            let new = items
+                .iter()
+                .enumerate()
+                .filter(|&(i, item)| {
+                    if let Some(ahead) = items.get(i + AHEAD) {
+                        self.prefetch(key(ahead));
+                    }
+                    self.get(key(item)) == 0
+                })
+                .count();
+            self.reserve(new);
+        }
+    }
+
+    /// Add each item's `(key, n)`, prefetching ahead.
+    pub(crate) fn add_all<T>(&mut self, items: &[T], key_n: impl Fn(&T) -> (u32, u32)) {
+        for (i, item) in items.iter().enumerate() {
+            if let Some(ahead) = items.get(i + AHEAD) {
+                self.prefetch(key_n(ahead).0);
             }
-            self.add(x, 1);
+            let (x, n) = key_n(item);
+            self.add(x, n);
         }
     }
 
@@ -114,7 +144,7 @@ impl CountTable {
     }
 
     /// Whether `more` keys beyond the present ones fit without growing.
-    pub(crate) fn has_room(&self, more: usize) -> bool {
+    fn has_room(&self, more: usize) -> bool {
         (self.len + more) * 8 <= self.slots.len() * 7
     }
 
