@@ -411,8 +411,8 @@ impl Frequencies {
     /// A group of [`FRESH_GROUP`] shards at a time,
     /// so the values held at once are that share of all of them (a
     /// record's sorted shingles hold each group's as one run, taken from
-    /// a cursor per record); each shard's values sorted and counted as
-    /// [`Self::count_all`] does, with room made for exactly its distinct
+    /// a cursor per record); each shard's values sorted and counted
+    /// ([`Self::count_into`]), with room made for exactly its distinct
     /// shingles before the first add (the table is empty: no probe needed).
     fn count_fresh(&self, records: &[Arc<Record>]) {
         use rayon::prelude::*;
