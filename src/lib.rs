@@ -33,6 +33,7 @@ pub mod collections;
 pub mod config;
 pub mod engine;
 pub mod events;
+pub mod failing;
 mod hashsort;
 pub mod http;
 pub mod hugepages;

@@ -28,7 +28,7 @@ use crate::service::events::EventHub;
 use crate::service::metrics::Metrics;
 use base64::Engine as _;
 use hmac::{Hmac, KeyInit, Mac};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -289,30 +289,9 @@ struct Deliverer {
 }
 
 /// Reads the delivery loop retries at every poll (five a second by
-/// default) and that fail: each is logged when it starts failing or its
-/// error changes, and once when it works again, not at every poll.
-#[derive(Default)]
-/// Keyed by collection id and subscription (`None`: the collection's
-/// subscriptions themselves).
-struct Failing(Mutex<HashMap<(u64, Option<String>), String>>);
-
-impl Failing {
-    /// `key` failed with `error`: whether to log it.
-    fn failed(&self, key: (u64, Option<String>), error: String) -> bool {
-        let mut m = self.0.lock().expect("failing lock");
-        if m.get(&key) == Some(&error) {
-            return false;
-        }
-        m.insert(key, error);
-        true
-    }
-
-    /// `key` worked: whether it had failed (to log that it works again).
-    fn worked(&self, key: &(u64, Option<String>)) -> bool {
-        let mut m = self.0.lock().expect("failing lock");
-        !m.is_empty() && m.remove(key).is_some()
-    }
-}
+/// default) that fail, keyed by collection id and subscription (`None`:
+/// the collection's subscriptions themselves).
+type Failing = crate::failing::Failing<(u64, Option<String>)>;
 
 /// Run the delivery loop until dropped (the app aborts it at shutdown;
 /// an attempt cut off then is delivered again after the restart).
@@ -565,23 +544,6 @@ fn describe(e: &reqwest::Error, timeout_ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_failing_read_is_logged_when_it_starts_changes_and_ends_not_at_every_poll() {
-        let f = Failing::default();
-        let sub = (7, Some("wh_1".to_owned()));
-        assert!(!f.worked(&sub), "nothing had failed");
-        assert!(f.failed(sub.clone(), "damaged at 22".into()));
-        assert!(
-            !f.failed(sub.clone(), "damaged at 22".into()),
-            "the next poll"
-        );
-        assert!(f.failed((7, None), "damaged at 22".into()), "another read");
-        assert!(f.failed(sub.clone(), "disk gone".into()), "another error");
-        assert!(f.worked(&sub));
-        assert!(!f.worked(&sub), "logged once");
-        assert!(f.failed(sub, "damaged at 22".into()), "failing again");
-    }
 
     #[test]
     fn internal_addresses_are_private_and_public_ones_are_not() {

@@ -42,7 +42,7 @@ pub struct Memory {
     /// kind (`events`, `decisions`), with the error: each failure is logged
     /// when it starts or its error changes, not at every use (the webhook
     /// loop reads the event log five times a second), and is a metric.
-    unreadable: std::sync::Mutex<std::collections::BTreeMap<&'static str, String>>,
+    unreadable: crate::failing::Failing<&'static str>,
 }
 
 impl Memory {
@@ -67,19 +67,16 @@ impl Memory {
         context: &str,
         opened: Result<T, PersistError>,
     ) -> Result<T, BackendError> {
-        let mut failing = self.unreadable.lock().expect("unreadable files lock");
         match opened {
             Ok(t) => {
-                if failing.remove(kind).is_some() {
+                if self.unreadable.worked(&kind) {
                     tracing::info!(file = kind, "the file can be read again");
                 }
                 Ok(t)
             }
             Err(e) => {
-                let error = e.to_string();
-                if failing.get(kind) != Some(&error) {
-                    tracing::error!(file = kind, error = %error, "{meaning}");
-                    failing.insert(kind, error);
+                if self.unreadable.failed(kind, e.to_string()) {
+                    tracing::error!(file = kind, error = %e, "{meaning}");
                 }
                 Err(persist_err(context)(e))
             }
@@ -89,12 +86,7 @@ impl Memory {
     /// The kinds of the collection's files (`events`, `decisions`) that
     /// could not be read at their last use.
     pub fn unreadable_files(&self) -> Vec<&'static str> {
-        self.unreadable
-            .lock()
-            .expect("unreadable files lock")
-            .keys()
-            .copied()
-            .collect()
+        self.unreadable.keys()
     }
 
     /// `f` on the store, on a blocking thread.
