@@ -337,10 +337,7 @@ impl Frequencies {
         step();
         if self.is_on() && !records.is_empty() {
             let ((), out) = rayon::join(
-                || {
-                    let sets: Vec<&[u32]> = records.iter().map(|r| r.shingles()).collect();
-                    self.count_all(&sets)
-                },
+                || self.count_all(records.iter().map(|r| r.shingles())),
                 beside,
             );
             self.docs.fetch_add(records.len(), Ordering::Relaxed);
@@ -451,7 +448,7 @@ impl Frequencies {
     /// Count the shingles of many documents: grouped by shard, each
     /// shard's values grouped and counted on the rayon pool
     /// ([`Self::count_batch`], one lock a shard).
-    fn count_all(&self, sets: &[&[u32]]) {
+    fn count_all<'a>(&self, sets: impl Iterator<Item = &'a [u32]>) {
         use rayon::prelude::*;
         let mut by_shard: Vec<Vec<u32>> = vec![Vec::new(); self.shards.len()];
         for set in sets {
@@ -470,7 +467,7 @@ impl Frequencies {
     /// the shard's in one counting pass, so the adds visit the table a
     /// region at a time (each a 256th of it, a few pages), in address
     /// order; within a region, the prefetch ahead hides the misses as a
-    /// full sort's order would, at a quarter of a radix sort's passes.
+    /// full sort's order would, without a radix sort's passes.
     fn count_batch(&self, s: usize, xs: &[u32]) {
         if xs.is_empty() {
             return;

@@ -8,9 +8,9 @@
 //! table from one end to the other, and a batch grouped by its keys' top
 //! bits visits it a region at a time, so the memory it touches is nearly
 //! in address order and the prefetch ahead keeps up, where a hashed table
-//! would take a cache miss per shingle at random. One `u64` a slot (key in the high half, count in the
-//! low half; 0 is empty, as no count is 0), at most 7/8 full: 8 to 16
-//! bytes a distinct shingle. Deletion shifts the following run back, so
+//! would take a cache miss per shingle at random. One `u64` a slot (key
+//! in the high half, count in the low half; 0 is empty, as no count is
+//! 0), at most 7/8 full: 8 to 16 bytes a distinct shingle. Deletion shifts the following run back, so
 //! there are no tombstones.
 
 /// Bits of a shingle that choose its shard (`boilerplate.rs`); the home
