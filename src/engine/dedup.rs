@@ -21,8 +21,9 @@
 //! memory held is that of the duplicates only, never of the whole corpus.
 
 use super::filter::{FilterSpec, MetaFilter};
-use super::passages::ShareRule;
+use super::postings::SlotLists;
 use super::query::{Measure, Verdict};
+use super::slot_counter::SlotCounter;
 use super::{By, Engine, ExcludedPairs, Record, Threshold};
 use crate::lsh::index::Slot;
 use rayon::prelude::*;
@@ -132,6 +133,35 @@ pub struct ScanStats {
     pub excluded: usize,
     /// False when the sink stopped the scan early.
     pub complete: bool,
+}
+
+/// What every chunk of a scan by containment or content scores shares.
+struct ContainedScan<'a> {
+    span: usize,
+    threshold: Threshold,
+    by: By,
+    filter: Option<&'a Arc<FilterSpec>>,
+    /// On raw scores, the passage index's lists by slot, made once.
+    lists: Option<SlotLists>,
+}
+
+/// Buffers [`Engine::contained_pairs`] reuses from one document to the next.
+#[derive(Default)]
+struct PairWork {
+    /// The document's lists: (length, start), shortest first.
+    order: Vec<(u32, u32)>,
+    counter: SlotCounter,
+}
+
+/// The document a containment scan is at, and what its pairs need.
+struct ScanDoc<'a> {
+    slot: Slot,
+    record: &'a Arc<Record>,
+    /// What its filter asks of the other side.
+    admit: &'a Option<MetaFilter>,
+    /// Slots at or past this are not scanned.
+    span: usize,
+    now: u64,
 }
 
 /// A member of a group: its record and its most similar other member.
@@ -253,6 +283,16 @@ impl Engine {
             complete: true,
             ..Default::default()
         };
+        let contained = by.via_passages().then(|| ContainedScan {
+            span,
+            threshold,
+            by,
+            filter,
+            lists: (by.score == super::Score::Raw).then(|| {
+                self.postings
+                    .slot_lists(span, self.params().index.common_fingerprint_docs)
+            }),
+        });
         let (tx, rx) = mpsc::sync_channel::<Vec<Edge>>(CHANNEL_CHUNKS);
         // The workers run on the current rayon pool (the global one, or the
         // pool the caller `install`ed this call into); the sink runs here.
@@ -262,10 +302,8 @@ impl Engine {
                 let _ = (0..chunks).into_par_iter().try_for_each_with(tx, |tx, c| {
                     let lo = c * CHUNK_SLOTS;
                     let hi = (lo + CHUNK_SLOTS).min(span);
-                    let (edges, docs, cands) = if by.via_passages() {
-                        self.scan_chunk_contained(
-                            lo as Slot, hi as Slot, span, threshold, by, filter,
-                        )
+                    let (edges, docs, cands) = if let Some(scan) = &contained {
+                        self.scan_chunk_contained(lo as Slot, hi as Slot, scan)
                     } else {
                         self.scan_chunk(lo as Slot, hi as Slot, span, threshold, filter)
                     };
@@ -384,11 +422,15 @@ impl Engine {
         &self,
         lo: Slot,
         hi: Slot,
-        span: usize,
-        threshold: Threshold,
-        by: By,
-        filter: Option<&Arc<FilterSpec>>,
+        scan: &ContainedScan<'_>,
     ) -> (Vec<Edge>, usize, usize) {
+        let ContainedScan {
+            span,
+            threshold,
+            by,
+            filter,
+            ref lists,
+        } = *scan;
         let content = by.score == super::Score::Content;
         // A pair scan is symmetric: any containment measure is either text
         // inside the other.
@@ -398,11 +440,11 @@ impl Engine {
             Measure::Containment
         };
         let q = super::Query::new(threshold, usize::MAX).measure(measure);
-        let t = threshold.value();
         let now = self.now_ms();
         let classifier = content.then(|| self.classifier());
         let mut edges = Vec::new();
         let mut fps = Vec::new();
+        let mut work = PairWork::default();
         let (mut documents, mut verified) = (0, 0);
         for slot in lo..hi {
             let Some(record) = self.current(slot, now) else {
@@ -412,116 +454,205 @@ impl Engine {
             let Some(admit) = admitted(filter, &record) else {
                 continue;
             };
-            fps.clear();
-            fps.extend(record.fingerprints());
-            // Raw scores: no lookup when too few of its fingerprints are
-            // held by anyone else for any pair to pass the share rule (as
-            // `shared_bands` skips a document alone in its bands). The
-            // count is read first and the slot checked after, so it is
-            // `record`'s.
-            if classifier.is_none()
-                && !Self::may_have_candidates(
-                    measure,
-                    t,
-                    fps.len(),
-                    self.postings.fewest(),
-                    self.postings.shared(slot),
-                )
-                && self.docs.holds(slot, &record)
-            {
-                continue;
+            if classifier.is_some() {
+                fps.clear();
+                fps.extend(record.fingerprints());
             }
-            // The record's frequencies and totals, read once for all its
-            // candidates.
-            let own_df = classifier.as_ref().map(|c| {
-                let df = self.doc_frequencies(record.shingles());
-                let side = c.side(record.shingles(), &df);
-                (df, side)
-            });
-            if let Some(c) = &classifier {
-                let df = self.doc_frequencies(&fps);
-                let mut i = 0;
-                fps.retain(|&x| {
-                    i += 1;
-                    !c.is_boilerplate(x, df[i - 1])
-                });
-            }
-            // Each pair once: only the higher slots (below the span).
-            let gathered = self.gather_where(&fps, |s| s > slot && (s as usize) < span);
-            let own_fps = fps.len();
-            let n = record.shingles().len();
-            let rule = ShareRule::new(&q, own_fps, gathered.work.common, self.postings.fewest());
-            for &(other, shared) in &gathered.shared {
-                // The share rule from the index's counts, before any read
-                // (on content scores, after: a document's count includes
-                // its boilerplate fingerprints).
-                if classifier.is_none()
-                    && !rule.admits(shared as usize, || self.postings.count(other))
-                {
-                    continue;
+            let doc = ScanDoc {
+                slot,
+                record: &record,
+                admit: &admit,
+                span,
+                now,
+            };
+            verified += match (&classifier, lists.as_ref()) {
+                (Some(c), _) => self.content_pairs(&doc, &mut fps, &q, c, &mut edges),
+                (None, Some(lists)) => {
+                    self.contained_pairs(&doc, lists, threshold.value(), &mut work, &mut edges)
                 }
-                let Some(peer) = self.current(other, now) else {
-                    continue;
-                };
-                if !admits(&admit, &peer) {
-                    continue;
-                }
-                if let (Some(c), Some(own_df)) = (&classifier, &own_df) {
-                    let peer_fps: Vec<u32> = peer.fingerprints().collect();
-                    let peer_df = self.doc_frequencies(&peer_fps);
-                    let peer_content = peer_fps
-                        .iter()
-                        .zip(&peer_df)
-                        .filter(|&(&x, &d)| !c.is_boilerplate(x, d))
-                        .count();
-                    if !Self::worth_verifying(
-                        &q,
-                        own_fps,
-                        peer_content,
-                        shared as usize,
-                        gathered.work.common,
-                    ) {
-                        continue;
-                    }
-                    verified += 1;
-                    let (own_df, own_side) = own_df;
-                    let scores = c.scores_with(
-                        record.shingles(),
-                        own_df,
-                        own_side,
-                        peer.shingles(),
-                        |rest, _| self.doc_frequencies(rest),
-                    );
-                    if measure.content_score(&scores) >= t
-                        && (measure != Measure::Containment
-                            || scores.query_in_stored.max(scores.stored_in_query) >= t)
-                    {
-                        // Every shared shingle is content or boilerplate.
-                        let intersection = scores.shared_content + scores.shared_boilerplate;
-                        let mut edge =
-                            Edge::between(Arc::clone(&record), slot, peer, other, intersection);
-                        edge.set_content(&record, scores);
-                        edges.push(edge);
-                    }
-                    continue;
-                }
-                let m = peer.shingles().len();
-                verified += 1;
-                let intersection =
-                    crate::jaccard::overlap(record.shingles(), peer.shingles()).intersection;
-                let c = intersection as f64 / n.min(m).max(1) as f64;
-                if c >= t {
-                    edges.push(Edge::between(
-                        Arc::clone(&record),
-                        slot,
-                        peer,
-                        other,
-                        intersection,
-                    ));
+                (None, None) => unreachable!("a raw containment scan reads its lists"),
+            };
+        }
+        (edges, documents, verified)
+    }
+
+    /// The pairs of [`Self::scan_chunk_contained`] on raw scores that
+    /// `doc` is the contained side of, its lists read from `lists`: each
+    /// pair is found once, from the side with fewer fingerprints (ties: the
+    /// lower slot). The share rule then holds that side's own fingerprints
+    /// (a larger side's need is never smaller), which allows a prefix
+    /// filter (AllPairs, PPJoin):
+    ///
+    /// 1. **Candidates** come from any `m − needed + 1` of its `m` lists
+    ///    that are not common, the shortest (pigeonhole: a slot in none of
+    ///    them shares at most `needed − 1`). Lists it shares with no one
+    ///    are the shortest of all: when they are enough, it has no
+    ///    candidate and nothing is read.
+    /// 2. **Pruning**: its other lists are read shortest first, and after
+    ///    each a candidate that could no longer reach `needed` with every
+    ///    list left is dropped. Reading stops when none is undecided: on
+    ///    the collage corpus, after ~3 lists, with ~230 of the ~1,200
+    ///    entries a document's lists hold read.
+    ///
+    /// Verified pairs at `t` go to `edges`; the number verified is returned.
+    fn contained_pairs(
+        &self,
+        doc: &ScanDoc<'_>,
+        lists: &SlotLists,
+        t: f64,
+        work: &mut PairWork,
+        edges: &mut Vec<Edge>,
+    ) -> usize {
+        let own = lists.count(doc.slot);
+        let common = lists.common(doc.slot);
+        let m = own.saturating_sub(common);
+        let needed = Self::fingerprints_needed(own, t, common);
+        let mine = lists.of(doc.slot);
+        if needed > m {
+            return 0;
+        }
+        let first = m - needed + 1;
+        let alone = m.saturating_sub(mine.len());
+        if first <= alone {
+            return 0;
+        }
+        let key = (own, doc.slot);
+        let keep = |s: Slot| (s as usize) < doc.span && (lists.count(s), s) > key;
+        let PairWork { order, counter } = work;
+        order.clear();
+        order.extend(mine.iter().map(|&(start, len)| (len, start)));
+        order.sort_unstable();
+        let from = (first - alone).min(order.len());
+        // Their misses overlap.
+        for &(len, start) in &order[..from] {
+            crate::prefetch::prefetch(&lists.slots((start, len))[0]);
+        }
+        counter.start(order[..from].iter().map(|&(len, _)| len as usize).sum());
+        for &(len, start) in &order[..from] {
+            for &s in lists.slots((start, len)) {
+                if keep(s) {
+                    counter.add(s);
                 }
             }
         }
-        (edges, documents, verified)
+        // After `used` of the `m` lists, a candidate that shares `c` can
+        // still reach `c + m − used`, and never more: one that cannot is
+        // left where it is (it is not counted as undecided and fails the
+        // rule at the end).
+        let mut used = alone + from;
+        let mut undecided = counter.undecided(needed, m - used);
+        for (i, &(len, start)) in order.iter().enumerate().skip(from) {
+            if undecided == 0 {
+                break;
+            }
+            // The next list's miss overlaps this one's reading.
+            if let Some(&(len, start)) = order.get(i + 1) {
+                crate::prefetch::prefetch_slice(lists.slots((start, len)));
+            }
+            for &s in lists.slots((start, len)) {
+                counter.add_if_there(s);
+            }
+            used += 1;
+            undecided = counter.undecided(needed, m.saturating_sub(used));
+        }
+        let candidates = counter.finish(needed);
+        let n = doc.record.shingles().len();
+        let mut verified = 0;
+        for &other in candidates.iter() {
+            let Some(peer) = self.current(other, doc.now) else {
+                continue;
+            };
+            if !admits(doc.admit, &peer) {
+                continue;
+            }
+            verified += 1;
+            let m = peer.shingles().len();
+            let intersection =
+                crate::jaccard::overlap(doc.record.shingles(), peer.shingles()).intersection;
+            if intersection as f64 / n.min(m).max(1) as f64 >= t {
+                edges.push(Edge::between(
+                    Arc::clone(doc.record),
+                    doc.slot,
+                    peer,
+                    other,
+                    intersection,
+                ));
+            }
+        }
+        verified
+    }
+
+    /// The pairs of [`Self::scan_chunk_contained`] on content scores that
+    /// `doc` has with higher slots: candidates from its content
+    /// fingerprints (`fps`, boilerplate taken out here), the share rule on
+    /// both sides' content fingerprints, then the content scores, exactly.
+    fn content_pairs(
+        &self,
+        doc: &ScanDoc<'_>,
+        fps: &mut Vec<u32>,
+        q: &super::Query,
+        c: &super::boilerplate::Classifier,
+        edges: &mut Vec<Edge>,
+    ) -> usize {
+        let (slot, record) = (doc.slot, doc.record);
+        let t = q.threshold.value();
+        // The record's frequencies and totals, read once for all its
+        // candidates.
+        let own_df = self.doc_frequencies(record.shingles());
+        let own_side = c.side(record.shingles(), &own_df);
+        let df = self.doc_frequencies(fps);
+        let mut i = 0;
+        fps.retain(|&x| {
+            i += 1;
+            !c.is_boilerplate(x, df[i - 1])
+        });
+        // Each pair once: only the higher slots (below the span).
+        let gathered = self.gather_where(fps, |s| s > slot && (s as usize) < doc.span);
+        let own_fps = fps.len();
+        let mut verified = 0;
+        for &(other, shared) in &gathered.shared {
+            let Some(peer) = self.current(other, doc.now) else {
+                continue;
+            };
+            if !admits(doc.admit, &peer) {
+                continue;
+            }
+            let peer_fps: Vec<u32> = peer.fingerprints().collect();
+            let peer_df = self.doc_frequencies(&peer_fps);
+            let peer_content = peer_fps
+                .iter()
+                .zip(&peer_df)
+                .filter(|&(&x, &d)| !c.is_boilerplate(x, d))
+                .count();
+            if !Self::worth_verifying(
+                q,
+                own_fps,
+                peer_content,
+                shared as usize,
+                gathered.work.common,
+            ) {
+                continue;
+            }
+            verified += 1;
+            let scores = c.scores_with(
+                record.shingles(),
+                &own_df,
+                &own_side,
+                peer.shingles(),
+                |rest, _| self.doc_frequencies(rest),
+            );
+            if q.measure.content_score(&scores) >= t
+                && (q.measure != Measure::Containment
+                    || scores.query_in_stored.max(scores.stored_in_query) >= t)
+            {
+                // Every shared shingle is content or boilerplate.
+                let intersection = scores.shared_content + scores.shared_boilerplate;
+                let mut edge = Edge::between(Arc::clone(record), slot, peer, other, intersection);
+                edge.set_content(record, scores);
+                edges.push(edge);
+            }
+        }
+        verified
     }
 
     /// The connected components of the verified-pair graph at `threshold`

@@ -54,6 +54,7 @@ mod query;
 mod record;
 mod retention;
 pub mod sample;
+mod slot_counter;
 mod unique;
 
 pub use boilerplate::{

@@ -29,6 +29,7 @@
 
 use super::boilerplate::ContentQuery;
 use super::query::{finish, Measure, PassageWork, Query, QueryOutcome, Score};
+use super::slot_counter::SlotCounter;
 use super::{DocId, Engine, EngineError, Match, Prepared, Record};
 use crate::lsh::index::Slot;
 use crate::lsh::table::Bucket;
@@ -319,32 +320,6 @@ impl Engine {
     pub fn fingerprints_needed(of: usize, t: f64, common: usize) -> usize {
         let need = (SHARE * t * of as f64).ceil() as usize;
         need.saturating_sub(common).max(1)
-    }
-
-    /// Whether a document whose fingerprints at most `shared_at_most` other
-    /// documents hold (its [`super::postings::Postings::shared`] count) can
-    /// have any candidate under the share rule, raw scores, by `measure`
-    /// at `t`, with `own` fingerprints of its own. Every fingerprint a
-    /// lookup counts as shared or skips as common is one another document
-    /// holds, so a candidate needs `shared_at_most` ≥ the rule's need
-    /// before common ones are taken off: for the document's side, its own
-    /// count; for the other's, the fewest any indexed document has.
-    pub(crate) fn may_have_candidates(
-        measure: Measure,
-        t: f64,
-        own: usize,
-        fewest: usize,
-        shared_at_most: usize,
-    ) -> bool {
-        // The rule's need with nothing skipped as common.
-        let need = |of: usize| Self::fingerprints_needed(of, t, 0);
-        let at = match measure {
-            Measure::QueryInStored => need(own),
-            Measure::StoredInQuery => need(fewest),
-            Measure::Jaccard => need(own).max(need(fewest)),
-            Measure::Containment => need(own).min(need(fewest)),
-        };
-        shared_at_most >= at
     }
 
     /// Verify `record` against a query set by a containment `q`: the exact
@@ -732,9 +707,8 @@ fn count_slots_needing(slots: &[Slot], ends: &[u32], first: usize) -> Vec<(Slot,
     count_slots_then(&take(found), &take(then))
 }
 
-/// How often each slot occurs in `slots`, as (slot, count), in no order:
-/// an open-addressing table at most half full (cheaper than sorting the
-/// hundreds of entries a query gathers: `passage_bench`).
+/// How often each slot occurs in `slots`, as (slot, count), in no order
+/// ([`SlotCounter`]).
 fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
     count_slots_then(slots, &[])
 }
@@ -743,77 +717,15 @@ fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
 /// already there (a slot only in `then` is not counted).
 fn count_slots_then(slots: &[Slot], then: &[Slot]) -> Vec<(Slot, u32)> {
     thread_local! {
-        // Cells: slot + 1 (0: empty) and the slot's index in the answer.
-        // Kept between calls and emptied cell by cell, so a call costs what
-        // it touches, not the table's size.
-        static TABLE: std::cell::RefCell<Vec<(u32, u32)>> = const { std::cell::RefCell::new(Vec::new()) };
+        static COUNTER: std::cell::RefCell<SlotCounter> = std::cell::RefCell::default();
     }
-    if slots.len() <= 1 {
-        return slots
-            .iter()
-            .map(|&s| (s, 1 + then.iter().filter(|&&x| x == s).count() as u32))
-            .collect();
-    }
-    TABLE.with(|cell| {
-        let table = &mut *cell.borrow_mut();
-        let want = (2 * slots.len()).next_power_of_two().max(16);
-        if table.len() < want {
-            table.clear();
-            table.resize(want, (0, 0));
-        }
-        let bits = table.len().trailing_zeros();
-        let mask = table.len() - 1;
-        let home = |key: u32| (key.wrapping_mul(0x9e37_79b1) >> (32 - bits)) as usize;
-        let mut out: Vec<(Slot, u32)> = Vec::with_capacity(slots.len().min(1024));
-        for &s in slots {
-            // Slots are below 2^30: slot + 1 never wraps to the empty mark.
-            let key = s + 1;
-            let mut i = home(key);
-            loop {
-                let cell = &mut table[i];
-                if cell.0 == key {
-                    out[cell.1 as usize].1 += 1;
-                    break;
-                }
-                if cell.0 == 0 {
-                    *cell = (key, out.len() as u32);
-                    out.push((s, 1));
-                    break;
-                }
-                i = (i + 1) & mask;
-            }
-        }
-        for &s in then {
-            let key = s + 1;
-            let mut i = home(key);
-            loop {
-                let cell = table[i];
-                if cell.0 == key {
-                    out[cell.1 as usize].1 += 1;
-                    break;
-                }
-                if cell.0 == 0 {
-                    break;
-                }
-                i = (i + 1) & mask;
-            }
-        }
-        if table.len() > 1 << 20 {
-            *table = Vec::new();
-        } else {
-            // Empty exactly the cells used: each distinct slot's probe
-            // sequence from its home ends at its own cell; clearing in
-            // insertion order could break a later key's probe chain, so
-            // every cell on the way is cleared (all were occupied, by keys
-            // of this call).
-            for &(s, _) in &out {
-                let mut i = home(s + 1);
-                while table[i].0 != 0 {
-                    table[i] = (0, 0);
-                    i = (i + 1) & mask;
-                }
-            }
-        }
+    COUNTER.with(|cell| {
+        let counter = &mut *cell.borrow_mut();
+        counter.start(slots.len());
+        slots.iter().for_each(|&s| counter.add(s));
+        then.iter().for_each(|&s| counter.add_if_there(s));
+        let out = counter.found().to_vec();
+        counter.clear();
         out
     })
 }

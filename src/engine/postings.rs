@@ -71,6 +71,61 @@ impl Default for Postings {
     }
 }
 
+/// The passage index turned around for one containment pair scan
+/// ([`Postings::slot_lists`]): the lists that pair documents (held by two
+/// to `common_at` of them), and for each slot, which of those it is in,
+/// how many fingerprints it has and how many of them are common. Reading a
+/// document's lists from here takes no lock, hash or probe: lookups were
+/// the scan's largest cost (docs/benchmarks.md). Memory: 12 bytes per
+/// entry of those lists, 8 bytes per slot.
+pub(crate) struct SlotLists {
+    /// Every list's slots, one list after another.
+    slots: Vec<Slot>,
+    /// Slot `s` is in the lists `lists[firsts[s]..firsts[s + 1]]`.
+    firsts: Vec<u32>,
+    /// Lists as (start in `slots`, length).
+    lists: Vec<(u32, u32)>,
+    /// Per slot: its fingerprints held by more than `common_at` documents.
+    common: Vec<u16>,
+    /// Per slot: its fingerprints ([`Postings::count`], saturated).
+    counts: Vec<u16>,
+}
+
+impl SlotLists {
+    /// The slots of `list`, one of [`Self::of`]'s.
+    #[inline]
+    pub(crate) fn slots(&self, (start, len): (u32, u32)) -> &[Slot] {
+        &self.slots[start as usize..(start + len) as usize]
+    }
+
+    /// The lists `slot` is in (it shares each with another document), as
+    /// (start, length).
+    #[inline]
+    pub(crate) fn of(&self, slot: Slot) -> &[(u32, u32)] {
+        let s = slot as usize;
+        if s + 1 >= self.firsts.len() {
+            return &[];
+        }
+        &self.lists[self.firsts[s] as usize..self.firsts[s + 1] as usize]
+    }
+
+    /// How many of `slot`'s fingerprints are common.
+    #[inline]
+    pub(crate) fn common(&self, slot: Slot) -> usize {
+        self.common
+            .get(slot as usize)
+            .map_or(0, |&c| usize::from(c))
+    }
+
+    /// How many fingerprints `slot` has.
+    #[inline]
+    pub(crate) fn count(&self, slot: Slot) -> usize {
+        self.counts
+            .get(slot as usize)
+            .map_or(0, |&c| usize::from(c))
+    }
+}
+
 /// A `u16` per slot, lock-free: chunk `c` holds slots
 /// `1024 · (2^c − 1) .. 1024 · (2^(c+1) − 1)`, made by the first write to
 /// it (2 bytes a slot; a count above `u16::MAX` is kept as `u16::MAX`).
@@ -335,6 +390,108 @@ impl Postings {
         }
     }
 
+    /// The index turned around for one pair scan over slots below `span`
+    /// ([`SlotLists`]), on the rayon pool: the shards' lists are copied,
+    /// each shard under its read lock in turn (a write meanwhile is seen or
+    /// not, as by a scan that looks up each document's fingerprints), then
+    /// sorted by slot, each thread writing the slots of its own range.
+    pub(crate) fn slot_lists(&self, span: usize, common_at: usize) -> SlotLists {
+        use rayon::prelude::*;
+        // Per shard: its lists' slots one after another, each list's
+        // length, and the slots of its common lists.
+        let parts: Vec<(Vec<Slot>, Vec<u32>, Vec<Slot>)> = self
+            .shards
+            .par_iter()
+            .map(|shard| {
+                let table = shard.read();
+                let (mut slots, mut lens, mut common) = (Vec::new(), Vec::new(), Vec::new());
+                for (_, bucket) in table.iter() {
+                    match bucket {
+                        Bucket::Many(many) if many.len() > common_at => {
+                            common.extend_from_slice(many);
+                        }
+                        Bucket::Many(many) => {
+                            slots.extend_from_slice(many);
+                            lens.push(many.len() as u32);
+                        }
+                        Bucket::One(_) => {}
+                    }
+                }
+                (slots, lens, common)
+            })
+            .collect();
+        let mut slots: Vec<Slot> = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
+        // Each list as (start in `slots`, length).
+        let mut lists: Vec<(u32, u32)> = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
+        let mut common = vec![0u16; span];
+        for (part, lens, commons) in &parts {
+            let mut start = slots.len() as u32;
+            for &n in lens {
+                lists.push((start, n));
+                start += n;
+            }
+            slots.extend_from_slice(part);
+            for &s in commons {
+                if let Some(c) = common.get_mut(s as usize) {
+                    *c = c.saturating_add(1);
+                }
+            }
+        }
+        drop(parts);
+        // Each slot's lists: a counting sort of (slot, list) by slot, in
+        // ranges of slots, one a thread: each reads every list and writes
+        // only its own slots' counts, then its own part of the answer.
+        let per = span.div_ceil(rayon::current_num_threads()).max(1);
+        let mut firsts = vec![0u32; span + 1];
+        firsts[1..]
+            .par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(t, counts)| {
+                let lo = t * per;
+                for &s in &slots {
+                    if let Some(n) = (s as usize).checked_sub(lo).and_then(|i| counts.get_mut(i)) {
+                        *n += 1;
+                    }
+                }
+            });
+        for i in 1..firsts.len() {
+            firsts[i] += firsts[i - 1];
+        }
+        let mut by_slot = vec![(0u32, 0u32); firsts[span] as usize];
+        let mut parts: Vec<(usize, &mut [(u32, u32)])> = Vec::new();
+        let mut rest = by_slot.as_mut_slice();
+        for lo in (0..span).step_by(per) {
+            let hi = (lo + per).min(span);
+            let (mine, after) = rest.split_at_mut((firsts[hi] - firsts[lo]) as usize);
+            parts.push((lo, mine));
+            rest = after;
+        }
+        parts.into_par_iter().for_each(|(lo, out)| {
+            let base = firsts[lo];
+            let mut next: Vec<u32> = firsts[lo..(lo + per).min(span)]
+                .iter()
+                .map(|&f| f - base)
+                .collect();
+            for &(start, n) in &lists {
+                for &s in &slots[start as usize..(start + n) as usize] {
+                    if let Some(at) = (s as usize).checked_sub(lo).and_then(|i| next.get_mut(i)) {
+                        out[*at as usize] = (start, n);
+                        *at += 1;
+                    }
+                }
+            }
+        });
+        SlotLists {
+            slots,
+            firsts,
+            lists: by_slot,
+            common,
+            counts: (0..span)
+                .map(|s| self.counts.get(s as Slot) as u16)
+                .collect(),
+        }
+    }
+
     /// Drop every entry (the index was switched off).
     pub(crate) fn clear(&self) {
         for shard in self.shards.iter() {
@@ -460,6 +617,56 @@ mod tests {
             assert_eq!(one.shared(*slot), many.shared(*slot), "slot {slot}");
         }
         assert_eq!((one.keys(), one.fewest()), (many.keys(), many.fewest()));
+    }
+
+    /// A slot's lists in [`SlotLists`] are the lists its fingerprints'
+    /// lookups give, held by two to `common_at` documents, slots at or past
+    /// the span left out; its common count and its count match too.
+    #[test]
+    fn slot_lists_are_each_slots_lookups_turned_around() {
+        let p = Postings::default();
+        let fps = |slot: u32| -> Vec<u32> { (0..25).map(|k| (slot * 5 + k * 3) % 400).collect() };
+        for slot in 0..150u32 {
+            p.insert(slot, fps(slot).into_iter());
+        }
+        // A fingerprint every document holds, and some removed documents.
+        for slot in 0..150u32 {
+            p.insert(slot + 1000, [9999].into_iter());
+        }
+        for slot in (0..150u32).step_by(7) {
+            p.remove(slot, fps(slot).into_iter());
+        }
+        let (span, common_at) = (140, 12);
+        let lists = p.slot_lists(span, common_at);
+        for slot in 0..span as u32 {
+            let mut want: Vec<Vec<Slot>> = Vec::new();
+            let mut common = 0;
+            if slot % 7 != 0 {
+                p.with_many(&fps(slot), |_, b| {
+                    match b {
+                        Some(Bucket::Many(many)) if many.len() > common_at => common += 1,
+                        Some(Bucket::Many(many)) => want.push(many.to_vec()),
+                        _ => {}
+                    }
+                    true
+                });
+            }
+            let mut got: Vec<Vec<Slot>> = lists
+                .of(slot)
+                .iter()
+                .map(|&l| lists.slots(l).to_vec())
+                .collect();
+            for l in want.iter_mut().chain(got.iter_mut()) {
+                l.sort_unstable();
+            }
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "slot {slot}");
+            assert!(got.iter().all(|l| l.contains(&slot)));
+            assert_eq!(lists.common(slot), common, "slot {slot}");
+            assert_eq!(lists.count(slot), p.count(slot), "slot {slot}");
+        }
+        assert!(lists.of(span as u32).is_empty() && lists.of(1005).is_empty());
     }
 
     #[test]

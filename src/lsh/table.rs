@@ -544,13 +544,12 @@ impl Table {
         }
     }
 
-    /// Every `(key, bucket)` (tests and consistency checks).
-    #[cfg(test)]
+    /// Every `(key, bucket)`, in cell order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, Bucket<'_>)> + '_ {
-        self.cells.iter().filter(|&&c| c != 0).map(move |&c| {
-            let key = key_of(c);
-            (key, self.get(key).expect("present"))
-        })
+        self.cells
+            .iter()
+            .filter(|&&c| c != 0)
+            .map(move |&c| (key_of(c), self.bucket(value_of(c))))
     }
 
     /// Check the invariants: every key reachable from its home, `len` right,
