@@ -145,6 +145,16 @@ struct ContainedScan<'a> {
     lists: Option<SlotLists>,
 }
 
+/// How a chunk of a containment scan reads each document's candidates.
+enum Reader<'a> {
+    /// Raw scores: from the lists by slot, with buffers kept between
+    /// documents.
+    Lists(&'a SlotLists, PairWork),
+    /// Content scores: the classifier, and a buffer for a document's
+    /// fingerprints.
+    Content(super::boilerplate::Classifier, Vec<u32>),
+}
+
 /// Buffers [`Engine::contained_pairs`] reuses from one document to the next.
 #[derive(Default)]
 struct PairWork {
@@ -431,20 +441,22 @@ impl Engine {
             filter,
             ref lists,
         } = *scan;
-        let content = by.score == super::Score::Content;
+        let lists = lists.as_ref();
         // A pair scan is symmetric: any containment measure is either text
         // inside the other.
-        let measure = if content && by.measure == Measure::Jaccard {
-            Measure::Jaccard
-        } else {
-            Measure::Containment
+        let measure = match by.measure {
+            Measure::Jaccard if by.score == super::Score::Content => Measure::Jaccard,
+            _ => Measure::Containment,
         };
         let q = super::Query::new(threshold, usize::MAX).measure(measure);
         let now = self.now_ms();
-        let classifier = content.then(|| self.classifier());
+        // Raw scores read the lists by slot; content scores look up each
+        // document's content fingerprints.
+        let mut reader = match lists {
+            Some(lists) => Reader::Lists(lists, PairWork::default()),
+            None => Reader::Content(self.classifier(), Vec::new()),
+        };
         let mut edges = Vec::new();
-        let mut fps = Vec::new();
-        let mut work = PairWork::default();
         let (mut documents, mut verified) = (0, 0);
         for slot in lo..hi {
             let Some(record) = self.current(slot, now) else {
@@ -454,10 +466,6 @@ impl Engine {
             let Some(admit) = admitted(filter, &record) else {
                 continue;
             };
-            if classifier.is_some() {
-                fps.clear();
-                fps.extend(record.fingerprints());
-            }
             let doc = ScanDoc {
                 slot,
                 record: &record,
@@ -465,12 +473,15 @@ impl Engine {
                 span,
                 now,
             };
-            verified += match (&classifier, lists.as_ref()) {
-                (Some(c), _) => self.content_pairs(&doc, &mut fps, &q, c, &mut edges),
-                (None, Some(lists)) => {
-                    self.contained_pairs(&doc, lists, threshold.value(), &mut work, &mut edges)
+            verified += match &mut reader {
+                Reader::Lists(lists, work) => {
+                    self.contained_pairs(&doc, lists, threshold.value(), work, &mut edges)
                 }
-                (None, None) => unreachable!("a raw containment scan reads its lists"),
+                Reader::Content(c, fps) => {
+                    fps.clear();
+                    fps.extend(record.fingerprints());
+                    self.content_pairs(&doc, fps, &q, c, &mut edges)
+                }
             };
         }
         (edges, documents, verified)

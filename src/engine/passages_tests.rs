@@ -520,7 +520,7 @@ proptest! {
     /// least 60 words and from anywhere, embeddings, a passage every
     /// document shares (common past a random `common_fingerprint_docs`,
     /// above a family's size: a passage all of a family holds is not
-    /// common), deletes and replaces after the writes.
+    /// common), deletes and edits (a new slot each) after the writes.
     #[test]
     fn containment_pairs_equal_brute_force_on_random_families(
         seed in any::<u64>(),
@@ -530,63 +530,89 @@ proptest! {
         footer_words in 0usize..30,
         t_at in 0usize..2,
     ) {
-        let e = Engine::new(
-            EngineParams {
-                index: IndexParams {
-                    passage_index: true,
-                    common_fingerprint_docs: common_at,
-                    ..Default::default()
-                },
-                ..Default::default()
-            }
-            .validate()
-            .unwrap(),
-        );
-        let footer = words(seed ^ 0xf00, footer_words, 3000);
-        let mut state = seed;
-        let mut next = |n: usize| (crate::minhash::splitmix64(&mut state) % n as u64) as usize;
-        let mut texts: Vec<(String, Vec<String>)> = Vec::new();
-        for f in 0..families {
-            let len = 120 + next(250);
-            let mut source = words(seed.wrapping_add(f as u64), len, 3000);
-            source.extend(footer.iter().cloned());
-            for x in 0..1 + next(3) {
-                let n = 60 + next(len - 60);
-                let at = next(len - n + 1);
-                texts.push((format!("f{f}x{x}"), source[at..at + n].to_vec()));
-            }
-            if next(2) == 0 {
-                let embedding = [words(seed ^ (f as u64 + 77), 10 + next(40), 3000), source.clone()].concat();
-                texts.push((format!("f{f}e"), embedding));
-            }
-            texts.push((format!("f{f}"), source));
-        }
-        for u in 0..unrelated {
-            let mut text = words(seed ^ (u as u64 + 1000), 40 + next(300), 3000);
-            text.extend(footer.iter().cloned());
-            texts.push((format!("u{u}"), text));
-        }
-        for (k, t) in &texts {
-            put(&e, k, &t.join(" "));
-        }
-        // Deletes and replaces move documents to new slots and empty old ones.
-        let mut changed = Vec::new();
-        for i in 0..texts.len() {
-            if next(4) == 0 {
-                changed.push((i, next(2) == 0));
-            }
-        }
-        for (i, delete) in changed {
-            let (k, t) = &texts[i];
-            if delete {
-                e.remove(k);
-            } else {
-                let shorter = &t[..t.len() * 2 / 3];
-                put(&e, k, &shorter.join(" "));
-            }
-        }
+        let e = random_families(seed, families, unrelated, common_at, footer_words);
         let t = [0.8, 0.9][t_at];
         let (got, want, _) = scan_and_brute_force(&e, t);
         prop_assert_eq!(got, want);
     }
+}
+
+/// A corpus of [`containment_pairs_equal_brute_force_on_random_families`]
+/// in an engine: families of a source with excerpts and maybe an embedding,
+/// unrelated texts, a footer every text ends with, then deletes and edits,
+/// every text at least 60 words long.
+fn random_families(
+    seed: u64,
+    families: usize,
+    unrelated: usize,
+    common_at: usize,
+    footer_words: usize,
+) -> Engine {
+    let e = Engine::new(
+        EngineParams {
+            index: IndexParams {
+                passage_index: true,
+                common_fingerprint_docs: common_at,
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+        .validate()
+        .unwrap(),
+    );
+    let footer = words(seed ^ 0xf00, footer_words, 3000);
+    let mut state = seed;
+    let mut next = |n: usize| (crate::minhash::splitmix64(&mut state) % n as u64) as usize;
+    let mut texts: Vec<(String, Vec<String>)> = Vec::new();
+    for f in 0..families {
+        let len = 120 + next(250);
+        let mut source = words(seed.wrapping_add(f as u64), len, 3000);
+        source.extend(footer.iter().cloned());
+        for x in 0..1 + next(3) {
+            let n = 60 + next(len - 60);
+            let at = next(len - n + 1);
+            texts.push((format!("f{f}x{x}"), source[at..at + n].to_vec()));
+        }
+        if next(2) == 0 {
+            let embedding = [
+                words(seed ^ (f as u64 + 77), 10 + next(40), 3000),
+                source.clone(),
+            ]
+            .concat();
+            texts.push((format!("f{f}e"), embedding));
+        }
+        texts.push((format!("f{f}"), source));
+    }
+    for u in 0..unrelated {
+        let mut text = words(seed ^ (u as u64 + 1000), 40 + next(300), 3000);
+        text.extend(footer.iter().cloned());
+        texts.push((format!("u{u}"), text));
+    }
+    for (k, t) in &texts {
+        put(&e, k, &t.join(" "));
+    }
+    // Deletes and replaces move documents to new slots and empty old ones.
+    let mut changed = Vec::new();
+    for i in 0..texts.len() {
+        if next(4) == 0 {
+            changed.push((i, next(2) == 0));
+        }
+    }
+    for (i, delete) in changed {
+        let (k, t) = &texts[i];
+        if delete {
+            e.remove(k);
+        } else {
+            // An edit: its last fifth rewritten, its length kept (the share
+            // rule is measured on texts of 60 words and more).
+            let keep = t.len() - t.len() / 5;
+            let edited = [
+                t[..keep].to_vec(),
+                words(seed ^ (i as u64 + 5000), t.len() - keep, 3000),
+            ]
+            .concat();
+            put(&e, k, &edited.join(" "));
+        }
+    }
+    e
 }
