@@ -685,9 +685,6 @@ impl Engine {
 /// the `first` shortest lists are counted; the other lists add only to
 /// those.
 fn count_slots_needing(slots: &[Slot], ends: &[u32], first: usize) -> Vec<(Slot, u32)> {
-    if first >= ends.len() {
-        return count_slots(slots);
-    }
     if first == 0 {
         return Vec::new();
     }
@@ -697,33 +694,38 @@ fn count_slots_needing(slots: &[Slot], ends: &[u32], first: usize) -> Vec<(Slot,
         lists.push((start, end));
         start = end;
     }
-    lists.sort_unstable_by_key(|&(a, b)| b - a);
-    let take = |ls: &[(u32, u32)]| -> Vec<Slot> {
-        ls.iter()
-            .flat_map(|&(a, b)| slots[a as usize..b as usize].iter().copied())
-            .collect()
-    };
-    let (found, then) = lists.split_at(first);
-    count_slots_then(&take(found), &take(then))
+    if first < lists.len() {
+        lists.sort_unstable_by_key(|&(a, b)| b - a);
+    }
+    let (found, then) = lists.split_at(first.min(lists.len()));
+    let list = |&(a, b): &(u32, u32)| &slots[a as usize..b as usize];
+    with_counter(|counter| {
+        counter.start(found.iter().map(|l| list(l).len()).sum());
+        found.iter().flat_map(list).for_each(|&s| counter.add(s));
+        then.iter()
+            .flat_map(list)
+            .for_each(|&s| counter.add_if_there(s));
+    })
 }
 
 /// How often each slot occurs in `slots`, as (slot, count), in no order
 /// ([`SlotCounter`]).
 fn count_slots(slots: &[Slot]) -> Vec<(Slot, u32)> {
-    count_slots_then(slots, &[])
+    with_counter(|counter| {
+        counter.start(slots.len());
+        slots.iter().for_each(|&s| counter.add(s));
+    })
 }
 
-/// [`count_slots`] of `slots`, then `then` added to the counts of slots
-/// already there (a slot only in `then` is not counted).
-fn count_slots_then(slots: &[Slot], then: &[Slot]) -> Vec<(Slot, u32)> {
+/// What `count` counted on this thread's [`SlotCounter`], which is then
+/// emptied for the next call.
+fn with_counter(count: impl FnOnce(&mut SlotCounter)) -> Vec<(Slot, u32)> {
     thread_local! {
         static COUNTER: std::cell::RefCell<SlotCounter> = std::cell::RefCell::default();
     }
     COUNTER.with(|cell| {
         let counter = &mut *cell.borrow_mut();
-        counter.start(slots.len());
-        slots.iter().for_each(|&s| counter.add(s));
-        then.iter().for_each(|&s| counter.add_if_there(s));
+        count(counter);
         let out = counter.found().to_vec();
         counter.clear();
         out
