@@ -77,7 +77,8 @@ impl Default for Postings {
 /// how many fingerprints it has and how many of them are common. Reading a
 /// document's lists from here takes no lock, hash or probe: lookups were
 /// the scan's largest cost (docs/benchmarks.md). Memory: 12 bytes per
-/// entry of those lists, 8 bytes per slot.
+/// entry of those lists, 8 bytes per slot. Positions are `u32`: up to
+/// 2³² entries (~120 million 400-word articles if every passage is shared).
 pub(crate) struct SlotLists {
     /// Every list's slots, one list after another.
     slots: Vec<Slot>,
