@@ -441,7 +441,6 @@ impl Engine {
             filter,
             ref lists,
         } = *scan;
-        let lists = lists.as_ref();
         // A pair scan is symmetric: any containment measure is either text
         // inside the other.
         let measure = match by.measure {

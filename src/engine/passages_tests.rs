@@ -381,12 +381,14 @@ fn containment_pairs_equal_brute_force() {
         .all(|g| g.members[0].containment == 1.0));
 }
 
-/// The scan skips a document when too few of its fingerprints are held by
-/// anyone else for any pair to pass the share rule: from either side's
-/// count, so a long source scanned first (its slot lower) still pairs with
-/// a short excerpt stored after it, which holds far fewer fingerprints than
-/// the source needs on its own side; and documents that share a passage
-/// too short to matter are skipped without a pair being lost.
+/// The scan reads nothing for a document whose lists shared with no one
+/// are enough for the pigeonhole (too few of its fingerprints are held by
+/// anyone else for any pair to pass the share rule). Each pair is found
+/// from its side with fewer fingerprints, so a long source scanned first
+/// (its slot lower) still pairs with a short excerpt stored after it, which
+/// holds far fewer fingerprints than the source needs on its own side; and
+/// documents that share a passage too short to matter are skipped without a
+/// pair being lost.
 #[test]
 fn the_scan_skips_by_shared_counts_and_still_equals_brute_force() {
     let e = engine(true);

@@ -459,15 +459,16 @@ impl Postings {
             firsts[i] += firsts[i - 1];
         }
         let mut by_slot = vec![(0u32, 0u32); firsts[span] as usize];
-        let mut parts: Vec<(usize, &mut [(u32, u32)])> = Vec::new();
+        // Each thread's range of slots, with its part of the answer.
+        let mut ranges: Vec<(usize, &mut [(u32, u32)])> = Vec::new();
         let mut rest = by_slot.as_mut_slice();
         for lo in (0..span).step_by(per) {
             let hi = (lo + per).min(span);
             let (mine, after) = rest.split_at_mut((firsts[hi] - firsts[lo]) as usize);
-            parts.push((lo, mine));
+            ranges.push((lo, mine));
             rest = after;
         }
-        parts.into_par_iter().for_each(|(lo, out)| {
+        ranges.into_par_iter().for_each(|(lo, out)| {
             let base = firsts[lo];
             let mut next: Vec<u32> = firsts[lo..(lo + per).min(span)]
                 .iter()
