@@ -77,6 +77,38 @@ pub fn upper_bound(len_a: usize, len_b: usize) -> f64 {
     }
 }
 
+/// |A ∩ B| of two sorted, distinct slices if `can_pass` accepts it, else
+/// `None`. The merge checks what it has found plus what is left every 64
+/// steps and gives up once that bound cannot pass, so a candidate that
+/// fails costs only part of its merge. `can_pass` must be monotone (true
+/// of a number, true of every larger one).
+pub fn intersection_if(a: &[u32], b: &[u32], can_pass: impl Fn(usize) -> bool) -> Option<usize> {
+    let (small, large) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    if !can_pass(small.len()) {
+        return None;
+    }
+    if small.len() * 16 < large.len() {
+        let n = gallop_intersection(small, large);
+        return can_pass(n).then_some(n);
+    }
+    let (mut i, mut j, mut n) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        for _ in 0..64 {
+            if i == a.len() || j == b.len() {
+                break;
+            }
+            let (x, y) = (a[i], b[j]);
+            n += usize::from(x == y);
+            i += usize::from(x <= y);
+            j += usize::from(y <= x);
+        }
+        if !can_pass(n + (a.len() - i).min(b.len() - j)) {
+            return None;
+        }
+    }
+    can_pass(n).then_some(n)
+}
+
 fn merge_intersection(a: &[u32], b: &[u32]) -> usize {
     let (mut i, mut j, mut n) = (0, 0, 0);
     while i < a.len() && j < b.len() {
@@ -123,6 +155,25 @@ mod tests {
         Overlap {
             intersection: a.intersection(b).count(),
             union: a.union(b).count(),
+        }
+    }
+
+    proptest! {
+        /// `intersection_if` gives the exact intersection whenever it
+        /// passes, and gives up only on sets that fail.
+        #[test]
+        fn intersection_if_is_the_intersection_or_a_fail(
+            a in proptest::collection::btree_set(0u32..600, 0..300),
+            b in proptest::collection::btree_set(0u32..600, 0..300),
+            need in 0usize..200,
+        ) {
+            let (va, vb): (Vec<u32>, Vec<u32>) = (a.iter().copied().collect(), b.iter().copied().collect());
+            let exact = a.intersection(&b).count();
+            match intersection_if(&va, &vb, |n| n >= need) {
+                Some(n) => prop_assert!(n == exact && n >= need),
+                None => prop_assert!(exact < need),
+            }
+            prop_assert_eq!(intersection_if(&va, &vb, |_| true), Some(exact));
         }
     }
 

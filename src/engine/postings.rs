@@ -73,19 +73,23 @@ impl Default for Postings {
 
 /// The passage index turned around for one containment pair scan
 /// ([`Postings::slot_lists`]): the lists that pair documents (held by two
-/// to `common_at` of them), and for each slot, which of those it is in,
-/// how many fingerprints it has and how many of them are common. Reading a
-/// document's lists from here takes no lock, hash or probe: lookups were
-/// the scan's largest cost (docs/benchmarks.md). Memory: 12 bytes per
-/// entry of those lists, 8 bytes per slot. Positions are `u32`: up to
-/// 2³² entries (~120 million 400-word articles if every passage is shared).
+/// to `common_at` of them; slots below the scan's span), each sorted by
+/// (fingerprint count, slot); and for each slot, the part of each of its
+/// lists after it in that order (the documents it is the contained side
+/// for in a pair scan), how many fingerprints it has and how many of them
+/// are common. Reading a document's lists from here takes no lock, hash or
+/// probe (lookups were the scan's largest cost: docs/benchmarks.md), and
+/// no search for where it sits in each. Memory: 4 bytes per entry of those
+/// lists, 8 per entry that is not last in its list, 4 per slot. Positions
+/// are `u32`: up to 2³² entries (~120 million 400-word articles if every
+/// passage is shared).
 pub(crate) struct SlotLists {
     /// Every list's slots, one list after another.
     slots: Vec<Slot>,
-    /// Slot `s` is in the lists `lists[firsts[s]..firsts[s + 1]]`.
+    /// Slot `s`'s parts are `after[firsts[s]..firsts[s + 1]]`.
     firsts: Vec<u32>,
-    /// Lists as (start in `slots`, length).
-    lists: Vec<(u32, u32)>,
+    /// Parts of lists as (start in `slots`, length), none empty.
+    after: Vec<(u32, u32)>,
     /// Per slot: its fingerprints held by more than `common_at` documents.
     common: Vec<u16>,
     /// Per slot: its fingerprints ([`Postings::count`], saturated).
@@ -93,21 +97,22 @@ pub(crate) struct SlotLists {
 }
 
 impl SlotLists {
-    /// The slots of `list`, one of [`Self::of`]'s.
+    /// The slots of `part`, one of [`Self::after`]'s.
     #[inline]
     pub(crate) fn slots(&self, (start, len): (u32, u32)) -> &[Slot] {
         &self.slots[start as usize..(start + len) as usize]
     }
 
-    /// The lists `slot` is in (it shares each with another document), as
-    /// (start, length).
+    /// The parts of `slot`'s lists after it in the lists' order
+    /// (fingerprint count, then slot), the empty ones left out, as (start,
+    /// length).
     #[inline]
-    pub(crate) fn of(&self, slot: Slot) -> &[(u32, u32)] {
+    pub(crate) fn after(&self, slot: Slot) -> &[(u32, u32)] {
         let s = slot as usize;
         if s + 1 >= self.firsts.len() {
             return &[];
         }
-        &self.lists[self.firsts[s] as usize..self.firsts[s + 1] as usize]
+        &self.after[self.firsts[s] as usize..self.firsts[s + 1] as usize]
     }
 
     /// How many of `slot`'s fingerprints are common.
@@ -394,26 +399,51 @@ impl Postings {
     /// The index turned around for one pair scan over slots below `span`
     /// ([`SlotLists`]), on the rayon pool: the shards' lists are copied,
     /// each shard under its read lock in turn (a write meanwhile is seen or
-    /// not, as by a scan that looks up each document's fingerprints), then
-    /// sorted by slot, each thread writing the slots of its own range.
+    /// not, as by a scan that looks up each document's fingerprints), and
+    /// each sorted by (fingerprint count, slot); then the parts after each
+    /// slot are sorted by slot, each thread writing the slots of its own
+    /// range.
     pub(crate) fn slot_lists(&self, span: usize, common_at: usize) -> SlotLists {
         use rayon::prelude::*;
         // Per shard: its lists' slots one after another, each list's
         // length, and the slots of its common lists.
+        let counts: Vec<u16> = (0..span)
+            .map(|s| self.counts.get(s as Slot) as u16)
+            .collect();
+        let key = |s: Slot| (u64::from(counts[s as usize]) << 32) | u64::from(s);
         let parts: Vec<(Vec<Slot>, Vec<u32>, Vec<Slot>)> = self
             .shards
             .par_iter()
             .map(|shard| {
                 let table = shard.read();
                 let (mut slots, mut lens, mut common) = (Vec::new(), Vec::new(), Vec::new());
+                let mut keyed: Vec<u64> = Vec::new();
                 for (_, bucket) in table.iter() {
                     match bucket {
                         Bucket::Many(many) if many.len() > common_at => {
                             common.extend_from_slice(many);
                         }
+                        // The most frequent list, two documents.
+                        Bucket::Many(&[a, b]) => {
+                            if (a as usize) < span && (b as usize) < span {
+                                let (a, b) = if key(a) < key(b) { (a, b) } else { (b, a) };
+                                slots.extend([a, b]);
+                                lens.push(2);
+                            }
+                        }
                         Bucket::Many(many) => {
-                            slots.extend_from_slice(many);
-                            lens.push(many.len() as u32);
+                            keyed.clear();
+                            keyed.extend(
+                                many.iter()
+                                    .filter(|&&s| (s as usize) < span)
+                                    .map(|&s| key(s)),
+                            );
+                            if keyed.len() < 2 {
+                                continue;
+                            }
+                            keyed.sort_unstable();
+                            slots.extend(keyed.iter().map(|&k| k as Slot));
+                            lens.push(keyed.len() as u32);
                         }
                         Bucket::One(_) => {}
                     }
@@ -439,9 +469,10 @@ impl Postings {
             }
         }
         drop(parts);
-        // Each slot's lists: a counting sort of (slot, list) by slot, in
-        // ranges of slots, one a thread: each reads every list and writes
-        // only its own slots' counts, then its own part of the answer.
+        // Each slot's parts of lists after it: a counting sort of (slot,
+        // part) by slot, in ranges of slots, one a thread: each reads every
+        // list and writes only its own slots' counts, then its own part of
+        // the answer.
         let per = span.div_ceil(rayon::current_num_threads()).max(1);
         let mut firsts = vec![0u32; span + 1];
         firsts[1..]
@@ -449,9 +480,14 @@ impl Postings {
             .enumerate()
             .for_each(|(t, counts)| {
                 let lo = t * per;
-                for &s in &slots {
-                    if let Some(n) = (s as usize).checked_sub(lo).and_then(|i| counts.get_mut(i)) {
-                        *n += 1;
+                // A list's last slot has nothing after it.
+                for &(start, n) in &lists {
+                    for &s in &slots[start as usize..(start + n - 1) as usize] {
+                        if let Some(n) =
+                            (s as usize).checked_sub(lo).and_then(|i| counts.get_mut(i))
+                        {
+                            *n += 1;
+                        }
                     }
                 }
             });
@@ -475,9 +511,9 @@ impl Postings {
                 .map(|&f| f - base)
                 .collect();
             for &(start, n) in &lists {
-                for &s in &slots[start as usize..(start + n) as usize] {
+                for (i, &s) in (1..n).zip(&slots[start as usize..(start + n - 1) as usize]) {
                     if let Some(at) = (s as usize).checked_sub(lo).and_then(|i| next.get_mut(i)) {
-                        out[*at as usize] = (start, n);
+                        out[*at as usize] = (start + i, n - i);
                         *at += 1;
                     }
                 }
@@ -486,11 +522,9 @@ impl Postings {
         SlotLists {
             slots,
             firsts,
-            lists: by_slot,
+            after: by_slot,
             common,
-            counts: (0..span)
-                .map(|s| self.counts.get(s as Slot) as u16)
-                .collect(),
+            counts,
         }
     }
 
@@ -621,13 +655,20 @@ mod tests {
         assert_eq!((one.keys(), one.fewest()), (many.keys(), many.fewest()));
     }
 
-    /// A slot's lists in [`SlotLists`] are the lists its fingerprints'
-    /// lookups give, held by two to `common_at` documents, slots at or past
-    /// the span left out; its common count and its count match too.
+    /// A slot's parts in [`SlotLists`] are the parts after it of the lists
+    /// its fingerprints' lookups give (held by two to `common_at`
+    /// documents; slots at or past the span left out; each list sorted by
+    /// fingerprint count, then slot), the empty ones left out; its common
+    /// count and its count match too.
     #[test]
     fn slot_lists_are_each_slots_lookups_turned_around() {
         let p = Postings::default();
-        let fps = |slot: u32| -> Vec<u32> { (0..25).map(|k| (slot * 5 + k * 3) % 400).collect() };
+        // Documents of 20 to 29 fingerprints, so that counts differ.
+        let fps = |slot: u32| -> Vec<u32> {
+            (0..20 + slot % 10)
+                .map(|k| (slot * 5 + k * 3) % 400)
+                .collect()
+        };
         for slot in 0..150u32 {
             p.insert(slot, fps(slot).into_iter());
         }
@@ -640,6 +681,7 @@ mod tests {
         }
         let (span, common_at) = (140, 12);
         let lists = p.slot_lists(span, common_at);
+        let key = |s: Slot| (p.count(s), s);
         for slot in 0..span as u32 {
             let mut want: Vec<Vec<Slot>> = Vec::new();
             let mut common = 0;
@@ -647,28 +689,32 @@ mod tests {
                 p.with_many(&fps(slot), |_, b| {
                     match b {
                         Some(Bucket::Many(many)) if many.len() > common_at => common += 1,
-                        Some(Bucket::Many(many)) => want.push(many.to_vec()),
+                        Some(Bucket::Many(many)) => {
+                            let mut list: Vec<Slot> =
+                                many.iter().copied().filter(|&s| s < span as Slot).collect();
+                            list.sort_unstable_by_key(|&s| key(s));
+                            let at = list.iter().position(|&s| s == slot).unwrap();
+                            if at + 1 < list.len() {
+                                want.push(list[at + 1..].to_vec());
+                            }
+                        }
                         _ => {}
                     }
                     true
                 });
             }
             let mut got: Vec<Vec<Slot>> = lists
-                .of(slot)
+                .after(slot)
                 .iter()
                 .map(|&l| lists.slots(l).to_vec())
                 .collect();
-            for l in want.iter_mut().chain(got.iter_mut()) {
-                l.sort_unstable();
-            }
             want.sort();
             got.sort();
             assert_eq!(got, want, "slot {slot}");
-            assert!(got.iter().all(|l| l.contains(&slot)));
             assert_eq!(lists.common(slot), common, "slot {slot}");
             assert_eq!(lists.count(slot), p.count(slot), "slot {slot}");
         }
-        assert!(lists.of(span as u32).is_empty() && lists.of(1005).is_empty());
+        assert!(lists.after(span as u32).is_empty() && lists.after(1005).is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! How many of a document's lists each slot is in, for the passage index's
-//! readers: containment queries and lookups (`passages.rs`) and the
-//! containment pair scan (`dedup.rs`).
+//! readers: containment queries and lookups (`passages.rs`), on a small
+//! hashed table, and the containment pair scan (`dedup.rs`), on an array
+//! of every slot.
 
 use crate::lsh::index::Slot;
 
@@ -17,8 +18,6 @@ pub(crate) struct SlotCounter {
     cells: Vec<(u32, u32)>,
     /// (slot, count so far), in the order first seen.
     found: Vec<(Slot, u32)>,
-    /// The slots [`Self::finish`] kept.
-    passed: Vec<Slot>,
 }
 
 impl SlotCounter {
@@ -78,27 +77,6 @@ impl SlotCounter {
         &self.found
     }
 
-    /// Slots short of `needed` that can still reach it with `left` more.
-    pub(crate) fn undecided(&self, needed: usize, left: usize) -> usize {
-        self.found
-            .iter()
-            .filter(|&&(_, c)| (c as usize) < needed && c as usize + left >= needed)
-            .count()
-    }
-
-    /// The slots counted at least `needed` times; the table emptied.
-    pub(crate) fn finish(&mut self, needed: usize) -> &[Slot] {
-        self.passed.clear();
-        self.passed.extend(
-            self.found
-                .iter()
-                .filter(|&&(_, c)| c as usize >= needed)
-                .map(|&(s, _)| s),
-        );
-        self.clear();
-        &self.passed
-    }
-
     /// Empty the cells used. Every cell on a counted slot's probe sequence
     /// from its home was filled by a slot of this round (nothing is removed
     /// before), and emptying a run from any home empties it to its end, so
@@ -122,6 +100,73 @@ impl SlotCounter {
     }
 }
 
+/// A [`SlotCounter`] over an array of every slot, for the pair scan: a
+/// count costs one access at the slot, no hash or probe (~10% off the
+/// 100k collage scan: docs/benchmarks.md), for 4 bytes a slot held by each
+/// of the scan's threads while it runs. Emptied slot by slot.
+#[derive(Default)]
+pub(crate) struct DenseCounter {
+    /// Per slot: its index in `found` + 1 (0: not counted).
+    at: Vec<u32>,
+    /// (slot, count so far), in the order first seen.
+    found: Vec<(Slot, u32)>,
+    /// The slots [`Self::finish`] kept.
+    passed: Vec<Slot>,
+}
+
+impl DenseCounter {
+    /// Empty (as [`Self::finish`] leaves it), with room for slots below
+    /// `span`.
+    pub(crate) fn start(&mut self, span: usize) {
+        self.found.clear();
+        if self.at.len() < span {
+            self.at.resize(span, 0);
+        }
+    }
+
+    /// Count `s` once more, adding it if new.
+    #[inline]
+    pub(crate) fn add(&mut self, s: Slot) {
+        let at = &mut self.at[s as usize];
+        if *at == 0 {
+            self.found.push((s, 1));
+            *at = self.found.len() as u32;
+        } else {
+            self.found[*at as usize - 1].1 += 1;
+        }
+    }
+
+    /// Count `s` once more if it is counted already.
+    #[inline]
+    pub(crate) fn add_if_there(&mut self, s: Slot) {
+        let at = self.at[s as usize];
+        if at != 0 {
+            self.found[at as usize - 1].1 += 1;
+        }
+    }
+
+    /// Slots short of `needed` that can still reach it with `left` more.
+    pub(crate) fn undecided(&self, needed: usize, left: usize) -> usize {
+        self.found
+            .iter()
+            .filter(|&&(_, c)| (c as usize) < needed && c as usize + left >= needed)
+            .count()
+    }
+
+    /// The slots counted at least `needed` times; the counter emptied.
+    pub(crate) fn finish(&mut self, needed: usize) -> &[Slot] {
+        self.passed.clear();
+        for &(s, c) in &self.found {
+            self.at[s as usize] = 0;
+            if c as usize >= needed {
+                self.passed.push(s);
+            }
+        }
+        self.found.clear();
+        &self.passed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,16 +176,22 @@ mod tests {
     proptest! {
         /// Counts equal a map's, rounds after rounds on one table (each
         /// round starts from an empty one), and only slots seen by `add`
-        /// are counted by `add_if_there`.
+        /// are counted by `add_if_there`; the same of the dense counter,
+        /// with what it passes and what is undecided.
         #[test]
         fn counts_equal_a_maps_round_after_round(
             rounds in proptest::collection::vec(
                 (proptest::collection::vec(0u32..300, 0..400), proptest::collection::vec(0u32..300, 0..200)),
                 1..6),
-            needed in 1usize..4,
+            needed in 1u32..4,
+            left in 0u32..3,
         ) {
             let mut counter = SlotCounter::default();
+            let mut dense = DenseCounter::default();
             for (adds, more) in &rounds {
+                dense.start(300);
+                adds.iter().for_each(|&s| dense.add(s));
+                more.iter().for_each(|&s| dense.add_if_there(s));
                 counter.start(adds.len());
                 prop_assert!(counter.found().is_empty());
                 adds.iter().for_each(|&s| counter.add(s));
@@ -154,10 +205,16 @@ mod tests {
                 }
                 let got: BTreeMap<u32, u32> = counter.found().iter().copied().collect();
                 prop_assert_eq!(&got, &want);
-                let mut passed = counter.finish(needed).to_vec();
+                let got: BTreeMap<u32, u32> = dense.found.iter().copied().collect();
+                prop_assert_eq!(&got, &want);
+                let undecided = want.values().filter(|&&n| n < needed && n + left >= needed).count() as u32;
+                prop_assert_eq!(dense.undecided(needed as usize, left as usize) as u32, undecided);
+                let mut passed = dense.finish(needed as usize).to_vec();
                 passed.sort_unstable();
-                let want_passed: Vec<u32> = want.iter().filter(|&(_, &n)| n as usize >= needed).map(|(&s, _)| s).collect();
+                let want_passed: Vec<u32> = want.iter().filter(|&(_, &n)| n >= needed).map(|(&s, _)| s).collect();
                 prop_assert_eq!(passed, want_passed);
+                prop_assert!(dense.at.iter().all(|&a| a == 0) && dense.found.is_empty(), "emptied");
+                counter.clear();
                 prop_assert!(counter.cells.iter().all(|&c| c == (0, 0)), "emptied");
                 prop_assert!(counter.found().is_empty());
             }
