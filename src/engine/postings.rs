@@ -80,7 +80,7 @@ impl Default for Postings {
 /// are common. Reading a document's lists from here takes no lock, hash or
 /// probe (lookups were the scan's largest cost: docs/benchmarks.md), and
 /// no search for where it sits in each. Memory: 4 bytes per entry of those
-/// lists, 8 per entry that is not last in its list, 4 per slot. Positions
+/// lists, 8 per entry that is not last in its list, 8 per slot. Positions
 /// are `u32`: up to 2³² entries (~120 million 400-word articles if every
 /// passage is shared).
 pub(crate) struct SlotLists {
