@@ -158,11 +158,11 @@ enum Reader<'a> {
     Content(super::boilerplate::Classifier, Vec<u32>),
 }
 
-/// Buffers [`Engine::contained_pairs`] reuses from one document to the next.
+/// Buffers [`Engine::contained_candidates`] reuses from one document to the next.
 #[derive(Default)]
 struct PairWork {
-    /// The document's parts of lists: (length, start), shortest first.
-    order: Vec<(u32, u32)>,
+    /// The document's parts of lists (`postings::part`), shortest first.
+    order: Vec<u64>,
     counter: DenseCounter,
 }
 
@@ -466,6 +466,37 @@ impl Engine {
         let mut edges = Vec::new();
         let (mut documents, mut verified) = (0, 0);
         for slot in lo..hi {
+            if let Reader::Lists(lists, work) = &mut reader {
+                // Counted as the Jaccard scan counts them, but without the
+                // id lookup: a record that is not current is one a write in
+                // flight is replacing, and pairs are only taken from the
+                // current record (read below, once there are candidates).
+                if !self.docs.holds_one(slot, |r| self.is_live(r, now)) {
+                    continue;
+                }
+                documents += 1;
+                let candidates =
+                    Self::contained_candidates(slot, lists, threshold.value(), span, work);
+                if candidates.is_empty() {
+                    continue;
+                }
+                let Some(record) = self.current(slot, now) else {
+                    continue;
+                };
+                let Some(admit) = admitted(filter, &record) else {
+                    continue;
+                };
+                let doc = ScanDoc {
+                    slot,
+                    record: &record,
+                    admit: &admit,
+                    span,
+                    now,
+                };
+                verified +=
+                    self.verify_contained_pairs(&doc, candidates, threshold.value(), &mut edges);
+                continue;
+            }
             let Some(record) = self.current(slot, now) else {
                 continue;
             };
@@ -480,16 +511,11 @@ impl Engine {
                 span,
                 now,
             };
-            verified += match &mut reader {
-                Reader::Lists(lists, work) => {
-                    self.contained_pairs(&doc, lists, threshold.value(), work, &mut edges)
-                }
-                Reader::Content(c, fps) => {
-                    fps.clear();
-                    fps.extend(record.fingerprints());
-                    self.content_pairs(&doc, fps, &q, c, &mut edges)
-                }
-            };
+            if let Reader::Content(c, fps) = &mut reader {
+                fps.clear();
+                fps.extend(record.fingerprints());
+                verified += self.content_pairs(&doc, fps, &q, c, &mut edges);
+            }
         }
         if let (Reader::Lists(_, work), Ok(mut pool)) = (reader, scan.work.lock()) {
             pool.push(work);
@@ -497,15 +523,15 @@ impl Engine {
         (edges, documents, verified)
     }
 
-    /// The pairs of [`Self::scan_chunk_contained`] on raw scores that
-    /// `doc` is the contained side of, its lists read from `lists`: each
-    /// pair is found once, from the side with fewer fingerprints (ties: the
-    /// lower slot). The share rule then holds that side's own fingerprints
-    /// (a larger side's need is never smaller), which allows a prefix
-    /// filter (AllPairs, PPJoin). Each list is sorted by (fingerprint count,
-    /// slot), so the documents `doc` can be the contained side for are the
-    /// part of each list after it ([`SlotLists::after`]); only those parts
-    /// are read.
+    /// The candidates of [`Self::scan_chunk_contained`] on raw scores that
+    /// the document in `slot` is the contained side of, from `lists` alone
+    /// (no record is read): each pair is found once, from the side with
+    /// fewer fingerprints (ties: the lower slot). The share rule then holds
+    /// that side's own fingerprints (a larger side's need is never
+    /// smaller), which allows a prefix filter (AllPairs, PPJoin). Each list
+    /// is sorted by (fingerprint count, slot), so the documents it can be
+    /// the contained side for are the part of each list after it
+    /// ([`SlotLists::after`]); only those parts are read.
     ///
     /// 1. **Candidates** come from any `m − needed + 1` of its `m` lists
     ///    that are not common, those with the shortest parts (pigeonhole: a
@@ -518,24 +544,21 @@ impl Engine {
     ///    undecided. On the 100k collage a document reads ~105 of the
     ///    ~1,200 entries its lists hold: ~67 give ~42 candidates, ~38 more
     ///    decide them, and ~0.25 pass the rule.
-    /// 3. **Verification**: the exact containment, the merge giving up on
-    ///    a pair once it can no longer reach `t`.
     ///
-    /// Verified pairs at `t` go to `edges`; the number verified is returned.
-    fn contained_pairs(
-        &self,
-        doc: &ScanDoc<'_>,
+    /// Returns the candidates that pass the rule (held in `work`).
+    fn contained_candidates<'w>(
+        slot: Slot,
         lists: &SlotLists,
         t: f64,
-        work: &mut PairWork,
-        edges: &mut Vec<Edge>,
-    ) -> usize {
-        let own = lists.count(doc.slot);
-        let common = lists.common(doc.slot);
+        span: usize,
+        work: &'w mut PairWork,
+    ) -> &'w [Slot] {
+        let own = lists.count(slot);
+        let common = lists.common(slot);
         let m = own.saturating_sub(common);
         let needed = Self::fingerprints_needed(own, t, common);
         if needed > m {
-            return 0;
+            return &[];
         }
         let first = m - needed + 1;
         // The part of each list after this document in the lists' order:
@@ -543,25 +566,21 @@ impl Engine {
         // part counts as one it shares with no one.
         let PairWork { order, counter } = work;
         order.clear();
-        order.extend(
-            lists
-                .after(doc.slot)
-                .iter()
-                .map(|&(start, len)| (len, start)),
-        );
+        order.extend_from_slice(lists.after(slot));
         let alone = m.saturating_sub(order.len());
         if first <= alone {
-            return 0;
+            return &[];
         }
+        // Shortest first (a part's length is its high half).
         order.sort_unstable();
         let from = (first - alone).min(order.len());
         // Their misses overlap.
-        for &(len, start) in &order[..from] {
-            crate::prefetch::prefetch(&lists.slots((start, len))[0]);
+        for &part in &order[..from] {
+            crate::prefetch::prefetch(&lists.slots(part)[0]);
         }
-        counter.start(doc.span);
-        for &(len, start) in &order[..from] {
-            for &s in lists.slots((start, len)) {
+        counter.start(span);
+        for &part in &order[..from] {
+            for &s in lists.slots(part) {
                 counter.add(s);
             }
         }
@@ -571,24 +590,37 @@ impl Engine {
         // rule at the end).
         let mut used = alone + from;
         let mut undecided = counter.undecided(needed, m - used);
-        for (i, &(len, start)) in order.iter().enumerate().skip(from) {
+        for (i, &part) in order.iter().enumerate().skip(from) {
             if undecided == 0 {
                 break;
             }
             // The next list's miss overlaps this one's reading.
-            if let Some(&(len, start)) = order.get(i + 1) {
-                crate::prefetch::prefetch_slice(lists.slots((start, len)));
+            if let Some(&next) = order.get(i + 1) {
+                crate::prefetch::prefetch_slice(lists.slots(next));
             }
-            for &s in lists.slots((start, len)) {
+            for &s in lists.slots(part) {
                 counter.add_if_there(s);
             }
             used += 1;
             undecided = counter.undecided(needed, m.saturating_sub(used));
         }
-        let candidates = counter.finish(needed);
+        counter.finish(needed)
+    }
+
+    /// Verify `doc`'s candidates from [`Self::contained_candidates`]: the
+    /// exact containment of the smaller text in the other, the merge giving
+    /// up on a pair once it can no longer reach `t`. Pairs at `t` go to
+    /// `edges`; the number verified is returned.
+    fn verify_contained_pairs(
+        &self,
+        doc: &ScanDoc<'_>,
+        candidates: &[Slot],
+        t: f64,
+        edges: &mut Vec<Edge>,
+    ) -> usize {
         let n = doc.record.shingles().len();
         let mut verified = 0;
-        for &other in candidates.iter() {
+        for &other in candidates {
             let Some(peer) = self.current(other, doc.now) else {
                 continue;
             };

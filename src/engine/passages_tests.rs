@@ -381,6 +381,31 @@ fn containment_pairs_equal_brute_force() {
         .all(|g| g.members[0].containment == 1.0));
 }
 
+/// A containment scan counts the documents a Jaccard scan counts: the
+/// live ones, not a removed one or the old version of a replaced one (it
+/// reads a document's record only when the document has candidates, and
+/// counts the others from the slot table), and still equals brute force.
+#[test]
+fn containment_scans_count_the_documents_a_jaccard_scan_counts() {
+    let e = engine(true);
+    for i in 0..30u64 {
+        let base = words(i, 150, 4000);
+        put(&e, &format!("base{i}"), &base.join(" "));
+        if i % 3 == 0 {
+            put(&e, &format!("part{i}"), &base[10..110].join(" "));
+        }
+    }
+    put(&e, "base4", &words(400, 150, 4000).join(" "));
+    assert!(e.remove("base5") && e.remove("part6"));
+    let (got, want, stats) = scan_and_brute_force(&e, 0.9);
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 9, "{got:?}");
+    let jaccard = e.scan_pairs(e.threshold(None).unwrap(), None, &mut |_| {
+        std::ops::ControlFlow::Continue(())
+    });
+    assert_eq!((stats.documents, jaccard.documents), (38, 38));
+}
+
 /// The scan reads nothing for a document whose lists shared with no one
 /// are enough for the pigeonhole (too few of its fingerprints are held by
 /// anyone else for any pair to pass the share rule). Each pair is found

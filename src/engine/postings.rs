@@ -88,26 +88,34 @@ pub(crate) struct SlotLists {
     slots: Vec<Slot>,
     /// Slot `s`'s parts are `after[firsts[s]..firsts[s + 1]]`.
     firsts: Vec<u32>,
-    /// Parts of lists as (start in `slots`, length), none empty.
-    after: Vec<(u32, u32)>,
+    /// Parts of lists ([`part`]: length, start in `slots`), none empty.
+    after: Vec<u64>,
     /// Per slot: its fingerprints held by more than `common_at` documents.
     common: Vec<u16>,
     /// Per slot: its fingerprints ([`Postings::count`], saturated).
     counts: Vec<u16>,
 }
 
+/// A part of a list in [`SlotLists`]: its length in the high half, its
+/// start in the low half.
+#[inline]
+pub(crate) fn part(start: u32, len: u32) -> u64 {
+    (u64::from(len) << 32) | u64::from(start)
+}
+
 impl SlotLists {
     /// The slots of `part`, one of [`Self::after`]'s.
     #[inline]
-    pub(crate) fn slots(&self, (start, len): (u32, u32)) -> &[Slot] {
-        &self.slots[start as usize..(start + len) as usize]
+    pub(crate) fn slots(&self, part: u64) -> &[Slot] {
+        let (start, len) = (part as u32 as usize, (part >> 32) as usize);
+        &self.slots[start..start + len]
     }
 
     /// The parts of `slot`'s lists after it in the lists' order
-    /// (fingerprint count, then slot), the empty ones left out, as (start,
-    /// length).
+    /// (fingerprint count, then slot), the empty ones left out, each as
+    /// [`part`] gives it: ordered as numbers, the shortest come first.
     #[inline]
-    pub(crate) fn after(&self, slot: Slot) -> &[(u32, u32)] {
+    pub(crate) fn after(&self, slot: Slot) -> &[u64] {
         let s = slot as usize;
         if s + 1 >= self.firsts.len() {
             return &[];
@@ -401,8 +409,10 @@ impl Postings {
     /// each shard under its read lock in turn (a write meanwhile is seen or
     /// not, as by a scan that looks up each document's fingerprints), and
     /// each sorted by (fingerprint count, slot); then the parts after each
-    /// slot are sorted by slot, each thread writing the slots of its own
-    /// range.
+    /// slot are sorted by slot, the lists cut into a few runs, one a thread
+    /// (each counting its run's parts of every slot on an array of its own,
+    /// 4 bytes a slot while this runs, then writing them where the runs
+    /// before it leave off).
     pub(crate) fn slot_lists(&self, span: usize, common_at: usize) -> SlotLists {
         use rayon::prelude::*;
         // Per shard: its lists' slots one after another, each list's
@@ -470,55 +480,49 @@ impl Postings {
         }
         drop(parts);
         // Each slot's parts of lists after it: a counting sort of (slot,
-        // part) by slot, in ranges of slots, one a thread: each reads every
-        // list and writes only its own slots' counts, then its own part of
-        // the answer.
-        let per = span.div_ceil(rayon::current_num_threads()).max(1);
-        let mut firsts = vec![0u32; span + 1];
-        firsts[1..]
-            .par_chunks_mut(per)
-            .enumerate()
-            .for_each(|(t, counts)| {
-                let lo = t * per;
+        // part) by slot. The lists are split into a few runs, one a thread:
+        // each counts its run's parts of every slot, and then, from where
+        // the runs before it leave off, writes them.
+        let runs = rayon::current_num_threads().clamp(1, 4);
+        let run = lists.len().div_ceil(runs).max(1);
+        let mut next: Vec<Vec<u32>> = lists
+            .par_chunks(run)
+            .map(|lists| {
+                let mut tally = vec![0u32; span];
                 // A list's last slot has nothing after it.
-                for &(start, n) in &lists {
+                for &(start, n) in lists {
                     for &s in &slots[start as usize..(start + n - 1) as usize] {
-                        if let Some(n) =
-                            (s as usize).checked_sub(lo).and_then(|i| counts.get_mut(i))
-                        {
-                            *n += 1;
-                        }
+                        tally[s as usize] += 1;
                     }
                 }
-            });
-        for i in 1..firsts.len() {
-            firsts[i] += firsts[i - 1];
+                tally
+            })
+            .collect();
+        let mut firsts = vec![0u32; span + 1];
+        let mut at = 0u32;
+        for s in 0..span {
+            firsts[s] = at;
+            for tally in next.iter_mut() {
+                (tally[s], at) = (at, at + tally[s]);
+            }
         }
-        let mut by_slot = vec![(0u32, 0u32); firsts[span] as usize];
-        // Each thread's range of slots, with its part of the answer.
-        let mut ranges: Vec<(usize, &mut [(u32, u32)])> = Vec::new();
-        let mut rest = by_slot.as_mut_slice();
-        for lo in (0..span).step_by(per) {
-            let hi = (lo + per).min(span);
-            let (mine, after) = rest.split_at_mut((firsts[hi] - firsts[lo]) as usize);
-            ranges.push((lo, mine));
-            rest = after;
-        }
-        ranges.into_par_iter().for_each(|(lo, out)| {
-            let base = firsts[lo];
-            let mut next: Vec<u32> = firsts[lo..(lo + per).min(span)]
-                .iter()
-                .map(|&f| f - base)
-                .collect();
-            for &(start, n) in &lists {
-                for (i, &s) in (1..n).zip(&slots[start as usize..(start + n - 1) as usize]) {
-                    if let Some(at) = (s as usize).checked_sub(lo).and_then(|i| next.get_mut(i)) {
-                        out[*at as usize] = (start + i, n - i);
+        firsts[span] = at;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        // Runs write to places of their own, scattered among the others'.
+        let after: Vec<AtomicU64> = (0..at).map(|_| AtomicU64::new(0)).collect();
+        lists
+            .par_chunks(run)
+            .zip(next.par_iter_mut())
+            .for_each(|(lists, next)| {
+                for &(start, n) in lists {
+                    for (i, &s) in (1..n).zip(&slots[start as usize..(start + n - 1) as usize]) {
+                        let at = &mut next[s as usize];
+                        after[*at as usize].store(part(start + i, n - i), Ordering::Relaxed);
                         *at += 1;
                     }
                 }
-            }
-        });
+            });
+        let by_slot: Vec<u64> = after.into_iter().map(AtomicU64::into_inner).collect();
         SlotLists {
             slots,
             firsts,

@@ -329,6 +329,15 @@ impl RecordTable {
             .is_some_and(|r| r.as_ref().is_some_and(|r| Arc::ptr_eq(r, record)))
     }
 
+    /// Whether `slot` holds a record that `f` accepts (no `Arc` clone).
+    pub(crate) fn holds_one(&self, slot: Slot, f: impl FnOnce(&Record) -> bool) -> bool {
+        let (shard, i) = place(slot);
+        self.shards[shard]
+            .read()
+            .get(i)
+            .is_some_and(|r| r.as_deref().is_some_and(f))
+    }
+
     /// Take the record out of `slot`, with the slot.
     pub(crate) fn remove(&self, slot: &Slot) -> Option<(Slot, Arc<Record>)> {
         let (shard, i) = place(*slot);
