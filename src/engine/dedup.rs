@@ -466,41 +466,28 @@ impl Engine {
         let mut edges = Vec::new();
         let (mut documents, mut verified) = (0, 0);
         for slot in lo..hi {
+            // Raw scores take the candidates from the lists alone first, so
+            // that the record (and the id lookup that makes `current` cost)
+            // is read only when some pass the rule. Such a scan counts its
+            // documents as the Jaccard scan does, without the id lookup: a
+            // record that is not current is one a write in flight is
+            // replacing, and pairs are only taken from the current record.
             if let Reader::Lists(lists, work) = &mut reader {
-                // Counted as the Jaccard scan counts them, but without the
-                // id lookup: a record that is not current is one a write in
-                // flight is replacing, and pairs are only taken from the
-                // current record (read below, once there are candidates).
                 if !self.docs.holds_one(slot, |r| self.is_live(r, now)) {
                     continue;
                 }
                 documents += 1;
-                let candidates =
-                    Self::contained_candidates(slot, lists, threshold.value(), span, work);
-                if candidates.is_empty() {
+                if Self::contained_candidates(slot, lists, threshold.value(), span, work).is_empty()
+                {
                     continue;
                 }
-                let Some(record) = self.current(slot, now) else {
-                    continue;
-                };
-                let Some(admit) = admitted(filter, &record) else {
-                    continue;
-                };
-                let doc = ScanDoc {
-                    slot,
-                    record: &record,
-                    admit: &admit,
-                    span,
-                    now,
-                };
-                verified +=
-                    self.verify_contained_pairs(&doc, candidates, threshold.value(), &mut edges);
-                continue;
             }
             let Some(record) = self.current(slot, now) else {
                 continue;
             };
-            documents += 1;
+            if let Reader::Content(..) = reader {
+                documents += 1;
+            }
             let Some(admit) = admitted(filter, &record) else {
                 continue;
             };
@@ -511,11 +498,19 @@ impl Engine {
                 span,
                 now,
             };
-            if let Reader::Content(c, fps) = &mut reader {
-                fps.clear();
-                fps.extend(record.fingerprints());
-                verified += self.content_pairs(&doc, fps, &q, c, &mut edges);
-            }
+            verified += match &mut reader {
+                Reader::Lists(_, work) => self.verify_contained_pairs(
+                    &doc,
+                    work.counter.passed(),
+                    threshold.value(),
+                    &mut edges,
+                ),
+                Reader::Content(c, fps) => {
+                    fps.clear();
+                    fps.extend(record.fingerprints());
+                    self.content_pairs(&doc, fps, &q, c, &mut edges)
+                }
+            };
         }
         if let (Reader::Lists(_, work), Ok(mut pool)) = (reader, scan.work.lock()) {
             pool.push(work);
@@ -545,7 +540,8 @@ impl Engine {
     ///    ~1,200 entries its lists hold: ~67 give ~42 candidates, ~38 more
     ///    decide them, and ~0.25 pass the rule.
     ///
-    /// Returns the candidates that pass the rule (held in `work`).
+    /// Returns the candidates that pass the rule (held in `work`, where
+    /// [`DenseCounter::passed`] gives them again).
     fn contained_candidates<'w>(
         slot: Slot,
         lists: &SlotLists,

@@ -433,14 +433,6 @@ impl Postings {
                         Bucket::Many(many) if many.len() > common_at => {
                             common.extend_from_slice(many);
                         }
-                        // The most frequent list, two documents.
-                        Bucket::Many(&[a, b]) => {
-                            if (a as usize) < span && (b as usize) < span {
-                                let (a, b) = if key(a) < key(b) { (a, b) } else { (b, a) };
-                                slots.extend([a, b]);
-                                lens.push(2);
-                            }
-                        }
                         Bucket::Many(many) => {
                             keyed.clear();
                             keyed.extend(

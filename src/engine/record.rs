@@ -322,11 +322,7 @@ impl RecordTable {
 
     /// Whether `slot` holds `record` itself (no `Arc` clone).
     pub(crate) fn holds(&self, slot: Slot, record: &Arc<Record>) -> bool {
-        let (shard, i) = place(slot);
-        self.shards[shard]
-            .read()
-            .get(i)
-            .is_some_and(|r| r.as_ref().is_some_and(|r| Arc::ptr_eq(r, record)))
+        self.holds_one(slot, |r| std::ptr::eq(r, Arc::as_ptr(record)))
     }
 
     /// Whether `slot` holds a record that `f` accepts (no `Arc` clone).

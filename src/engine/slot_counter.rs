@@ -153,6 +153,11 @@ impl DenseCounter {
             .count()
     }
 
+    /// What the last [`Self::finish`] kept.
+    pub(crate) fn passed(&self) -> &[Slot] {
+        &self.passed
+    }
+
     /// The slots counted at least `needed` times; the counter emptied.
     pub(crate) fn finish(&mut self, needed: usize) -> &[Slot] {
         self.passed.clear();
