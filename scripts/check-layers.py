@@ -26,7 +26,7 @@ ALLOWED = {
     "hashsort": {"minhash"},  # its tests draw values with minhash's splitmix64
     "text": {"minhash", "hashsort"},
     "lsh": {"prefetch"},
-    "engine": {"text", "minhash", "jaccard", "lsh", "prefetch"},
+    "engine": {"text", "hashsort", "minhash", "jaccard", "lsh", "prefetch"},
     "analysis": {"text", "minhash", "jaccard", "lsh"},
     "wire": {"engine"},
     "events": {"engine"},

@@ -454,6 +454,8 @@ impl Engine {
         };
         let q = super::Query::new(threshold, usize::MAX).measure(measure);
         let now = self.now_ms();
+        // A record is read to count its document only if it can expire.
+        let may_expire = self.may_expire();
         // Raw scores read the lists by slot; content scores look up each
         // document's content fingerprints.
         let mut reader = match lists {
@@ -473,7 +475,10 @@ impl Engine {
             // record that is not current is one a write in flight is
             // replacing, and pairs are only taken from the current record.
             if let Reader::Lists(lists, work) = &mut reader {
-                if !self.docs.holds_one(slot, |r| self.is_live(r, now)) {
+                if !self
+                    .docs
+                    .holds_one(slot, |r| !may_expire || self.is_live(r, now))
+                {
                     continue;
                 }
                 documents += 1;

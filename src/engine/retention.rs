@@ -167,6 +167,13 @@ impl Engine {
         })
     }
 
+    /// Whether any stored document can expire: a retention TTL is set, or
+    /// some record has an expiry of its own. While neither holds, every
+    /// record is live and a scan need not read one to know it.
+    pub fn may_expire(&self) -> bool {
+        self.ttl_ms.load(Ordering::Acquire) != 0 || self.own_expiries.load(Ordering::Acquire) != 0
+    }
+
     /// False once `record` has expired (at `now`).
     #[inline]
     pub fn is_live(&self, record: &Record, now: u64) -> bool {
@@ -183,9 +190,7 @@ impl Engine {
     /// The ids of stored documents expired at `now` (a scan of every slot;
     /// the purge calls [`Self::remove_if_expired`] on each).
     pub fn expired_ids(&self, now: u64) -> Vec<DocId> {
-        if self.ttl_ms.load(Ordering::Acquire) == 0
-            && self.own_expiries.load(Ordering::Acquire) == 0
-        {
+        if !self.may_expire() {
             return Vec::new();
         }
         (0..self.slot_span() as u32)

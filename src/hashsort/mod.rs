@@ -1,8 +1,9 @@
 //! The sort and deduplication of a document's shingle hashes (`u32`s) in
 //! vector registers, with intrinsics, where the running CPU has them. Not
-//! text: the values are any `u32`s; its one caller is `text::shingle`
-//! (`sort_hashes` and the dedup after it), which falls back to the
-//! standard library's sorts and `Vec::dedup` wherever these decline.
+//! text: the values are any `u32`s; its callers are `text::shingle`
+//! (`sort_hashes` and the dedup after it) and the containment pair scan's
+//! lists (`engine::postings`, [`sort_network`] alone), which fall back to
+//! the standard library's sorts and `Vec::dedup` wherever these decline.
 //!
 //! - [`network`]: [`sort_network`], the sort of a document's shingle
 //!   hashes as a bitonic sorting network in vector registers: up to 256 of

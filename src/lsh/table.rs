@@ -552,6 +552,18 @@ impl Table {
             .map(move |&c| (key_of(c), self.bucket(value_of(c))))
     }
 
+    /// Every bucket of two or more slots, in the order they sit in memory
+    /// (not by key): a pass over the two slabs, with no cell read and no
+    /// jump from a cell to its bucket (a pair scan reads every list once).
+    pub fn lists(&self) -> impl Iterator<Item = &[Slot]> + '_ {
+        let small = self.small.items.iter().filter(|s| s[0] != EMPTY).map(|s| {
+            let len = 2 + usize::from(s[2] != EMPTY) + usize::from(s[3] != EMPTY);
+            &s[..len]
+        });
+        let spill = self.spill.items.iter().filter(|v| !v.is_empty());
+        small.chain(spill.map(Vec::as_slice))
+    }
+
     /// Check the invariants: every key reachable from its home, `len` right,
     /// spill bookkeeping consistent.
     #[cfg(test)]
@@ -863,6 +875,16 @@ mod tests {
             for (k, _) in t.iter() {
                 prop_assert!(model.contains_key(&k));
             }
+            // `lists` gives the buckets of two or more, whatever their order.
+            let mut lists: Vec<Vec<Slot>> = t.lists().map(|l| {
+                let mut l = l.to_vec();
+                l.sort_unstable();
+                l
+            }).collect();
+            lists.sort();
+            let mut expect: Vec<Vec<Slot>> = model.values().filter(|v| v.len() >= 2).cloned().collect();
+            expect.sort();
+            prop_assert_eq!(lists, expect);
         }
     }
 }
