@@ -358,8 +358,13 @@ impl Engine {
     /// The current record in `slot`, if `ids` still points there and it
     /// has not expired at `now`.
     fn current(&self, slot: Slot, now: u64) -> Option<Arc<Record>> {
-        let record = self.docs.get(&slot)?;
-        (self.is_current(&record) && self.is_live(&record, now)).then_some(record)
+        self.live(slot, now).filter(|r| self.is_current(r))
+    }
+
+    /// The record in `slot` if it has not expired at `now`, current or not
+    /// (no id lookup: see [`Self::verify_contained_pairs`]).
+    fn live(&self, slot: Slot, now: u64) -> Option<Arc<Record>> {
+        self.docs.get(&slot).filter(|r| self.is_live(r, now))
     }
 
     /// Verified edges from the slots in `lo..hi` to higher slots below `span`;
@@ -487,7 +492,13 @@ impl Engine {
                     continue;
                 }
             }
-            let Some(record) = self.current(slot, now) else {
+            // Raw scores check that the record is current only for a pair
+            // that passes (`verify_contained_pairs`).
+            let record = match reader {
+                Reader::Lists(..) => self.live(slot, now),
+                Reader::Content(..) => self.current(slot, now),
+            };
+            let Some(record) = record else {
                 continue;
             };
             if let Reader::Content(..) = reader {
@@ -610,8 +621,9 @@ impl Engine {
 
     /// Verify `doc`'s candidates from [`Self::contained_candidates`]: the
     /// exact containment of the smaller text in the other, the merge giving
-    /// up on a pair once it can no longer reach `t`. Pairs at `t` go to
-    /// `edges`; the number verified is returned.
+    /// up on a pair once it can no longer reach `t`. Pairs at `t` of two
+    /// current records go to `edges` (`doc` may not be current: its caller
+    /// read it with [`Self::live`]); the number verified is returned.
     fn verify_contained_pairs(
         &self,
         doc: &ScanDoc<'_>,
@@ -621,8 +633,11 @@ impl Engine {
     ) -> usize {
         let n = doc.record.shingles().len();
         let mut verified = 0;
+        // Whether `doc` is the current version of its id, asked at its
+        // first pair.
+        let mut current = None;
         for &other in candidates {
-            let Some(peer) = self.current(other, doc.now) else {
+            let Some(peer) = self.live(other, doc.now) else {
                 continue;
             };
             if !admits(doc.admit, &peer) {
@@ -631,8 +646,15 @@ impl Engine {
             verified += 1;
             let least = n.min(peer.shingles().len()).max(1) as f64;
             let passes = |i: usize| i as f64 / least >= t;
-            if let Some(intersection) =
+            let Some(intersection) =
                 crate::jaccard::intersection_if(doc.record.shingles(), peer.shingles(), passes)
+            else {
+                continue;
+            };
+            // Only current versions pair (not one a write in flight is
+            // replacing): an id lookup each, so asked of pairs that pass
+            // (about half the candidates on the collage), not before.
+            if *current.get_or_insert_with(|| self.is_current(doc.record)) && self.is_current(&peer)
             {
                 edges.push(Edge::between(
                     Arc::clone(doc.record),
