@@ -158,11 +158,17 @@ enum Reader<'a> {
     Content(super::boilerplate::Classifier, Vec<u32>),
 }
 
+/// The bits of a [`PairWork::order`] entry that hold the part's index (the
+/// 12 above them its length, capped at 4,095); a document with more parts
+/// reads them in their own order.
+const ORDER_INDEX: u32 = (1 << 20) - 1;
+
 /// Buffers [`Engine::contained_candidates`] reuses from one document to the next.
 #[derive(Default)]
 struct PairWork {
-    /// The document's parts of lists (`postings::part`), shortest first.
-    order: Vec<u64>,
+    /// The document's parts of lists ([`SlotLists::after`]), shortest
+    /// first: each as its length above its index ([`ORDER_INDEX`]).
+    order: Vec<u32>,
     counter: DenseCounter,
 }
 
@@ -577,22 +583,32 @@ impl Engine {
         // the documents it is the contained side for. A list with no such
         // part counts as one it shares with no one.
         let PairWork { order, counter } = work;
-        order.clear();
-        order.extend_from_slice(lists.after(slot));
-        let alone = m.saturating_sub(order.len());
+        let parts = lists.after(slot);
+        let alone = m.saturating_sub(parts.len());
         if first <= alone {
             return &[];
         }
-        // Shortest first (a part's length is its high half).
-        order.sort_unstable();
+        // Shortest first: each part's length (capped: any order is right,
+        // shortest first only reads less) above its index, sorted as u32s.
+        order.clear();
+        if parts.len() <= ORDER_INDEX as usize {
+            order.extend(parts.iter().zip(0..).map(|(&part, i)| {
+                let len = (part >> 32).min(u64::from(u32::MAX >> ORDER_INDEX.count_ones())) as u32;
+                len << ORDER_INDEX.count_ones() | i
+            }));
+            crate::hashsort::sort_short(order);
+        } else {
+            order.extend(0..parts.len() as u32);
+        }
+        let part = |k: u32| parts[(k & ORDER_INDEX) as usize];
         let from = (first - alone).min(order.len());
         // Their misses overlap.
-        for &part in &order[..from] {
-            crate::prefetch::prefetch(&lists.slots(part)[0]);
+        for &k in &order[..from] {
+            crate::prefetch::prefetch(&lists.slots(part(k))[0]);
         }
         counter.start(span);
-        for &part in &order[..from] {
-            for &s in lists.slots(part) {
+        for &k in &order[..from] {
+            for &s in lists.slots(part(k)) {
                 counter.add(s);
             }
         }
@@ -602,15 +618,15 @@ impl Engine {
         // rule at the end).
         let mut used = alone + from;
         let mut undecided = counter.undecided(needed, m - used);
-        for (i, &part) in order.iter().enumerate().skip(from) {
+        for (i, &k) in order.iter().enumerate().skip(from) {
             if undecided == 0 {
                 break;
             }
             // The next list's miss overlaps this one's reading.
             if let Some(&next) = order.get(i + 1) {
-                crate::prefetch::prefetch_slice(lists.slots(next));
+                crate::prefetch::prefetch_slice(lists.slots(part(next)));
             }
-            for &s in lists.slots(part) {
+            for &s in lists.slots(part(k)) {
                 counter.add_if_there(s);
             }
             used += 1;

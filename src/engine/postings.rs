@@ -450,7 +450,7 @@ impl Postings {
                     if keyed.len() < 2 {
                         continue;
                     }
-                    sort_places(&mut keyed);
+                    crate::hashsort::sort_short(&mut keyed);
                     slots.extend(keyed.iter().map(|&k| order[k as usize]));
                     lens.push(keyed.len() as u32);
                 }
@@ -595,23 +595,6 @@ fn by_count(counts: &[u16]) -> (Vec<Slot>, Vec<u32>) {
         *at += 1;
     }
     (order, place)
-}
-
-/// Sort a list's places: two by one comparison, up to 256 in vector
-/// registers (`hashsort`'s network), longer ones by the standard sort.
-fn sort_places(v: &mut [u32]) {
-    match v {
-        [a, b] => {
-            if a > b {
-                std::mem::swap(a, b);
-            }
-        }
-        _ => {
-            if !crate::hashsort::sort_network(v) {
-                v.sort_unstable();
-            }
-        }
-    }
 }
 
 #[cfg(test)]

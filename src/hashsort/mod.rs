@@ -1,9 +1,9 @@
 //! The sort and deduplication of a document's shingle hashes (`u32`s) in
 //! vector registers, with intrinsics, where the running CPU has them. Not
 //! text: the values are any `u32`s; its callers are `text::shingle`
-//! (`sort_hashes` and the dedup after it) and the containment pair scan's
-//! lists (`engine::postings`, [`sort_network`] alone), which fall back to
-//! the standard library's sorts and `Vec::dedup` wherever these decline.
+//! (`sort_hashes` and the dedup after it), which falls back to the
+//! standard library's sorts and `Vec::dedup` wherever these decline, and
+//! the containment pair scan ([`sort_short`]).
 //!
 //! - [`network`]: [`sort_network`], the sort of a document's shingle
 //!   hashes as a bitonic sorting network in vector registers: up to 256 of
@@ -44,6 +44,27 @@ mod network;
 mod scatter;
 
 pub(crate) use dedup::dedup_sorted;
+
+/// Sort a short slice of `u32`s: two by one comparison, up to
+/// [`network_max`] in vector registers ([`sort_network`]), others (and
+/// on CPUs without the registers) by the standard library's sort. For
+/// callers whose slices are mostly short: the containment pair scan's
+/// lists and each document's parts of them (`engine::postings`,
+/// `engine::dedup`).
+pub(crate) fn sort_short(v: &mut [u32]) {
+    match v {
+        [a, b] => {
+            if a > b {
+                std::mem::swap(a, b);
+            }
+        }
+        _ => {
+            if !sort_network(v) {
+                v.sort_unstable();
+            }
+        }
+    }
+}
 pub(crate) use network::{network_max, sort_network};
 pub(crate) use scatter::{scatter_available, scatter_buckets, SCATTER_BUCKETS_MAX, SCATTER_STRIDE};
 
