@@ -81,3 +81,22 @@ fn has_avx2() -> bool {
 fn has_avx512f() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
 }
+
+#[cfg(test)]
+mod tests {
+    /// `sort_short` sorts every length: two by hand, then the network's
+    /// lengths, then past them.
+    #[test]
+    fn sort_short_sorts_every_length() {
+        let mut state = 5u64;
+        for n in 0..=super::network::NETWORK_MAX + 40 {
+            let v: Vec<u32> = (0..n)
+                .map(|_| crate::minhash::splitmix64(&mut state) as u32 % 1000)
+                .collect();
+            let (mut got, mut want) = (v.clone(), v);
+            want.sort_unstable();
+            super::sort_short(&mut got);
+            assert_eq!(got, want, "n = {n}");
+        }
+    }
+}
