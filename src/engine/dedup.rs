@@ -480,8 +480,8 @@ impl Engine {
         let (mut documents, mut verified) = (0, 0);
         for slot in lo..hi {
             // Raw scores take the candidates from the lists alone first, so
-            // that the record (and the id lookup that makes `current` cost)
-            // is read only when some pass the rule. Such a scan counts its
+            // that the record is read only when some pass the rule (and its
+            // id looked up only for a pair that passes). Such a scan counts its
             // documents as the Jaccard scan does, without the id lookup: a
             // record that is not current is one a write in flight is
             // replacing, and pairs are only taken from the current record.

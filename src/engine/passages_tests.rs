@@ -7,7 +7,11 @@ use proptest::prelude::*;
 use std::collections::BTreeMap;
 
 fn engine(passages: bool) -> Engine {
-    Engine::new(
+    engine_on(passages, Arc::new(SystemClock))
+}
+
+fn engine_on(passages: bool, clock: Arc<dyn Clock>) -> Engine {
+    Engine::with_clock(
         EngineParams {
             index: IndexParams {
                 passage_index: passages,
@@ -17,6 +21,7 @@ fn engine(passages: bool) -> Engine {
         }
         .validate()
         .unwrap(),
+        clock,
     )
 }
 
@@ -388,18 +393,7 @@ fn containment_pairs_equal_brute_force() {
 #[test]
 fn containment_scans_count_the_documents_a_jaccard_scan_counts() {
     let clock = Arc::new(ManualClock::default());
-    let e = Engine::with_clock(
-        EngineParams {
-            index: IndexParams {
-                passage_index: true,
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-        .validate()
-        .unwrap(),
-        Arc::clone(&clock) as Arc<dyn Clock>,
-    );
+    let e = engine_on(true, Arc::clone(&clock) as Arc<dyn Clock>);
     for i in 0..30u64 {
         let base = words(i, 150, 4000);
         put(&e, &format!("base{i}"), &base.join(" "));

@@ -463,9 +463,9 @@ impl Postings {
         let mut pieces = Vec::with_capacity(parts.len());
         let mut rest = slots.as_mut_slice();
         for (part, ..) in &parts {
-            let (piece, after) = rest.split_at_mut(part.len());
+            let (piece, tail) = rest.split_at_mut(part.len());
             pieces.push(piece);
-            rest = after;
+            rest = tail;
         }
         pieces
             .into_par_iter()

@@ -170,7 +170,7 @@ impl Engine {
     /// Whether any stored document can expire: a retention TTL is set, or
     /// some record has an expiry of its own. While neither holds, every
     /// record is live and a scan need not read one to know it.
-    pub fn may_expire(&self) -> bool {
+    pub(crate) fn may_expire(&self) -> bool {
         self.ttl_ms.load(Ordering::Acquire) != 0 || self.own_expiries.load(Ordering::Acquire) != 0
     }
 
