@@ -158,10 +158,12 @@ enum Reader<'a> {
     Content(super::boilerplate::Classifier, Vec<u32>),
 }
 
-/// The bits of a [`PairWork::order`] entry that hold the part's index (the
-/// 12 above them its length, capped at 4,095); a document with more parts
-/// reads them in their own order.
-const ORDER_INDEX: u32 = (1 << 20) - 1;
+/// A [`PairWork::order`] entry is a part's length (capped at
+/// [`ORDER_LEN_MAX`]) shifted above its index; a document with more parts
+/// than [`ORDER_INDEX`] reads them in their own order.
+const ORDER_SHIFT: u32 = 20;
+const ORDER_INDEX: u32 = (1 << ORDER_SHIFT) - 1;
+const ORDER_LEN_MAX: u32 = u32::MAX >> ORDER_SHIFT;
 
 /// Buffers [`Engine::contained_candidates`] reuses from one document to the next.
 #[derive(Default)]
@@ -593,8 +595,8 @@ impl Engine {
         order.clear();
         if parts.len() <= ORDER_INDEX as usize {
             order.extend(parts.iter().zip(0..).map(|(&part, i)| {
-                let len = (part >> 32).min(u64::from(u32::MAX >> ORDER_INDEX.count_ones())) as u32;
-                len << ORDER_INDEX.count_ones() | i
+                let len = (part >> 32).min(u64::from(ORDER_LEN_MAX)) as u32;
+                len << ORDER_SHIFT | i
             }));
             crate::hashsort::sort_short(order);
         } else {

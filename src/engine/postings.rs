@@ -425,8 +425,7 @@ impl Postings {
         let counts: Vec<u16> = (0..span)
             .map(|s| self.counts.get(s as Slot) as u16)
             .collect();
-        // Each slot's place in the order (count, slot): a counting sort by
-        // count, slots ascending within a count. Lists are sorted as places
+        // Each slot's place in the order (count, slot). Lists are sorted as places
         // (u32s, in vector registers) and written back as slots.
         let (order, place) = by_count(&counts);
         let parts: Vec<(Vec<Slot>, Vec<u32>, Vec<Slot>)> = self
@@ -576,23 +575,13 @@ impl Postings {
 }
 
 /// Slots `0..counts.len()` in the order (count, slot), and each slot's
-/// place in it: a counting sort by count (a stable pass, so slots ascend
-/// within a count).
+/// place in it (`radsort` is stable, so slots ascend within a count).
 fn by_count(counts: &[u16]) -> (Vec<Slot>, Vec<u32>) {
-    let mut starts = vec![0u32; usize::from(counts.iter().copied().max().unwrap_or(0)) + 2];
-    for &c in counts {
-        starts[usize::from(c) + 1] += 1;
-    }
-    for i in 1..starts.len() {
-        starts[i] += starts[i - 1];
-    }
-    let mut order = vec![0; counts.len()];
+    let mut order: Vec<Slot> = (0..counts.len() as Slot).collect();
+    radsort::sort_by_key(&mut order, |&s| counts[s as usize]);
     let mut place = vec![0; counts.len()];
-    for (s, &c) in counts.iter().enumerate() {
-        let at = &mut starts[usize::from(c)];
-        order[*at as usize] = s as Slot;
-        place[s] = *at;
-        *at += 1;
+    for (at, &s) in (0..).zip(&order) {
+        place[s as usize] = at;
     }
     (order, place)
 }
