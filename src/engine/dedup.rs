@@ -22,7 +22,7 @@
 
 use super::filter::{FilterSpec, MetaFilter};
 use super::postings::SlotLists;
-use super::query::{Measure, Verdict};
+use super::query::{Measure, Verdict, PREFETCH_WINDOW};
 use super::slot_counter::DenseCounter;
 use super::{By, Engine, ExcludedPairs, Record, Threshold};
 use crate::lsh::index::Slot;
@@ -148,16 +148,6 @@ struct ContainedScan<'a> {
     work: std::sync::Mutex<Vec<PairWork>>,
 }
 
-/// How a chunk of a containment scan reads each document's candidates.
-enum Reader<'a> {
-    /// Raw scores: from the lists by slot, with buffers kept between
-    /// documents.
-    Lists(&'a SlotLists, PairWork),
-    /// Content scores: the classifier, and a buffer for a document's
-    /// fingerprints.
-    Content(super::boilerplate::Classifier, Vec<u32>),
-}
-
 /// A [`PairWork::order`] entry is a part's length (capped at
 /// [`ORDER_LEN_MAX`]) shifted above its index; a document with more parts
 /// than [`ORDER_INDEX`] reads them in their own order.
@@ -172,6 +162,10 @@ struct PairWork {
     /// first: each as its length above its index ([`ORDER_INDEX`]).
     order: Vec<u32>,
     counter: DenseCounter,
+    /// Documents waiting to be verified, each its slot followed by its
+    /// candidates ([`Engine::verify_window`]), and where each starts.
+    window: Vec<Slot>,
+    heads: Vec<usize>,
 }
 
 /// The document a containment scan is at, and what its pairs need.
@@ -451,67 +445,149 @@ impl Engine {
         hi: Slot,
         scan: &ContainedScan<'_>,
     ) -> (Vec<Edge>, usize, usize) {
+        match &scan.lists {
+            Some(lists) => self.scan_chunk_lists(lo, hi, scan, lists),
+            None => self.scan_chunk_content(lo, hi, scan),
+        }
+    }
+
+    /// [`Self::scan_chunk_contained`] on raw scores: candidates from the
+    /// lists by slot alone, so that a record is read only when some pass
+    /// the rule (and its id looked up only for a pair that passes). Such a
+    /// scan counts its documents as the Jaccard scan does, without the id
+    /// lookup: a record that is not current is one a write in flight is
+    /// replacing, and pairs are only taken from the current record.
+    /// Documents with candidates are verified a window at a time, their
+    /// records and their candidates' prefetched together
+    /// ([`RecordTable::prefetch`](super::record::RecordTable::prefetch)),
+    /// as a query verifies its candidates.
+    fn scan_chunk_lists(
+        &self,
+        lo: Slot,
+        hi: Slot,
+        scan: &ContainedScan<'_>,
+        lists: &SlotLists,
+    ) -> (Vec<Edge>, usize, usize) {
+        let t = scan.threshold.value();
+        let now = self.now_ms();
+        // A record is read to count its document only if it can expire.
+        let may_expire = self.may_expire();
+        let mut work = scan
+            .work
+            .lock()
+            .ok()
+            .and_then(|mut w| w.pop())
+            .unwrap_or_default();
+        let mut edges = Vec::new();
+        let (mut documents, mut verified) = (0, 0);
+        for slot in lo..hi {
+            if !self
+                .docs
+                .holds_one(slot, |r| !may_expire || self.is_live(r, now))
+            {
+                continue;
+            }
+            documents += 1;
+            if Self::contained_candidates(slot, lists, t, scan.span, &mut work).is_empty() {
+                continue;
+            }
+            let PairWork {
+                counter,
+                window,
+                heads,
+                ..
+            } = &mut work;
+            heads.push(window.len());
+            window.push(slot);
+            window.extend_from_slice(counter.passed());
+            if window.len() >= PREFETCH_WINDOW {
+                verified += self.verify_window(&mut work, scan, now, &mut edges);
+            }
+        }
+        verified += self.verify_window(&mut work, scan, now, &mut edges);
+        if let Ok(mut pool) = scan.work.lock() {
+            pool.push(work);
+        }
+        (edges, documents, verified)
+    }
+
+    /// Verify the documents gathered in `work`'s window (each its slot,
+    /// then its candidates), their records prefetched first; the window is
+    /// emptied. Returns the candidates verified.
+    fn verify_window(
+        &self,
+        work: &mut PairWork,
+        scan: &ContainedScan<'_>,
+        now: u64,
+        edges: &mut Vec<Edge>,
+    ) -> usize {
+        let PairWork { window, heads, .. } = work;
+        if window.is_empty() {
+            return 0;
+        }
+        self.docs.prefetch(window, scan.filter.is_some());
+        let mut verified = 0;
+        for (k, &head) in heads.iter().enumerate() {
+            let end = heads.get(k + 1).copied().unwrap_or(window.len());
+            let slot = window[head];
+            // `current` is asked only of a pair that passes.
+            let Some(record) = self.live(slot, now) else {
+                continue;
+            };
+            let Some(admit) = admitted(scan.filter, &record) else {
+                continue;
+            };
+            let doc = ScanDoc {
+                slot,
+                record: &record,
+                admit: &admit,
+                span: scan.span,
+                now,
+            };
+            verified += self.verify_contained_pairs(
+                &doc,
+                &window[head + 1..end],
+                scan.threshold.value(),
+                edges,
+            );
+        }
+        window.clear();
+        heads.clear();
+        verified
+    }
+
+    /// [`Self::scan_chunk_contained`] on content scores: each document's
+    /// content fingerprints looked up (`content_pairs`).
+    fn scan_chunk_content(
+        &self,
+        lo: Slot,
+        hi: Slot,
+        scan: &ContainedScan<'_>,
+    ) -> (Vec<Edge>, usize, usize) {
         let ContainedScan {
             span,
             threshold,
             by,
             filter,
-            ref lists,
             ..
         } = *scan;
         // A pair scan is symmetric: any containment measure is either text
         // inside the other.
         let measure = match by.measure {
-            Measure::Jaccard if by.score == super::Score::Content => Measure::Jaccard,
+            Measure::Jaccard => Measure::Jaccard,
             _ => Measure::Containment,
         };
         let q = super::Query::new(threshold, usize::MAX).measure(measure);
         let now = self.now_ms();
-        // A record is read to count its document only if it can expire.
-        let may_expire = self.may_expire();
-        // Raw scores read the lists by slot; content scores look up each
-        // document's content fingerprints.
-        let mut reader = match lists {
-            Some(lists) => {
-                let work = scan.work.lock().ok().and_then(|mut w| w.pop());
-                Reader::Lists(lists, work.unwrap_or_default())
-            }
-            None => Reader::Content(self.classifier(), Vec::new()),
-        };
+        let c = self.classifier();
+        let mut fps = Vec::new();
         let mut edges = Vec::new();
         let (mut documents, mut verified) = (0, 0);
         for slot in lo..hi {
-            // Raw scores take the candidates from the lists alone first, so
-            // that the record is read only when some pass the rule (and its
-            // id looked up only for a pair that passes). Such a scan counts its
-            // documents as the Jaccard scan does, without the id lookup: a
-            // record that is not current is one a write in flight is
-            // replacing, and pairs are only taken from the current record.
-            if let Reader::Lists(lists, work) = &mut reader {
-                if !self
-                    .docs
-                    .holds_one(slot, |r| !may_expire || self.is_live(r, now))
-                {
-                    continue;
-                }
-                documents += 1;
-                if Self::contained_candidates(slot, lists, threshold.value(), span, work).is_empty()
-                {
-                    continue;
-                }
-            }
-            // Raw scores check that the record is current only for a pair
-            // that passes (`verify_contained_pairs`).
-            let record = match reader {
-                Reader::Lists(..) => self.live(slot, now),
-                Reader::Content(..) => self.current(slot, now),
-            };
-            let Some(record) = record else {
+            let Some(record) = self.current(slot, now) else {
                 continue;
             };
-            if let Reader::Content(..) = reader {
-                documents += 1;
-            }
+            documents += 1;
             let Some(admit) = admitted(filter, &record) else {
                 continue;
             };
@@ -522,22 +598,9 @@ impl Engine {
                 span,
                 now,
             };
-            verified += match &mut reader {
-                Reader::Lists(_, work) => self.verify_contained_pairs(
-                    &doc,
-                    work.counter.passed(),
-                    threshold.value(),
-                    &mut edges,
-                ),
-                Reader::Content(c, fps) => {
-                    fps.clear();
-                    fps.extend(record.fingerprints());
-                    self.content_pairs(&doc, fps, &q, c, &mut edges)
-                }
-            };
-        }
-        if let (Reader::Lists(_, work), Ok(mut pool)) = (reader, scan.work.lock()) {
-            pool.push(work);
+            fps.clear();
+            fps.extend(record.fingerprints());
+            verified += self.content_pairs(&doc, &mut fps, &q, &c, &mut edges);
         }
         (edges, documents, verified)
     }
@@ -584,7 +647,7 @@ impl Engine {
         // The part of each list after this document in the lists' order:
         // the documents it is the contained side for. A list with no such
         // part counts as one it shares with no one.
-        let PairWork { order, counter } = work;
+        let PairWork { order, counter, .. } = work;
         let parts = lists.after(slot);
         let alone = m.saturating_sub(parts.len());
         if first <= alone {

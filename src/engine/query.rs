@@ -20,8 +20,9 @@ use std::sync::Arc;
 /// verified: enough to overlap the misses of a typical query (2.2
 /// candidates at 1M articles, docs/benchmarks.md round 17), few enough that
 /// a window's records and first shingle lines (~1.2 KiB each) stay in L1
-/// and L2 until used.
-const PREFETCH_WINDOW: usize = 16;
+/// and L2 until used. The containment pair scan verifies its documents'
+/// candidates in windows of this many slots too (`dedup.rs`).
+pub(super) const PREFETCH_WINDOW: usize = 16;
 
 /// A query threshold checked against what the index is tuned for.
 #[derive(Clone, Copy, Debug, PartialEq)]
