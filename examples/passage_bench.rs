@@ -2,7 +2,7 @@
 //! process, on one corpus, as ratios within one run.
 //!
 //! ```text
-//! cargo run --release --example passage_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--planted P] [--scan]
+//! cargo run --release --example passage_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--planted P] [--scan [--scan-rounds S]]
 //! ```
 //!
 //! Loads the first `N` `{"id", "text"}` lines, signs them once, then:
@@ -25,7 +25,9 @@
 //!   *quotes* (30 consecutive words, a passage lookup at the guaranteed
 //!   run); recall and precision of the answers;
 //! - with `--scan`: every pair by Jaccard (at the threshold) and by
-//!   containment (either inside the other, ≥ 0.9), seconds and their ratio.
+//!   containment (either inside the other, ≥ 0.9), alternating for
+//!   `--scan-rounds` rounds (default `R`, at most 3): medians in seconds and
+//!   their ratio.
 //!
 //! Prints one JSON object.
 
@@ -51,6 +53,9 @@ struct Args {
     /// Also time the pair scans.
     #[arg(long)]
     scan: bool,
+    /// Rounds of each pair scan, alternating (default: `--rounds`, at most 3).
+    #[arg(long)]
+    scan_rounds: Option<usize>,
 }
 
 fn engine(passages: bool) -> Engine {
@@ -84,6 +89,7 @@ fn main() {
         query: args,
         planted,
         scan,
+        scan_rounds,
     } = Args::parse();
     let (queries, rounds) = (args.queries.get(), args.rounds.get());
     let raw = args.read();
@@ -301,7 +307,7 @@ fn main() {
         let tc = on
             .threshold_for(Measure::Containment, Score::Raw, Some(0.9))
             .unwrap();
-        for _ in 0..rounds.min(3) {
+        for _ in 0..scan_rounds.unwrap_or(rounds.min(3)) {
             let t = Instant::now();
             jp = on
                 .scan_pairs(tj, None, &mut |_| std::ops::ControlFlow::Continue(()))

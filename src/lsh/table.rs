@@ -53,6 +53,9 @@ pub const EMPTY: Slot = u32::MAX;
 /// Most slots a `small` bucket holds.
 const SMALL: usize = 4;
 
+/// Spilled buckets [`Table::lists`] prefetches ahead of the one it yields.
+const LISTS_AHEAD: usize = 8;
+
 /// An insert that would take the load above this grows the table.
 pub const MAX_LOAD: f64 = 0.75;
 /// Load right after growing (and the target of [`Table::reserve`]).
@@ -562,8 +565,16 @@ impl Table {
             let len = 2 + usize::from(s[2] != EMPTY) + usize::from(s[3] != EMPTY);
             &s[..len]
         });
-        let spill = self.spill.items.iter().filter(|v| !v.is_empty());
-        small.chain(spill.map(Vec::as_slice))
+        // A spilled bucket is an allocation of its own: each is a miss,
+        // so the next ones are asked for a few ahead.
+        let items = &self.spill.items;
+        let spill = items.iter().enumerate().filter_map(move |(i, v)| {
+            if let Some(ahead) = items.get(i + LISTS_AHEAD) {
+                prefetch(ahead.as_slice());
+            }
+            (!v.is_empty()).then_some(v.as_slice())
+        });
+        small.chain(spill)
     }
 
     /// Check the invariants: every key reachable from its home, `len` right,
