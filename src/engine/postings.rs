@@ -81,14 +81,14 @@ impl Default for Postings {
 /// probe (lookups were the scan's largest cost: docs/benchmarks.md), and
 /// no search for where it sits in each. Memory: 4 bytes per entry of those
 /// lists, 8 per entry that is not last in its list, 8 per slot. Positions
-/// are `u32`: up to 2³² entries (~120 million 400-word articles if every
-/// passage is shared).
+/// are `u32`, a shard's above its start in its piece ([`PIECE_BITS`]).
 pub(crate) struct SlotLists {
-    /// Every list's slots, one list after another.
-    slots: Vec<Slot>,
+    /// Every list's slots: each shard's lists one after another, in a
+    /// piece of its own (copied once, not joined).
+    slots: Box<[Vec<Slot>]>,
     /// Slot `s`'s parts are `after[firsts[s]..firsts[s + 1]]`.
     firsts: Vec<u32>,
-    /// Parts of lists ([`part`]: length, start in `slots`), none empty.
+    /// Parts of lists ([`part`]: length, position in `slots`), none empty.
     after: Vec<u64>,
     /// Per slot: its fingerprints held by more than `common_at` documents.
     common: Vec<u16>,
@@ -96,8 +96,21 @@ pub(crate) struct SlotLists {
     counts: Vec<u16>,
 }
 
+/// Bits of a position in [`SlotLists`] below its shard's: a shard's lists
+/// hold at most 2^24 entries (~4 billion in all, ~120 million 400-word
+/// articles if every passage were shared).
+const PIECE_BITS: u32 = 32 - SHARD_BITS;
+const PIECE_MASK: u32 = (1 << PIECE_BITS) - 1;
+
+/// The `len` slots at `position` (its shard's piece above its start there).
+#[inline]
+fn piece_run(pieces: &[Vec<Slot>], position: u32, len: u32) -> &[Slot] {
+    let start = (position & PIECE_MASK) as usize;
+    &pieces[(position >> PIECE_BITS) as usize][start..start + len as usize]
+}
+
 /// A part of a list in [`SlotLists`]: its length in the high half, its
-/// start in the low half.
+/// position in the low half.
 #[inline]
 pub(crate) fn part(start: u32, len: u32) -> u64 {
     (u64::from(len) << 32) | u64::from(start)
@@ -107,8 +120,7 @@ impl SlotLists {
     /// The slots of `part`, one of [`Self::after`]'s.
     #[inline]
     pub(crate) fn slots(&self, part: u64) -> &[Slot] {
-        let (start, len) = (part as u32 as usize, (part >> 32) as usize);
-        &self.slots[start..start + len]
+        piece_run(&self.slots, part as u32, (part >> 32) as u32)
     }
 
     /// The parts of `slot`'s lists after it in the lists' order
@@ -456,36 +468,29 @@ impl Postings {
                 (slots, lens, common)
             })
             .collect();
-        // The shards' slots one after another, copied on the pool (each
-        // shard into its own piece of `slots`).
-        let mut slots: Vec<Slot> = vec![0; parts.iter().map(|p| p.0.len()).sum()];
-        let mut pieces = Vec::with_capacity(parts.len());
-        let mut rest = slots.as_mut_slice();
-        for (part, ..) in &parts {
-            let (piece, tail) = rest.split_at_mut(part.len());
-            pieces.push(piece);
-            rest = tail;
-        }
-        pieces
-            .into_par_iter()
-            .zip(&parts)
-            .for_each(|(piece, (part, ..))| piece.copy_from_slice(part));
-        // Each list as (start in `slots`, length).
+        // Each list as (position, length): its shard's piece above its
+        // start there ([`piece_run`]); the pieces are kept as they are.
         let mut lists: Vec<(u32, u32)> = Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum());
         let mut common = vec![0u16; span];
-        let mut start = 0u32;
-        for (_, lens, commons) in &parts {
-            for &n in lens {
+        let mut pieces = Vec::with_capacity(parts.len());
+        for (shard, (piece, lens, commons)) in parts.into_iter().enumerate() {
+            assert!(
+                piece.len() <= PIECE_MASK as usize,
+                "a pair scan's lists hold at most 2^{PIECE_BITS} entries a shard"
+            );
+            let mut start = (shard as u32) << PIECE_BITS;
+            for n in lens {
                 lists.push((start, n));
                 start += n;
             }
-            for &s in commons {
+            for s in commons {
                 if let Some(c) = common.get_mut(s as usize) {
                     *c = c.saturating_add(1);
                 }
             }
+            pieces.push(piece);
         }
-        drop(parts);
+        let slots = pieces.into_boxed_slice();
         // Each slot's parts of lists after it: a counting sort of (slot,
         // part) by slot. The lists are split into a few runs, one a thread:
         // each counts its run's parts of every slot, and then, from where
@@ -498,7 +503,7 @@ impl Postings {
                 let mut tally = vec![0u32; span];
                 // A list's last slot has nothing after it.
                 for &(start, n) in lists {
-                    for &s in &slots[start as usize..(start + n - 1) as usize] {
+                    for &s in piece_run(&slots, start, n - 1) {
                         tally[s as usize] += 1;
                     }
                 }
@@ -522,7 +527,7 @@ impl Postings {
             .zip(next.par_iter_mut())
             .for_each(|(lists, next)| {
                 for &(start, n) in lists {
-                    for (i, &s) in (1..n).zip(&slots[start as usize..(start + n - 1) as usize]) {
+                    for (i, &s) in (1..n).zip(piece_run(&slots, start, n - 1)) {
                         let at = &mut next[s as usize];
                         after[*at as usize].store(part(start + i, n - i), Ordering::Relaxed);
                         *at += 1;
