@@ -155,7 +155,9 @@ const ORDER_SHIFT: u32 = 20;
 const ORDER_INDEX: u32 = (1 << ORDER_SHIFT) - 1;
 const ORDER_LEN_MAX: u32 = u32::MAX >> ORDER_SHIFT;
 
-/// Buffers [`Engine::contained_candidates`] reuses from one document to the next.
+/// Buffers a containment scan keeps from one document to the next: those
+/// of [`Engine::contained_candidates`], and the window of documents
+/// [`Engine::verify_window`] verifies together.
 #[derive(Default)]
 struct PairWork {
     /// The document's parts of lists ([`SlotLists::after`]), shortest
