@@ -55,7 +55,7 @@ struct Args {
     scan: bool,
     /// Rounds of each pair scan, alternating (default: `--rounds`, at most 3).
     #[arg(long)]
-    scan_rounds: Option<usize>,
+    scan_rounds: Option<std::num::NonZeroUsize>,
 }
 
 fn engine(passages: bool) -> Engine {
@@ -307,7 +307,7 @@ fn main() {
         let tc = on
             .threshold_for(Measure::Containment, Score::Raw, Some(0.9))
             .unwrap();
-        for _ in 0..scan_rounds.unwrap_or(rounds.min(3)) {
+        for _ in 0..scan_rounds.map_or(rounds.min(3), |n| n.get()) {
             let t = Instant::now();
             jp = on
                 .scan_pairs(tj, None, &mut |_| std::ops::ControlFlow::Continue(()))
