@@ -15,8 +15,10 @@
 //! - **Ingest** (min(R, 3) rounds, or `--ingest-rounds`; `--ingest-only`
 //!   skips the queries), after a warm-up load that is not counted: a fresh
 //!   server of each configuration (index off; passage index; passage
-//!   index and document frequency) loads the corpus, the order rotating by
-//!   round; documents a second, and each round's ratio to index off.
+//!   index and document frequency; document frequency alone) loads the
+//!   corpus, the order rotating by round; documents a second, and each
+//!   round's ratios to index off and to the same server without document
+//!   frequency (what counting it costs a write).
 //! - **Queries** (R rounds): `Q` queries of each kind from `C` keep-alive
 //!   connections, the kinds in an order rotating by round: on the server
 //!   with the passage index, `GET /similar?id=` by Jaccard (the
@@ -79,12 +81,24 @@ const KINDS: [Kind; 10] = [
     ("content jaccard by text", 1, true, "jaccard", "content"),
 ];
 
-/// The servers' configurations, for the ingest rounds too.
-const SERVERS: [(&str, bool, bool); 3] = [
+/// The servers' configurations, for the ingest rounds too (the queries
+/// ask the second and third).
+const SERVERS: [(&str, bool, bool); 4] = [
     ("index off", false, false),
     ("passage index", true, false),
     ("passage index + document frequency", true, true),
+    ("document frequency", false, true),
 ];
+
+/// The server of `SERVERS` with the same passage index and no document
+/// frequency.
+fn without_counts(c: usize) -> usize {
+    let (_, passages, _) = SERVERS[c];
+    SERVERS
+        .iter()
+        .position(|&(_, p, counts)| p == passages && !counts)
+        .expect("a server without counts")
+}
 
 /// A server in this process with the passage index (`passages`) and
 /// document frequency (`counts`) on or off, and its data directory.
@@ -239,6 +253,7 @@ async fn main() {
     }
     let mut ingest: Vec<Vec<f64>> = vec![Vec::new(); SERVERS.len()];
     let mut ingest_ratios: Vec<Vec<f64>> = vec![Vec::new(); SERVERS.len()];
+    let mut count_ratios: Vec<Vec<f64>> = vec![Vec::new(); SERVERS.len()];
     for round in 0..ingest_rounds.unwrap_or(args.rounds.get().min(3)) {
         let mut this = [0.0; SERVERS.len()];
         for k in 0..SERVERS.len() {
@@ -251,15 +266,17 @@ async fn main() {
         for (c, &(name, _, _)) in SERVERS.iter().enumerate() {
             ingest[c].push(this[c]);
             ingest_ratios[c].push(this[c] / this[0]);
+            count_ratios[c].push(this[c] / this[without_counts(c)]);
             eprintln!(
-                "ingest round {round}: {name:36} {:9.0} docs/s  {:.3}× of index off",
+                "ingest round {round}: {name:36} {:9.0} docs/s  {:.3}× of index off  {:.3}× without counts",
                 this[c],
-                this[c] / this[0]
+                this[c] / this[0],
+                this[c] / this[without_counts(c)]
             );
         }
     }
     let mut servers = Vec::new();
-    for &(_, passages, counts) in SERVERS[1..].iter().filter(|_| !ingest_only) {
+    for &(_, passages, counts) in SERVERS[1..3].iter().filter(|_| !ingest_only) {
         let s = server(passages, counts).await;
         load(&client, &s.0.base, &docs, ingest_connections).await;
         servers.push(s);
@@ -303,7 +320,8 @@ async fn main() {
         .enumerate()
         .map(|(c, &(name, _, _))| {
             json!({"server": name, "docs_per_s": median(&ingest[c]),
-                   "ratio_to_index_off": median(&ingest_ratios[c]), "rounds": ingest[c]})
+                   "ratio_to_index_off": median(&ingest_ratios[c]),
+                   "ratio_to_no_counts": median(&count_ratios[c]), "rounds": ingest[c]})
         })
         .collect();
     let kinds: Vec<Value> = KINDS

@@ -487,9 +487,6 @@ impl Frequencies {
             *at += 1;
         }
         let mut map = self.shards[s].0.write().expect("df shard");
-        // A repeated new key is taken for new once a repeat, which
-        // reserves at most a batch's worth too many.
-        map.make_room(&grouped, |&x| x);
         map.add_all(&grouped, |&x| (x, 1));
     }
 
@@ -503,7 +500,8 @@ impl Frequencies {
         radsort::sort(xs);
         let runs: Vec<&[u32]> = xs.chunk_by(|a, b| a == b).collect();
         let mut map = self.shards[s].0.write().expect("df shard");
-        map.make_room(&runs, |run| run[0]);
+        // The table is empty (a switch): room for exactly the distinct keys.
+        map.reserve(runs.len());
         map.add_all(&runs, |run| (run[0], run.len() as u32));
     }
 
