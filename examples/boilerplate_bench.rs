@@ -3,17 +3,17 @@
 //! within one run.
 //!
 //! ```text
-//! cargo run --release --example boilerplate_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--planted P] [--restore-rounds S]
+//! cargo run --release --example boilerplate_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--planted P] [--restore-rounds S] [--batch B]
 //! ```
 //!
 //! Loads the first `N` `{"id", "text"}` lines and gives each one of ten
 //! site footers (~50 words each, so each is in a tenth of the documents),
 //! then:
 //!
-//! - **ingest**: batch inserts with the passage index on, document
-//!   frequency off and on, alternating rounds (signing shared), docs/s and
-//!   their ratio; the memory of document frequency: bytes per distinct
-//!   shingle and per document;
+//! - **ingest**: batch inserts (`B` documents a batch, 1,000 by default)
+//!   with the passage index on, document frequency off and on, alternating
+//!   rounds (signing shared), docs/s and their ratio; the memory of
+//!   document frequency: bytes per distinct shingle and per document;
 //! - **queries** by id, `Q` random ids per round, alternating: raw Jaccard
 //!   at the index's threshold (on the engine without counts, and with them,
 //!   where every match also gets its content scores) and content Jaccard at
@@ -42,7 +42,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 mod common;
-use common::{load, median};
+use common::{load, load_in, median};
 
 #[derive(Parser)]
 struct Args {
@@ -54,6 +54,9 @@ struct Args {
     /// Restarts timed with counts off and on, alternating (0: none).
     #[arg(long, default_value = "0")]
     restore_rounds: usize,
+    /// Documents a batch insert of the ingest rounds.
+    #[arg(long, default_value = "1000")]
+    batch: std::num::NonZeroUsize,
 }
 
 const SITES: [&str; 10] = [
@@ -104,6 +107,7 @@ fn main() {
         query: args,
         planted,
         restore_rounds,
+        batch,
     } = Args::parse();
     let (queries, rounds) = (args.queries.get(), args.rounds.get());
     let raw = args.read();
@@ -151,9 +155,9 @@ fn main() {
     let mut kept = None;
     for round in 0..rounds.min(3) {
         let off = engine(false);
-        off_rate.push(load(&off, &docs));
+        off_rate.push(load_in(&off, &docs, batch.get()));
         let on = engine(true);
-        on_rate.push(load(&on, &docs));
+        on_rate.push(load_in(&on, &docs, batch.get()));
         if round + 1 == rounds.min(3) {
             kept = Some((off, on));
         }
@@ -279,6 +283,7 @@ fn main() {
         "documents": docs.len(),
         "restore": restore,
         "words_per_doc": texts.iter().map(|(_, t)| t.split_whitespace().count()).sum::<usize>() as f64 / texts.len() as f64,
+        "ingest_batch": batch.get(),
         "ingest_docs_per_s": {"df_off": median(&off_rate), "df_on": median(&on_rate)},
         "ingest_ratio_on_over_off": median(&on_rate) / median(&off_rate),
         "switch_on_seconds": switch_s,

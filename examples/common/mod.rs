@@ -64,9 +64,15 @@ pub fn draws(stream: u64, count: usize, len: usize) -> Vec<usize> {
 /// Batch inserts (1,000 a batch) of signed documents; docs/s.
 #[allow(dead_code)] // lsh_bench loads no engine
 pub fn load(engine: &Engine, docs: &[(String, Prepared)]) -> f64 {
+    load_in(engine, docs, 1000)
+}
+
+/// Batch inserts of signed documents, `batch` a batch; docs/s.
+#[allow(dead_code)] // lsh_bench loads no engine
+pub fn load_in(engine: &Engine, docs: &[(String, Prepared)], batch: usize) -> f64 {
     let t = Instant::now();
     engine.reserve(docs.len());
-    for chunk in docs.chunks(1000) {
+    for chunk in docs.chunks(batch) {
         let writes = chunk
             .iter()
             .map(|(id, doc)| BatchWrite {
