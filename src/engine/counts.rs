@@ -80,9 +80,8 @@ impl CountTable {
         }
     }
 
-    /// Add 1 to each of `xs` (sorted), prefetching ahead. (Room for all
-    /// of them first: sorted keys inserted into a table that grows on the
-    /// way would crowd its first part.)
+    /// Add 1 to each of `xs` (sorted), prefetching ahead, room made for
+    /// all of them first (one resize at most).
     pub(crate) fn add_each(&mut self, xs: &[u32]) {
         self.reserve(xs.len());
         self.add_all(xs, |&x| (x, 1));
