@@ -155,8 +155,9 @@ impl CountTable {
         self.add_growing(x, n);
     }
 
-    /// [`Self::add`] in a table with slots: a key already counted takes
-    /// one probe; a new one finding the table full grows it first.
+    /// Add `n` to `x`'s count in a table with slots: a key already
+    /// counted takes one probe; a new one finding the table full grows it
+    /// first.
     #[inline]
     fn add_growing(&mut self, x: u32, n: u32) {
         let (mut i, found) = self.find(x);
