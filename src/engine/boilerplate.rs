@@ -466,8 +466,10 @@ impl Frequencies {
     /// included). Not sorted: grouped by the top [`REGION_BITS`] bits after
     /// the shard's in one counting pass, so the adds visit the table a
     /// region at a time (each a 256th of it, a few pages), in address
-    /// order; within a region, the prefetch ahead hides the misses as a
-    /// full sort's order would, without a radix sort's passes.
+    /// order, without a radix sort's passes; within a region the keys are
+    /// far enough apart that order would not save a miss, and the prefetch
+    /// ahead overlaps them (as many as the core keeps in flight: the
+    /// limit of this loop, docs/benchmarks.md, stop 63).
     fn count_batch(&self, s: usize, xs: &[u32]) {
         if xs.is_empty() {
             return;
