@@ -45,6 +45,10 @@ fn past_grace(minute: u64, now: u64) -> bool {
     minute + STALE_GRACE_MINUTES < now / DUE_MINUTE_MS
 }
 
+/// Expired records deleted per trip (and their entries removed in the
+/// next): a sweep after a busy minute's retention deletes thousands.
+const PURGE_PART: usize = 500;
+
 /// Every node walks all of a collection's records (their heads) at its first
 /// sweep and then once a day: it adds the due-bucket members of records
 /// written without one (by a version of neardup before the due index, during
@@ -102,23 +106,37 @@ impl RedisIndex {
             self.due(now).await?
         };
         let mut purged = 0;
-        for (head, bucket) in expired {
-            let iid = iid(&head.id);
-            if let Some(old) = self.delete_record(&head.id, Some(head.gen)).await? {
+        for part in expired.chunks(PURGE_PART) {
+            let which: Vec<(&str, Option<u32>)> = part
+                .iter()
+                .map(|(head, _)| (head.id.as_str(), Some(head.gen)))
+                .collect();
+            let olds: Vec<(u64, Vec<u8>)> = part
+                .iter()
+                .zip(self.delete_records(&which).await?)
+                .filter_map(|((head, _), old)| Some((iid(&head.id), old?)))
+                .collect();
+            if !olds.is_empty() {
                 let mut df = super::boilerplate::DfDelta::default();
                 if self.engine.boilerplate_on() {
-                    df.add_stored(&self.keys.record(iid), &old, -1)?;
+                    for (i, old) in &olds {
+                        df.add_stored(&self.keys.record(*i), old, -1)?;
+                    }
                 }
-                let mut trip = self.removal_calls(&[(iid, old)])?;
-                trip.push(self.counter_call(-1));
+                let mut trip = self.removal_calls(&olds)?;
+                trip.push(self.counter_call(-(olds.len() as i64)));
                 trip.extend(self.df_calls(&df));
                 trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
-                purged += 1;
+                purged += olds.len();
             }
-            // Deleted here, by another node, or replaced since: its member
-            // is stale either way.
-            drop.entry(bucket).or_default().push(member(iid, head.gen));
+            // Deleted here, by another node, or replaced since: their
+            // members are stale either way.
+            for (head, bucket) in part {
+                drop.entry(*bucket)
+                    .or_default()
+                    .push(member(iid(&head.id), head.gen));
+            }
         }
         let calls = self.due_drop_calls(drop, read);
         if !calls.is_empty() {

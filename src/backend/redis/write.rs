@@ -519,20 +519,30 @@ impl RedisIndex {
     }
 
     /// Delete the record of `id` (if it is still version `gen`, when given).
+    /// Its stored bytes, if it was deleted here.
     pub(super) async fn delete_record(
         &self,
         id: &str,
         gen: Option<u32>,
     ) -> Result<Option<Vec<u8>>, BackendError> {
-        let key = self.keys.record(iid(id));
-        let text = self.keys.text(iid(id));
-        let id = id.to_owned();
-        let gen = gen.map(|g| g.to_le_bytes().to_vec()).unwrap_or_default();
-        let mut out = self
-            .redis
-            .trip(
-                "deleting a record",
-                vec![move |mut c: Conn| async move {
+        let mut out = self.delete_records(&[(id, gen)]).await?;
+        Ok(out.pop().flatten())
+    }
+
+    /// [`Self::delete_record`] of each `(id, gen)`, in one trip: the stored
+    /// bytes of those deleted here, in order.
+    pub(super) async fn delete_records(
+        &self,
+        which: &[(&str, Option<u32>)],
+    ) -> Result<Vec<Option<Vec<u8>>>, BackendError> {
+        let calls = which
+            .iter()
+            .map(|&(id, gen)| {
+                let key = self.keys.record(iid(id));
+                let text = self.keys.text(iid(id));
+                let id = id.to_owned();
+                let gen = gen.map(|g| g.to_le_bytes().to_vec()).unwrap_or_default();
+                move |mut c: Conn| async move {
                     DELETE
                         .key(key)
                         .key(text)
@@ -540,9 +550,9 @@ impl RedisIndex {
                         .arg(gen)
                         .invoke_async::<Option<Vec<u8>>>(&mut c)
                         .await
-                }],
-            )
-            .await?;
-        Ok(out.pop().flatten())
+                }
+            })
+            .collect();
+        self.redis.trip("deleting records", calls).await
     }
 }
