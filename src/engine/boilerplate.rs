@@ -371,12 +371,7 @@ impl Frequencies {
             if by > 0 {
                 map.add_each(run);
             } else {
-                for (i, &x) in run.iter().enumerate() {
-                    if let Some(&ahead) = run.get(i + 8) {
-                        map.prefetch(ahead);
-                    }
-                    map.sub(x);
-                }
+                map.sub_each(run);
             }
         }
         if by > 0 {
