@@ -6,8 +6,8 @@
 //! first sweep and then once a day ([`WALK_EVERY`]).
 
 use super::codec::{
-    decode_head, due_of, iid, member, members, own_expiry, Due, RecordHead, DUE_MINUTE_MS,
-    HEAD_AND_ID, MEMBER,
+    decode_head, decode_record, due_of, iid, member, members, own_expiry, Due, RecordHead,
+    DUE_MINUTE_MS, HEAD_AND_ID, MEMBER,
 };
 use super::{corrupt, script_call, BackendError, Call, Conn, RedisIndex, Script, SCAN_READ};
 use std::collections::{BTreeMap, HashMap};
@@ -111,12 +111,22 @@ impl RedisIndex {
                 .iter()
                 .map(|(head, _)| (head.id.as_str(), Some(head.gen)))
                 .collect();
-            let olds: Vec<(u64, Vec<u8>)> = part
-                .iter()
-                .zip(self.delete_records(&which).await?)
-                .filter_map(|((head, _), old)| Some((iid(&head.id), old?)))
-                .collect();
-            if !olds.is_empty() {
+            // A record that will not decode is deleted and uncounted all
+            // the same; it is reported once the others' entries are gone.
+            let (mut olds, mut unreadable, mut gone) = (Vec::with_capacity(part.len()), None, 0);
+            for ((head, _), old) in part.iter().zip(self.delete_records(&which).await?) {
+                let (Some(old), i) = (old, iid(&head.id)) else {
+                    continue;
+                };
+                gone += 1;
+                match decode_record(&old) {
+                    Ok(_) => olds.push((i, old)),
+                    Err(e) => {
+                        unreadable.get_or_insert_with(|| corrupt(&self.keys.record(i), e));
+                    }
+                }
+            }
+            if gone > 0 {
                 let mut df = super::boilerplate::DfDelta::default();
                 if self.engine.boilerplate_on() {
                     for (i, old) in &olds {
@@ -124,11 +134,14 @@ impl RedisIndex {
                     }
                 }
                 let mut trip = self.removal_calls(&olds)?;
-                trip.push(self.counter_call(-(olds.len() as i64)));
+                trip.push(self.counter_call(-gone));
                 trip.extend(self.df_calls(&df));
                 trip.push(self.bump_call());
                 self.redis.calls("removing bucket entries", trip).await?;
-                purged += olds.len();
+                purged += gone as usize;
+            }
+            if let Some(e) = unreadable {
+                return Err(e);
             }
             // Deleted here, by another node, or replaced since: their
             // members are stale either way.
@@ -414,6 +427,89 @@ mod tests {
         let read: HashMap<(Due, u64), Vec<u8>> = read.map(|r| (b, r)).into_iter().collect();
         let calls = index.due_drop_calls(BTreeMap::from([(b, ms.to_vec())]), read);
         index.redis.calls("test", calls).await.unwrap();
+    }
+
+    /// A sweep whose expired records include one that will not decode
+    /// deletes them all, removes the others' bucket entries, moves the
+    /// document counter by all of them, and then reports the record.
+    #[tokio::test]
+    async fn a_sweep_reports_a_record_that_will_not_decode_after_the_others() {
+        use crate::engine::{Clock, DocId, ManualClock, NewDoc, WriteMode};
+        if !RedisCluster::available_or_skip("the tests that start a Redis") {
+            return;
+        }
+        let server = RedisCluster::start_single().expect("redis starts");
+        let settings = crate::config::RedisSettings {
+            nodes: server.urls(),
+            key_prefix: "unit".into(),
+            ..Default::default()
+        };
+        let clock = Arc::new(ManualClock::default());
+        let params = EngineParams::default().validate().unwrap();
+        let engine = Arc::new(Engine::with_clock(params, clock.clone()));
+        let index = RedisIndex::open(engine.clone(), Arc::new(Redis::new(settings)), "reçus")
+            .await
+            .unwrap();
+        let expires = clock.now_ms() + 60_000;
+        let texts = [
+            "Zoë’s “café” bill came to £12 — paid in full on the Tuesday",
+            "Der Bürgermeister öffnete die Straße am Montag früh für alle",
+            "Ведущий объявил победителя конкурса в субботу вечером в зале",
+        ];
+        let docs = texts
+            .iter()
+            .enumerate()
+            .map(|(i, text)| NewDoc {
+                id: DocId::parse(&format!("doc-{i}")).unwrap(),
+                doc: engine.prepare(text).unwrap(),
+                metadata: None,
+                expires_ms: Some(expires),
+                text: None,
+                created_ms: None,
+            })
+            .collect();
+        for outcome in index.insert_many(docs, WriteMode::Create).await.unwrap() {
+            outcome.unwrap();
+        }
+        // Bucket-hash fields of the collection (one a band key in use).
+        let fields = || async {
+            let mut keys = redis::cmd("KEYS");
+            keys.arg(format!("{}:g:*", index.keys.base()));
+            let keys: Vec<String> = index.redis.one("test", keys).await.unwrap();
+            let mut n = 0;
+            for k in keys {
+                let mut len = redis::cmd("HLEN");
+                len.arg(k);
+                n += index.redis.one::<usize>("test", len).await.unwrap();
+            }
+            n
+        };
+        let bands = engine
+            .band_keys(engine.prepare(texts[1]).unwrap().signature())
+            .len();
+        assert_eq!(fields().await, 3 * bands);
+        // doc-1's record keeps its head and id, and loses its last bytes.
+        let key = index.keys.record(iid("doc-1"));
+        let mut get = redis::cmd("GET");
+        get.arg(&key);
+        let bytes: Vec<u8> = index.redis.one("test", get).await.unwrap();
+        let mut set = redis::cmd("SET");
+        set.arg(&key).arg(&bytes[..bytes.len() - 3]);
+        let _: () = index.redis.one("test", set).await.unwrap();
+
+        clock.advance(Duration::from_secs(120));
+        let err = index.purge_expired().await.unwrap_err();
+        assert!(err.to_string().contains(&key), "{err}");
+        for i in 0..3 {
+            let mut exists = redis::cmd("EXISTS");
+            exists.arg(index.keys.record(iid(&format!("doc-{i}"))));
+            assert_eq!(index.redis.one::<u64>("test", exists).await.unwrap(), 0);
+        }
+        assert_eq!(index.refresh_count().await.unwrap(), 0);
+        // Only doc-1's band entries are left, and the next sweep has
+        // nothing to do.
+        assert_eq!(fields().await, bands);
+        assert_eq!(index.purge_expired().await.unwrap(), 0);
     }
 
     /// The due-bucket scripts on a real Redis: a rewrite of what the sweep
