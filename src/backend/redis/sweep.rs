@@ -401,6 +401,28 @@ mod tests {
     use crate::testkit::redis_cluster::RedisCluster;
     use std::sync::Arc;
 
+    /// A collection `name` of a one-node Redis this test starts (kept
+    /// running while the first value lives), or `None` (skipped) without
+    /// `redis-server`.
+    async fn single_node_index(
+        engine: Arc<Engine>,
+        name: &str,
+    ) -> Option<(RedisCluster, RedisIndex)> {
+        if !RedisCluster::available_or_skip("the tests that start a Redis") {
+            return None;
+        }
+        let server = RedisCluster::start_single().expect("redis starts");
+        let settings = crate::config::RedisSettings {
+            nodes: server.urls(),
+            key_prefix: "unit".into(),
+            ..Default::default()
+        };
+        let index = RedisIndex::open(engine, Arc::new(Redis::new(settings)), name)
+            .await
+            .unwrap();
+        Some((server, index))
+    }
+
     async fn bucket(index: &RedisIndex, b: (Due, u64)) -> Option<Vec<u8>> {
         let mut get = redis::cmd("GET");
         get.arg(index.keys.due_bucket(b.0, b.1));
@@ -435,21 +457,12 @@ mod tests {
     #[tokio::test]
     async fn a_sweep_reports_a_record_that_will_not_decode_after_the_others() {
         use crate::engine::{Clock, DocId, ManualClock, NewDoc, WriteMode};
-        if !RedisCluster::available_or_skip("the tests that start a Redis") {
-            return;
-        }
-        let server = RedisCluster::start_single().expect("redis starts");
-        let settings = crate::config::RedisSettings {
-            nodes: server.urls(),
-            key_prefix: "unit".into(),
-            ..Default::default()
-        };
         let clock = Arc::new(ManualClock::default());
         let params = EngineParams::default().validate().unwrap();
         let engine = Arc::new(Engine::with_clock(params, clock.clone()));
-        let index = RedisIndex::open(engine.clone(), Arc::new(Redis::new(settings)), "reçus")
-            .await
-            .unwrap();
+        let Some((_server, index)) = single_node_index(engine.clone(), "reçus").await else {
+            return;
+        };
         let expires = clock.now_ms() + 60_000;
         let texts = [
             "Zoë’s “café” bill came to £12 — paid in full on the Tuesday",
@@ -518,19 +531,10 @@ mod tests {
     /// an emptied or missing bucket leaves its sorted set.
     #[tokio::test]
     async fn due_buckets_drop_exactly_the_members_they_are_told_to() {
-        if !RedisCluster::available_or_skip("the tests that start a Redis") {
-            return;
-        }
-        let server = RedisCluster::start_single().expect("redis starts");
-        let settings = crate::config::RedisSettings {
-            nodes: server.urls(),
-            key_prefix: "unit".into(),
-            ..Default::default()
-        };
         let engine = Arc::new(Engine::new(EngineParams::default().validate().unwrap()));
-        let index = RedisIndex::open(engine, Arc::new(Redis::new(settings)), "actualités")
-            .await
-            .unwrap();
+        let Some((_server, index)) = single_node_index(engine, "actualités").await else {
+            return;
+        };
         let [a, b, c, d] = [1u64, 2, 3, 4].map(|i| member(i << 40 | 0xabc, 7));
         let one = (Due::Own, 28_000_000);
         let other = (Due::Own, 28_000_001);
