@@ -113,26 +113,28 @@ impl RedisIndex {
                 .collect();
             // A record that will not decode is deleted and uncounted all
             // the same; it is reported once the others' entries are gone.
+            let counting = self.engine.boilerplate_on();
+            let mut df = super::boilerplate::DfDelta::default();
             let (mut olds, mut unreadable, mut gone) = (Vec::with_capacity(part.len()), None, 0);
             for ((head, _), old) in part.iter().zip(self.delete_records(&which).await?) {
-                let (Some(old), i) = (old, iid(&head.id)) else {
+                let Some(old) = old else {
                     continue;
                 };
+                let i = iid(&head.id);
                 gone += 1;
                 match decode_record(&old) {
-                    Ok(_) => olds.push((i, old)),
+                    Ok(stored) => {
+                        if counting {
+                            df.add(&stored.shingles, -1);
+                        }
+                        olds.push((i, old));
+                    }
                     Err(e) => {
                         unreadable.get_or_insert_with(|| corrupt(&self.keys.record(i), e));
                     }
                 }
             }
             if gone > 0 {
-                let mut df = super::boilerplate::DfDelta::default();
-                if self.engine.boilerplate_on() {
-                    for (i, old) in &olds {
-                        df.add_stored(&self.keys.record(*i), old, -1)?;
-                    }
-                }
                 let mut trip = self.removal_calls(&olds)?;
                 trip.push(self.counter_call(-gone));
                 trip.extend(self.df_calls(&df));
