@@ -273,6 +273,16 @@ impl Backend {
         }
     }
 
+    /// Follow the document-frequency log, counting every record first when
+    /// counts are new to this node, or drop the counts when they are off
+    /// (the shared catalog's watch). Nothing to do in memory.
+    pub async fn follow_counts(&self) -> Result<(), BackendError> {
+        match self {
+            Backend::Memory(_) => Ok(()),
+            Backend::Redis(r) => r.follow_counts().await,
+        }
+    }
+
     /// The collection's registered templates, by id. `dir` is the
     /// collection's directory (where the memory backend keeps them).
     pub async fn templates(&self, dir: &std::path::Path) -> Result<Vec<Template>, BackendError> {

@@ -192,6 +192,9 @@ impl Collections {
                         if let Err(e) = backend.refresh_templates_if_changed().await {
                             tracing::warn!(collection = %c.name, error = %e, "cannot read the collection's templates; retried");
                         }
+                        if let Err(e) = backend.follow_counts().await {
+                            tracing::warn!(collection = %c.name, error = %e, "cannot follow the document-frequency log; retried");
+                        }
                     }
                 }
                 _ => match self.open_entry(parsed, entry).await {

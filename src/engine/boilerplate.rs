@@ -502,6 +502,23 @@ impl Frequencies {
         map.add_all(&runs, |run| (run[0], run.len() as u32));
     }
 
+    /// Count whole documents (each a sorted, distinct shingle set) fed
+    /// from outside an engine's slot table: a backend that keeps a node's
+    /// own copy of counts shared through a log (the redis backend's
+    /// `DfTail`). As a batch insert counts ([`Self::count_all`]).
+    pub(crate) fn count_documents(&self, sets: &[&[u32]]) {
+        if sets.is_empty() {
+            return;
+        }
+        self.count_all(sets.iter().copied());
+        self.docs.fetch_add(sets.len(), Ordering::Relaxed);
+    }
+
+    /// Uncount one document counted by [`Self::count_documents`].
+    pub(crate) fn uncount_document(&self, shingles: &[u32]) {
+        self.add(shingles, -1);
+    }
+
     /// Document frequencies of sorted shingles into `out` (one lock a shard run).
     pub(crate) fn lookup_sorted(&self, shingles: &[u32], out: &mut Vec<u32>) {
         out.clear();

@@ -57,6 +57,7 @@ pub mod sample;
 mod slot_counter;
 mod unique;
 
+pub(crate) use boilerplate::Frequencies;
 pub use boilerplate::{
     BoilerplateParams, Classifier, ContentQuery, ContentScores, DfLookup, Template, MAX_TEMPLATES,
 };

@@ -214,7 +214,7 @@ async fn layout(node: &Node) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn document_frequency_is_exact_through_writes_replaces_deletes_expiry_and_recounts() {
     let (a, b, clock) = two_nodes(params(true)).await;
-    assert!(layout(&a).await.contains("df=1"), "{}", layout(&a).await);
+    assert!(!layout(&a).await.contains("df="), "{}", layout(&a).await);
     let mut model = Model::default();
     let mut seen = BTreeSet::new();
     let footer = words(7, 40);
@@ -329,21 +329,40 @@ async fn document_frequency_is_exact_through_writes_replaces_deletes_expiry_and_
     model.0.remove("e1");
     assert_exact(&a, &model, &seen, "after the sweep").await;
 
-    // Drift (a node killed between a commit and its counting trip, here
-    // made by hand), repaired by switching off and on: a recount.
+    // Drift (a log entry for a version no record holds: a write whose
+    // commit failed after its entry was appended, here made by hand) is
+    // seen by both nodes, and repaired by switching off and on: a recount.
     let some = model.0["d9"][0];
-    let mut incr = redis::cmd("HINCRBY");
-    incr.arg(a.index.keys().df_key(a.index.keys().df_group_of(some)))
-        .arg(some.to_le_bytes().as_slice())
-        .arg(5);
-    let _: i64 = a.index.redis().one("test", incr).await.unwrap();
+    log_by_hand(&a, 0xdead, 1, &[some]).await;
+    let (counts, _) = b.index.doc_frequencies(&[some]).await.unwrap();
+    assert_eq!(counts, [model.df()[&some] + 1], "the drift reached b");
     a.index.set_boilerplate(false).await.unwrap();
-    assert!(layout(&a).await.contains("df=0"));
+    // b learns the switch (the catalog's watch sets the flag).
+    b.engine.set_boilerplate_flag(false);
+    b.index.follow_counts().await.unwrap();
     let (counts, n) = b.index.doc_frequencies(&universe(&seen)).await.unwrap();
     assert!(counts.iter().all(|&c| c == 0) && n == 0);
+    assert_eq!(
+        b.index.boilerplate_stats()["node_bytes"],
+        0,
+        "counts dropped"
+    );
     a.index.set_boilerplate(true).await.unwrap();
-    assert!(layout(&a).await.contains("df=1"));
-    assert_exact(&b, &model, &seen, "after a recount").await;
+    b.engine.set_boilerplate_flag(true);
+    assert_exact(
+        &a,
+        &model,
+        &seen,
+        "after a recount (the node that switched)",
+    )
+    .await;
+    assert_exact(
+        &b,
+        &model,
+        &seen,
+        "after a recount (the node that learnt it)",
+    )
+    .await;
     // The repeat a settle delay later (for nodes that learn late) recounts
     // again: still exact.
     tokio::time::sleep(Duration::from_millis(2_600)).await;
@@ -370,10 +389,102 @@ async fn a_node_that_opens_a_collection_written_without_counts_recounts_it() {
         seen.extend(s.iter().copied());
         model.0.insert(format!("x{i}"), s);
     }
-    assert!(layout(&off).await.contains("df=0"));
     let on = node(&prefix, params(true), &clock).await;
-    assert!(layout(&on).await.contains("df=1"));
     assert_exact(&on, &model, &seen, "counted at open").await;
+    // Then it follows writes of the node that does not count… which does
+    // not log them: it counts only when it learns the switch (the watch),
+    // and then every node counts its records again after the settle delay.
+    off.engine.set_boilerplate_flag(true);
+    let t = text(2_100, 50);
+    off.index
+        .insert(new_doc(&off.engine, "x100", &t), WriteMode::Create)
+        .await
+        .unwrap();
+    seen.extend(shingles(&off.engine, &t));
+    model.0.insert("x100".into(), shingles(&off.engine, &t));
+    assert_exact(&on, &model, &seen, "a write logged by the other node").await;
+}
+
+/// Append a log entry by hand: version (`iid`, `gen`) stored with
+/// `shingles` (docs/redis-layout.md: the entry's format).
+async fn log_by_hand(node: &Node, iid: u64, gen: u32, shingles: &[u32]) {
+    let keys = node.index.keys();
+    let mut incr = redis::cmd("INCR");
+    incr.arg(keys.df_seq());
+    let seq: u64 = node.index.redis().one("test", incr).await.unwrap();
+    let mut batch = vec![1u8, 1u8];
+    batch.extend_from_slice(&iid.to_le_bytes());
+    batch.extend_from_slice(&gen.to_le_bytes());
+    batch.extend_from_slice(&(shingles.len() as u32).to_le_bytes());
+    for x in shingles {
+        batch.extend_from_slice(&x.to_le_bytes());
+    }
+    let mut xadd = redis::cmd("XADD");
+    xadd.arg(keys.df_log())
+        .arg("*")
+        .arg("s")
+        .arg(seq)
+        .arg("d")
+        .arg(batch);
+    let _: String = node.index.redis().one("test", xadd).await.unwrap();
+}
+
+/// A node that missed the counts switched off and on (writes meanwhile were
+/// not logged) finds the log's sequence broken and counts every record
+/// again; so does one whose log entries were trimmed before it read them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_missed_entries_of_the_log_counts_again() {
+    let (a, b, _) = two_nodes(params(true)).await;
+    let mut model = Model::default();
+    let mut seen = BTreeSet::new();
+    let write = |model: &mut Model, seen: &mut BTreeSet<u32>, node: &Node, id: &str, seed| {
+        let t = text(seed, 40);
+        remember(model, seen, &node.engine, id, &t);
+        new_doc(&node.engine, id, &t)
+    };
+    let d = write(&mut model, &mut seen, &a, "m0", 1);
+    a.index.insert(d, WriteMode::Create).await.unwrap();
+    assert_exact(&b, &model, &seen, "b follows").await;
+    let rebuilds = || {
+        b.index
+            .redis()
+            .counters
+            .df_log_rebuilds
+            .load(Ordering::Relaxed)
+    };
+    let before = rebuilds();
+    // Off and on on a, between two of b's reads: a write while off is not
+    // logged, and there is no entry after the switch on.
+    a.index.set_boilerplate(false).await.unwrap();
+    let d = write(&mut model, &mut seen, &a, "m1", 2);
+    a.index.insert(d, WriteMode::Create).await.unwrap();
+    assert!(a.index.remove("m0").await.unwrap());
+    model.0.remove("m0");
+    a.index.set_boilerplate(true).await.unwrap();
+    assert_exact(&b, &model, &seen, "after a switch b missed").await;
+    assert_eq!(rebuilds(), before + 1, "b counted again");
+    // Entries b has not read, trimmed (here by hand, as the window would).
+    let d = write(&mut model, &mut seen, &a, "m2", 3);
+    a.index.insert(d, WriteMode::Create).await.unwrap();
+    let mut trim = redis::cmd("XTRIM");
+    trim.arg(a.index.keys().df_log()).arg("MAXLEN").arg(0);
+    let _: i64 = a.index.redis().one("test", trim).await.unwrap();
+    assert_exact(
+        &b,
+        &model,
+        &seen,
+        "after entries b had not read were trimmed",
+    )
+    .await;
+    assert_eq!(rebuilds(), before + 2, "b counted again");
+    // Entries b had read, trimmed: nothing to do.
+    let mut trim = redis::cmd("XTRIM");
+    trim.arg(a.index.keys().df_log()).arg("MAXLEN").arg(0);
+    let _: i64 = a.index.redis().one("test", trim).await.unwrap();
+    let d = write(&mut model, &mut seen, &a, "m3", 4);
+    a.index.insert(d, WriteMode::Create).await.unwrap();
+    assert_exact(&b, &model, &seen, "after entries b had read were trimmed").await;
+    assert_eq!(rebuilds(), before + 2, "b did not count again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -806,9 +917,10 @@ async fn round_trips_of_counting_and_of_content_queries() {
             .collect::<Vec<_>>(),
         ["p1"]
     );
-    // The query's frequencies, the postings of its content fingerprints,
-    // the candidates' records, the candidates' frequencies.
-    assert_eq!(t_content, 4);
+    // The query's frequencies (the log read to its end and the templates'
+    // version), the postings of its content fingerprints, the candidates'
+    // records; their frequencies are this node's.
+    assert_eq!(t_content, 3);
     let t_raw_off = trips(off, async {
         off.index
             .similar_to(&doc, None, &raw_jaccard)
@@ -838,8 +950,8 @@ async fn round_trips_of_counting_and_of_content_queries() {
 
 /// What counting costs, measured (run by hand: `cargo test --test
 /// api_redis cost_of_counting -- --ignored --nocapture`): ingest time of
-/// the same batches with counts on and off, and Redis memory per
-/// distinct shingle of the frequency hashes (`MEMORY USAGE`).
+/// the same batches with counts on and off, the memory of a node's counts
+/// per distinct shingle, and the Redis memory of the log (`MEMORY USAGE`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn cost_of_counting_measured() {
@@ -884,23 +996,25 @@ async fn cost_of_counting_measured() {
             }
             if counting && round == 1 {
                 let (_, distinct) = a.index.common_shingles(u32::MAX, 0).await.unwrap();
-                let mut bytes = 0u64;
-                let keys: Vec<String> = a.index.keys().df_keys().collect();
-                for k in &keys {
-                    let mut usage = redis::cmd("MEMORY");
-                    usage.arg("USAGE").arg(k).arg("SAMPLES").arg(0);
-                    let v: Option<u64> = a.index.redis().one("test", usage).await.unwrap();
-                    bytes += v.unwrap_or(0);
-                }
-                let mut enc = redis::cmd("OBJECT");
-                enc.arg("ENCODING").arg(&keys[0]);
-                let enc: String = a.index.redis().one("test", enc).await.unwrap();
-                println!("encoding of a frequency hash: {enc}");
+                let stats = a.index.boilerplate_stats();
+                let node_bytes = stats["node_bytes"].as_u64().unwrap();
+                let mut usage = redis::cmd("MEMORY");
+                usage
+                    .arg("USAGE")
+                    .arg(a.index.keys().df_log())
+                    .arg("SAMPLES")
+                    .arg(0);
+                let log: Option<u64> = a.index.redis().one("test", usage).await.unwrap();
+                let log = log.unwrap_or(0);
                 println!(
-                    "frequency hashes: {} keys, {distinct} distinct shingles, {bytes} bytes: {:.1} B a distinct shingle, {:.0} B a document",
-                    keys.len(),
-                    bytes as f64 / distinct as f64,
-                    bytes as f64 / texts.len() as f64
+                    "counts on a node: {distinct} distinct shingles, {} versions, {node_bytes} bytes: {:.1} B a distinct shingle, {:.0} B a document",
+                    stats["versions"],
+                    node_bytes as f64 / distinct as f64,
+                    node_bytes as f64 / texts.len() as f64
+                );
+                println!(
+                    "the log in Redis (every document still in its window): {log} bytes, {:.0} B a document",
+                    log as f64 / texts.len() as f64
                 );
                 // Query latency: content Jaccard (a body without its
                 // footer) against raw Jaccard (the full text), alternating.
@@ -939,4 +1053,52 @@ async fn cost_of_counting_measured() {
             texts.len()
         );
     }
+}
+
+/// A collection laid out by the release that kept counts in Redis hashes
+/// (`df=1`): the first node of this release that opens it deletes them and
+/// counts in its own memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_opens_the_layout_with_counts_in_redis_deletes_them() {
+    let prefix = fresh_prefix();
+    let clock = Arc::new(ManualClock::default());
+    let old = node(&prefix, params(false), &clock).await;
+    let t = text(4_000, 50);
+    old.index
+        .insert(new_doc(&old.engine, "o1", &t), WriteMode::Create)
+        .await
+        .unwrap();
+    // As that release left it: the layout says so, a hash and N exist.
+    let keys = old.index.keys();
+    let legacy: Vec<String> = keys.df_keys().collect();
+    let redis = old.index.redis();
+    let meta = layout(&old).await;
+    let mut set = redis::cmd("SET");
+    set.arg(keys.meta()).arg(format!("{meta};df=1"));
+    let _: String = redis.one("test", set).await.unwrap();
+    for k in [&legacy[0], &legacy[legacy.len() - 1]] {
+        let mut hset = redis::cmd("HSET");
+        hset.arg(k).arg(7u32.to_le_bytes().as_slice()).arg(3);
+        let _: i64 = redis.one("test", hset).await.unwrap();
+    }
+    let mut set = redis::cmd("SET");
+    set.arg(keys.df_docs()).arg(1);
+    let _: String = redis.one("test", set).await.unwrap();
+
+    let new = node(&prefix, params(true), &clock).await;
+    assert!(
+        layout(&new).await.contains("df=0"),
+        "{}",
+        layout(&new).await
+    );
+    for k in [&legacy[0], &legacy[legacy.len() - 1], &keys.df_docs()] {
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(k);
+        let n: i64 = redis.one("test", exists).await.unwrap();
+        assert_eq!(n, 0, "{k} is gone");
+    }
+    let mut model = Model::default();
+    let mut seen = BTreeSet::new();
+    remember(&mut model, &mut seen, &new.engine, "o1", &t);
+    assert_exact(&new, &model, &seen, "counted by the new node").await;
 }

@@ -1,30 +1,20 @@
-//! Document frequency and registered templates in Redis (issue 44), and
-//! what content scores need of them. Layout, round trips and the one window
-//! where counts can drift: docs/redis-layout.md, "Document frequency and
-//! templates".
+//! Document frequency and registered templates on the redis backend
+//! (issue 44), and what content scores need of them. The counts are this
+//! node's, fed by the collection's log ([`super::df_log`]); the templates
+//! are in Redis. Layout and round trips: docs/redis-layout.md, "Document
+//! frequency and templates".
 //!
-//! **Counts.** `df(x)`, how many stored documents hold shingle `x`, is a
-//! field of one of the collection's document-frequency hashes
-//! ([`Keys::df_key`](super::codec::Keys::df_key): field = the shingle, 4
-//! bytes; value = the count), and `N`, the documents counted, a counter in
-//! the metadata's slot. Exactly what the memory engine counts: every stored
-//! record, expired ones until they are purged.
+//! **Counts.** `df(x)`, how many stored documents hold shingle `x`, and
+//! `N`, the documents counted: exactly what the memory engine counts (every
+//! stored record, expired ones until they are purged), looked up in this
+//! node's copy after it has read the log to its end (in the same trip as
+//! the templates' version).
 //!
-//! **Counted after the commit.** A write counts once its commit script
-//! said what happened: created (+1 for its shingles, N + 1), created over an
-//! expired record or replaced (−1 for the old record's shingles, +1 for the
-//! new, by the net difference), refused (nothing: it never committed). A
-//! delete and the expiry sweep uncount the record their delete script
-//! returned. So a write retried after a failed commit trip is counted once,
-//! by whichever commit stored it. Increments commute, so two nodes writing
-//! the same id count right in any order (a decrement may overtake its
-//! increment: the field is briefly below 0, read as 0; `df_add.lua`).
-//!
-//! **Switching.** Like the passage index: on, a recount of every stored
-//! record (the hashes replaced, slot by slot) and `df=1` in the layout key;
-//! off, `df=0` and the hashes deleted; the node that switched repeats the
-//! step [`settle_delay`](super::passages) later for writes of nodes that
-//! learnt it late.
+//! **Switching.** On: the node that switches counts every record before it
+//! answers; the others when they learn it (the watch); each counts again
+//! [`settle_delay`](super::passages::settle_delay) later, for writes of
+//! nodes that learnt it later than they did (those were not logged). Off:
+//! the counts dropped, the log stopped (and again after the same delay).
 //!
 //! **Templates.** A hash `id → JSON` and a version counter moved by every
 //! change (both in the metadata's slot, read together by one script). A
@@ -33,30 +23,15 @@
 //! with the one it applied and reads them again when it moved, and
 //! [`RedisIndex::refresh_templates_if_changed`] does the same for a watch.
 
-use super::codec::{decode_record, DF_TAG_BITS};
-use super::passages::iid_of_key;
-use super::{call, corrupt, script_call, BackendError, Call, RedisIndex, Script, SCAN_READ};
-use crate::engine::{Classifier, ContentQuery, Edge, Engine, EngineError, Match, Record, Template};
+use super::df_log::LogRead;
+use super::{call, corrupt, script_call, BackendError, Call, RedisIndex, Script};
+use crate::engine::{
+    Classifier, ContentQuery, Edge, Engine, EngineError, Frequencies, Match, Record, Template,
+};
 use redis::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
-
-/// Add deltas to document frequencies (a field reaching 0 goes). `KEYS` the
-/// hashes of one slot; ARGV: key index, delta, the fields concatenated, …
-static DF_ADD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/df_add.lua")));
-
-/// Read document frequencies. `KEYS` the hashes of one slot; ARGV: key
-/// index, the fields concatenated, … Returns the counts in order.
-static DF_READ: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/df_read.lua")));
-
-/// Write recounted frequencies, replacing a slot's hashes first.
-static DF_SET: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/df_set.lua")));
-
-/// The common fields of one hash and its distinct count.
-static DF_COMMON: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/df_common.lua")));
 
 static TPL_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/tpl_read.lua")));
@@ -65,217 +40,73 @@ static TPL_PUT: LazyLock<Script> =
 static TPL_DEL: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/tpl_del.lua")));
 
-/// The layout key's field that says the counts are complete.
-const META_FIELD: &str = "df";
-/// Fields per script call of a recount's writes.
-const SET_PART: usize = 8192;
-/// Document-frequency hashes read per script call by `common_shingles`…
-const COMMON_KEYS: usize = 256;
-/// …and calls per trip.
-const COMMON_CALLS: usize = 16;
+/// The layout key's field of the release that kept counts in Redis hashes
+/// (`df=1`: they are there). A node that opens such a layout deletes them.
+const LEGACY_FIELD: &str = "df";
 
-/// Whether a layout string says the counts are complete.
-pub(super) fn layout_has_counts(meta: &str) -> bool {
-    super::layout_flag(meta, META_FIELD)
-}
-
-/// The field a layout string gets for a collection created with counts
-/// `on` (an empty collection's counts are complete).
-pub(super) fn layout_field(on: bool) -> String {
-    super::layout_entry(META_FIELD, on)
-}
-
-/// Net document-frequency changes of some committed writes: per shingle,
-/// and of N.
-#[derive(Default, Debug)]
-pub(super) struct DfDelta {
-    by: HashMap<u32, i64>,
-    docs: i64,
-}
-
-impl DfDelta {
-    /// Count (`by` = 1) or uncount (−1) one document's distinct shingles.
-    pub(super) fn add(&mut self, shingles: &[u32], by: i64) {
-        for &x in shingles {
-            *self.by.entry(x).or_default() += by;
-        }
-        self.docs += by;
-    }
-
-    /// [`Self::add`] of a stored record's bytes (as a commit or delete
-    /// script returned them).
-    pub(super) fn add_stored(
-        &mut self,
-        key: &str,
-        bytes: &[u8],
-        by: i64,
-    ) -> Result<(), BackendError> {
-        let stored = decode_record(bytes).map_err(|e| corrupt(key, e))?;
-        self.add(&stored.shingles, by);
-        Ok(())
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.docs == 0 && self.by.values().all(|&d| d == 0)
-    }
+/// Whether a layout string says counts are kept in Redis hashes (the
+/// layout before the log).
+pub(super) fn layout_has_legacy_counts(meta: &str) -> bool {
+    super::layout_flag(meta, LEGACY_FIELD)
 }
 
 /// A read of some shingles' frequencies (and N, and the templates'
 /// version), as calls to put in a trip and how to read their answers.
 pub(super) struct DfRead {
-    /// Per call, the shingles it asks, in order.
-    asked: Vec<Vec<u32>>,
+    /// The shingles asked, sorted and distinct.
+    asked: Vec<u32>,
+    log: LogRead,
 }
 
-impl DfRead {
-    /// The calls' answers (`values`, in the calls' order) as a map, with N
-    /// and the templates' version.
-    fn parse(
-        self,
-        index: &RedisIndex,
-        values: Vec<Value>,
-    ) -> Result<(HashMap<u32, u32>, usize, u64), BackendError> {
-        let mut values = values.into_iter();
-        let Some(head) = values.next() else {
-            return Err(BackendError::Internal(
-                "a frequency read answered nothing".into(),
-            ));
-        };
-        let (n, version): (Option<i64>, Option<u64>) =
-            redis::from_redis_value(head).map_err(|e| corrupt(&index.keys.df_docs(), e))?;
-        if values.len() != self.asked.len() {
-            return Err(BackendError::Internal(
-                "a frequency read answered a short list".into(),
-            ));
-        }
-        let mut map = HashMap::new();
-        for (asked, value) in self.asked.iter().zip(values) {
-            let counts: Vec<i64> =
-                redis::from_redis_value(value).map_err(|e| corrupt(&index.keys.df_docs(), e))?;
-            if counts.len() != asked.len() {
-                return Err(BackendError::Internal(
-                    "a frequency read answered a short list".into(),
-                ));
-            }
-            for (&x, n) in asked.iter().zip(counts) {
-                map.insert(x, n.clamp(0, i64::from(u32::MAX)) as u32);
-            }
-        }
-        Ok((map, n.unwrap_or(0).max(0) as usize, version.unwrap_or(0)))
-    }
+/// The frequencies of `sorted` in `table` (0s with no table), as a map.
+fn lookup(table: Option<&Frequencies>, sorted: &[u32]) -> HashMap<u32, u32> {
+    let Some(table) = table else {
+        return sorted.iter().map(|&x| (x, 0)).collect();
+    };
+    let mut out = Vec::new();
+    table.lookup_sorted(sorted, &mut out);
+    sorted.iter().copied().zip(out).collect()
 }
-
-/// Group `shingles` by document-frequency slot: slot tag → (its hashes,
-/// their 1-based indexes, the (index, shingle) pairs).
-type SlotPlan = (Vec<String>, HashMap<u64, usize>, Vec<(usize, u32)>);
 
 impl RedisIndex {
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    fn df_slots(&self, shingles: impl IntoIterator<Item = u32>) -> BTreeMap<u64, SlotPlan> {
-        let mut by_slot: BTreeMap<u64, SlotPlan> = BTreeMap::new();
-        for x in shingles {
-            let group = self.keys.df_group_of(x);
-            let (hashes, index, asked) = by_slot.entry(self.keys.df_tag_of(group)).or_default();
-            let at = *index.entry(group).or_insert_with(|| {
-                hashes.push(self.keys.df_key(group));
-                hashes.len()
-            });
-            asked.push((at, x));
-        }
-        by_slot
-    }
-
-    /// The calls that apply `delta` (one per slot, and N's), if the
-    /// collection counts on this node; none otherwise.
-    pub(super) fn df_calls(&self, delta: &DfDelta) -> Vec<Call> {
-        if !self.engine.boilerplate_on() || delta.is_empty() {
-            return Vec::new();
-        }
-        let moved: HashMap<u32, i64> = delta
-            .by
-            .iter()
-            .filter(|(_, &d)| d != 0)
-            .map(|(&x, &d)| (x, d))
-            .collect();
-        let mut calls: Vec<Call> = self
-            .df_slots(moved.keys().copied())
-            .into_values()
-            .map(|(hashes, _, asked)| {
-                // Per (hash, delta): the fields, concatenated.
-                let mut packed: BTreeMap<(usize, i64), Vec<u8>> = BTreeMap::new();
-                for (at, x) in asked {
-                    packed
-                        .entry((at, moved[&x]))
-                        .or_default()
-                        .extend_from_slice(&x.to_le_bytes());
-                }
-                let mut args = Vec::with_capacity(3 * packed.len());
-                for ((at, d), fields) in packed {
-                    args.push(at.to_string().into_bytes());
-                    args.push(d.to_string().into_bytes());
-                    args.push(fields);
-                }
-                script_call(&DF_ADD, hashes, args)
-            })
-            .collect();
-        if delta.docs != 0 {
-            let mut incr = redis::cmd("INCRBY");
-            incr.arg(self.keys.df_docs()).arg(delta.docs);
-            calls.push(call(incr));
-        }
-        self.redis
-            .counters
-            .df_updates
-            .fetch_add(1, Ordering::Relaxed);
-        calls
-    }
-
-    /// The calls that read the frequencies of `shingles` (distinct), N and
-    /// the templates' version: the `MGET` first, then one call per slot.
+    /// The calls that read the frequencies of `shingles`, N and the
+    /// templates' version: the version's `GET` first, then the log's new
+    /// entries (the counts are this node's; the lookup is local).
     pub(super) fn df_read_calls(&self, shingles: &[u32]) -> (Vec<Call>, DfRead) {
-        let mut mget = redis::cmd("MGET");
-        mget.arg(self.keys.df_docs())
-            .arg(self.keys.templates_version());
-        let mut calls = vec![call(mget)];
-        let mut asked = Vec::new();
-        for (hashes, _, pairs) in self.df_slots(shingles.iter().copied()).into_values() {
-            // Per hash: the fields, concatenated; answered in this order.
-            let mut packed: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
-            for (at, x) in pairs {
-                packed.entry(at).or_default().push(x);
-            }
-            let mut args = Vec::with_capacity(2 * packed.len());
-            let mut order = Vec::new();
-            for (at, xs) in packed {
-                args.push(at.to_string().into_bytes());
-                args.push(xs.iter().flat_map(|x| x.to_le_bytes()).collect());
-                order.extend(xs);
-            }
-            asked.push(order);
-            calls.push(script_call(&DF_READ, hashes, args));
-        }
-        (calls, DfRead { asked })
+        let mut asked = shingles.to_vec();
+        asked.sort_unstable();
+        asked.dedup();
+        let mut get = redis::cmd("GET");
+        get.arg(self.keys.templates_version());
+        let (follow, log) = self.df_follow_call();
+        (vec![call(get), follow], DfRead { asked, log })
     }
 
-    /// Read what [`Self::df_read_calls`] asked from their answers, and read
-    /// the templates again if their version moved.
+    /// Read what [`Self::df_read_calls`] asked from their answers (the log
+    /// applied first), and read the templates again if their version moved.
     pub(super) async fn df_read_answers(
         &self,
         read: DfRead,
         values: Vec<Value>,
     ) -> Result<(HashMap<u32, u32>, usize), BackendError> {
-        let (map, n, version) = read.parse(self, values)?;
-        self.redis.counters.df_reads.fetch_add(1, Ordering::Relaxed);
-        if version != self.templates_seen.load(Ordering::Acquire) {
+        let [version, entries]: [Value; 2] = values
+            .try_into()
+            .map_err(|_| BackendError::Internal("a frequency read answered a short list".into()))?;
+        let version: Option<u64> = redis::from_redis_value(version)
+            .map_err(|e| corrupt(&self.keys.templates_version(), e))?;
+        let table = self.df_follow_answer(read.log, entries).await?;
+        if version.unwrap_or(0) != self.templates_seen.load(Ordering::Acquire) {
             self.apply_templates().await?;
         }
-        Ok((map, n))
+        Ok((lookup(Some(&table), &read.asked), table.docs()))
     }
 
-    /// The frequencies of `shingles` (distinct), and N: one trip.
+    /// The frequencies of `shingles`, and N: one trip (the log's new
+    /// entries and the templates' version).
     pub(super) async fn df_map(
         &self,
         shingles: &[u32],
@@ -288,17 +119,18 @@ impl RedisIndex {
         self.df_read_answers(read, values).await
     }
 
-    /// Count document frequency (a recount of every stored record, replacing
-    /// the counts) or stop (the counts deleted), and do it again after the
-    /// settle delay for writes of nodes that learn it later (as
-    /// `set_passage_index`). Idempotent, safe on two nodes at once.
+    /// Count document frequency on this node (every stored record, then the
+    /// log) or stop (the counts dropped, the log deleted), and do it again
+    /// after the settle delay for writes of nodes that learn it later.
+    /// Idempotent, safe on two nodes at once.
     pub async fn set_boilerplate(&self, on: bool) -> Result<(), BackendError> {
         self.engine.set_boilerplate_flag(on);
         let epoch = self.df_epoch.fetch_add(1, Ordering::AcqRel) + 1;
         if on {
-            self.recount(false).await?;
+            self.df_rebuild().await?;
         } else {
-            self.drop_counts().await?;
+            self.df_forget().await;
+            self.df_stop_log().await?;
         }
         let later = self.shadow();
         let delay = super::passages::settle_delay(&self.redis.settings);
@@ -310,9 +142,9 @@ impl RedisIndex {
                 return;
             }
             let done = if on {
-                later.recount(true).await.map(drop)
+                later.df_rebuild().await
             } else {
-                later.drop_counts().await
+                later.df_stop_log().await
             };
             if let Err(e) = done {
                 tracing::warn!(keys = later.keys.base(), error = %e, on, "repeating the document frequency switch failed; switch it again to repair");
@@ -321,120 +153,27 @@ impl RedisIndex {
         Ok(())
     }
 
-    /// Set `df=` of the layout key.
-    pub(super) async fn mark_counts(&self, complete: bool) -> Result<(), BackendError> {
-        self.mark_layout(META_FIELD, complete, "marking document frequency")
-            .await
-    }
-
-    /// Count every stored record (unless the layout says the counts are
-    /// complete and `force` is false) and replace the counts with that,
-    /// slot by slot, then say they are complete. How many records were
-    /// counted. Memory on this node: the counts of every distinct shingle
-    /// while it runs (~16 bytes each).
-    pub(super) async fn recount(&self, force: bool) -> Result<usize, BackendError> {
-        if !force {
-            let meta = super::stored_meta(&self.redis, &self.keys).await?;
-            if meta.as_deref().is_some_and(layout_has_counts) {
-                return Ok(0);
-            }
-        }
-        self.recounting.store(true, Ordering::Relaxed);
-        let outcome = self.recount_all().await;
-        self.recounting.store(false, Ordering::Relaxed);
-        let counted = outcome?;
-        self.mark_counts(true).await?;
-        tracing::info!(
-            keys = self.keys.base(),
-            records = counted,
-            "document frequency: every stored record counted"
-        );
-        Ok(counted)
-    }
-
-    async fn recount_all(&self) -> Result<usize, BackendError> {
-        let keys = self.redis.scan_all(&self.keys.record_pattern()).await?;
-        let mut counts: HashMap<u32, u32> = HashMap::new();
-        let mut docs = 0usize;
-        for chunk in keys.chunks(SCAN_READ) {
-            let iids: Vec<u64> = chunk.iter().filter_map(|k| iid_of_key(k)).collect();
-            for stored in self.read_records(&iids).await?.into_iter().flatten() {
-                docs += 1;
-                for x in stored.shingles {
-                    *counts.entry(x).or_default() += 1;
-                }
-            }
-        }
-        // Per slot: its hashes (every one, so the first call can delete
-        // them) and the fields to set.
-        let tags = 1u64 << DF_TAG_BITS.min(self.keys.df_bits());
-        let mut per_tag: Vec<Vec<(u64, u32, u32)>> = vec![Vec::new(); tags as usize];
-        for (x, n) in counts {
-            let group = self.keys.df_group_of(x);
-            per_tag[self.keys.df_tag_of(group) as usize].push((group, x, n));
-        }
-        // Each slot's first call deletes its hashes: the first calls go in
-        // one trip, the rest after it (a call may be sent again after a
-        // later one, when its node lacks the script, so order within a
-        // trip is not relied on).
-        let mut first: Vec<Call> = Vec::new();
-        let mut rest: Vec<Call> = Vec::new();
-        for (tag, fields) in per_tag.into_iter().enumerate() {
-            let groups: Vec<u64> = self.keys.df_groups_of_tag(tag as u64).collect();
-            let hashes: Vec<String> = groups.iter().map(|&g| self.keys.df_key(g)).collect();
-            let at_of = |g: u64| (g >> DF_TAG_BITS) as usize + 1;
-            if fields.is_empty() {
-                first.push(script_call(&DF_SET, hashes, vec![b"1".to_vec()]));
-                continue;
-            }
-            for (i, part) in fields.chunks(SET_PART).enumerate() {
-                let mut args = Vec::with_capacity(1 + 3 * part.len());
-                args.push(if i == 0 { b"1".to_vec() } else { b"0".to_vec() });
-                for &(g, x, n) in part {
-                    debug_assert_eq!(groups[at_of(g) - 1], g);
-                    args.push(at_of(g).to_string().into_bytes());
-                    args.push(x.to_le_bytes().to_vec());
-                    args.push(n.to_string().into_bytes());
-                }
-                let c = script_call(&DF_SET, hashes.clone(), args);
-                if i == 0 {
-                    first.push(c);
-                } else {
-                    rest.push(c);
-                }
-            }
-        }
-        let mut set = redis::cmd("SET");
-        set.arg(self.keys.df_docs()).arg(docs);
-        first.push(call(set));
-        self.redis
-            .calls("writing document frequencies", first)
-            .await?;
-        let mut rest = rest.into_iter().peekable();
-        while rest.peek().is_some() {
-            let calls: Vec<Call> = rest.by_ref().take(256).collect();
-            self.redis
-                .calls("writing document frequencies", calls)
-                .await?;
-        }
-        self.redis
-            .counters
-            .df_recounted
-            .fetch_add(docs as u64, Ordering::Relaxed);
-        Ok(docs)
-    }
-
-    /// Say the counts are incomplete, then delete them.
-    pub(super) async fn drop_counts(&self) -> Result<(), BackendError> {
-        self.mark_counts(false).await?;
+    /// Delete the counts of the layout that kept them in Redis hashes, and
+    /// say so in the layout (`df=0`).
+    pub(super) async fn drop_legacy_counts(&self) -> Result<(), BackendError> {
         let mut keys: Vec<String> = self.keys.df_keys().collect();
         keys.push(self.keys.df_docs());
-        super::unlink_keys(&self.redis, &keys, "dropping document frequencies").await
+        super::unlink_keys(&self.redis, &keys, "dropping document frequencies").await?;
+        self.mark_layout(LEGACY_FIELD, false, "marking document frequency")
+            .await?;
+        tracing::info!(
+            keys = self.keys.base(),
+            "document frequency: the counts of the previous layout (Redis hashes) deleted; each node counts from the log now"
+        );
+        Ok(())
     }
 
     /// The document frequency of each of `sorted` (sorted, distinct
-    /// shingles), and N: one trip (0s while counts are off).
+    /// shingles), and N: one trip (0s while counts are off, no trip).
     pub async fn doc_frequencies(&self, sorted: &[u32]) -> Result<(Vec<u32>, usize), BackendError> {
+        if !self.engine.boilerplate_on() {
+            return Ok((vec![0; sorted.len()], 0));
+        }
         let (map, n) = self.df_map(sorted).await?;
         Ok((
             sorted
@@ -447,60 +186,21 @@ impl RedisIndex {
 
     /// Every shingle held by at least `at` documents (at most `max`, the
     /// most common first, then by shingle), and the distinct shingles
-    /// counted: every hash filtered by a script, 256 hashes a call, 16
-    /// calls a trip.
+    /// counted: from this node's counts, once it has read the log.
     pub async fn common_shingles(
         &self,
         at: u32,
         max: usize,
     ) -> Result<(Vec<(u32, u32)>, usize), BackendError> {
-        // One call per 256 hashes of a slot, 16 calls a trip.
-        let tags = 1u64 << DF_TAG_BITS;
-        let mut groups: Vec<Vec<String>> = Vec::new();
-        for tag in 0..tags {
-            let hashes: Vec<String> = self
-                .keys
-                .df_groups_of_tag(tag)
-                .map(|g| self.keys.df_key(g))
-                .collect();
-            groups.extend(hashes.chunks(COMMON_KEYS).map(<[String]>::to_vec));
+        if !self.engine.boilerplate_on() {
+            return Ok((Vec::new(), 0));
         }
-        let at_arg = at.max(1).to_string().into_bytes();
-        let mut all: Vec<(u32, u32)> = Vec::new();
-        let mut distinct = 0usize;
-        for part in groups.chunks(COMMON_CALLS) {
-            let calls = part
-                .iter()
-                .map(|keys| script_call(&DF_COMMON, keys.clone(), vec![at_arg.clone()]))
-                .collect();
-            let values = self.redis.calls("reading common shingles", calls).await?;
-            let part: Vec<&String> = part.iter().map(|keys| &keys[0]).collect();
-            for (key, value) in part.iter().zip(values) {
-                let Value::Array(items) = value else {
-                    return Err(corrupt(key, "the common read answered no list"));
-                };
-                let mut it = items.into_iter();
-                let n: i64 = it
-                    .next()
-                    .map(redis::from_redis_value)
-                    .transpose()
-                    .map_err(|e| corrupt(key, e))?
-                    .unwrap_or(0);
-                distinct += n.max(0) as usize;
-                while let (Some(field), Some(count)) = (it.next(), it.next()) {
-                    let field: Vec<u8> =
-                        redis::from_redis_value(field).map_err(|e| corrupt(key, e))?;
-                    let count: i64 = redis::from_redis_value(count).map_err(|e| corrupt(key, e))?;
-                    let x = u32::from_le_bytes(
-                        field
-                            .as_slice()
-                            .try_into()
-                            .map_err(|_| corrupt(key, "a field that is not 4 bytes"))?,
-                    );
-                    all.push((x, count.clamp(0, i64::from(u32::MAX)) as u32));
-                }
-            }
-        }
+        let table = self.df_follow().await?;
+        let at = at.max(1);
+        let (mut all, distinct) =
+            tokio::task::spawn_blocking(move || (table.at_least(at), table.distinct()))
+                .await
+                .map_err(|e| BackendError::Internal(format!("reading common shingles: {e}")))?;
         all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         all.truncate(max);
         Ok((all, distinct))
@@ -621,26 +321,26 @@ impl RedisIndex {
         Ok((self.engine.classifier_with(n), map))
     }
 
-    /// Add to `map` the frequencies of the shingles of `records` it lacks
-    /// (one trip; none when it has them all).
-    pub(super) async fn df_extend<'a>(
+    /// Add to `map` the frequencies of the shingles of `records` it lacks,
+    /// from this node's counts as they are (no trip: the query read the
+    /// log when it started).
+    pub(super) fn df_extend<'a>(
         &self,
         map: &mut HashMap<u32, u32>,
         records: impl IntoIterator<Item = &'a Record>,
-    ) -> Result<(), BackendError> {
+    ) {
         let mut missing: Vec<u32> = records
             .into_iter()
             .flat_map(|r| r.shingles().iter().copied())
             .filter(|x| !map.contains_key(x))
             .collect();
         if missing.is_empty() {
-            return Ok(());
+            return;
         }
         missing.sort_unstable();
         missing.dedup();
-        let (more, _) = self.df_map(&missing).await?;
-        map.extend(more);
-        Ok(())
+        let table = self.df_tail.table();
+        map.extend(lookup(table.as_deref(), &missing));
     }
 
     /// Add the content scores to matches found on raw scores when the
@@ -685,7 +385,7 @@ impl RedisIndex {
 
     /// Whether a recount runs on this node (for `/stats`).
     pub fn recounting(&self) -> bool {
-        self.recounting.load(Ordering::Relaxed)
+        self.df_tail.recounting.load(Ordering::Relaxed)
     }
 
     /// The content edge of `record` and `peer` if their content scores

@@ -190,64 +190,41 @@ impl Keys {
     }
 }
 
-/// Document-frequency hashes: `2^DF_EXTRA_BITS` times as many as the
-/// hashes of one band, so a hash holds ~100–150 fields of random text at
-/// `expected_documents` and stays a small listpack: `HINCRBY` scans a
-/// listpack, and with 4 times fewer hashes (~500 fields each) ingest with
-/// counts on took 2.3 times as long as with these (measured:
-/// `cost_of_counting_measured`, 2,000 documents of 300 words: 13.5 s
-/// against 6.0 s, 3.3 s uncounted; 4 times more, 8–10 s and 12.4 bytes a
-/// distinct shingle against 9.7).
-pub const DF_EXTRA_BITS: u32 = 9;
-/// Slot tags of the document-frequency hashes: `2^DF_TAG_BITS` at most, so
-/// a write's counting (or a query's reading) is at most that many script
-/// calls, whatever its shingle count.
-pub const DF_TAG_BITS: u32 = 6;
+/// The document-frequency hashes of the layout before the log (until
+/// 2026-11-30): `2^(g + DF_EXTRA_BITS)` of them (at most 2^22), in
+/// `2^DF_TAG_BITS` slots. Only their names are still needed: a node that
+/// opens such a layout deletes them (`drop_legacy_counts`).
+const DF_EXTRA_BITS: u32 = 9;
+const DF_TAG_BITS: u32 = 6;
 
 impl Keys {
-    /// Bits of a shingle's mix that pick its document-frequency hash.
-    pub fn df_bits(&self) -> u32 {
-        (self.group_bits + DF_EXTRA_BITS).min(22)
-    }
-
-    /// The document-frequency hash number of a shingle.
-    pub fn df_group_of(&self, shingle: u32) -> u64 {
-        let mixed =
-            (u64::from(shingle) ^ 0x6466_7265_7175_656e).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        mixed >> (64 - self.df_bits())
-    }
-
-    /// The slot tag number of document-frequency hash `group`.
-    pub fn df_tag_of(&self, group: u64) -> u64 {
-        group & ((1 << DF_TAG_BITS) - 1)
-    }
-
-    /// Document-frequency hash number `group`: field = a shingle (u32 LE,
-    /// 4 bytes), value = how many stored documents hold it. Tagged
-    /// `d.<group mod 64>`: 64 slots at most.
-    pub fn df_key(&self, group: u64) -> String {
-        format!(
-            "{}:d:{{d.{:x}}}:{group:x}",
-            self.base,
-            self.df_tag_of(group)
-        )
-    }
-
-    /// Every document-frequency hash of the collection.
+    /// Every document-frequency hash of the layout before the log.
     pub fn df_keys(&self) -> impl Iterator<Item = String> + '_ {
-        (0..1u64 << self.df_bits()).map(|g| self.df_key(g))
+        let bits = (self.group_bits + DF_EXTRA_BITS).min(22);
+        (0..1u64 << bits).map(|group| {
+            format!(
+                "{}:d:{{d.{:x}}}:{group:x}",
+                self.base,
+                group & ((1 << DF_TAG_BITS) - 1)
+            )
+        })
     }
 
-    /// The hash numbers with slot tag `tag`, in order.
-    pub fn df_groups_of_tag(&self, tag: u64) -> impl Iterator<Item = u64> {
-        let step = 1u64 << DF_TAG_BITS;
-        let all = 1u64 << self.df_bits();
-        (tag..all).step_by(step as usize)
-    }
-
-    /// Documents counted by the document frequencies (N; metadata's slot).
+    /// Documents counted by the document-frequency hashes of the layout
+    /// before the log (N; metadata's slot): deleted when a node opens it.
     pub fn df_docs(&self) -> String {
         format!("{{{}}}:dn", self.base)
+    }
+
+    /// The document-frequency log: a stream of the changes to counts
+    /// (metadata's slot; `df_log.rs`).
+    pub fn df_log(&self) -> String {
+        format!("{{{}}}:dfl", self.base)
+    }
+
+    /// The log's sequence: the number of its last entry (metadata's slot).
+    pub fn df_seq(&self) -> String {
+        format!("{{{}}}:dfs", self.base)
     }
 
     /// The registered templates: id → JSON (metadata's slot).

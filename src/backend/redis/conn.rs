@@ -206,6 +206,11 @@ pub struct RedisCounters {
     pub df_reads: AtomicU64,
     /// Records a recount of document frequency counted.
     pub df_recounted: AtomicU64,
+    /// Entries of the document-frequency log this node applied.
+    pub df_log_applied: AtomicU64,
+    /// Times this node counted every record again because the log lacked
+    /// entries it had not read.
+    pub df_log_rebuilds: AtomicU64,
     /// Webhook deliveries taken over from a node that took them and did
     /// not settle them before their lease ended (a dead or stalled node).
     pub deliveries_reclaimed: AtomicU64,

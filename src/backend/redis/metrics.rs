@@ -21,13 +21,14 @@ pub struct RedisMetrics {
     registry: Registry,
     /// round trips, commands, errors, timeouts, replication failures,
     /// retries, check failures, reconnects, posting reads, common postings
-    /// skipped, postings backfilled, document-frequency updates, reads,
-    /// records recounted, webhook deliveries reclaimed and failed
+    /// skipped, postings backfilled, document-frequency log entries
+    /// appended, reads, records recounted, log entries applied, rebuilds
+    /// for a broken log, webhook deliveries reclaimed and failed
     /// deliveries dropped: counters fed from
     /// [`RedisCounters`](super::conn::RedisCounters)' totals.
-    counters: [Counter; 16],
+    counters: [Counter; 18],
     /// Those totals at the last scrape.
-    seen: Mutex<[u64; 16]>,
+    seen: Mutex<[u64; 18]>,
     up: Gauge,
     primaries: Gauge,
     redirections: Family<RedirectLabels, Gauge>,
@@ -36,7 +37,7 @@ pub struct RedisMetrics {
 impl RedisMetrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("neardup_redis");
-        let counters: [Counter; 16] = Default::default();
+        let counters: [Counter; 18] = Default::default();
         for (c, (name, help)) in counters.iter().zip([
             ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
             ("commands", "Commands sent to Redis"),
@@ -49,9 +50,11 @@ impl RedisMetrics {
             ("posting_reads", "Posting buckets of the passage index read in full by containment queries, passage lookups and containment scans"),
             ("posting_common_skipped", "Posting buckets skipped as common (more than index.common_fingerprint_docs members): sized, not read, reported in the answer"),
             ("posting_backfilled", "Records whose postings a backfill added (the passage index switched on for stored documents)"),
-            ("df_updates", "Writes, deletes and expiries whose document-frequency counts were moved (index.boilerplate.enabled)"),
-            ("df_reads", "Reads of document frequencies: content-score queries, content scores of matches, frequency lookups"),
-            ("df_recounted", "Records counted by recounts of document frequency (index.boilerplate switched on)"),
+            ("df_updates", "Entries appended to the document-frequency log: batches of writes, deletes and expiries (index.boilerplate.enabled)"),
+            ("df_reads", "Reads of document frequencies (each reads the log to its end first): content-score queries, content scores of matches, frequency lookups"),
+            ("df_recounted", "Records this node counted to build its document frequencies (at start, when counts are switched on, when the log lacks entries)"),
+            ("df_log_applied", "Entries of the document-frequency log this node applied to its counts"),
+            ("df_log_rebuilds", "Times this node counted every record again because the document-frequency log lacked entries it had not read (trimmed, or counts switched off and on)"),
             ("deliveries_reclaimed", "Webhook deliveries another node took and did not settle before their lease ended (a dead or stalled node), taken over by this node"),
             ("failed_deliveries_dropped", "Failed webhook deliveries dropped from a subscription's failed list by its bound (the newest 1,000 are kept)"),
         ]) {
@@ -78,7 +81,7 @@ impl RedisMetrics {
         Self {
             registry,
             counters,
-            seen: Mutex::new([0; 16]),
+            seen: Mutex::new([0; 18]),
             up,
             primaries,
             redirections,
@@ -103,6 +106,8 @@ impl RedisMetrics {
             &c.df_updates,
             &c.df_reads,
             &c.df_recounted,
+            &c.df_log_applied,
+            &c.df_log_rebuilds,
             &c.deliveries_reclaimed,
             &c.failed_dropped,
         ]

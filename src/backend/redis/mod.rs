@@ -35,6 +35,7 @@ mod catalog;
 pub mod codec;
 pub mod conn;
 mod decisions;
+mod df_log;
 mod events;
 mod metrics;
 
@@ -91,8 +92,8 @@ pub struct RedisIndex {
     backfilling: std::sync::atomic::AtomicBool,
     /// Moved by every switch of document frequency (as `passage_epoch`).
     df_epoch: Arc<AtomicU64>,
-    /// A recount of document frequency runs on this node.
-    recounting: std::sync::atomic::AtomicBool,
+    /// This node's document frequencies, fed by the log (df_log.rs).
+    df_tail: Arc<df_log::DfTail>,
     /// The templates' version this node's engine has (`u64::MAX`: none read).
     templates_seen: Arc<AtomicU64>,
     /// The lease of a webhook delivery this node takes (events.rs).
@@ -198,9 +199,8 @@ impl RedisIndex {
         let recipe = engine.params().normalize.recipe_name();
         // A new collection's postings are complete if it keeps the index.
         let meta = format!(
-            "layout=1;group_bits={wanted};{};{};text={recipe}",
+            "layout=1;group_bits={wanted};{};text={recipe}",
             passages::layout_field(engine.passage_index()),
-            boilerplate::layout_field(engine.boilerplate_on())
         );
         let mut set = redis::cmd("SET");
         set.arg(probe.meta()).arg(&meta).arg("NX");
@@ -233,7 +233,7 @@ impl RedisIndex {
             passage_epoch: Arc::new(AtomicU64::new(0)),
             backfilling: std::sync::atomic::AtomicBool::new(false),
             df_epoch: Arc::new(AtomicU64::new(0)),
-            recounting: std::sync::atomic::AtomicBool::new(false),
+            df_tail: Arc::default(),
             templates_seen: Arc::new(AtomicU64::new(u64::MAX)),
             delivery_timing: Arc::default(),
             decisions_seen: Arc::default(),
@@ -251,14 +251,14 @@ impl RedisIndex {
         } else if !this.passage_index() && complete {
             this.mark_postings(false).await?;
         }
-        // Document frequency the same way: counted if the counts are not
-        // complete (a collection written without them, or while they were
-        // off), or the layout told this node does not count.
-        let counted = boilerplate::layout_has_counts(&stored);
-        if this.engine.boilerplate_on() && !counted {
-            this.recount(true).await?;
-        } else if !this.engine.boilerplate_on() && counted {
-            this.mark_counts(false).await?;
+        // Document frequency: counts of the layout that kept them in Redis
+        // go; this node counts every record (then follows the log) before
+        // it serves, if the collection counts.
+        if boilerplate::layout_has_legacy_counts(&stored) {
+            this.drop_legacy_counts().await?;
+        }
+        if this.engine.boilerplate_on() {
+            this.df_rebuild().await?;
         }
         Ok(this)
     }
@@ -277,7 +277,7 @@ impl RedisIndex {
             passage_epoch: Arc::clone(&self.passage_epoch),
             backfilling: std::sync::atomic::AtomicBool::new(false),
             df_epoch: Arc::clone(&self.df_epoch),
-            recounting: std::sync::atomic::AtomicBool::new(false),
+            df_tail: Arc::clone(&self.df_tail),
             templates_seen: Arc::clone(&self.templates_seen),
             delivery_timing: Arc::clone(&self.delivery_timing),
             decisions_seen: Arc::clone(&self.decisions_seen),
@@ -295,10 +295,13 @@ impl RedisIndex {
 
     /// Document frequency's state, for `/stats`.
     pub fn boilerplate_stats(&self) -> serde_json::Value {
+        let table = self.df_tail.table();
         serde_json::json!({
             "on": self.engine.boilerplate_on(),
-            "frequency_hashes": 1u64 << self.keys.df_bits(),
             "recounting": self.recounting(),
+            "documents": table.as_ref().map_or(0, |t| t.docs()),
+            "versions": self.df_tail.versions(),
+            "node_bytes": self.df_tail.bytes(),
         })
     }
 

@@ -507,8 +507,7 @@ impl RedisIndex {
                 .await?;
             return Ok(out);
         };
-        self.df_extend(&mut map, candidates.iter().map(|(r, _)| &**r))
-            .await?;
+        self.df_extend(&mut map, candidates.iter().map(|(r, _)| &**r));
         let content = ContentQuery {
             q_df: Default::default(),
             classifier,
@@ -674,8 +673,7 @@ impl RedisIndex {
             // content fingerprints only.
             let mut df: HashMap<u32, u32> = HashMap::new();
             if let Some(c) = &classifier {
-                self.df_extend(&mut df, own.iter().map(|(_, r, _)| &**r))
-                    .await?;
+                self.df_extend(&mut df, own.iter().map(|(_, r, _)| &**r));
                 for (_, _, fps) in own.iter_mut() {
                     fps.retain(|x| !c.is_boilerplate(*x, df.get(x).copied().unwrap_or(0)));
                 }
@@ -722,8 +720,7 @@ impl RedisIndex {
                 }
             }
             if classifier.is_some() {
-                self.df_extend(&mut df, current.values().map(|(_, r)| &**r))
-                    .await?;
+                self.df_extend(&mut df, current.values().map(|(_, r)| &**r));
             }
             let scorer = classifier.as_ref().map(|c| ContentQuery {
                 classifier: c.clone(),

@@ -114,7 +114,7 @@ impl RedisIndex {
             // A record that will not decode is deleted and uncounted all
             // the same; it is reported once the others' entries are gone.
             let counting = self.engine.boilerplate_on();
-            let mut df = super::boilerplate::DfDelta::default();
+            let mut df = super::df_log::DfDelta::default();
             let (mut olds, mut unreadable, mut gone) = (Vec::with_capacity(part.len()), None, 0);
             for ((head, _), old) in part.iter().zip(self.delete_records(&which).await?) {
                 let Some(old) = old else {
@@ -125,7 +125,7 @@ impl RedisIndex {
                 match decode_record(&old) {
                     Ok(stored) => {
                         if counting {
-                            df.add(&stored.shingles, -1);
+                            df.add(i, stored.gen, &stored.shingles, false);
                         }
                         olds.push((i, old));
                     }

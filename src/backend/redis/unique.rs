@@ -7,8 +7,8 @@
 //! buckets of its fingerprints, so of two concurrent writes sharing a
 //! fingerprint that is not common, at least one sees the other.
 
-use super::boilerplate::DfDelta;
 use super::codec::{decode_record, member};
+use super::df_log::DfDelta;
 use super::write::{parse_commit, Committed, Staged, APPEND, POSTINGS_APPEND};
 use super::{corrupt, new_gen, BackendError, Conn, RedisIndex, Script};
 use crate::engine::{
@@ -217,8 +217,7 @@ impl RedisIndex {
             self.df_extend(
                 &mut map,
                 committed.iter().chain(&pending).map(|(r, _)| &**r),
-            )
-            .await?;
+            );
             content_map = map;
             classifier = Some(c);
         }
@@ -278,10 +277,10 @@ impl RedisIndex {
                 self.redis.replicate().await?;
                 let mut df = DfDelta::default();
                 if self.engine.boilerplate_on() {
-                    df.add(new.doc.shingles(), 1);
                     if let Some(old) = &old {
-                        df.add_stored(&self.keys.record(doc.iid), old, -1)?;
+                        df.removed(doc.iid, &self.keys.record(doc.iid), old)?;
                     }
+                    df.add(doc.iid, doc.gen, new.doc.shingles(), true);
                 }
                 let mut trip = match &old {
                     Some(old) => self.removal_calls(&[(doc.iid, old.clone())])?,

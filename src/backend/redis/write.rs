@@ -12,8 +12,8 @@
 //! unfinished versions are skipped. Removing entries removes exactly one
 //! `(iid, gen)`, so it never touches another version's entries.
 
-use super::boilerplate::DfDelta;
 use super::codec::{decode_record, due_of, encode_record, iid, member, Due, DUE_MINUTE_MS, MEMBER};
+use super::df_log::DfDelta;
 use super::{call, corrupt, new_gen, script_call, BackendError, Call, Conn, RedisIndex, Script};
 use crate::engine::{DocId, EngineError, NewDoc, WriteMode, WriteOutcome};
 use std::collections::{BTreeMap, HashMap};
@@ -415,10 +415,10 @@ impl RedisIndex {
                     Committed::Created(old) => {
                         not_created += i64::from(old.is_some());
                         if counting {
-                            df.add(items[i].doc.shingles(), 1);
                             if let Some(old) = &old {
-                                df.add_stored(&self.keys.record(s.iid), old, -1)?;
+                                df.removed(s.iid, &self.keys.record(s.iid), old)?;
                             }
+                            df.add(s.iid, s.gen, items[i].doc.shingles(), true);
                         }
                         if let Some(old) = old {
                             cleanup.push((s.iid, old));
@@ -428,8 +428,8 @@ impl RedisIndex {
                     Committed::Replaced(old) => {
                         not_created += 1;
                         if counting {
-                            df.add(items[i].doc.shingles(), 1);
-                            df.add_stored(&self.keys.record(s.iid), &old, -1)?;
+                            df.removed(s.iid, &self.keys.record(s.iid), &old)?;
+                            df.add(s.iid, s.gen, items[i].doc.shingles(), true);
                         }
                         cleanup.push((s.iid, old));
                         Ok(WriteOutcome::Replaced)
@@ -501,12 +501,13 @@ impl RedisIndex {
             None => Ok(false),
             Some(old) => {
                 let stored = decode_record(&old).map_err(|e| corrupt(id, e))?;
+                let gen = stored.gen;
                 let record = self.to_record(stored)?;
                 let live = self.engine.is_live(&record, self.engine.now_ms());
                 self.redis.replicate().await?;
                 let mut df = DfDelta::default();
                 if self.engine.boilerplate_on() {
-                    df.add(record.shingles(), -1);
+                    df.add(iid(id), gen, record.shingles(), false);
                 }
                 let mut trip = self.removal_calls(&[(iid(id), old)])?;
                 trip.push(self.counter_call(-1));

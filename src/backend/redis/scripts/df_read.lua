@@ -1,15 +1,7 @@
--- Read document frequencies: the count of each field (4 bytes each,
--- concatenated) of KEYS[index], in order; 0 when absent (or below 0: see
--- df_add.lua).
--- KEYS the document-frequency hashes of one slot; ARGV: index, fields, ...
-local out = {}
-for i = 1, #ARGV, 2 do
-  local k = KEYS[tonumber(ARGV[i])]
-  local fields = ARGV[i + 1]
-  for j = 1, #fields, 4 do
-    local n = tonumber(redis.call('HGET', k, string.sub(fields, j, j + 3)) or '0') or 0
-    if n < 0 then n = 0 end
-    out[#out + 1] = n
-  end
-end
-return out
+-- Read the document-frequency log after an entry, with the sequence as it
+-- is at that instant (a number the entries read stop short of is an entry
+-- trimmed, or a stop: the reader counts again).
+-- KEYS[1] the log, KEYS[2] its sequence; ARGV[1] the start ('(id'),
+-- ARGV[2] how many entries at most. Returns {sequence, entries}.
+local seq = redis.call('GET', KEYS[2]) or '0'
+return {seq, redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])}
