@@ -72,3 +72,15 @@ mod redis_boilerplate;
 mod reindex;
 mod texts;
 mod unique;
+
+/// The api suite's spec reader and schema checker, for what only a redis
+/// node answers (its `/stats` storage object).
+#[path = "../api/openapi"]
+mod openapi {
+    #[allow(dead_code)]
+    mod checker;
+    #[allow(dead_code)]
+    mod spec;
+    #[path = "../../api_redis/stats_schema.rs"]
+    mod stats_schema;
+}

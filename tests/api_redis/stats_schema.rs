@@ -1,0 +1,38 @@
+//! `/stats` of a redis node conforms to openapi.yaml (the api suite's
+//! walk checks the memory backend's): the storage object with the passage
+//! index and this node's copy of the document frequencies.
+
+use super::checker::{assert_conforms, component_schema};
+use crate::helpers::{spawn_app_with, test_settings};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn stats_of_a_redis_node_match_the_spec() {
+    let app = spawn_app_with(test_settings()).await;
+    let r = app
+        .put_json(
+            "/collections/bp",
+            &json!({"index": {"passage_index": true, "boilerplate": {"enabled": true}}}),
+        )
+        .await;
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    for i in 0..3 {
+        let r = app
+            .put_json(
+                &format!("/collections/bp/documents/d{i}"),
+                &json!({"text": format!("the {i} café article, £5 a month; signed up")}),
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+    }
+    for path in ["/stats", "/collections/bp/stats"] {
+        let stats: Value = app.get(path).await.json().await.unwrap();
+        assert_conforms(component_schema("Stats"), &stats, path);
+    }
+    let stats: Value = app.get("/collections/bp/stats").await.json().await.unwrap();
+    let bp = &stats["storage"]["boilerplate"];
+    assert_eq!(bp["on"], true, "{stats}");
+    assert_eq!(bp["documents"], 3, "{stats}");
+    assert_eq!(bp["versions"], 3, "{stats}");
+    assert!(bp["node_bytes"].as_u64().unwrap() > 0, "{stats}");
+}
