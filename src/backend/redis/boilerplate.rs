@@ -23,7 +23,6 @@
 //! with the one it applied and reads them again when it moved, and
 //! [`RedisIndex::refresh_templates_if_changed`] does the same for a watch.
 
-use super::df_log::LogRead;
 use super::{call, corrupt, script_call, BackendError, Call, RedisIndex, Script};
 use crate::engine::{
     Classifier, ContentQuery, Edge, Engine, EngineError, Frequencies, Match, Record, Template,
@@ -55,7 +54,6 @@ pub(super) fn layout_has_legacy_counts(meta: &str) -> bool {
 pub(super) struct DfRead {
     /// The shingles asked, sorted and distinct.
     asked: Vec<u32>,
-    log: LogRead,
 }
 
 /// The frequencies of `sorted` in `table` (0s with no table), as a map.
@@ -82,8 +80,7 @@ impl RedisIndex {
         asked.dedup();
         let mut get = redis::cmd("GET");
         get.arg(self.keys.templates_version());
-        let (follow, log) = self.df_follow_call();
-        (vec![call(get), follow], DfRead { asked, log })
+        (vec![call(get), self.df_follow_call()], DfRead { asked })
     }
 
     /// Read what [`Self::df_read_calls`] asked from their answers (the log
@@ -98,7 +95,7 @@ impl RedisIndex {
             .map_err(|_| BackendError::Internal("a frequency read answered a short list".into()))?;
         let version: Option<u64> = redis::from_redis_value(version)
             .map_err(|e| corrupt(&self.keys.templates_version(), e))?;
-        let table = self.df_follow_answer(read.log, entries).await?;
+        let table = self.df_follow_answer(entries).await?;
         if version.unwrap_or(0) != self.templates_seen.load(Ordering::Acquire) {
             self.apply_templates().await?;
         }

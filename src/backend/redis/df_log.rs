@@ -310,10 +310,6 @@ impl DfTail {
     }
 }
 
-/// A read of the log's new entries put in another trip: the `XRANGE` call
-/// and how to read its answer.
-pub(super) struct LogRead;
-
 impl RedisIndex {
     /// The log call for `delta` (an entry), if the collection counts on
     /// this node; none otherwise.
@@ -333,14 +329,17 @@ impl RedisIndex {
         )]
     }
 
-    /// The `XRANGE` of the log's entries after the last this node applied,
-    /// to put in a trip; [`Self::df_follow_answer`] reads its answer.
-    pub(super) fn df_follow_call(&self) -> (Call, LogRead) {
+    /// The read of the log's entries after the last this node applied, to
+    /// put in a trip; [`Self::df_follow_answer`] reads its answer.
+    pub(super) fn df_follow_call(&self) -> Call {
         let last = self.df_tail.last_id.lock().expect("df last id").clone();
-        (self.xrange_call(&last), LogRead)
+        self.xrange_call(&last)
     }
 
+    /// `df_read.lua` from after `after` (an entry id; none read yet: from
+    /// the start).
     fn xrange_call(&self, after: &str) -> Call {
+        let after = if after.is_empty() { "0-0" } else { after };
         script_call(
             &DF_READ,
             vec![self.keys.df_log(), self.keys.df_seq()],
@@ -385,7 +384,6 @@ impl RedisIndex {
     /// the log is broken): the counts are then current to this instant.
     pub(super) async fn df_follow_answer(
         &self,
-        _read: LogRead,
         value: Value,
     ) -> Result<Arc<Frequencies>, BackendError> {
         let read = self.entries(value)?;
