@@ -4,8 +4,11 @@
 //! ratios `passage_bench` and `boilerplate_bench` measure.
 //!
 //! ```text
-//! cargo run --release --example similar_http_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads C] [--ingest-rounds I] [--ingest-only] [--ingest-connections K]
+//! cargo run --release --example similar_http_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads C] [--ingest-rounds I] [--ingest-only] [--ingest-connections K] [--redis "redis://127.0.0.1:P …"]
 //! ```
+//!
+//! With `--redis`, every server runs on the redis backend over those
+//! cluster nodes (a key prefix each).
 //!
 //! Servers in this process (default settings but `storage.wal_fsync =
 //! never`), fed the first `N` `{"id", "text"}` lines through `POST
@@ -62,6 +65,12 @@ struct Args {
     /// Connections posting batches at once.
     #[arg(long, default_value = "1")]
     ingest_connections: usize,
+    /// Run every server on the redis backend over these cluster nodes
+    /// (`redis://127.0.0.1:P`, space-separated in one argument; e.g. from
+    /// `cargo run --release --example redis_cluster -- 3 1`), each under a
+    /// key prefix of its own.
+    #[arg(long)]
+    redis: Option<String>,
 }
 
 /// One kind of query: its name, the server it asks (0: passage index; 1:
@@ -101,10 +110,26 @@ fn without_counts(c: usize) -> usize {
 }
 
 /// A server in this process with the passage index (`passages`) and
-/// document frequency (`counts`) on or off, and its data directory.
-async fn server(passages: bool, counts: bool) -> (serve::Served, tempfile::TempDir) {
+/// document frequency (`counts`) on or off, and its data directory; on
+/// the redis backend when `redis` names cluster nodes.
+async fn server(
+    passages: bool,
+    counts: bool,
+    redis: Option<&str>,
+) -> (serve::Served, tempfile::TempDir) {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings::default();
+    if let Some(nodes) = redis {
+        settings.storage.backend = neardup::config::StorageBackend::Redis;
+        settings.storage.redis.nodes = nodes.split_whitespace().map(str::to_owned).collect();
+        settings.storage.redis.key_prefix = format!(
+            "bench-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        settings.storage.redis.command_timeout_ms = 10_000;
+    }
     settings.server.bind = "127.0.0.1:0".into();
     settings.storage.data_dir = dir.path().to_owned();
     settings.storage.wal_fsync = WalFsync::Never;
@@ -226,6 +251,7 @@ async fn main() {
         ingest_rounds,
         ingest_only,
         ingest_connections,
+        redis,
     } = Args::parse();
     let raw = args.read();
     let docs: Arc<Vec<(String, String)>> = Arc::new(
@@ -247,7 +273,7 @@ async fn main() {
     // A warm-up load first, not counted: the process's first server pays
     // for its allocator's and page cache's first touch.
     {
-        let (served, _dir) = server(false, false).await;
+        let (served, _dir) = server(false, false, redis.as_deref()).await;
         load(&client, &served.base, &docs, ingest_connections).await;
         served.stop().await;
     }
@@ -259,7 +285,7 @@ async fn main() {
         for k in 0..SERVERS.len() {
             let c = (k + round) % SERVERS.len();
             let (_, passages, counts) = SERVERS[c];
-            let (served, _dir) = server(passages, counts).await;
+            let (served, _dir) = server(passages, counts, redis.as_deref()).await;
             this[c] = load(&client, &served.base, &docs, ingest_connections).await;
             served.stop().await;
         }
@@ -277,7 +303,7 @@ async fn main() {
     }
     let mut servers = Vec::new();
     for &(_, passages, counts) in SERVERS[1..3].iter().filter(|_| !ingest_only) {
-        let s = server(passages, counts).await;
+        let s = server(passages, counts, redis.as_deref()).await;
         load(&client, &s.0.base, &docs, ingest_connections).await;
         servers.push(s);
     }

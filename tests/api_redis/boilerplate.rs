@@ -924,6 +924,18 @@ async fn round_trips_of_counting_and_of_content_queries() {
     // version), the postings of its content fingerprints, the candidates'
     // records; their frequencies are this node's.
     assert_eq!(t_content, 3);
+    // By id: the record is read in the trip that reads the log.
+    on.index
+        .insert(new_doc(&on.engine, "r1", &reprint), WriteMode::Create)
+        .await
+        .unwrap();
+    let t_content_by_id = trips(on, async {
+        let out = on.index.similar_to_id("r1", &content).await.unwrap();
+        assert_eq!(out.matches.len(), 1);
+        assert_eq!(out.matches[0].id.as_str(), "p1");
+    })
+    .await;
+    assert_eq!(t_content_by_id, 3);
     let t_raw_off = trips(off, async {
         off.index
             .similar_to(&doc, None, &raw_jaccard)

@@ -318,6 +318,20 @@ impl RedisIndex {
         Ok((self.engine.classifier_with(n), map))
     }
 
+    /// [`Self::content_start`] when the log was read just before (in the
+    /// caller's trip): the lookups are this node's, no trip.
+    pub(super) fn content_start_read(
+        &self,
+        shingles: &[u32],
+    ) -> Result<(Classifier, HashMap<u32, u32>), BackendError> {
+        let table = self.df_tail.table().ok_or(EngineError::BoilerplateOff)?;
+        let mut sorted = shingles.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let map = lookup(Some(&table), &sorted);
+        Ok((self.engine.classifier_with(table.docs()), map))
+    }
+
     /// Add to `map` the frequencies of the shingles of `records` it lacks,
     /// from this node's counts as they are (no trip: the query read the
     /// log when it started).

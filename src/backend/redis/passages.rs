@@ -451,19 +451,23 @@ impl RedisIndex {
     /// are looked up), and the candidates' before they are verified (1
     /// trip); on raw scores with document frequency counted, the matches'
     /// content scores (1 trip).
+    /// `counts_read`: the caller read the log in a trip of its own just
+    /// before (a query by id, with the record), so the query's frequencies
+    /// are looked up here without a trip.
     pub(super) async fn contained(
         &self,
         doc: &Prepared,
         exclude: Option<&str>,
         q: &Query,
+        counts_read: bool,
     ) -> Result<QueryOutcome, BackendError> {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff(q.measure.as_str()).into());
         }
-        let start = if q.score == Score::Content {
-            Some(self.content_start(doc.shingles()).await?)
-        } else {
-            None
+        let start = match (q.score, counts_read) {
+            (Score::Content, false) => Some(self.content_start(doc.shingles()).await?),
+            (Score::Content, true) => Some(self.content_start_read(doc.shingles())?),
+            _ => None,
         };
         let mut keys = self
             .engine

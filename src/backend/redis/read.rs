@@ -401,7 +401,7 @@ impl RedisIndex {
         q: &Query,
     ) -> Result<QueryOutcome, BackendError> {
         if q.via_passages() {
-            return self.contained(doc, exclude, q).await;
+            return self.contained(doc, exclude, q, false).await;
         }
         let band_keys = self.engine.band_keys(doc.signature());
         let mut found = self.bucket_members(&band_keys).await?;
@@ -433,18 +433,57 @@ impl RedisIndex {
     }
 
     /// Near-duplicates of the stored document `id`.
+    /// On content scores the record is read in the trip that reads the
+    /// document-frequency log (one trip fewer than a query by text).
     pub async fn similar_to_id(&self, id: &str, q: &Query) -> Result<QueryOutcome, BackendError> {
-        let record = self
-            .get(id)
-            .await?
-            .ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
+        let content = q.score == crate::engine::Score::Content
+            && q.via_passages()
+            && self.passage_index()
+            && self.engine.boilerplate_on();
+        let record = if content {
+            self.get_reading_counts(id).await?
+        } else {
+            self.get(id).await?
+        };
+        let record = record.ok_or_else(|| EngineError::NotFound(id.to_owned()))?;
         let doc = self
             .engine
             .prepared_from_shingles(record.shingles().to_vec(), Some(record.selection().into()))
             .ok_or_else(|| BackendError::Internal("stored shingles are not a set".into()))?;
         // `exclude_same` compares with the stored document's metadata.
-        self.similar_to(&doc, Some(id), &q.about(record.metadata()))
-            .await
+        let q = q.about(record.metadata());
+        if content {
+            return self.contained(&doc, Some(id), &q, true).await;
+        }
+        self.similar_to(&doc, Some(id), &q).await
+    }
+
+    /// [`Self::get`] in the trip that reads the document-frequency log (and
+    /// the templates' version), applied before it answers.
+    async fn get_reading_counts(&self, id: &str) -> Result<Option<Arc<Record>>, BackendError> {
+        let mut get = redis::cmd("GET");
+        get.arg(self.keys.record(iid(id)));
+        let (reads, read) = self.df_read_calls(&[]);
+        let mut calls = vec![super::call(get)];
+        calls.extend(reads);
+        let mut values = self.redis.calls("reading a record", calls).await?;
+        let counts = values.split_off(1);
+        self.df_read_answers(read, counts).await?;
+        let bytes: Option<Vec<u8>> =
+            redis::from_redis_value(values.pop().unwrap_or(redis::Value::Nil))
+                .map_err(|e| corrupt(&self.keys.record(iid(id)), e))?;
+        let Some(bytes) = bytes else {
+            return Ok(None);
+        };
+        let stored = decode_record(&bytes).map_err(|e| corrupt(&self.keys.record(iid(id)), e))?;
+        if stored.id != id {
+            return Ok(None);
+        }
+        let record = self.to_record(stored)?;
+        Ok(self
+            .engine
+            .is_live(&record, self.engine.now_ms())
+            .then_some(record))
     }
 
     /// Exact and estimated similarity of two stored documents (one trip).
