@@ -583,7 +583,8 @@ impl RedisIndex {
             let mut sets = Vec::with_capacity(iids.len());
             for (&iid, stored) in iids.iter().zip(self.read_records(&iids).await?) {
                 let Some(stored) = stored else { continue };
-                if counted.versions.insert((iid, stored.gen)) {
+                let version = (iid, stored.gen);
+                if !counted.removed.contains_key(&version) && counted.versions.insert(version) {
                     sets.push(stored.shingles);
                 }
             }

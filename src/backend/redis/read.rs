@@ -65,12 +65,19 @@ impl RedisIndex {
     /// The current live version of `id`.
     pub async fn get(&self, id: &str) -> Result<Option<Arc<Record>>, BackendError> {
         let mut found = self.read_records(&[iid(id)]).await?;
-        let Some(stored) = found.pop().flatten() else {
+        self.live_record(id, found.pop().flatten())
+    }
+
+    /// The record read for `id`, if it is `id`'s (not another id's with
+    /// the same iid) and live.
+    fn live_record(
+        &self,
+        id: &str,
+        stored: Option<StoredRecord>,
+    ) -> Result<Option<Arc<Record>>, BackendError> {
+        let Some(stored) = stored.filter(|s| s.id == id) else {
             return Ok(None);
         };
-        if stored.id != id {
-            return Ok(None);
-        }
         let record = self.to_record(stored)?;
         Ok(self
             .engine
@@ -469,21 +476,14 @@ impl RedisIndex {
         let mut values = self.redis.calls("reading a record", calls).await?;
         let counts = values.split_off(1);
         self.df_read_answers(read, counts).await?;
+        let key = self.keys.record(iid(id));
         let bytes: Option<Vec<u8>> =
             redis::from_redis_value(values.pop().unwrap_or(redis::Value::Nil))
-                .map_err(|e| corrupt(&self.keys.record(iid(id)), e))?;
-        let Some(bytes) = bytes else {
-            return Ok(None);
-        };
-        let stored = decode_record(&bytes).map_err(|e| corrupt(&self.keys.record(iid(id)), e))?;
-        if stored.id != id {
-            return Ok(None);
-        }
-        let record = self.to_record(stored)?;
-        Ok(self
-            .engine
-            .is_live(&record, self.engine.now_ms())
-            .then_some(record))
+                .map_err(|e| corrupt(&key, e))?;
+        let stored = bytes
+            .map(|b| decode_record(&b).map_err(|e| corrupt(&key, e)))
+            .transpose()?;
+        self.live_record(id, stored)
     }
 
     /// Exact and estimated similarity of two stored documents (one trip).
