@@ -488,6 +488,24 @@ async fn a_node_that_missed_entries_of_the_log_counts_again() {
     a.index.insert(d, WriteMode::Create).await.unwrap();
     assert_exact(&b, &model, &seen, "after entries b had read were trimmed").await;
     assert_eq!(rebuilds(), before + 2, "b did not count again");
+    // An entry that will not decode is reported and counted past (the
+    // records are counted again), not an error for every read.
+    let keys = a.index.keys();
+    let mut incr = redis::cmd("INCR");
+    incr.arg(keys.df_seq());
+    let seq: u64 = a.index.redis().one("test", incr).await.unwrap();
+    let mut xadd = redis::cmd("XADD");
+    xadd.arg(keys.df_log())
+        .arg("*")
+        .arg("s")
+        .arg(seq)
+        .arg("d")
+        .arg(&[9u8, 1, 2][..]);
+    let _: String = a.index.redis().one("test", xadd).await.unwrap();
+    let d = write(&mut model, &mut seen, &a, "m4", 5);
+    a.index.insert(d, WriteMode::Create).await.unwrap();
+    assert_exact(&b, &model, &seen, "after an entry that will not decode").await;
+    assert_eq!(rebuilds(), before + 3, "b counted again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -248,7 +248,7 @@ enum Applied {
     /// The read was full: more may follow.
     More,
     /// An entry is missing (trimmed before this node read it, or a stop's
-    /// number): count again.
+    /// number), or will not decode: count again.
     Gap,
 }
 
@@ -498,8 +498,16 @@ impl RedisIndex {
                 break;
             }
             let ms = id_ms(&id);
-            let changes = parse_batch(&batch)
-                .map_err(|e| corrupt(&self.keys.df_log(), format!("{id}: {e}")))?;
+            let changes = match parse_batch(&batch) {
+                Ok(changes) => changes,
+                Err(e) => {
+                    // Reported, and counted past: the records are what
+                    // counts (every read would fail on it otherwise).
+                    tracing::error!(key = %self.keys.df_log(), entry = %id, error = %e, "a document-frequency log entry that will not decode; counting every record again");
+                    outcome = Applied::Gap;
+                    break;
+                }
+            };
             counted.take(changes, ms, &mut adds, &mut subs);
             counted.seq = seq;
             counted.last_id = id;
