@@ -199,7 +199,7 @@ pub struct RedisCounters {
     pub postings_common: AtomicU64,
     /// Records whose postings a backfill (switching the index on) added.
     pub postings_backfilled: AtomicU64,
-    /// Trips that moved document frequencies (a write's, delete's or
+    /// Entries appended to the document-frequency log (a write's, delete's or
     /// sweep's counting).
     pub df_updates: AtomicU64,
     /// Reads of document frequencies (content queries, content scores).

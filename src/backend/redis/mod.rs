@@ -20,9 +20,11 @@
 //! - `sweep.rs`: purge_expired and the due index it reads;
 //! - `passages.rs`: the passage index (posting buckets): containment
 //!   queries, passage lookups, containment pairs, switching it on and off;
-//! - `boilerplate.rs`: document frequency (counted with every committed
-//!   write, delete and expiry; recounted when switched on), the registered
-//!   templates, and what content scores read of them;
+//! - `df_log.rs`: document frequency: every committed write, delete and
+//!   expiry appended to a log in Redis, the counts kept on every node that
+//!   follows it;
+//! - `boilerplate.rs`: reading those counts, switching them, the
+//!   registered templates, and what content scores read of them;
 //! - `events.rs`: the event log (a Stream), webhook subscriptions (a
 //!   consumer group each) and their deliveries (issue 45);
 //! - `decisions.rs`: the review decisions (a hash and its version, issue 46);

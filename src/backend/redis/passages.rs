@@ -447,9 +447,9 @@ impl RedisIndex {
     /// any measure on content scores): the posting buckets of the query's
     /// fingerprints (1 trip), the candidates' records (1 trip per 256,
     /// most-sharing first), verified exactly. On content scores, first the
-    /// query's document frequencies (1 trip: only its content fingerprints
-    /// are looked up), and the candidates' before they are verified (1
-    /// trip); on raw scores with document frequency counted, the matches'
+    /// document-frequency log read (1 trip: only the query's content
+    /// fingerprints are looked up), the candidates' counts then this
+    /// node's; on raw scores with document frequency counted, the matches'
     /// content scores (1 trip).
     /// `counts_read`: the caller read the log in a trip of its own just
     /// before (a query by id, with the record), so the query's frequencies

@@ -210,7 +210,7 @@ impl RedisIndex {
         }
         let prepared = &new.doc;
         let own = Some(new.id.as_str());
-        // On content scores: the candidates' frequencies (one trip).
+        // On content scores: the candidates' frequencies (this node's).
         let mut content_map = HashMap::new();
         let mut classifier = None;
         if let Some((c, mut map)) = content_ctx {
