@@ -56,6 +56,10 @@ pub(super) struct DfRead {
     asked: Vec<u32>,
 }
 
+/// What a query on content scores starts from: the rule at its instant
+/// and its own shingles' frequencies.
+pub(super) type ContentStart = (Classifier, HashMap<u32, u32>);
+
 /// The frequencies of `sorted` in `table` (0s with no table), as a map.
 fn lookup(table: Option<&Frequencies>, sorted: &[u32]) -> HashMap<u32, u32> {
     let Some(table) = table else {
@@ -310,7 +314,7 @@ impl RedisIndex {
     pub(super) async fn content_start(
         &self,
         shingles: &[u32],
-    ) -> Result<(Classifier, HashMap<u32, u32>), BackendError> {
+    ) -> Result<ContentStart, BackendError> {
         if !self.engine.boilerplate_on() {
             return Err(EngineError::BoilerplateOff.into());
         }
@@ -318,12 +322,17 @@ impl RedisIndex {
         Ok((self.engine.classifier_with(n), map))
     }
 
+    /// Whether this node has its counts (built, following the log).
+    pub(super) fn counts_built(&self) -> bool {
+        self.df_tail.table().is_some()
+    }
+
     /// [`Self::content_start`] when the log was read just before (in the
     /// caller's trip): the lookups are this node's, no trip.
     pub(super) fn content_start_read(
         &self,
         shingles: &[u32],
-    ) -> Result<(Classifier, HashMap<u32, u32>), BackendError> {
+    ) -> Result<ContentStart, BackendError> {
         let table = self.df_tail.table().ok_or(EngineError::BoilerplateOff)?;
         let mut sorted = shingles.to_vec();
         sorted.sort_unstable();

@@ -262,6 +262,16 @@ impl RedisIndex {
         &self,
         fingerprints: &[u32],
     ) -> Result<HashMap<u32, Bucket>, BackendError> {
+        Ok(self.posting_buckets_with(fingerprints, Vec::new()).await?.0)
+    }
+
+    /// [`Self::posting_buckets`] with `extra` calls in the same trip: their
+    /// answers too, in order.
+    async fn posting_buckets_with(
+        &self,
+        fingerprints: &[u32],
+        extra: Vec<super::Call>,
+    ) -> Result<(HashMap<u32, Bucket>, Vec<Value>), BackendError> {
         let common_at = self.engine.params().index.common_fingerprint_docs;
         let most = (common_at.saturating_mul(MEMBER)).to_string().into_bytes();
         // slot tag → (its hashes, their indexes, the fingerprints asked).
@@ -278,7 +288,7 @@ impl RedisIndex {
             asked.push((at, fp));
         }
         let slots: Vec<Slot> = by_slot.into_values().collect();
-        let calls = slots
+        let mut calls: Vec<super::Call> = slots
             .iter()
             .map(|(hashes, _, asked)| {
                 let mut args = Vec::with_capacity(2 * asked.len() + 1);
@@ -290,7 +300,9 @@ impl RedisIndex {
                 script_call(&POSTINGS_READ, hashes.clone(), args)
             })
             .collect();
-        let answers = self.redis.calls("reading posting buckets", calls).await?;
+        calls.extend(extra);
+        let mut answers = self.redis.calls("reading posting buckets", calls).await?;
+        let extra = answers.split_off(slots.len().min(answers.len()));
         let mut out = HashMap::with_capacity(fingerprints.len());
         let (mut read, mut common) = (0u64, 0u64);
         for ((hashes, _, asked), answer) in slots.iter().zip(answers) {
@@ -328,7 +340,7 @@ impl RedisIndex {
         let c = &self.redis.counters;
         c.postings_read.fetch_add(read, Ordering::Relaxed);
         c.postings_common.fetch_add(common, Ordering::Relaxed);
-        Ok(out)
+        Ok((out, extra))
     }
 
     /// The documents sharing `fingerprints` (sorted, distinct), with how
@@ -340,7 +352,48 @@ impl RedisIndex {
         fingerprints: &[u32],
         own: Option<u64>,
     ) -> Result<Postings, BackendError> {
-        let mut buckets = self.posting_buckets(fingerprints).await?;
+        let buckets = self.posting_buckets(fingerprints).await?;
+        Ok(Self::gather(fingerprints, buckets, own))
+    }
+
+    /// The query's content keys and their postings, the keys picked by
+    /// this node's counts as they are while the document-frequency log is
+    /// read in the same trip; then the keys as the counts say once it is
+    /// applied, and the buckets of any that became content read (one more
+    /// trip, only then). The same keys and buckets as reading the log
+    /// first, in one trip fewer: a write whose log entry the trip reads
+    /// has its postings in place already (they precede its commit).
+    async fn content_postings(
+        &self,
+        doc: &Prepared,
+        all: &[u32],
+        own: Option<u64>,
+    ) -> Result<(super::boilerplate::ContentStart, Vec<u32>, Postings), BackendError> {
+        let (classifier, map) = self.content_start_read(doc.shingles())?;
+        let guessed = classifier.content_keys(all, &map);
+        let (calls, read) = self.df_read_calls(&[]);
+        let (mut buckets, answers) = self.posting_buckets_with(&guessed, calls).await?;
+        self.df_read_answers(read, answers).await?;
+        let (classifier, map) = self.content_start_read(doc.shingles())?;
+        let keys = classifier.content_keys(all, &map);
+        let missing: Vec<u32> = keys
+            .iter()
+            .copied()
+            .filter(|k| guessed.binary_search(k).is_err())
+            .collect();
+        if !missing.is_empty() {
+            buckets.extend(self.posting_buckets(&missing).await?);
+        }
+        let postings = Self::gather(&keys, buckets, own);
+        Ok(((classifier, map), keys, postings))
+    }
+
+    /// What `fingerprints` share, from their `buckets`.
+    fn gather(
+        fingerprints: &[u32],
+        mut buckets: HashMap<u32, Bucket>,
+        own: Option<u64>,
+    ) -> Postings {
         let mut work = PassageWork {
             fingerprints: fingerprints.len(),
             ..Default::default()
@@ -370,11 +423,11 @@ impl RedisIndex {
         }
         work.common_docs.sort_unstable_by(|a, b| b.cmp(a));
         work.common_docs.truncate(COMMON_LISTED);
-        Ok(Postings {
+        Postings {
             shared,
             work,
             truncated,
-        })
+        }
     }
 
     /// The current records of `ranked` documents, in that order, each
@@ -464,18 +517,27 @@ impl RedisIndex {
         if !self.passage_index() {
             return Err(EngineError::PassageIndexOff(q.measure.as_str()).into());
         }
-        let start = match (q.score, counts_read) {
-            (Score::Content, false) => Some(self.content_start(doc.shingles()).await?),
-            (Score::Content, true) => Some(self.content_start_read(doc.shingles())?),
-            _ => None,
-        };
-        let mut keys = self
+        let all = self
             .engine
             .containment_keys(doc.shingles(), doc.fingerprints());
-        if let Some((classifier, map)) = &start {
-            keys = classifier.content_keys(&keys, map);
-        }
-        let postings = self.read_postings(&keys, exclude.map(iid)).await?;
+        let own = exclude.map(iid);
+        let content = q.score == Score::Content;
+        let (start, keys, postings) = if content && !counts_read && self.counts_built() {
+            let (start, keys, postings) = self.content_postings(doc, &all, own).await?;
+            (Some(start), keys, postings)
+        } else {
+            let start = match (content, counts_read) {
+                (true, false) => Some(self.content_start(doc.shingles()).await?),
+                (true, true) => Some(self.content_start_read(doc.shingles())?),
+                _ => None,
+            };
+            let keys = match &start {
+                Some((classifier, map)) => classifier.content_keys(&all, map),
+                None => all,
+            };
+            let postings = self.read_postings(&keys, own).await?;
+            (start, keys, postings)
+        };
         let common = postings.work.common;
         let query_fps = self.query_fingerprints(doc, keys.len());
         let mut ranked = postings.ranked();
