@@ -18,19 +18,20 @@
 //! said what happened), trimmed by time to [`log_window`].
 //!
 //! **Applied exactly once per version.** A node keeps the versions it
-//! counted. A + counts its version unless it is counted already (a recount
-//! saw it) or removed already (a − that overtook it: another node deleted
-//! it before the writer's entry landed); a − uncounts a counted version, or
-//! remembers it as removed (for [`log_window`]). A version has at most one +
-//! (its commit) and one − (the delete that took it), so the counts are
-//! exact whatever order two nodes' entries land in, and an entry sent twice
+//! counted, and every − for [`log_window`]. A + counts its version unless
+//! it is counted already (a recount saw it) or removed already (a − that
+//! overtook it: another node deleted it before the writer's entry landed);
+//! a − uncounts a counted version. A version has at most one + (its
+//! commit) and one − (the delete that took it), so the counts are exact
+//! whatever order two nodes' entries land in, and an entry read twice
 //! counts once.
 //!
 //! **Start, switch, fall behind.** A node notes where the log ends, counts
 //! every stored record (as versions), then applies the log after that
 //! point: writes the walk saw and the log holds count once. A node finds
-//! the sequence broken (entries trimmed before it read them, or the log
-//! stopped and started again by a switch off and on) and counts again.
+//! the sequence broken (entries trimmed before it read them, the log
+//! stopped and started again by a switch off and on, or an entry that will
+//! not decode) and counts again.
 
 use super::codec::decode_record;
 use super::passages::iid_of_key;
