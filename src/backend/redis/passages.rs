@@ -499,11 +499,11 @@ impl RedisIndex {
     /// A query answered from the passage index (a containment measure, or
     /// any measure on content scores): the posting buckets of the query's
     /// fingerprints (1 trip), the candidates' records (1 trip per 256,
-    /// most-sharing first), verified exactly. On content scores, first the
-    /// document-frequency log read (1 trip: only the query's content
-    /// fingerprints are looked up), the candidates' counts then this
-    /// node's; on raw scores with document frequency counted, the matches'
-    /// content scores (1 trip).
+    /// most-sharing first), verified exactly. On content scores only the
+    /// query's content fingerprints are read, with the document-frequency
+    /// log in the same trip ([`Self::content_postings`]), and every count
+    /// is this node's; on raw scores with document frequency counted, the
+    /// matches' content scores (1 trip).
     /// `counts_read`: the caller read the log in a trip of its own just
     /// before (a query by id, with the record), so the query's frequencies
     /// are looked up here without a trip.
