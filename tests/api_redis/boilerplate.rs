@@ -411,10 +411,6 @@ async fn a_node_that_opens_a_collection_written_without_counts_recounts_it() {
 /// Append a log entry by hand: version (`iid`, `gen`) stored with
 /// `shingles` (docs/redis-layout.md: the entry's format).
 async fn log_by_hand(node: &Node, iid: u64, gen: u32, shingles: &[u32]) {
-    let keys = node.index.keys();
-    let mut incr = redis::cmd("INCR");
-    incr.arg(keys.df_seq());
-    let seq: u64 = node.index.redis().one("test", incr).await.unwrap();
     let mut batch = vec![1u8, 1u8];
     batch.extend_from_slice(&iid.to_le_bytes());
     batch.extend_from_slice(&gen.to_le_bytes());
@@ -422,6 +418,15 @@ async fn log_by_hand(node: &Node, iid: u64, gen: u32, shingles: &[u32]) {
     for x in shingles {
         batch.extend_from_slice(&x.to_le_bytes());
     }
+    append_by_hand(node, &batch).await;
+}
+
+/// Append an entry with `batch` to the log, numbered as `df_log.lua` does.
+async fn append_by_hand(node: &Node, batch: &[u8]) {
+    let keys = node.index.keys();
+    let mut incr = redis::cmd("INCR");
+    incr.arg(keys.df_seq());
+    let seq: u64 = node.index.redis().one("test", incr).await.unwrap();
     let mut xadd = redis::cmd("XADD");
     xadd.arg(keys.df_log())
         .arg("*")
@@ -490,18 +495,7 @@ async fn a_node_that_missed_entries_of_the_log_counts_again() {
     assert_eq!(rebuilds(), before + 2, "b did not count again");
     // An entry that will not decode is reported and counted past (the
     // records are counted again), not an error for every read.
-    let keys = a.index.keys();
-    let mut incr = redis::cmd("INCR");
-    incr.arg(keys.df_seq());
-    let seq: u64 = a.index.redis().one("test", incr).await.unwrap();
-    let mut xadd = redis::cmd("XADD");
-    xadd.arg(keys.df_log())
-        .arg("*")
-        .arg("s")
-        .arg(seq)
-        .arg("d")
-        .arg(&[9u8, 1, 2][..]);
-    let _: String = a.index.redis().one("test", xadd).await.unwrap();
+    append_by_hand(&a, &[9u8, 1, 2]).await;
     let d = write(&mut model, &mut seen, &a, "m4", 5);
     a.index.insert(d, WriteMode::Create).await.unwrap();
     assert_exact(&b, &model, &seen, "after an entry that will not decode").await;
