@@ -188,14 +188,7 @@ impl Collections {
             match self.get(name) {
                 Some(c) if c.incarnation == entry.incarnation => {
                     Self::apply(&c, entry);
-                    if let Some(backend) = c.backend() {
-                        if let Err(e) = backend.refresh_templates_if_changed().await {
-                            tracing::warn!(collection = %c.name, error = %e, "cannot read the collection's templates; retried");
-                        }
-                        if let Err(e) = backend.follow_counts().await {
-                            tracing::warn!(collection = %c.name, error = %e, "cannot follow the document-frequency log; retried");
-                        }
-                    }
+                    Self::keep_up(&c).await;
                 }
                 _ => match self.open_entry(parsed, entry).await {
                     Ok(c) => {
@@ -208,6 +201,9 @@ impl Collections {
                 },
             }
         }
+        // The `default` collection is not in the catalog (its settings are
+        // each node's configuration), but its keys are shared all the same.
+        Self::keep_up(&self.default_collection()).await;
         let mut map = self.map.write().expect("map lock");
         if self.catalog_epoch.load(Ordering::Acquire) != epoch {
             // This node changed the catalog since it was read.
@@ -228,6 +224,21 @@ impl Collections {
             keep
         });
         Ok(())
+    }
+
+    /// What a watch does for each open collection, the `default` one too:
+    /// learn templates another node changed, and follow the
+    /// document-frequency log (so this node counts the writes as they
+    /// come, not all at once at its first read, and never falls behind
+    /// the log's window while nobody reads).
+    async fn keep_up(c: &Collection) {
+        let Some(backend) = c.backend() else { return };
+        if let Err(e) = backend.refresh_templates_if_changed().await {
+            tracing::warn!(collection = %c.name, error = %e, "cannot read the collection's templates; retried");
+        }
+        if let Err(e) = backend.follow_counts().await {
+            tracing::warn!(collection = %c.name, error = %e, "cannot follow the document-frequency log; retried");
+        }
     }
 
     /// The collection `name` after reading its catalog entry (a request
