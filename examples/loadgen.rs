@@ -89,6 +89,10 @@ struct Args {
     /// which must exist) instead of `default`.
     #[arg(long)]
     collection: Option<String>,
+    /// Extra query parameters of every `GET /similar` (`name=value&…`,
+    /// e.g. `score=content`), to drive one kind of query (and profile it).
+    #[arg(long)]
+    params: Option<String>,
 }
 
 impl Args {
@@ -395,14 +399,31 @@ async fn query(client: &reqwest::Client, args: &Args, corpus: &Arc<Corpus>) -> V
     let checked = picks.iter().filter(|p| p.1.is_some()).count();
     let (found, results) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let url = args.collection_url("/similar");
+    let extra: Vec<(String, String)> = args
+        .params
+        .as_deref()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (k.to_owned(), v.to_owned())
+        })
+        .collect();
+    let extra = Arc::new(extra);
     let picks = Arc::new(picks);
     let (c, f, r) = (client.clone(), Arc::clone(&found), Arc::clone(&results));
     let mut run = drive(args.queries, args.concurrency, move |i| {
         let (client, url, picks) = (c.clone(), url.clone(), Arc::clone(&picks));
-        let (found, results) = (Arc::clone(&f), Arc::clone(&r));
+        let (found, results, extra) = (Arc::clone(&f), Arc::clone(&r), Arc::clone(&extra));
         async move {
             let (id, twin) = &picks[i];
-            let resp = client.get(&url).query(&[("id", id.as_str())]).send().await;
+            let resp = client
+                .get(&url)
+                .query(&[("id", id.as_str())])
+                .query(&*extra)
+                .send()
+                .await;
             let Ok(resp) = resp else { return false };
             if !resp.status().is_success() {
                 eprintln!("GET /similar?id={id}: HTTP {}", resp.status());

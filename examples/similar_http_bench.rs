@@ -4,7 +4,7 @@
 //! ratios `passage_bench` and `boilerplate_bench` measure.
 //!
 //! ```text
-//! cargo run --release --example similar_http_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads C] [--ingest-rounds I] [--ingest-only] [--ingest-connections K] [--redis "redis://127.0.0.1:P …"]
+//! cargo run --release --example similar_http_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads C] [--ingest-rounds I] [--ingest-only] [--ingest-connections K] [--redis "redis://127.0.0.1:P …"] [--kinds "NAME,…"]
 //! ```
 //!
 //! With `--redis`, every server runs on the redis backend over those
@@ -33,6 +33,11 @@
 //!   medians of the rounds, and the median of each round's own ratio to
 //!   the Jaccard query of the same form (by id, by text) on the server
 //!   without document frequency.
+//!
+//! `--kinds` runs only the query kinds named (comma-separated, as printed;
+//! the two Jaccard queries without document frequency always run, as the
+//! ratios' base), e.g. to profile one; `--ingest-rounds 0` skips the
+//! ingest rounds.
 //!
 //! The client runs in the same process and on the same cores: its cost is
 //! in every figure alike. Prints one JSON object last.
@@ -71,6 +76,10 @@ struct Args {
     /// key prefix of its own.
     #[arg(long)]
     redis: Option<String>,
+    /// Only these query kinds (comma-separated names, as printed), beside
+    /// the two Jaccard queries every ratio is to.
+    #[arg(long)]
+    kinds: Option<String>,
 }
 
 /// One kind of query: its name, the server it asks (0: passage index; 1:
@@ -252,7 +261,19 @@ async fn main() {
         ingest_only,
         ingest_connections,
         redis,
+        kinds: only,
     } = Args::parse();
+    let wanted: Vec<bool> = KINDS
+        .iter()
+        .enumerate()
+        .map(|(k, &(name, ..))| {
+            k == 0
+                || k == 4
+                || only
+                    .as_deref()
+                    .is_none_or(|o| o.split(',').any(|n| n.trim() == name))
+        })
+        .collect();
     let raw = args.read();
     let docs: Arc<Vec<(String, String)>> = Arc::new(
         args.lines(&raw)
@@ -314,6 +335,9 @@ async fn main() {
         let mut this = vec![0.0; KINDS.len()];
         for k in 0..KINDS.len() {
             let kind = (k + round) % KINDS.len();
+            if !wanted[kind] {
+                continue;
+            }
             let (_, on, by_text, measure, score) = KINDS[kind];
             this[kind] = run_kind(
                 &client,
@@ -326,6 +350,9 @@ async fn main() {
             .await;
         }
         for (kind, &(name, _, by_text, _, _)) in KINDS.iter().enumerate() {
+            if !wanted[kind] {
+                continue;
+            }
             // The Jaccard query of the same form (by id, by text) on the
             // server without document frequency.
             let jaccard = if by_text { this[4] } else { this[0] };
@@ -344,6 +371,7 @@ async fn main() {
     let ingest: Vec<Value> = SERVERS
         .iter()
         .enumerate()
+        .filter(|&(c, _)| !ingest[c].is_empty())
         .map(|(c, &(name, _, _))| {
             json!({"server": name, "docs_per_s": median(&ingest[c]),
                    "ratio_to_index_off": median(&ingest_ratios[c]),
@@ -353,7 +381,7 @@ async fn main() {
     let kinds: Vec<Value> = KINDS
         .iter()
         .enumerate()
-        .filter(|_| !ingest_only)
+        .filter(|&(k, _)| !per_kind[k].is_empty())
         .map(|(k, &(name, _, _, _, _))| {
             json!({"kind": name, "us_per_query": median(&per_kind[k]),
                    "ratio_to_jaccard": median(&ratios[k]), "rounds_us": per_kind[k]})
