@@ -57,8 +57,9 @@ pub(super) struct DfRead {
 }
 
 /// What a query on content scores starts from: the rule at its instant
-/// and its own shingles' frequencies.
-pub(super) type ContentStart = (Classifier, HashMap<u32, u32>);
+/// and this node's counts (looked up in place, as the memory engine's
+/// queries do: no copy of the query's frequencies).
+pub(super) type ContentStart = (Classifier, Arc<Frequencies>);
 
 /// The frequencies of `sorted` in `table` (0s with no table), as a map.
 fn lookup(table: Option<&Frequencies>, sorted: &[u32]) -> HashMap<u32, u32> {
@@ -94,6 +95,16 @@ impl RedisIndex {
         read: DfRead,
         values: Vec<Value>,
     ) -> Result<(HashMap<u32, u32>, usize), BackendError> {
+        let table = self.df_read_table(values).await?;
+        Ok((lookup(Some(&table), &read.asked), table.docs()))
+    }
+
+    /// [`Self::df_read_answers`] without lookups: this node's counts, the
+    /// log applied.
+    pub(super) async fn df_read_table(
+        &self,
+        values: Vec<Value>,
+    ) -> Result<Arc<Frequencies>, BackendError> {
         let [version, entries]: [Value; 2] = values
             .try_into()
             .map_err(|_| BackendError::Internal("a frequency read answered a short list".into()))?;
@@ -103,7 +114,7 @@ impl RedisIndex {
         if version.unwrap_or(0) != self.templates_seen.load(Ordering::Acquire) {
             self.apply_templates().await?;
         }
-        Ok((lookup(Some(&table), &read.asked), table.docs()))
+        Ok(table)
     }
 
     /// The frequencies of `shingles`, and N: one trip (the log's new
@@ -309,17 +320,19 @@ impl RedisIndex {
         Ok(gone == 1)
     }
 
-    /// The rule now and the frequencies of `shingles` (a query's), for a
-    /// query on content scores: 1 trip (2 when the templates moved).
-    pub(super) async fn content_start(
-        &self,
-        shingles: &[u32],
-    ) -> Result<ContentStart, BackendError> {
+    /// The rule now and this node's counts, for a query on content
+    /// scores: 1 trip (the log; 2 when the templates moved).
+    pub(super) async fn content_start(&self) -> Result<ContentStart, BackendError> {
         if !self.engine.boilerplate_on() {
             return Err(EngineError::BoilerplateOff.into());
         }
-        let (map, n) = self.df_map(shingles).await?;
-        Ok((self.engine.classifier_with(n), map))
+        let (calls, _) = self.df_read_calls(&[]);
+        let values = self
+            .redis
+            .calls("reading document frequencies", calls)
+            .await?;
+        let table = self.df_read_table(values).await?;
+        Ok((self.engine.classifier_with(table.docs()), table))
     }
 
     /// Whether this node has its counts (built, following the log).
@@ -329,16 +342,9 @@ impl RedisIndex {
 
     /// [`Self::content_start`] when the log was read just before (in the
     /// caller's trip): the lookups are this node's, no trip.
-    pub(super) fn content_start_read(
-        &self,
-        shingles: &[u32],
-    ) -> Result<ContentStart, BackendError> {
+    pub(super) fn content_start_read(&self) -> Result<ContentStart, BackendError> {
         let table = self.df_tail.table().ok_or(EngineError::BoilerplateOff)?;
-        let mut sorted = shingles.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let map = lookup(Some(&table), &sorted);
-        Ok((self.engine.classifier_with(table.docs()), map))
+        Ok((self.engine.classifier_with(table.docs()), table))
     }
 
     /// Add to `map` the frequencies of the shingles of `records` it lacks,

@@ -132,6 +132,26 @@ pub fn script_call(script: &'static Script, keys: Vec<String>, args: Vec<Vec<u8>
     })
 }
 
+/// `call`, answering `Nil` when it fails, after handing the error to
+/// `refused` (a call whose failure the caller answers another way, in a
+/// trip that must not fail for it).
+pub fn refusal_as_nil(
+    call: Call,
+    refused: impl FnOnce(redis::RedisError) + Send + 'static,
+) -> Call {
+    Box::new(move |c: Conn| {
+        Box::pin(async move {
+            Ok(match call(c).await {
+                Ok(v) => v,
+                Err(e) => {
+                    refused(e);
+                    Value::Nil
+                }
+            })
+        })
+    })
+}
+
 /// Either kind of connection; cheap to clone (a handle to shared tasks).
 #[derive(Clone)]
 pub enum Conn {
@@ -217,6 +237,9 @@ pub struct RedisCounters {
     /// Failed deliveries dropped from a subscription's failed list by its
     /// bound (the oldest beyond the newest 1,000).
     pub failed_dropped: AtomicU64,
+    /// Reads grouped by node (posting buckets of many slots in one script
+    /// call) that a node refused, read again slot by slot.
+    pub grouped_read_failures: AtomicU64,
 }
 
 /// What the last check of the cluster saw (see [`Redis::check`]).
@@ -229,6 +252,97 @@ pub struct Health {
     /// Primaries answering `PING` at the last check.
     pub primaries: u64,
 }
+
+/// Redis Cluster's hash slots.
+const SLOTS: usize = 16_384;
+
+/// The hash slot of `key` (Redis Cluster's rule: CRC16-XMODEM of its hash
+/// tag, the text between the first `{` and the next `}` when not empty,
+/// else of the whole key; mod 16,384).
+pub fn key_slot(key: &[u8]) -> u16 {
+    let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        let close = rest.iter().position(|&b| b == b'}')?;
+        (close > 0).then(|| &rest[..close])
+    });
+    crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(key)) % SLOTS as u16
+}
+
+/// Which primary served each hash slot when last read (`CLUSTER SLOTS`),
+/// so that reads of keys in many slots can be put in one script call a
+/// node (`allow-cross-slot-keys`). Only a grouping: a call is still routed
+/// by its first key, and a node that no longer serves one of the others
+/// refuses the call ("non local key"), which the caller answers by reading
+/// slot by slot and [`Redis::slot_owners_failed`].
+pub struct SlotOwners {
+    /// Per slot, its primary's number; `u16::MAX`: no primary served it.
+    owner: Vec<u16>,
+}
+
+impl SlotOwners {
+    /// One node serves every slot (a single Redis, not a cluster).
+    pub(super) fn single() -> Self {
+        Self {
+            owner: vec![0; SLOTS],
+        }
+    }
+
+    /// From a `CLUSTER SLOTS` answer: `[start, end, [host, port, …], …]`
+    /// per range.
+    fn from_cluster_slots(value: Value) -> Result<Self, String> {
+        let Value::Array(ranges) = value else {
+            return Err("CLUSTER SLOTS answered no list".into());
+        };
+        let mut owner = vec![u16::MAX; SLOTS];
+        let mut nodes: Vec<Vec<u8>> = Vec::new();
+        for range in ranges {
+            let Value::Array(fields) = range else {
+                return Err("a CLUSTER SLOTS range is no list".into());
+            };
+            let (Some(Value::Int(start)), Some(Value::Int(end)), Some(Value::Array(primary))) =
+                (fields.first(), fields.get(1), fields.get(2))
+            else {
+                return Err("a CLUSTER SLOTS range lacks its bounds or primary".into());
+            };
+            let name = match (primary.first(), primary.get(1)) {
+                (Some(Value::BulkString(host)), Some(Value::Int(port))) => {
+                    let mut name = host.clone();
+                    name.extend_from_slice(format!(":{port}").as_bytes());
+                    name
+                }
+                _ => return Err("a CLUSTER SLOTS primary lacks its address".into()),
+            };
+            let at = match nodes.iter().position(|n| *n == name) {
+                Some(at) => at,
+                None => {
+                    nodes.push(name);
+                    nodes.len() - 1
+                }
+            };
+            let (start, end) = (*start, *end);
+            if !(0..SLOTS as i64).contains(&start) || !(start..SLOTS as i64).contains(&end) {
+                return Err(format!(
+                    "a CLUSTER SLOTS range {start}-{end} is out of bounds"
+                ));
+            }
+            for slot in &mut owner[start as usize..=end as usize] {
+                *slot = at as u16;
+            }
+        }
+        Ok(Self { owner })
+    }
+
+    /// The primary that served `key`'s slot (`None`: none did).
+    pub fn node_of(&self, key: &str) -> Option<u16> {
+        let n = self.owner[key_slot(key.as_bytes()) as usize];
+        (n != u16::MAX).then_some(n)
+    }
+}
+
+/// How long after a grouped read failed reads go slot by slot (the slot map
+/// moving, or a Redis that refuses the script): not every query pays for
+/// a failed call and a read of the map while it settles.
+const OWNERS_PAUSE: Duration = Duration::from_secs(10);
 
 /// The connection shared by every collection of a server.
 pub struct Redis {
@@ -245,6 +359,12 @@ pub struct Redis {
     last_trip_failed: std::sync::atomic::AtomicBool,
     /// `neardup_redis_*`, fed from `counters` and `health` at each scrape.
     metrics: super::metrics::RedisMetrics,
+    /// The slot map as last read, for grouping reads by node
+    /// ([`Self::slot_owners`]); none until read, or after a grouped read
+    /// failed.
+    pub(super) owners: std::sync::RwLock<Option<Arc<SlotOwners>>>,
+    /// Grouped reads are off until then (see [`OWNERS_PAUSE`]).
+    pub(super) owners_paused: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 fn unavailable(what: &str, e: impl std::fmt::Display) -> BackendError {
@@ -261,7 +381,81 @@ impl Redis {
             health: std::sync::Mutex::new(None),
             last_trip_failed: std::sync::atomic::AtomicBool::new(false),
             metrics: super::metrics::RedisMetrics::new(),
+            owners: std::sync::RwLock::new(None),
+            owners_paused: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Which primary serves each slot, to group reads by node: read once
+    /// (`CLUSTER SLOTS`, one trip) and kept until a grouped read fails;
+    /// `None` while grouped reads are paused after a failure, or when the
+    /// map cannot be read (then reads go slot by slot).
+    pub async fn slot_owners(&self) -> Option<Arc<SlotOwners>> {
+        if let Some(o) = self.owners.read().expect("owners lock").as_ref() {
+            return Some(Arc::clone(o));
+        }
+        {
+            let mut paused = self.owners_paused.lock().expect("owners pause");
+            match *paused {
+                Some(until) if std::time::Instant::now() < until => return None,
+                Some(_) => *paused = None,
+                None => {}
+            }
+        }
+        let mut conn = self.conn().await.ok()?;
+        self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
+        self.counters.commands.fetch_add(1, Ordering::Relaxed);
+        let read = tokio::time::timeout(self.timeout(), Self::read_owners(&mut conn)).await;
+        self.keep_owners(read.unwrap_or_else(|_| Err("timed out".into())))
+    }
+
+    /// Which primary serves each slot, read on `conn` (one command; none
+    /// for a single Redis).
+    async fn read_owners(conn: &mut Conn) -> Result<SlotOwners, String> {
+        if let Conn::Single(_) = conn {
+            return Ok(SlotOwners::single());
+        }
+        let value: Value = redis::cmd("CLUSTER")
+            .arg("SLOTS")
+            .query_async(conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        SlotOwners::from_cluster_slots(value)
+    }
+
+    /// Keep a read of the slot map, or pause grouped reads when it failed.
+    fn keep_owners(&self, read: Result<SlotOwners, String>) -> Option<Arc<SlotOwners>> {
+        match read {
+            Ok(o) => {
+                let owners = Arc::new(o);
+                *self.owners.write().expect("owners lock") = Some(Arc::clone(&owners));
+                Some(owners)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the cluster's slot map; reads go slot by slot for a while");
+                *self.owners.write().expect("owners lock") = None;
+                self.pause_owners();
+                None
+            }
+        }
+    }
+
+    /// A grouped read failed: forget the slot map (read again after
+    /// [`OWNERS_PAUSE`]) and count it.
+    pub fn slot_owners_failed(&self, e: &redis::RedisError) {
+        let had = self.owners.write().expect("owners lock").take().is_some();
+        self.counters
+            .grouped_read_failures
+            .fetch_add(1, Ordering::Relaxed);
+        if had {
+            tracing::warn!(error = %e, "a read grouped by node failed (the slot map moved, or the script was refused); read slot by slot, and the map read again in 10 s");
+        }
+        self.pause_owners();
+    }
+
+    fn pause_owners(&self) {
+        *self.owners_paused.lock().expect("owners pause") =
+            Some(std::time::Instant::now() + OWNERS_PAUSE);
     }
 
     /// Append `neardup_redis_*`, brought up to date, to `out` (OpenMetrics text).
@@ -332,8 +526,13 @@ impl Redis {
             self.settings.connect_timeout_ms + self.settings.command_timeout_ms,
         );
         match tokio::time::timeout(budget, self.connect()).await {
-            Ok(Ok(fresh)) => {
+            Ok(Ok(mut fresh)) => {
+                // A failover moved slots: the map as the fresh connection
+                // sees it.
+                let read =
+                    tokio::time::timeout(self.timeout(), Self::read_owners(&mut fresh)).await;
                 *self.conn.write().await = Some(fresh);
+                self.keep_owners(read.unwrap_or_else(|_| Err("timed out".into())));
                 self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
                 tracing::info!("a fresh connection to redis replaces the current one");
             }
@@ -413,9 +612,12 @@ impl Redis {
         let budget = Duration::from_millis(
             self.settings.connect_timeout_ms + self.settings.command_timeout_ms,
         );
-        let conn = tokio::time::timeout(budget, self.connect())
+        let mut conn = tokio::time::timeout(budget, self.connect())
             .await
             .map_err(|_| unavailable("connecting to redis", "timed out"))??;
+        // The slot map for grouped reads, so that no query waits for it.
+        let read = tokio::time::timeout(self.timeout(), Self::read_owners(&mut conn)).await;
+        self.keep_owners(read.unwrap_or_else(|_| Err("timed out".into())));
         *slot = Some(conn.clone());
         Ok(conn)
     }

@@ -26,9 +26,9 @@ pub struct RedisMetrics {
     /// for a broken log, webhook deliveries reclaimed and failed
     /// deliveries dropped: counters fed from
     /// [`RedisCounters`](super::conn::RedisCounters)' totals.
-    counters: [Counter; 18],
+    counters: [Counter; 19],
     /// Those totals at the last scrape.
-    seen: Mutex<[u64; 18]>,
+    seen: Mutex<[u64; 19]>,
     up: Gauge,
     primaries: Gauge,
     redirections: Family<RedirectLabels, Gauge>,
@@ -37,7 +37,7 @@ pub struct RedisMetrics {
 impl RedisMetrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("neardup_redis");
-        let counters: [Counter; 18] = Default::default();
+        let counters: [Counter; 19] = Default::default();
         for (c, (name, help)) in counters.iter().zip([
             ("round_trips", "Round trips to Redis (the commands of one are sent at once)"),
             ("commands", "Commands sent to Redis"),
@@ -57,6 +57,7 @@ impl RedisMetrics {
             ("df_log_rebuilds", "Times this node counted every record again because the document-frequency log lacked entries it had not read (trimmed, or counts switched off and on)"),
             ("deliveries_reclaimed", "Webhook deliveries another node took and did not settle before their lease ended (a dead or stalled node), taken over by this node"),
             ("failed_deliveries_dropped", "Failed webhook deliveries dropped from a subscription's failed list by its bound (the newest 1,000 are kept)"),
+            ("grouped_read_failures", "Reads of posting buckets grouped by node (one script call a primary) that a node refused, read again slot by slot: the slot map moved (resharding, failover), or the script was refused"),
         ]) {
             registry.register(name, help, c.clone());
         }
@@ -81,7 +82,7 @@ impl RedisMetrics {
         Self {
             registry,
             counters,
-            seen: Mutex::new([0; 18]),
+            seen: Mutex::new([0; 19]),
             up,
             primaries,
             redirections,
@@ -110,6 +111,7 @@ impl RedisMetrics {
             &c.df_log_rebuilds,
             &c.deliveries_reclaimed,
             &c.failed_dropped,
+            &c.grouped_read_failures,
         ]
         .map(|a| a.load(Ordering::Relaxed));
         let mut seen = self.seen.lock().expect("metrics lock");

@@ -59,6 +59,13 @@ use std::time::Duration;
 static POSTINGS_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/postings_read.lua")));
 
+/// [`POSTINGS_READ`] over the posting hashes of several slots one primary
+/// serves (`allow-cross-slot-keys`): one call a node. `KEYS[1]` one of the
+/// hashes; `ARGV[1]` the most bytes, `ARGV[2]` how many more hash names,
+/// the names, then hash number and field pairs.
+static POSTINGS_READ_NODE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/postings_read_node.lua")));
+
 /// Append members to fields of one bucket hash unless already there (the
 /// backfill). `KEYS[1]` the hash; ARGV: field, member, …
 static ADD_ABSENT: LazyLock<Script> =
@@ -79,6 +86,7 @@ const SCAN_STEP: usize = 1024;
 const META_FIELD: &str = "passages";
 
 /// A posting bucket as read.
+#[derive(Debug, PartialEq)]
 enum Bucket {
     /// Its members, each once.
     Members(Vec<(u64, u32)>),
@@ -92,22 +100,33 @@ type Gathered = (HashMap<(u64, u32), usize>, usize);
 
 /// What the posting buckets of a query's fingerprints gave.
 pub(super) struct Postings {
-    /// (iid, gen) → fingerprints of the query that version shares.
-    shared: HashMap<(u64, u32), usize>,
+    /// Each version met, (iid, gen), with how many of the query's
+    /// fingerprints it shares: sorted by version (a query meets ~1,000
+    /// versions sharing one or two: a sort of their members costs less
+    /// than hashing each into a map).
+    shared: Vec<((u64, u32), usize)>,
     pub(super) work: PassageWork,
     pub(super) truncated: bool,
 }
 
 impl Postings {
+    /// Versions with how many times each is in `members` (any order).
+    fn counted(mut members: Vec<(u64, u32)>) -> Vec<((u64, u32), usize)> {
+        members.sort_unstable();
+        members
+            .chunk_by(|a, b| a == b)
+            .map(|run| (run[0], run.len()))
+            .collect()
+    }
+
     /// Every document met, with the most fingerprints any of its versions
     /// shares: most first, then by iid.
     pub(super) fn ranked(&self) -> Vec<(u64, usize)> {
-        let mut best: HashMap<u64, usize> = HashMap::new();
-        for (&(i, _), &n) in &self.shared {
-            let b = best.entry(i).or_default();
-            *b = (*b).max(n);
-        }
-        let mut out: Vec<(u64, usize)> = best.into_iter().collect();
+        let mut out: Vec<(u64, usize)> = self
+            .shared
+            .chunk_by(|a, b| a.0 .0 == b.0 .0)
+            .map(|run| (run[0].0 .0, run.iter().map(|&(_, n)| n).max().unwrap_or(0)))
+            .collect();
         out.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         out
     }
@@ -115,13 +134,16 @@ impl Postings {
     /// How many fingerprints version `gen` of `iid` shares (`None`: the
     /// version was not in the buckets: stale, or written after them).
     pub(super) fn shared(&self, iid: u64, gen: u32) -> Option<usize> {
-        self.shared.get(&(iid, gen)).copied()
+        self.shared
+            .binary_search_by(|(v, _)| v.cmp(&(iid, gen)))
+            .ok()
+            .map(|at| self.shared[at].1)
     }
 
     /// The versions met of each document.
     pub(super) fn gens(&self) -> HashMap<u64, Vec<u32>> {
         let mut out: HashMap<u64, Vec<u32>> = HashMap::new();
-        for &(i, g) in self.shared.keys() {
+        for &((i, g), _) in &self.shared {
             out.entry(i).or_default().push(g);
         }
         out
@@ -288,28 +310,101 @@ impl RedisIndex {
             asked.push((at, fp));
         }
         let slots: Vec<Slot> = by_slot.into_values().collect();
-        let mut calls: Vec<super::Call> = slots
+        let slot_call = |(hashes, _, asked): &Slot| {
+            let mut args = Vec::with_capacity(2 * asked.len() + 1);
+            args.push(most.clone());
+            for &(at, fp) in asked {
+                args.push(at.to_string().into_bytes());
+                args.push(fp.to_le_bytes().to_vec());
+            }
+            script_call(&POSTINGS_READ, hashes.clone(), args)
+        };
+        // The slots grouped by the primary serving them: one call a node.
+        let heads: Vec<&str> = slots
             .iter()
-            .map(|(hashes, _, asked)| {
-                let mut args = Vec::with_capacity(2 * asked.len() + 1);
-                args.push(most.clone());
-                for &(at, fp) in asked {
-                    args.push(at.to_string().into_bytes());
-                    args.push(fp.to_le_bytes().to_vec());
+            .map(|(hashes, _, _)| hashes[0].as_str())
+            .collect();
+        let groups = self.by_node(&heads).await;
+        let failed: Arc<std::sync::Mutex<Option<(usize, redis::RedisError)>>> = Arc::default();
+        let mut calls: Vec<super::Call> = groups
+            .iter()
+            .enumerate()
+            .map(|(g, members)| match members.as_slice() {
+                [one] => slot_call(&slots[*one]),
+                _ => {
+                    let mut hashes: Vec<String> = Vec::new();
+                    let mut pairs: Vec<Vec<u8>> = Vec::new();
+                    for &i in members {
+                        let (own, _, asked) = &slots[i];
+                        for &(at, fp) in asked {
+                            pairs.push((hashes.len() + at).to_string().into_bytes());
+                            pairs.push(fp.to_le_bytes().to_vec());
+                        }
+                        hashes.extend(own.iter().cloned());
+                    }
+                    let first = hashes.remove(0);
+                    let mut args = Vec::with_capacity(2 + hashes.len() + pairs.len());
+                    args.push(most.clone());
+                    args.push(hashes.len().to_string().into_bytes());
+                    args.extend(hashes.into_iter().map(String::into_bytes));
+                    args.extend(pairs);
+                    let call = script_call(&POSTINGS_READ_NODE, vec![first], args);
+                    let failed = Arc::clone(&failed);
+                    // Refused (the slot map moved): read slot by slot
+                    // below, not a failed trip.
+                    super::conn::refusal_as_nil(call, move |e| {
+                        failed.lock().expect("failed lock").get_or_insert((g, e));
+                    })
                 }
-                script_call(&POSTINGS_READ, hashes.clone(), args)
             })
             .collect();
         calls.extend(extra);
         let mut answers = self.redis.calls("reading posting buckets", calls).await?;
-        let extra = answers.split_off(slots.len().min(answers.len()));
-        let mut out = HashMap::with_capacity(fingerprints.len());
-        let (mut read, mut common) = (0u64, 0u64);
-        for ((hashes, _, asked), answer) in slots.iter().zip(answers) {
-            let hash = &hashes[0];
-            let Value::Array(values) = answer else {
+        let extra = answers.split_off(groups.len().min(answers.len()));
+        let refused = failed.lock().expect("failed lock").take();
+        // Each slot's answers, in its `asked` order.
+        let mut per_slot: Vec<Option<Vec<Value>>> = (0..slots.len()).map(|_| None).collect();
+        for (g, (members, answer)) in groups.iter().zip(answers).enumerate() {
+            if refused.as_ref().is_some_and(|(at, _)| *at == g) {
+                continue;
+            }
+            let hash = &slots[members[0]].0[0];
+            let Value::Array(mut values) = answer else {
+                if members.len() > 1 && answer == Value::Nil {
+                    // Another group's call was refused first; this one too.
+                    continue;
+                }
                 return Err(corrupt(hash, "the posting read answered no list"));
             };
+            let want: usize = members.iter().map(|&i| slots[i].2.len()).sum();
+            if values.len() != want {
+                return Err(corrupt(hash, "the posting read answered a short list"));
+            }
+            for &i in members.iter().rev() {
+                per_slot[i] = Some(values.split_off(values.len() - slots[i].2.len()));
+            }
+        }
+        let again: Vec<usize> = (0..slots.len())
+            .filter(|&i| per_slot[i].is_none())
+            .collect();
+        if !again.is_empty() {
+            if let Some((_, e)) = &refused {
+                self.redis.slot_owners_failed(e);
+            }
+            let calls = again.iter().map(|&i| slot_call(&slots[i])).collect();
+            let answers = self.redis.calls("reading posting buckets", calls).await?;
+            for (&i, answer) in again.iter().zip(answers) {
+                let Value::Array(values) = answer else {
+                    return Err(corrupt(&slots[i].0[0], "the posting read answered no list"));
+                };
+                per_slot[i] = Some(values);
+            }
+        }
+        let mut out = HashMap::with_capacity(fingerprints.len());
+        let (mut read, mut common) = (0u64, 0u64);
+        for ((hashes, _, asked), values) in slots.iter().zip(per_slot) {
+            let hash = &hashes[0];
+            let values = values.unwrap_or_default();
             if values.len() != asked.len() {
                 return Err(corrupt(hash, "the posting read answered a short list"));
             }
@@ -365,17 +460,16 @@ impl RedisIndex {
     /// has its postings in place already (they precede its commit).
     async fn content_postings(
         &self,
-        doc: &Prepared,
         all: &[u32],
         own: Option<u64>,
     ) -> Result<(super::boilerplate::ContentStart, Vec<u32>, Postings), BackendError> {
-        let (classifier, map) = self.content_start_read(doc.shingles())?;
-        let guessed = classifier.content_keys(all, &map);
-        let (calls, read) = self.df_read_calls(&[]);
+        let (classifier, table) = self.content_start_read()?;
+        let guessed = classifier.content_keys(all, &*table);
+        let (calls, _) = self.df_read_calls(&[]);
         let (mut buckets, answers) = self.posting_buckets_with(&guessed, calls).await?;
-        self.df_read_answers(read, answers).await?;
-        let (classifier, map) = self.content_start_read(doc.shingles())?;
-        let keys = classifier.content_keys(all, &map);
+        let table = self.df_read_table(answers).await?;
+        let classifier = self.engine.classifier_with(table.docs());
+        let keys = classifier.content_keys(all, &*table);
         let missing: Vec<u32> = keys
             .iter()
             .copied()
@@ -385,7 +479,31 @@ impl RedisIndex {
             buckets.extend(self.posting_buckets(&missing).await?);
         }
         let postings = Self::gather(&keys, buckets, own);
-        Ok(((classifier, map), keys, postings))
+        Ok(((classifier, table), keys, postings))
+    }
+
+    /// Slots (each named by one of its keys) grouped by the
+    /// primary that served them when the slot map was last read: a group
+    /// of several is read in one call. Each slot alone when the map is not
+    /// known (reads paused after a refusal) or only one slot is read.
+    async fn by_node(&self, slots: &[&str]) -> Vec<Vec<usize>> {
+        let alone = || (0..slots.len()).map(|i| vec![i]).collect();
+        if slots.len() < 2 {
+            return alone();
+        }
+        let Some(owners) = self.redis.slot_owners().await else {
+            return alone();
+        };
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut by_node: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+        for (i, hash) in slots.iter().enumerate() {
+            match owners.node_of(hash) {
+                Some(n) => by_node.entry(n).or_default().push(i),
+                None => groups.push(vec![i]),
+            }
+        }
+        groups.extend(by_node.into_values());
+        groups
     }
 
     /// What `fingerprints` share, from their `buckets`.
@@ -398,7 +516,7 @@ impl RedisIndex {
             fingerprints: fingerprints.len(),
             ..Default::default()
         };
-        let mut shared: HashMap<(u64, u32), usize> = HashMap::new();
+        let mut members: Vec<(u64, u32)> = Vec::new();
         let (mut entries, mut truncated) = (0usize, false);
         for fp in fingerprints {
             if entries >= MAX_READ {
@@ -413,18 +531,14 @@ impl RedisIndex {
                 }
                 Some(Bucket::Members(ms)) => {
                     entries += ms.len();
-                    for m in ms {
-                        if Some(m.0) != own {
-                            *shared.entry(m).or_default() += 1;
-                        }
-                    }
+                    members.extend(ms.into_iter().filter(|m| Some(m.0) != own));
                 }
             }
         }
         work.common_docs.sort_unstable_by(|a, b| b.cmp(a));
         work.common_docs.truncate(COMMON_LISTED);
         Postings {
-            shared,
+            shared: Postings::counted(members),
             work,
             truncated,
         }
@@ -523,16 +637,16 @@ impl RedisIndex {
         let own = exclude.map(iid);
         let content = q.score == Score::Content;
         let (start, keys, postings) = if content && !counts_read && self.counts_built() {
-            let (start, keys, postings) = self.content_postings(doc, &all, own).await?;
+            let (start, keys, postings) = self.content_postings(&all, own).await?;
             (Some(start), keys, postings)
         } else {
             let start = match (content, counts_read) {
-                (true, false) => Some(self.content_start(doc.shingles()).await?),
-                (true, true) => Some(self.content_start_read(doc.shingles())?),
+                (true, false) => Some(self.content_start().await?),
+                (true, true) => Some(self.content_start_read()?),
                 _ => None,
             };
             let keys = match &start {
-                Some((classifier, map)) => classifier.content_keys(&all, map),
+                Some((classifier, table)) => classifier.content_keys(&all, &**table),
                 None => all,
             };
             let postings = self.read_postings(&keys, own).await?;
@@ -557,7 +671,7 @@ impl RedisIndex {
                         ))
             })
             .await?;
-        let Some((classifier, mut map)) = start else {
+        let Some((classifier, table)) = start else {
             let records: Vec<Arc<Record>> = candidates.iter().map(|(r, _)| Arc::clone(r)).collect();
             let mut out = self.engine.verify_contained_candidates(
                 doc,
@@ -573,11 +687,10 @@ impl RedisIndex {
                 .await?;
             return Ok(out);
         };
-        self.df_extend(&mut map, candidates.iter().map(|(r, _)| &**r));
         let content = ContentQuery {
             q_df: Default::default(),
             classifier,
-            df: &map,
+            df: &*table,
         };
         Ok(self.engine.verify_contained_candidates(
             doc,
@@ -707,7 +820,7 @@ impl RedisIndex {
             Measure::Containment
         };
         let classifier = if content {
-            Some(self.content_start(&[]).await?.0)
+            Some(self.content_start().await?.0)
         } else {
             None
         };
@@ -846,4 +959,148 @@ pub(super) fn iid_of_key(key: &str) -> Option<u64> {
     let open = key.rfind('{')?;
     let hex = key.get(open + 1..key.len().checked_sub(1)?)?;
     u64::from_str_radix(hex, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::redis::Redis;
+    use crate::engine::{DocId, EngineParams, NewDoc, WriteMode};
+    use crate::testkit::redis_cluster::RedisCluster;
+    use proptest::prelude::*;
+
+    /// Reads grouped by node (one script call a primary) answer what reads
+    /// slot by slot answer; a node that refuses its call (a slot map gone
+    /// stale: here one that puts every slot on one primary) makes the read
+    /// go slot by slot for those slots, with the same answer, and the map
+    /// is forgotten and reads pause their grouping.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn reads_grouped_by_node_answer_as_reads_by_slot_even_on_a_stale_slot_map() {
+        if !RedisCluster::available_or_skip("the tests that start a Redis") {
+            return;
+        }
+        let cluster = RedisCluster::start(3, 0).expect("a cluster starts");
+        let mut p = EngineParams::default();
+        p.index.passage_index = true;
+        let engine = Arc::new(Engine::new(p.validate().unwrap()));
+        let redis = Arc::new(Redis::new(crate::config::RedisSettings {
+            nodes: cluster.urls(),
+            key_prefix: "unit".into(),
+            ..Default::default()
+        }));
+        let index = RedisIndex::open(Arc::clone(&engine), Arc::clone(&redis), "default")
+            .await
+            .unwrap();
+        // 60 documents of words from a small vocabulary (shared passages).
+        let mut x = 7u64;
+        let mut word = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            format!("w{}", (x >> 33) % 300)
+        };
+        let texts: Vec<String> = (0..60)
+            .map(|_| (0..120).map(|_| word()).collect::<Vec<_>>().join(" "))
+            .collect();
+        let batch = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| NewDoc {
+                id: DocId::parse(&format!("d{i}")).unwrap(),
+                doc: engine.prepare(t).unwrap(),
+                metadata: None,
+                expires_ms: None,
+                text: None,
+                created_ms: None,
+            })
+            .collect();
+        index.insert_many(batch, WriteMode::Create).await.unwrap();
+        let mut fps: Vec<u32> = texts
+            .iter()
+            .flat_map(|t| {
+                let d = engine.prepare(t).unwrap();
+                engine.containment_keys(d.shingles(), d.fingerprints())
+            })
+            .collect();
+        fps.sort_unstable();
+        fps.dedup();
+        let commands = || redis.counters.commands.load(Ordering::Relaxed);
+        let failures = || redis.counters.grouped_read_failures.load(Ordering::Relaxed);
+        let pause = || {
+            *redis.owners.write().unwrap() = None;
+            *redis.owners_paused.lock().unwrap() =
+                Some(std::time::Instant::now() + Duration::from_secs(3600));
+        };
+        // Slot by slot: the reference.
+        pause();
+        let before = commands();
+        let want = index.posting_buckets(&fps).await.unwrap();
+        let slots = commands() - before;
+        assert!(
+            want.len() > 100 && slots > 3,
+            "{} buckets, {slots} calls",
+            want.len()
+        );
+        // Grouped: one call a primary (and one read of the slot map).
+        *redis.owners_paused.lock().unwrap() = None;
+        let before = commands();
+        assert_eq!(index.posting_buckets(&fps).await.unwrap(), want);
+        assert_eq!(
+            commands() - before,
+            1 + 3,
+            "CLUSTER SLOTS and one call a primary"
+        );
+        let before = commands();
+        assert_eq!(index.posting_buckets(&fps).await.unwrap(), want);
+        assert_eq!(commands() - before, 3);
+        assert_eq!(failures(), 0);
+        // A stale map: every slot on one primary. That primary's call is
+        // refused, read again slot by slot.
+        *redis.owners.write().unwrap() =
+            Some(Arc::new(crate::backend::redis::conn::SlotOwners::single()));
+        let before = commands();
+        assert_eq!(index.posting_buckets(&fps).await.unwrap(), want);
+        assert_eq!(commands() - before, 1 + slots);
+        assert_eq!(failures(), 1);
+        assert!(redis.owners.read().unwrap().is_none());
+        // Paused: slot by slot, no call refused.
+        let before = commands();
+        assert_eq!(index.posting_buckets(&fps).await.unwrap(), want);
+        assert_eq!(commands() - before, slots);
+        assert_eq!(failures(), 1);
+    }
+
+    proptest! {
+        /// The sorted counts answer as the map they replaced: per version
+        /// its count, per document its best version's, ranked most first.
+        #[test]
+        fn postings_count_versions_as_a_map_would(
+            members in proptest::collection::vec((0u64..20, 0u32..3), 0..200),
+        ) {
+            let mut map: HashMap<(u64, u32), usize> = HashMap::new();
+            for &m in &members {
+                *map.entry(m).or_default() += 1;
+            }
+            let p = Postings {
+                shared: Postings::counted(members),
+                work: PassageWork::default(),
+                truncated: false,
+            };
+            for i in 0..21u64 {
+                for g in 0..4u32 {
+                    prop_assert_eq!(p.shared(i, g), map.get(&(i, g)).copied());
+                }
+            }
+            let mut best: HashMap<u64, usize> = HashMap::new();
+            for (&(i, _), &n) in &map {
+                let b = best.entry(i).or_default();
+                *b = (*b).max(n);
+            }
+            let mut want: Vec<(u64, usize)> = best.into_iter().collect();
+            want.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            prop_assert_eq!(p.ranked(), want);
+            let gens = p.gens();
+            prop_assert_eq!(gens.values().map(Vec::len).sum::<usize>(), map.len());
+        }
+    }
 }
