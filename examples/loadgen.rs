@@ -25,6 +25,8 @@
 //! `--queries` `GET /similar?id=` (half on planted originals, whose twin
 //! must be among the results; half on uniformly drawn ids), then as many
 //! `GET /healthz` as a floor for the HTTP stack, then reads `/stats`.
+//! `--params "score=content"` (any `name=value&…`) adds query parameters to
+//! every `GET /similar`, to drive one kind of query (e.g. under `perf`).
 //! Load is closed-loop: each connection sends its next request when the
 //! previous one is answered, so latencies are service times under that
 //! concurrency, not under an open arrival rate.

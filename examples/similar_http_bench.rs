@@ -4,7 +4,7 @@
 //! ratios `passage_bench` and `boilerplate_bench` measure.
 //!
 //! ```text
-//! cargo run --release --example similar_http_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads C] [--ingest-rounds I] [--ingest-only] [--ingest-connections K] [--redis "redis://127.0.0.1:P …"] [--kinds "NAME,…"]
+//! cargo run --release --example similar_http_bench -- FILE.jsonl [--n N] [--queries Q] [--rounds R] [--threads C] [--ingest-rounds I] [--ingest-only] [--ingest-connections K] [--redis "redis://127.0.0.1:P …"] [--kinds "NAME;…"]
 //! ```
 //!
 //! With `--redis`, every server runs on the redis backend over those
@@ -34,7 +34,7 @@
 //!   the Jaccard query of the same form (by id, by text) on the server
 //!   without document frequency.
 //!
-//! `--kinds` runs only the query kinds named (comma-separated, as printed;
+//! `--kinds` runs only the query kinds named (`;`-separated, as printed;
 //! the two Jaccard queries without document frequency always run, as the
 //! ratios' base), e.g. to profile one; `--ingest-rounds 0` skips the
 //! ingest rounds.
@@ -76,7 +76,7 @@ struct Args {
     /// key prefix of its own.
     #[arg(long)]
     redis: Option<String>,
-    /// Only these query kinds (comma-separated names, as printed), beside
+    /// Only these query kinds (`;`-separated names, as printed), beside
     /// the two Jaccard queries every ratio is to.
     #[arg(long)]
     kinds: Option<String>,
@@ -271,7 +271,7 @@ async fn main() {
                 || k == 4
                 || only
                     .as_deref()
-                    .is_none_or(|o| o.split(',').any(|n| n.trim() == name))
+                    .is_none_or(|o| o.split(';').any(|n| n.trim() == name))
         })
         .collect();
     let raw = args.read();
