@@ -977,7 +977,8 @@ async fn round_trips_of_counting_and_of_content_queries() {
 
 /// What counting costs, measured (run by hand: `cargo test --test
 /// api_redis cost_of_counting -- --ignored --nocapture`): ingest time of
-/// the same batches with counts on and off, the memory of a node's counts
+/// the same batches with counts on and off (on: the writing node also
+/// counting what the log says after each batch, as its watch does), the memory of a node's counts
 /// per distinct shingle, and the Redis memory of the log (`MEMORY USAGE`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
@@ -1002,6 +1003,9 @@ async fn cost_of_counting_measured() {
                     .map(|(i, t)| new_doc(&a.engine, &format!("d{chunk_no}-{i}"), t))
                     .collect();
                 a.index.insert_many(batch, WriteMode::Create).await.unwrap();
+                // What the watch does every interval: this node counts
+                // what the log says (paid by every node, for every write).
+                a.index.follow_counts().await.unwrap();
             }
             let took = started.elapsed();
             times.push((round, counting, took));
