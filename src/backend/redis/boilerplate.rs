@@ -372,7 +372,7 @@ impl RedisIndex {
     /// Add the content scores to matches found on raw scores when the
     /// collection counts document frequency (the memory engine's
     /// `attach_content`): `records` holds the verified versions; one trip
-    /// for the frequencies of the query's and the matches' shingles.
+    /// (the log read to its end), then this node's counts looked up in place.
     pub(super) async fn attach_content(
         &self,
         shingles: &[u32],
@@ -388,18 +388,14 @@ impl RedisIndex {
             .iter()
             .filter_map(|m| by_id.get(m.id.as_str()).copied())
             .collect();
-        let mut all: Vec<u32> = shingles
-            .iter()
-            .copied()
-            .chain(matched.iter().flat_map(|r| r.shingles().iter().copied()))
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        let (map, n) = self.df_map(&all).await?;
+        if matched.is_empty() {
+            return Ok(());
+        }
+        let (classifier, table) = self.content_start().await?;
         let content = ContentQuery {
-            classifier: self.engine.classifier_with(n),
+            classifier,
             q_df: Default::default(),
-            df: &map,
+            df: &*table,
         };
         for m in matches.iter_mut() {
             if let Some(r) = by_id.get(m.id.as_str()) {
