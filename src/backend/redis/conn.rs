@@ -441,7 +441,7 @@ impl Redis {
     }
 
     /// A grouped read failed: forget the slot map (read again after
-    /// [`OWNERS_PAUSE`]) and count it.
+    /// 10 s) and count it.
     pub fn slot_owners_failed(&self, e: &redis::RedisError) {
         let had = self.owners.write().expect("owners lock").take().is_some();
         self.counters

@@ -53,18 +53,14 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-/// Read the posting buckets of some fingerprints of one hash, skipping
-/// (and sizing) the common ones. `KEYS[1]` the posting hash; `ARGV[1]` the
-/// most bytes a bucket read in full may hold, `ARGV[2..]` the fields.
+/// Read the posting buckets of some fingerprints, skipping (and sizing)
+/// the common ones, in the posting hashes of one slot or of several slots
+/// one primary serves (`allow-cross-slot-keys`). `KEYS` the hashes of one
+/// slot; `ARGV[1]` the most bytes a bucket read in full may hold, `ARGV[2]`
+/// how many hash names of other slots, the names, then hash number and
+/// field pairs.
 static POSTINGS_READ: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/postings_read.lua")));
-
-/// [`POSTINGS_READ`] over the posting hashes of several slots one primary
-/// serves (`allow-cross-slot-keys`): one call a node. `KEYS[1]` one of the
-/// hashes; `ARGV[1]` the most bytes, `ARGV[2]` how many more hash names,
-/// the names, then hash number and field pairs.
-static POSTINGS_READ_NODE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/postings_read_node.lua")));
 
 /// Append members to fields of one bucket hash unless already there (the
 /// backfill). `KEYS[1]` the hash; ARGV: field, member, …
@@ -310,14 +306,27 @@ impl RedisIndex {
             asked.push((at, fp));
         }
         let slots: Vec<Slot> = by_slot.into_values().collect();
-        let slot_call = |(hashes, _, asked): &Slot| {
-            let mut args = Vec::with_capacity(2 * asked.len() + 1);
-            args.push(most.clone());
-            for &(at, fp) in asked {
-                args.push(at.to_string().into_bytes());
-                args.push(fp.to_le_bytes().to_vec());
+        // One call over some slots' hashes (one script for any number).
+        let read_call = |members: &[usize]| {
+            let mut hashes: Vec<String> = Vec::new();
+            let mut pairs: Vec<Vec<u8>> = Vec::new();
+            for &i in members {
+                let (own, _, asked) = &slots[i];
+                for &(at, fp) in asked {
+                    pairs.push((hashes.len() + at).to_string().into_bytes());
+                    pairs.push(fp.to_le_bytes().to_vec());
+                }
+                hashes.extend(own.iter().cloned());
             }
-            script_call(&POSTINGS_READ, hashes.clone(), args)
+            // The first slot's hashes declared (so a slot that is
+            // migrating is redirected as for any command), the others named.
+            let others = hashes.split_off(slots[members[0]].0.len());
+            let mut args = Vec::with_capacity(2 + others.len() + pairs.len());
+            args.push(most.clone());
+            args.push(others.len().to_string().into_bytes());
+            args.extend(others.into_iter().map(String::into_bytes));
+            args.extend(pairs);
+            script_call(&POSTINGS_READ, hashes, args)
         };
         // The slots grouped by the primary serving them: one call a node.
         let heads: Vec<&str> = slots
@@ -330,29 +339,12 @@ impl RedisIndex {
             .iter()
             .enumerate()
             .map(|(g, members)| match members.as_slice() {
-                [one] => slot_call(&slots[*one]),
+                [_] => read_call(members),
                 _ => {
-                    let mut hashes: Vec<String> = Vec::new();
-                    let mut pairs: Vec<Vec<u8>> = Vec::new();
-                    for &i in members {
-                        let (own, _, asked) = &slots[i];
-                        for &(at, fp) in asked {
-                            pairs.push((hashes.len() + at).to_string().into_bytes());
-                            pairs.push(fp.to_le_bytes().to_vec());
-                        }
-                        hashes.extend(own.iter().cloned());
-                    }
-                    let first = hashes.remove(0);
-                    let mut args = Vec::with_capacity(2 + hashes.len() + pairs.len());
-                    args.push(most.clone());
-                    args.push(hashes.len().to_string().into_bytes());
-                    args.extend(hashes.into_iter().map(String::into_bytes));
-                    args.extend(pairs);
-                    let call = script_call(&POSTINGS_READ_NODE, vec![first], args);
                     let failed = Arc::clone(&failed);
                     // Refused (the slot map moved): read slot by slot
                     // below, not a failed trip.
-                    super::conn::refusal_as_nil(call, move |e| {
+                    super::conn::refusal_as_nil(read_call(members), move |e| {
                         failed.lock().expect("failed lock").get_or_insert((g, e));
                     })
                 }
@@ -391,7 +383,7 @@ impl RedisIndex {
             if let Some((_, e)) = &refused {
                 self.redis.slot_owners_failed(e);
             }
-            let calls = again.iter().map(|&i| slot_call(&slots[i])).collect();
+            let calls = again.iter().map(|&i| read_call(&[i])).collect();
             let answers = self.redis.calls("reading posting buckets", calls).await?;
             for (&i, answer) in again.iter().zip(answers) {
                 let Value::Array(values) = answer else {
