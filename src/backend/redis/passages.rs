@@ -73,6 +73,10 @@ pub(super) static META_SET: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/meta_set.lua")));
 
 use crate::engine::{COMMON_LISTED, MAX_READ};
+/// Slots read in one call at most: a query's (~35) go in one call a
+/// primary, while a containment scan's step (every slot) is cut into calls
+/// short enough not to hold Redis's one thread for long.
+const GROUP_SLOTS: usize = 64;
 /// Candidate records read per trip by a query.
 const CANDIDATE_READ: usize = 256;
 /// Records a containment pair scan handles per step (their postings are
@@ -476,8 +480,9 @@ impl RedisIndex {
 
     /// Slots (each named by one of its keys) grouped by the
     /// primary that served them when the slot map was last read: a group
-    /// of several is read in one call. Each slot alone when the map is not
-    /// known (reads paused after a refusal) or only one slot is read.
+    /// of several (at most [`GROUP_SLOTS`]) is read in one call. Each slot
+    /// alone when the map is not known (reads paused after a refusal) or
+    /// only one slot is read.
     async fn by_node(&self, slots: &[&str]) -> Vec<Vec<usize>> {
         let alone = || (0..slots.len()).map(|i| vec![i]).collect();
         if slots.len() < 2 {
@@ -494,7 +499,9 @@ impl RedisIndex {
                 None => groups.push(vec![i]),
             }
         }
-        groups.extend(by_node.into_values());
+        for on_node in by_node.into_values() {
+            groups.extend(on_node.chunks(GROUP_SLOTS).map(<[usize]>::to_vec));
+        }
         groups
     }
 
@@ -1033,26 +1040,49 @@ mod tests {
             "{} buckets, {slots} calls",
             want.len()
         );
-        // Grouped: one call a primary (and one read of the slot map).
+        // Grouped: one call a primary for each GROUP_SLOTS of its slots
+        // (and one read of the slot map).
         *redis.owners_paused.lock().unwrap() = None;
         let before = commands();
         assert_eq!(index.posting_buckets(&fps).await.unwrap(), want);
+        let owners = redis.owners.read().unwrap().clone().expect("the map read");
+        let mut per_node: HashMap<u16, std::collections::HashSet<u64>> = HashMap::new();
+        for &fp in &fps {
+            let group = index.keys.posting_group_of(fp);
+            let node = owners.node_of(&index.keys.posting_key(group)).unwrap();
+            per_node
+                .entry(node)
+                .or_default()
+                .insert(index.keys.posting_slot_of(group));
+        }
+        assert_eq!(per_node.len(), 3);
+        let grouped: u64 = per_node
+            .values()
+            .map(|s| s.len().div_ceil(GROUP_SLOTS) as u64)
+            .sum();
         assert_eq!(
             commands() - before,
-            1 + 3,
-            "CLUSTER SLOTS and one call a primary"
+            1 + grouped,
+            "CLUSTER SLOTS, then the calls"
         );
+        assert!(grouped * 8 < slots, "{grouped} calls against {slots}");
         let before = commands();
         assert_eq!(index.posting_buckets(&fps).await.unwrap(), want);
-        assert_eq!(commands() - before, 3);
+        assert_eq!(commands() - before, grouped);
         assert_eq!(failures(), 0);
-        // A stale map: every slot on one primary. That primary's call is
-        // refused, read again slot by slot.
+        // A stale map: every slot on one primary. Its calls (each mixing
+        // slots of the three) are refused, their slots read again one by
+        // one.
         *redis.owners.write().unwrap() =
             Some(Arc::new(crate::backend::redis::conn::SlotOwners::single()));
         let before = commands();
         assert_eq!(index.posting_buckets(&fps).await.unwrap(), want);
-        assert_eq!(commands() - before, 1 + slots);
+        let calls = (slots as usize).div_ceil(GROUP_SLOTS) as u64;
+        let spent = commands() - before;
+        assert!(
+            spent > calls + slots / 2 && spent <= calls + slots,
+            "{spent} calls: {calls} grouped, then the refused ones' {slots} slots at most"
+        );
         assert_eq!(failures(), 1);
         assert!(redis.owners.read().unwrap().is_none());
         // Paused: slot by slot, no call refused.
