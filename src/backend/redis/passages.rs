@@ -1078,10 +1078,10 @@ mod tests {
         let before = commands();
         assert_eq!(index.posting_buckets(&fps).await.unwrap(), want);
         let calls = (slots as usize).div_ceil(GROUP_SLOTS) as u64;
-        let spent = commands() - before;
-        assert!(
-            spent > calls + slots / 2 && spent <= calls + slots,
-            "{spent} calls: {calls} grouped, then the refused ones' {slots} slots at most"
+        assert_eq!(
+            commands() - before,
+            calls + slots,
+            "{calls} grouped calls, then every slot alone"
         );
         assert_eq!(failures(), 1);
         assert!(redis.owners.read().unwrap().is_none());
