@@ -347,28 +347,6 @@ impl RedisIndex {
         Ok((self.engine.classifier_with(table.docs()), table))
     }
 
-    /// Add to `map` the frequencies of the shingles of `records` it lacks,
-    /// from this node's counts as they are (no trip: the query read the
-    /// log when it started).
-    pub(super) fn df_extend<'a>(
-        &self,
-        map: &mut HashMap<u32, u32>,
-        records: impl IntoIterator<Item = &'a Record>,
-    ) {
-        let mut missing: Vec<u32> = records
-            .into_iter()
-            .flat_map(|r| r.shingles().iter().copied())
-            .filter(|x| !map.contains_key(x))
-            .collect();
-        if missing.is_empty() {
-            return;
-        }
-        missing.sort_unstable();
-        missing.dedup();
-        let table = self.df_tail.table();
-        map.extend(lookup(table.as_deref(), &missing));
-    }
-
     /// Add the content scores to matches found on raw scores when the
     /// collection counts document frequency (the memory engine's
     /// `attach_content`): `records` holds the verified versions; one trip

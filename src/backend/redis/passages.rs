@@ -818,8 +818,8 @@ impl RedisIndex {
         } else {
             Measure::Containment
         };
-        let classifier = if content {
-            Some(self.content_start().await?.0)
+        let start = if content {
+            Some(self.content_start().await?)
         } else {
             None
         };
@@ -847,13 +847,11 @@ impl RedisIndex {
                 }
             }
             documents += own.len();
-            // On content scores: this step's frequencies, and each record's
-            // content fingerprints only.
-            let mut df: HashMap<u32, u32> = HashMap::new();
-            if let Some(c) = &classifier {
-                self.df_extend(&mut df, own.iter().map(|(_, r, _)| &**r));
+            // On content scores: each record's content fingerprints only
+            // (this node's counts, in place).
+            if let Some((c, table)) = &start {
                 for (_, _, fps) in own.iter_mut() {
-                    fps.retain(|x| !c.is_boilerplate(*x, df.get(x).copied().unwrap_or(0)));
+                    *fps = c.content_keys(fps, &**table);
                 }
             }
             let mut all: Vec<u32> = own.iter().flat_map(|(_, _, f)| f.iter().copied()).collect();
@@ -897,13 +895,10 @@ impl RedisIndex {
                     }
                 }
             }
-            if classifier.is_some() {
-                self.df_extend(&mut df, current.values().map(|(_, r)| &**r));
-            }
-            let scorer = classifier.as_ref().map(|c| ContentQuery {
+            let scorer = start.as_ref().map(|(c, table)| ContentQuery {
                 classifier: c.clone(),
                 q_df: Default::default(),
-                df: &df,
+                df: &**table,
             });
             for ((_, record, fps), (shared, common)) in own.iter().zip(gathered) {
                 let mut found: Vec<(&Arc<Record>, usize)> = shared

@@ -100,24 +100,22 @@ impl RedisIndex {
             [(doc.iid, doc.gen, doc.fingerprints.as_slice())],
         ));
         trip.extend(self.due_add_calls([(doc.due, member(doc.iid, doc.gen))]));
-        // On content scores, the query's frequencies in the same trip.
-        let content_read = (q.score == Score::Content).then(|| {
-            let (calls, read) = self.df_read_calls(new.doc.shingles());
-            (calls.len(), read, calls)
-        });
-        let (df_calls, df_read) = match content_read {
-            Some((n, read, calls)) => {
-                trip.extend(calls);
-                (n, Some(read))
-            }
-            None => (0, None),
+        // On content scores, the document-frequency log read in the same
+        // trip (this node's counts are then looked up in place).
+        let df_calls = if q.score == Score::Content {
+            let (calls, _) = self.df_read_calls(&[]);
+            let n = calls.len();
+            trip.extend(calls);
+            n
+        } else {
+            0
         };
         let mut answers = self.redis.calls("appending bucket entries", trip).await?;
-        let mut content_ctx: Option<(Classifier, HashMap<u32, u32>)> = None;
-        if let Some(read) = df_read {
+        let mut content_ctx: Option<(Classifier, Arc<crate::engine::Frequencies>)> = None;
+        if df_calls > 0 {
             let tail = answers.split_off(answers.len() - df_calls);
-            let (map, n) = self.df_read_answers(read, tail).await?;
-            content_ctx = Some((self.engine.classifier_with(n), map));
+            let table = self.df_read_table(tail).await?;
+            content_ctx = Some((self.engine.classifier_with(table.docs()), table));
         }
         // Trip 2: the buckets (by containment: the posting buckets), after
         // our own entries are in.
@@ -128,8 +126,8 @@ impl RedisIndex {
                 .engine
                 .containment_keys(new.doc.shingles(), new.doc.fingerprints());
             // On content scores only the query's content keys are read.
-            if let Some((classifier, map)) = &content_ctx {
-                keys = classifier.content_keys(&keys, map);
+            if let Some((classifier, table)) = &content_ctx {
+                keys = classifier.content_keys(&keys, &**table);
             }
             let postings = self.read_postings(&keys, Some(doc.iid)).await?;
             let common = postings.work.common;
@@ -210,22 +208,14 @@ impl RedisIndex {
         }
         let prepared = &new.doc;
         let own = Some(new.id.as_str());
-        // On content scores: the candidates' frequencies (this node's).
-        let mut content_map = HashMap::new();
-        let mut classifier = None;
-        if let Some((c, mut map)) = content_ctx {
-            self.df_extend(
-                &mut map,
-                committed.iter().chain(&pending).map(|(r, _)| &**r),
-            );
-            content_map = map;
-            classifier = Some(c);
-        }
-        let content = classifier.map(|classifier| ContentQuery {
-            q_df: Default::default(),
-            classifier,
-            df: &content_map,
-        });
+        // On content scores: every frequency is this node's, in place.
+        let content = content_ctx
+            .as_ref()
+            .map(|(classifier, table)| ContentQuery {
+                q_df: Default::default(),
+                classifier: classifier.clone(),
+                df: &**table,
+            });
         let verified: Vec<Arc<Record>> = committed.iter().map(|(r, _)| Arc::clone(r)).collect();
         let verify = |candidates: Vec<(Arc<Record>, usize)>, truncated: bool| match &postings {
             Some(p) => self.engine.verify_contained_candidates(
