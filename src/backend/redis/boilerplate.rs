@@ -49,58 +49,29 @@ pub(super) fn layout_has_legacy_counts(meta: &str) -> bool {
     super::layout_flag(meta, LEGACY_FIELD)
 }
 
-/// A read of some shingles' frequencies (and N, and the templates'
-/// version), as calls to put in a trip and how to read their answers.
-pub(super) struct DfRead {
-    /// The shingles asked, sorted and distinct.
-    asked: Vec<u32>,
-}
-
 /// What a query on content scores starts from: the rule at its instant
 /// and this node's counts (looked up in place, as the memory engine's
 /// queries do: no copy of the query's frequencies).
 pub(super) type ContentStart = (Classifier, Arc<Frequencies>);
-
-/// The frequencies of `sorted` in `table` (0s with no table), as a map.
-fn lookup(table: Option<&Frequencies>, sorted: &[u32]) -> HashMap<u32, u32> {
-    let Some(table) = table else {
-        return sorted.iter().map(|&x| (x, 0)).collect();
-    };
-    let mut out = Vec::new();
-    table.lookup_sorted(sorted, &mut out);
-    sorted.iter().copied().zip(out).collect()
-}
 
 impl RedisIndex {
     pub fn engine(&self) -> &Engine {
         &self.engine
     }
 
-    /// The calls that read the frequencies of `shingles`, N and the
-    /// templates' version: the version's `GET` first, then the log's new
-    /// entries (the counts are this node's; the lookup is local).
-    pub(super) fn df_read_calls(&self, shingles: &[u32]) -> (Vec<Call>, DfRead) {
-        let mut asked = shingles.to_vec();
-        asked.sort_unstable();
-        asked.dedup();
+    /// The calls that bring this node's counts up to date, to put in a
+    /// trip: the templates' version's `GET` first, then the log's new
+    /// entries ([`Self::df_read_table`] reads their answers; every lookup
+    /// after is local).
+    pub(super) fn df_read_calls(&self) -> Vec<Call> {
         let mut get = redis::cmd("GET");
         get.arg(self.keys.templates_version());
-        (vec![call(get), self.df_follow_call()], DfRead { asked })
+        vec![call(get), self.df_follow_call()]
     }
 
-    /// Read what [`Self::df_read_calls`] asked from their answers (the log
-    /// applied first), and read the templates again if their version moved.
-    pub(super) async fn df_read_answers(
-        &self,
-        read: DfRead,
-        values: Vec<Value>,
-    ) -> Result<(HashMap<u32, u32>, usize), BackendError> {
-        let table = self.df_read_table(values).await?;
-        Ok((lookup(Some(&table), &read.asked), table.docs()))
-    }
-
-    /// [`Self::df_read_answers`] without lookups: this node's counts, the
-    /// log applied.
+    /// This node's counts once the answers of [`Self::df_read_calls`] are
+    /// applied (the log's entries; the templates read again if their
+    /// version moved).
     pub(super) async fn df_read_table(
         &self,
         values: Vec<Value>,
@@ -117,18 +88,13 @@ impl RedisIndex {
         Ok(table)
     }
 
-    /// The frequencies of `shingles`, and N: one trip (the log's new
-    /// entries and the templates' version).
-    pub(super) async fn df_map(
-        &self,
-        shingles: &[u32],
-    ) -> Result<(HashMap<u32, u32>, usize), BackendError> {
-        let (calls, read) = self.df_read_calls(shingles);
+    /// This node's counts, up to date: one trip ([`Self::df_read_calls`]).
+    async fn df_table(&self) -> Result<Arc<Frequencies>, BackendError> {
         let values = self
             .redis
-            .calls("reading document frequencies", calls)
+            .calls("reading document frequencies", self.df_read_calls())
             .await?;
-        self.df_read_answers(read, values).await
+        self.df_read_table(values).await
     }
 
     /// Count document frequency on this node (every stored record, then the
@@ -186,14 +152,10 @@ impl RedisIndex {
         if !self.engine.boilerplate_on() {
             return Ok((vec![0; sorted.len()], 0));
         }
-        let (map, n) = self.df_map(sorted).await?;
-        Ok((
-            sorted
-                .iter()
-                .map(|x| map.get(x).copied().unwrap_or(0))
-                .collect(),
-            n,
-        ))
+        let table = self.df_table().await?;
+        let mut out = Vec::new();
+        table.lookup_sorted(sorted, &mut out);
+        Ok((out, table.docs()))
     }
 
     /// Every shingle held by at least `at` documents (at most `max`, the
@@ -326,12 +288,7 @@ impl RedisIndex {
         if !self.engine.boilerplate_on() {
             return Err(EngineError::BoilerplateOff.into());
         }
-        let (calls, _) = self.df_read_calls(&[]);
-        let values = self
-            .redis
-            .calls("reading document frequencies", calls)
-            .await?;
-        let table = self.df_read_table(values).await?;
+        let table = self.df_table().await?;
         Ok((self.engine.classifier_with(table.docs()), table))
     }
 

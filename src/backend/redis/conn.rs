@@ -405,26 +405,27 @@ impl Redis {
         let mut conn = self.conn().await.ok()?;
         self.counters.round_trips.fetch_add(1, Ordering::Relaxed);
         self.counters.commands.fetch_add(1, Ordering::Relaxed);
-        let read = tokio::time::timeout(self.timeout(), Self::read_owners(&mut conn)).await;
-        self.keep_owners(read.unwrap_or_else(|_| Err("timed out".into())))
+        self.read_owners(&mut conn).await
     }
 
-    /// Which primary serves each slot, read on `conn` (one command; none
-    /// for a single Redis).
-    async fn read_owners(conn: &mut Conn) -> Result<SlotOwners, String> {
-        if let Conn::Single(_) = conn {
-            return Ok(SlotOwners::single());
-        }
-        let value: Value = redis::cmd("CLUSTER")
-            .arg("SLOTS")
-            .query_async(conn)
+    /// Read which primary serves each slot on `conn` (one command, bounded
+    /// by `command_timeout_ms`; none for a single Redis) and keep it, or
+    /// pause grouped reads when that failed.
+    async fn read_owners(&self, conn: &mut Conn) -> Option<Arc<SlotOwners>> {
+        let read = async {
+            if let Conn::Single(_) = conn {
+                return Ok(SlotOwners::single());
+            }
+            let value: Value = redis::cmd("CLUSTER")
+                .arg("SLOTS")
+                .query_async(conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            SlotOwners::from_cluster_slots(value)
+        };
+        let read = tokio::time::timeout(self.timeout(), read)
             .await
-            .map_err(|e| e.to_string())?;
-        SlotOwners::from_cluster_slots(value)
-    }
-
-    /// Keep a read of the slot map, or pause grouped reads when it failed.
-    fn keep_owners(&self, read: Result<SlotOwners, String>) -> Option<Arc<SlotOwners>> {
+            .unwrap_or_else(|_| Err("timed out".into()));
         match read {
             Ok(o) => {
                 let owners = Arc::new(o);
@@ -529,10 +530,8 @@ impl Redis {
             Ok(Ok(mut fresh)) => {
                 // A failover moved slots: the map as the fresh connection
                 // sees it.
-                let read =
-                    tokio::time::timeout(self.timeout(), Self::read_owners(&mut fresh)).await;
+                self.read_owners(&mut fresh).await;
                 *self.conn.write().await = Some(fresh);
-                self.keep_owners(read.unwrap_or_else(|_| Err("timed out".into())));
                 self.counters.reconnects.fetch_add(1, Ordering::Relaxed);
                 tracing::info!("a fresh connection to redis replaces the current one");
             }
@@ -616,8 +615,7 @@ impl Redis {
             .await
             .map_err(|_| unavailable("connecting to redis", "timed out"))??;
         // The slot map for grouped reads, so that no query waits for it.
-        let read = tokio::time::timeout(self.timeout(), Self::read_owners(&mut conn)).await;
-        self.keep_owners(read.unwrap_or_else(|_| Err("timed out".into())));
+        self.read_owners(&mut conn).await;
         *slot = Some(conn.clone());
         Ok(conn)
     }

@@ -338,7 +338,8 @@ impl RedisIndex {
             .map(|(hashes, _, _)| hashes[0].as_str())
             .collect();
         let groups = self.by_node(&heads).await;
-        let failed: Arc<std::sync::Mutex<Option<(usize, redis::RedisError)>>> = Arc::default();
+        // The groups whose call a node refused, with the errors.
+        let failed: Arc<std::sync::Mutex<Vec<(usize, redis::RedisError)>>> = Arc::default();
         let mut calls: Vec<super::Call> = groups
             .iter()
             .enumerate()
@@ -349,7 +350,7 @@ impl RedisIndex {
                     // Refused (the slot map moved): read slot by slot
                     // below, not a failed trip.
                     super::conn::refusal_as_nil(read_call(members), move |e| {
-                        failed.lock().expect("failed lock").get_or_insert((g, e));
+                        failed.lock().expect("failed lock").push((g, e));
                     })
                 }
             })
@@ -357,19 +358,15 @@ impl RedisIndex {
         calls.extend(extra);
         let mut answers = self.redis.calls("reading posting buckets", calls).await?;
         let extra = answers.split_off(groups.len().min(answers.len()));
-        let refused = failed.lock().expect("failed lock").take();
+        let refused = std::mem::take(&mut *failed.lock().expect("failed lock"));
         // Each slot's answers, in its `asked` order.
         let mut per_slot: Vec<Option<Vec<Value>>> = (0..slots.len()).map(|_| None).collect();
         for (g, (members, answer)) in groups.iter().zip(answers).enumerate() {
-            if refused.as_ref().is_some_and(|(at, _)| *at == g) {
+            if refused.iter().any(|(at, _)| *at == g) {
                 continue;
             }
             let hash = &slots[members[0]].0[0];
             let Value::Array(mut values) = answer else {
-                if members.len() > 1 && answer == Value::Nil {
-                    // Another group's call was refused first; this one too.
-                    continue;
-                }
                 return Err(corrupt(hash, "the posting read answered no list"));
             };
             let want: usize = members.iter().map(|&i| slots[i].2.len()).sum();
@@ -384,7 +381,7 @@ impl RedisIndex {
             .filter(|&i| per_slot[i].is_none())
             .collect();
         if !again.is_empty() {
-            if let Some((_, e)) = &refused {
+            if let Some((_, e)) = refused.first() {
                 self.redis.slot_owners_failed(e);
             }
             let calls = again.iter().map(|&i| read_call(&[i])).collect();
@@ -461,8 +458,9 @@ impl RedisIndex {
     ) -> Result<(super::boilerplate::ContentStart, Vec<u32>, Postings), BackendError> {
         let (classifier, table) = self.content_start_read()?;
         let guessed = classifier.content_keys(all, &*table);
-        let (calls, _) = self.df_read_calls(&[]);
-        let (mut buckets, answers) = self.posting_buckets_with(&guessed, calls).await?;
+        let (mut buckets, answers) = self
+            .posting_buckets_with(&guessed, self.df_read_calls())
+            .await?;
         let table = self.df_read_table(answers).await?;
         let classifier = self.engine.classifier_with(table.docs());
         let keys = classifier.content_keys(all, &*table);

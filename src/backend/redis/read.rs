@@ -470,12 +470,11 @@ impl RedisIndex {
     async fn get_reading_counts(&self, id: &str) -> Result<Option<Arc<Record>>, BackendError> {
         let mut get = redis::cmd("GET");
         get.arg(self.keys.record(iid(id)));
-        let (reads, read) = self.df_read_calls(&[]);
         let mut calls = vec![super::call(get)];
-        calls.extend(reads);
+        calls.extend(self.df_read_calls());
         let mut values = self.redis.calls("reading a record", calls).await?;
         let counts = values.split_off(1);
-        self.df_read_answers(read, counts).await?;
+        self.df_read_table(counts).await?;
         let key = self.keys.record(iid(id));
         let bytes: Option<Vec<u8>> =
             redis::from_redis_value(values.pop().unwrap_or(redis::Value::Nil))

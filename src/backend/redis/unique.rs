@@ -103,7 +103,7 @@ impl RedisIndex {
         // On content scores, the document-frequency log read in the same
         // trip (this node's counts are then looked up in place).
         let df_calls = if q.score == Score::Content {
-            let (calls, _) = self.df_read_calls(&[]);
+            let calls = self.df_read_calls();
             let n = calls.len();
             trip.extend(calls);
             n
@@ -111,12 +111,13 @@ impl RedisIndex {
             0
         };
         let mut answers = self.redis.calls("appending bucket entries", trip).await?;
-        let mut content_ctx: Option<(Classifier, Arc<crate::engine::Frequencies>)> = None;
-        if df_calls > 0 {
+        let content_ctx: Option<(Classifier, Arc<crate::engine::Frequencies>)> = if df_calls > 0 {
             let tail = answers.split_off(answers.len() - df_calls);
             let table = self.df_read_table(tail).await?;
-            content_ctx = Some((self.engine.classifier_with(table.docs()), table));
-        }
+            Some((self.engine.classifier_with(table.docs()), table))
+        } else {
+            None
+        };
         // Trip 2: the buckets (by containment: the posting buckets), after
         // our own entries are in.
         let cap = self.engine.params().index.max_candidates;
