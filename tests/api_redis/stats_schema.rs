@@ -32,14 +32,7 @@ async fn stats_of_a_redis_node_match_the_spec() {
     }
     // The reading node's counts as of its last read of the log: its watch
     // reads it every watch interval (100 ms here).
-    let mut stats = Value::Null;
-    for _ in 0..100 {
-        stats = app.get("/collections/bp/stats").await.json().await.unwrap();
-        if stats["storage"]["boilerplate"]["documents"] == 3 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let stats = stats_once_counted(&app, &app.read_url("/collections/bp/stats"), 3).await;
     let bp = &stats["storage"]["boilerplate"];
     assert_eq!(bp["on"], true, "{stats}");
     assert_eq!(bp["documents"], 3, "{stats}");
@@ -66,25 +59,32 @@ async fn the_default_collection_is_counted_on_both_nodes_without_a_read() {
             .await;
         assert_eq!(r.status(), 201);
     }
-    for base in [&app.base, &app.read_base] {
-        let mut stats = Value::Null;
-        for _ in 0..100 {
-            stats = app
-                .client
-                .get(format!("{base}/stats"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if stats["storage"]["boilerplate"]["documents"] == 3 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+    for url in [app.url("/stats"), app.read_url("/stats")] {
+        let stats = stats_once_counted(&app, &url, 3).await;
         let bp = &stats["storage"]["boilerplate"];
-        assert_eq!(bp["documents"], 3, "{base}: {stats}");
-        assert_eq!(bp["versions"], 3, "{base}: {stats}");
+        assert_eq!(bp["documents"], 3, "{url}: {stats}");
+        assert_eq!(bp["versions"], 3, "{url}: {stats}");
     }
+}
+
+/// `GET url` (a node's `/stats`) until its counts hold `documents`, for
+/// at most 5 s: the last answer.
+async fn stats_once_counted(app: &crate::helpers::TestApp, url: &str, documents: u64) -> Value {
+    let mut stats = Value::Null;
+    for _ in 0..100 {
+        stats = app
+            .client
+            .get(url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if stats["storage"]["boilerplate"]["documents"] == documents {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    stats
 }
