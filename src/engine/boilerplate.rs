@@ -262,7 +262,7 @@ struct Shard(RwLock<CountTable>);
 const FRESH_GROUP: usize = 8;
 
 /// Bits of a shingle after the shard's that group a batch's values before
-/// they are counted ([`Frequencies::count_batch`]).
+/// they are counted ([`Frequencies::count_all`]).
 const REGION_BITS: u32 = 8;
 
 /// A sorted slice cut into its runs of one shard: (shard, run).
@@ -440,51 +440,62 @@ impl Frequencies {
         }
     }
 
-    /// Count the shingles of many documents: grouped by shard, each
-    /// shard's values grouped and counted on the rayon pool
-    /// ([`Self::count_batch`], one lock a shard).
+    /// Count the shingles of many documents. Not sorted: grouped by
+    /// shard and by the top [`REGION_BITS`] bits after the shard's in one
+    /// counting sort over the whole batch (a histogram pass, then each
+    /// value written once to its group), so each shard's values are one
+    /// slice, counted on the rayon pool under one lock a shard, a region
+    /// (a 256th of the shard's table, a few pages) at a time, in address
+    /// order. Within a region the keys are far enough apart that order
+    /// would not save a miss, and the prefetch ahead overlaps them (as
+    /// many as the core keeps in flight: the limit of this loop,
+    /// docs/benchmarks.md, stops 63 and 67).
     fn count_all<'a>(&self, sets: impl Iterator<Item = &'a [u32]>) {
         use rayon::prelude::*;
-        let mut by_shard: Vec<Vec<u32>> = vec![Vec::new(); self.shards.len()];
-        for set in sets {
-            for (s, run) in shard_runs(set) {
-                by_shard[s].extend_from_slice(run);
-            }
-        }
-        by_shard
-            .par_iter()
-            .enumerate()
-            .for_each(|(s, xs)| self.count_batch(s, xs));
-    }
-
-    /// Count shard `s`'s values `xs` of a batch (any order, repeats
-    /// included). Not sorted: grouped by the top [`REGION_BITS`] bits after
-    /// the shard's in one counting pass, so the adds visit the table a
-    /// region at a time (each a 256th of it, a few pages), in address
-    /// order, without a radix sort's passes; within a region the keys are
-    /// far enough apart that order would not save a miss, and the prefetch
-    /// ahead overlaps them (as many as the core keeps in flight: the
-    /// limit of this loop, docs/benchmarks.md, stop 63).
-    fn count_batch(&self, s: usize, xs: &[u32]) {
-        if xs.is_empty() {
+        const GROUP_BITS: u32 = SHARD_BITS + REGION_BITS;
+        let group = |x: u32| (x >> (32 - GROUP_BITS)) as usize;
+        let sets: Vec<&[u32]> = sets.collect();
+        // Positions are u32 (a histogram a quarter the size of usize's):
+        // a batch beyond that is counted in halves.
+        if sets.len() > 1 && sets.iter().map(|s| s.len()).sum::<usize>() > u32::MAX as usize {
+            let (a, b) = sets.split_at(sets.len() / 2);
+            self.count_all(a.iter().copied());
+            self.count_all(b.iter().copied());
             return;
         }
-        let region = |x: u32| ((x << SHARD_BITS) >> (32 - REGION_BITS)) as usize;
-        let mut starts = [0u32; (1 << REGION_BITS) + 1];
-        for &x in xs {
-            starts[region(x) + 1] += 1;
+        // ends[g + 1] counts group g's values, then (summed) is where group
+        // g ends; `next` is where each group's next value goes.
+        let mut ends = vec![0u32; (1 << GROUP_BITS) + 1];
+        for set in &sets {
+            for &x in *set {
+                ends[group(x) + 1] += 1;
+            }
         }
-        for r in 1..starts.len() {
-            starts[r] += starts[r - 1];
+        for g in 1..ends.len() {
+            ends[g] += ends[g - 1];
         }
-        let mut grouped = vec![0u32; xs.len()];
-        for &x in xs {
-            let at = &mut starts[region(x)];
-            grouped[*at as usize] = x;
-            *at += 1;
+        let total = ends[ends.len() - 1] as usize;
+        if total == 0 {
+            return;
         }
-        let mut map = self.shards[s].0.write().expect("df shard");
-        map.add_all(&grouped, |&x| (x, 1));
+        let mut next = ends[..ends.len() - 1].to_vec();
+        let mut grouped = vec![0u32; total];
+        for set in &sets {
+            for &x in *set {
+                let at = &mut next[group(x)];
+                grouped[*at as usize] = x;
+                *at += 1;
+            }
+        }
+        let per_shard = 1usize << REGION_BITS;
+        (0..self.shards.len()).into_par_iter().for_each(|s| {
+            let from = ends[s * per_shard] as usize;
+            let to = ends[(s + 1) * per_shard] as usize;
+            if from < to {
+                let mut map = self.shards[s].0.write().expect("df shard");
+                map.add_all(&grouped[from..to], |&x| (x, 1));
+            }
+        });
     }
 
     /// Count shard `s`'s values `xs` on a switch (any order; sorted here,

@@ -622,3 +622,63 @@ proptest::proptest! {
         );
     }
 }
+
+use proptest::strategy::Strategy as _;
+
+proptest::proptest! {
+    /// A batch's count (one counting sort by shard and region over every
+    /// document, then each shard's slice added) counts what a map counts,
+    /// whatever groups the keys fall in: the first and last of the
+    /// 2^14 groups, many keys in one, documents sharing keys, batches
+    /// taken away again document by document.
+    #[test]
+    fn batches_count_what_a_map_counts(
+        docs in proptest::collection::vec(
+            proptest::collection::btree_set(
+                proptest::prop_oneof![
+                    proptest::prelude::any::<u32>(),
+                    0u32..64,
+                    (u32::MAX - 64)..=u32::MAX,
+                    (0u32..16, 0u32..4).prop_map(|(g, k)| (g << 18) | k),
+                ],
+                0..60,
+            ),
+            0..40,
+        ),
+        gone in proptest::collection::vec(proptest::prelude::any::<bool>(), 40),
+    ) {
+        let f = boilerplate::Frequencies::new(true);
+        let sets: Vec<Vec<u32>> = docs.iter().map(|d| d.iter().copied().collect()).collect();
+        let refs: Vec<&[u32]> = sets.iter().map(Vec::as_slice).collect();
+        f.count_documents(&refs);
+        let mut want: HashMap<u32, u32> = HashMap::new();
+        for s in &sets {
+            for &x in s {
+                *want.entry(x).or_default() += 1;
+            }
+        }
+        for (s, &g) in sets.iter().zip(&gone) {
+            if g {
+                f.uncount_document(s);
+                for x in s {
+                    let c = want.get_mut(x).unwrap();
+                    *c -= 1;
+                    if *c == 0 {
+                        want.remove(x);
+                    }
+                }
+            }
+        }
+        let mut keys: Vec<u32> = sets.iter().flatten().copied().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut got = Vec::new();
+        f.lookup_sorted(&keys, &mut got);
+        for (x, n) in keys.iter().zip(&got) {
+            proptest::prop_assert_eq!(*n, want.get(x).copied().unwrap_or(0), "{:x}", x);
+        }
+        proptest::prop_assert_eq!(f.distinct(), want.len());
+        let kept = sets.len() - sets.iter().zip(&gone).filter(|(_, &g)| g).count();
+        proptest::prop_assert_eq!(f.docs(), kept);
+    }
+}
