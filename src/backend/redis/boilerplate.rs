@@ -288,8 +288,21 @@ impl RedisIndex {
         if !self.engine.boilerplate_on() {
             return Err(EngineError::BoilerplateOff.into());
         }
-        let table = self.df_table().await?;
-        Ok((self.engine.classifier_with(table.docs()), table))
+        Ok(self.start_with(self.df_table().await?))
+    }
+
+    /// [`Self::content_start`] from the answers of [`Self::df_read_calls`]
+    /// put in the caller's trip.
+    pub(super) async fn content_start_from(
+        &self,
+        values: Vec<Value>,
+    ) -> Result<ContentStart, BackendError> {
+        Ok(self.start_with(self.df_read_table(values).await?))
+    }
+
+    /// The rule at this instant (N from `table`) and `table`.
+    fn start_with(&self, table: Arc<Frequencies>) -> ContentStart {
+        (self.engine.classifier_with(table.docs()), table)
     }
 
     /// Whether this node has its counts (built, following the log).
@@ -301,7 +314,7 @@ impl RedisIndex {
     /// caller's trip): the lookups are this node's, no trip.
     pub(super) fn content_start_read(&self) -> Result<ContentStart, BackendError> {
         let table = self.df_tail.table().ok_or(EngineError::BoilerplateOff)?;
-        Ok((self.engine.classifier_with(table.docs()), table))
+        Ok(self.start_with(table))
     }
 
     /// Add the content scores to matches found on raw scores when the

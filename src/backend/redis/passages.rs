@@ -461,8 +461,7 @@ impl RedisIndex {
         let (mut buckets, answers) = self
             .posting_buckets_with(&guessed, self.df_read_calls())
             .await?;
-        let table = self.df_read_table(answers).await?;
-        let classifier = self.engine.classifier_with(table.docs());
+        let (classifier, table) = self.content_start_from(answers).await?;
         let keys = classifier.content_keys(all, &*table);
         let missing: Vec<u32> = keys
             .iter()

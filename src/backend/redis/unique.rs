@@ -12,8 +12,7 @@ use super::df_log::DfDelta;
 use super::write::{parse_commit, Committed, Staged, APPEND, POSTINGS_APPEND};
 use super::{corrupt, new_gen, BackendError, Conn, RedisIndex, Script};
 use crate::engine::{
-    Classifier, ContentQuery, EngineError, NewDoc, Query, Record, Score, UniqueInsert,
-    UniqueOutcome, WriteMode,
+    ContentQuery, EngineError, NewDoc, Query, Record, Score, UniqueInsert, UniqueOutcome, WriteMode,
 };
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -111,10 +110,9 @@ impl RedisIndex {
             0
         };
         let mut answers = self.redis.calls("appending bucket entries", trip).await?;
-        let content_ctx: Option<(Classifier, Arc<crate::engine::Frequencies>)> = if df_calls > 0 {
+        let content_ctx = if df_calls > 0 {
             let tail = answers.split_off(answers.len() - df_calls);
-            let table = self.df_read_table(tail).await?;
-            Some((self.engine.classifier_with(table.docs()), table))
+            Some(self.content_start_from(tail).await?)
         } else {
             None
         };
