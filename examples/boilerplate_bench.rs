@@ -14,6 +14,10 @@
 //!   with the passage index on, document frequency off and on, alternating
 //!   rounds (signing shared), docs/s and their ratio; the memory of
 //!   document frequency: bytes per distinct shingle and per document;
+//! - **count**: the count alone (every document's shingles into fresh
+//!   tables, `B` documents a batch, as a write batch counts them) on one
+//!   thread, µs a document (median of the rounds): what counting costs a
+//!   core, without the inserts it runs beside;
 //! - **queries** by id, `Q` random ids per round, alternating: raw Jaccard
 //!   at the index's threshold (on the engine without counts, and with them,
 //!   where every match also gets its content scores) and content Jaccard at
@@ -173,6 +177,26 @@ fn main() {
         t.elapsed().as_secs_f64()
     };
     let distinct = on.distinct_shingles();
+    // The count alone, on one thread.
+    let count_us = {
+        let sets: Vec<&[u32]> = docs.iter().map(|(_, p)| p.shingles()).collect();
+        let one = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a pool of one thread");
+        let us: Vec<f64> = (0..rounds.min(5))
+            .map(|_| {
+                let t = Instant::now();
+                let counted = one.install(|| neardup::engine::count_in_batches(&sets, batch.get()));
+                assert_eq!(
+                    counted, distinct,
+                    "the count alone counts what the engine counts"
+                );
+                t.elapsed().as_secs_f64() * 1e6 / sets.len() as f64
+            })
+            .collect();
+        median(&us)
+    };
 
     // The server collapses the index's memory into huge pages after a
     // restore and on a timer (src/hugepages.rs): so does the bench.
@@ -287,6 +311,7 @@ fn main() {
         "ingest_docs_per_s": {"df_off": median(&off_rate), "df_on": median(&on_rate)},
         "ingest_ratio_on_over_off": median(&on_rate) / median(&off_rate),
         "switch_on_seconds": switch_s,
+        "count_us_per_doc_one_thread": count_us,
         "huge_pages_collapsed_bytes": huge,
         "memory": {
             "doc_frequency_bytes": m_on.doc_frequency_bytes,

@@ -272,6 +272,19 @@ fn shard_runs(sorted: &[u32]) -> impl Iterator<Item = (usize, &[u32])> {
         .map(|run| (Frequencies::shard(run[0]), run))
 }
 
+/// Count `sets` (each a document's sorted, distinct shingles) into fresh
+/// tables, `batch` documents at a time as write batches count them, and
+/// give the distinct shingles counted: the count alone, for
+/// `examples/boilerplate_bench` (which times it on one thread).
+#[doc(hidden)]
+pub fn count_in_batches(sets: &[&[u32]], batch: usize) -> usize {
+    let counts = Frequencies::new(true);
+    for chunk in sets.chunks(batch.max(1)) {
+        counts.count_documents(chunk);
+    }
+    counts.distinct()
+}
+
 /// Exact document frequency of every distinct shingle (see the module docs).
 pub(crate) struct Frequencies {
     shards: Box<[Shard]>,

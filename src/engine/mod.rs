@@ -57,6 +57,8 @@ pub mod sample;
 mod slot_counter;
 mod unique;
 
+#[doc(hidden)]
+pub use boilerplate::count_in_batches;
 pub(crate) use boilerplate::Frequencies;
 pub use boilerplate::{
     BoilerplateParams, Classifier, ContentQuery, ContentScores, DfLookup, Template, MAX_TEMPLATES,
