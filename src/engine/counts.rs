@@ -54,8 +54,10 @@ impl CountTable {
         self.slots.len() - 1
     }
 
-    /// The slot holding `x`, or the empty slot where it would go.
-    #[inline]
+    /// The slot holding `x`, or the empty slot where it would go. Always
+    /// inlined, as is [`Self::add_growing`]: a call a key cost a tenth of
+    /// a batch's count (docs/benchmarks.md, stop 68).
+    #[inline(always)]
     fn find(&self, x: u32) -> (usize, bool) {
         let mask = self.mask();
         let mut i = self.home(x);
@@ -158,7 +160,7 @@ impl CountTable {
     /// Add `n` to `x`'s count in a table with slots: a key already
     /// counted takes one probe; a new one finding the table full grows it
     /// first.
-    #[inline]
+    #[inline(always)]
     fn add_growing(&mut self, x: u32, n: u32) {
         let (mut i, found) = self.find(x);
         if found {
