@@ -269,6 +269,9 @@ const FRESH_GROUP: usize = 8;
 /// on one thread, 0 and 2 slower (docs/benchmarks.md, stop 68).
 const REGION_BITS: u32 = 4;
 
+/// The top bits of a shingle that group a batch's values: shard and region.
+pub(crate) const GROUP_BITS: u32 = SHARD_BITS + REGION_BITS;
+
 /// A sorted slice cut into its runs of one shard: (shard, run).
 fn shard_runs(sorted: &[u32]) -> impl Iterator<Item = (usize, &[u32])> {
     sorted
@@ -468,7 +471,6 @@ impl Frequencies {
     /// docs/benchmarks.md, stops 63 and 67).
     fn count_all<'a>(&self, sets: impl Iterator<Item = &'a [u32]>) {
         use rayon::prelude::*;
-        const GROUP_BITS: u32 = SHARD_BITS + REGION_BITS;
         let group = |x: u32| (x >> (32 - GROUP_BITS)) as usize;
         let sets: Vec<&[u32]> = sets.collect();
         // Positions are u32 (a histogram a quarter the size of usize's):

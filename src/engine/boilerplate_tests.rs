@@ -629,7 +629,8 @@ proptest::proptest! {
     /// A batch's count (one counting sort by shard and region over every
     /// document, then each shard's slice added) counts what a map counts,
     /// whatever groups the keys fall in: the first and last of the
-    /// 2^14 groups, many keys in one, documents sharing keys, batches
+    /// 2^GROUP_BITS groups, many keys at the start of each of the first,
+    /// many keys in one, documents sharing keys, batches
     /// taken away again document by document.
     #[test]
     fn batches_count_what_a_map_counts(
@@ -639,7 +640,8 @@ proptest::proptest! {
                     proptest::prelude::any::<u32>(),
                     0u32..64,
                     (u32::MAX - 64)..=u32::MAX,
-                    (0u32..16, 0u32..4).prop_map(|(g, k)| (g << 18) | k),
+                    (0u32..16, 0u32..4)
+                        .prop_map(|(g, k)| (g << (32 - boilerplate::GROUP_BITS)) | k),
                 ],
                 0..60,
             ),
