@@ -265,8 +265,8 @@ const FRESH_GROUP: usize = 8;
 /// they are counted ([`Frequencies::count_all`]): 2^10 groups in all, so
 /// the grouping's scatter writes to few enough places at once to stay in
 /// the core's first cache, and a region (a 16th of a shard's table) is
-/// small enough for the second. 4 counted 20% faster than 8 (2^14 groups)
-/// on one thread, 0 and 2 slower (docs/benchmarks.md, stop 68).
+/// small enough for the second. 4 counted ~9% faster than 8 (2^14
+/// groups) on one thread, 0, 2 and 6 slower (docs/benchmarks.md, stop 68).
 const REGION_BITS: u32 = 4;
 
 /// The top bits of a shingle that group a batch's values: shard and region.
@@ -465,10 +465,11 @@ impl Frequencies {
     /// counting sort over the whole batch (a histogram pass, then each
     /// value written once to its group), so each shard's values are one
     /// slice, counted on the rayon pool under one lock a shard, a region
-    /// (a 16th of the shard's table) at a time, in address order. Within a region the keys are far enough apart that order
-    /// would not save a miss, and the prefetch ahead overlaps them (as
-    /// many as the core keeps in flight: the limit of this loop,
-    /// docs/benchmarks.md, stops 63 and 67).
+    /// (a 16th of the shard's table) at a time, in address order. Within
+    /// a region the keys are far enough apart that order would not save a
+    /// miss, and the prefetch ahead overlaps them (as many as the core
+    /// keeps in flight: the limit of this loop, docs/benchmarks.md, stops
+    /// 63, 67 and 68).
     fn count_all<'a>(&self, sets: impl Iterator<Item = &'a [u32]>) {
         use rayon::prelude::*;
         let group = |x: u32| (x >> (32 - GROUP_BITS)) as usize;
