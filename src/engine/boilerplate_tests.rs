@@ -629,9 +629,9 @@ proptest::proptest! {
     /// A batch's count (one counting sort by shard and region over every
     /// document, then each shard's slice added) counts what a map counts,
     /// whatever groups the keys fall in: the first and last of the
-    /// 2^GROUP_BITS groups, many keys at the start of each of the first,
-    /// many keys in one, documents sharing keys, batches
-    /// taken away again document by document.
+    /// 2^GROUP_BITS groups, the first keys of each of the first 16 groups,
+    /// many keys in one, documents sharing keys, batches taken away again
+    /// document by document.
     #[test]
     fn batches_count_what_a_map_counts(
         docs in proptest::collection::vec(
