@@ -1,7 +1,9 @@
 //! A software prefetch: start loading a value's cache line now, so that a
 //! later read of it (or a lock taken on it) finds it in cache. Used where a
 //! query knows several addresses before it needs any of them, so that their
-//! cache misses overlap instead of following one another.
+//! cache misses overlap instead of following one another. And
+//! [`written_zeros`], the empty slot array of a table that grows by
+//! rehashing, with its pages mapped up front.
 
 #![allow(unsafe_code)]
 
@@ -37,4 +39,21 @@ pub fn prefetch_slice<T>(values: &[T]) {
     for v in values.iter().step_by(step).take(SLICE_LINES) {
         prefetch(v);
     }
+}
+
+/// `n` zeros, every page written: the new slot array of an open-addressing
+/// table that rehashes into it (`lsh::table`, `engine::counts`). A rehash
+/// reads a slot before it writes it; `vec![0; n]` hands over pages the
+/// kernel has not mapped, so that first read maps the shared zero page and
+/// the store after it copies the page, flushing the TLB of every core the
+/// process runs on (an inter-processor interrupt a page, costly in a VM:
+/// 7% of a 1M restore's samples, 4% of a saturated ingest's with document
+/// frequency counted; docs/benchmarks.md, stop 69). Written first, each
+/// page takes one plain fault. `black_box` hides the zero from the
+/// compiler, so the fill is not turned back into a zeroed (lazily mapped)
+/// allocation.
+pub fn written_zeros(n: usize) -> Vec<u64> {
+    let mut v = Vec::with_capacity(n);
+    v.resize(n, std::hint::black_box(0u64));
+    v
 }

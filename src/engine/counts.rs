@@ -22,20 +22,6 @@ const MIN_BITS: u32 = 4;
 /// Keys a loop prefetches ahead of the one it works on.
 const AHEAD: usize = 32;
 
-/// `n` zero slots, every page written. `vec![0; n]` takes zeroed memory
-/// the kernel has not mapped yet; the rehash's first probe of a slot
-/// would then read it (mapping the shared zero page) and its store copy
-/// the page, which flushes the TLB of every core the process runs on:
-/// an inter-processor interrupt a page, costly in a VM (4% of a
-/// saturated ingest's samples, docs/benchmarks.md, stop 69). Written
-/// first, each page is mapped once, writable. `black_box` keeps the
-/// compiler from turning the fill back into a zeroed allocation.
-fn written_zeros(n: usize) -> Vec<u64> {
-    let mut v = Vec::with_capacity(n);
-    v.resize(n, std::hint::black_box(0));
-    v
-}
-
 #[derive(Debug, Default)]
 pub(crate) struct CountTable {
     slots: Vec<u64>,
@@ -156,7 +142,8 @@ impl CountTable {
     }
 
     fn resize(&mut self, bits: u32) {
-        let old = std::mem::replace(&mut self.slots, written_zeros(1 << bits));
+        // Written zeros: the rehash reads each slot before it writes it.
+        let old = std::mem::replace(&mut self.slots, crate::prefetch::written_zeros(1 << bits));
         self.bits = bits;
         for s in old.into_iter().filter(|&s| s != 0) {
             let (i, _) = self.find(key(s));

@@ -357,11 +357,7 @@ impl Table {
     /// explains: a fresh page read before it is written costs a
     /// copy-on-write fault and a TLB flush on every core).
     fn resize(&mut self, capacity: usize) {
-        let mut cells = Vec::with_capacity(capacity);
-        // `black_box`: a zero the compiler cannot see, so the fill is not
-        // turned back into a zeroed (lazily mapped) allocation.
-        cells.resize(capacity, std::hint::black_box(0u64));
-        self.rehash_into(cells);
+        self.rehash_into(crate::prefetch::written_zeros(capacity));
     }
 
     /// Move every key into `cells` (all empty), which becomes the table.
